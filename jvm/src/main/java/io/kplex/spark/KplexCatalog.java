@@ -1,0 +1,153 @@
+package io.kplex.spark;
+
+import java.util.Map;
+import java.util.Optional;
+import java.util.TreeSet;
+import org.apache.spark.sql.catalyst.analysis.NoSuchFunctionException;
+import org.apache.spark.sql.catalyst.analysis.NoSuchTableException;
+import org.apache.spark.sql.catalyst.analysis.TableAlreadyExistsException;
+import org.apache.spark.sql.connector.catalog.Column;
+import org.apache.spark.sql.connector.catalog.FunctionCatalog;
+import org.apache.spark.sql.connector.catalog.Identifier;
+import org.apache.spark.sql.connector.catalog.Table;
+import org.apache.spark.sql.connector.catalog.TableCatalog;
+import org.apache.spark.sql.connector.catalog.TableChange;
+import org.apache.spark.sql.connector.catalog.functions.UnboundFunction;
+import org.apache.spark.sql.connector.expressions.Transform;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+
+/**
+ * {@code spark.sql.catalog.kplex=io.kplex.spark.KplexCatalog}: every Kafka topic is a
+ * table; {@code CREATE TABLE} makes a derived topic with P physical and V virtual
+ * partitions and stores its definition in Kafka. Catalog options:
+ * {@code kafka.bootstrap.servers} (required), any other {@code kafka.*} client setting,
+ * {@code metadata_topic} (default {@code _kplex_tables}) and defaults for
+ * {@code kplex.delivery}, {@code kplex.null_key}, {@code kplex.null_order}.
+ */
+public class KplexCatalog implements TableCatalog, FunctionCatalog {
+  private String name;
+  private Map<String, String> options;
+  private String metadataTopic;
+
+  @Override
+  public void initialize(String name, CaseInsensitiveStringMap options) {
+    this.name = name;
+    this.options = Map.copyOf(options.asCaseSensitiveMap());
+    this.metadataTopic = options.getOrDefault(KplexOptions.METADATA_TOPIC, KplexOptions.DEFAULT_METADATA_TOPIC);
+  }
+
+  @Override
+  public String name() {
+    return name;
+  }
+
+  private TableStore store() {
+    return new TableStore(KafkaConf.from(options), metadataTopic);
+  }
+
+  private static String tableName(Identifier ident) {
+    if (ident.namespace().length > 0) {
+      throw Errors.namespace(ident.toString());
+    }
+    return ident.name();
+  }
+
+  @Override
+  public Identifier[] listTables(String[] namespace) {
+    try (TableStore store = store()) {
+      TreeSet<String> names = new TreeSet<>(store.tableNames());
+      names.addAll(store.definitions().keySet());
+      return names.stream().map(n -> Identifier.of(new String[0], n)).toArray(Identifier[]::new);
+    }
+  }
+
+  @Override
+  public Table loadTable(Identifier ident) throws NoSuchTableException {
+    String table = tableName(ident);
+    try (TableStore store = store()) {
+      Optional<TableDefinition> def = store.definition(table);
+      if (def.isPresent()) {
+        return new KplexTable(table, def.get().topic(), def, options, metadataTopic);
+      }
+      if (store.partitionCount(table).isPresent()) {
+        return new KplexTable(table, table, Optional.empty(), options, metadataTopic);
+      }
+    }
+    throw new NoSuchTableException(ident);
+  }
+
+  @Override
+  public Table createTable(Identifier ident, Column[] columns, Transform[] partitions,
+      Map<String, String> properties) throws TableAlreadyExistsException {
+    String table = tableName(ident);
+    TableDefinition def = TableDefinition.create(table, properties);
+    try (TableStore store = store()) {
+      if (store.definition(table).isPresent()) {
+        throw new TableAlreadyExistsException(ident);
+      }
+      Optional<Integer> existing = store.partitionCount(def.topic());
+      if (existing.isPresent() && existing.get() != def.physicalPartitions()) {
+        throw Errors.partitionMismatch(def.topic(), existing.get(), def.physicalPartitions());
+      }
+      if (existing.isEmpty()) {
+        store.createTopic(def.topic(), def.physicalPartitions(), def.replicationFactor(), Map.of());
+      }
+      store.putDefinition(def);
+    }
+    return new KplexTable(table, def.topic(), Optional.of(def), options, metadataTopic);
+  }
+
+  @Override
+  @SuppressWarnings("deprecation")
+  public Table createTable(Identifier ident, StructType schema, Transform[] partitions,
+      Map<String, String> properties) throws TableAlreadyExistsException {
+    return createTable(ident, new Column[0], partitions, properties);
+  }
+
+  @Override
+  public Table alterTable(Identifier ident, TableChange... changes) {
+    throw new KplexException("UNSUPPORTED", "kplex tables cannot be altered: V and P are fixed"
+        + " once records are placed. Create a new table and INSERT into it.");
+  }
+
+  @Override
+  public boolean dropTable(Identifier ident) {
+    String table = tableName(ident);
+    try (TableStore store = store()) {
+      Optional<TableDefinition> def = store.definition(table);
+      if (def.isEmpty()) {
+        if (store.partitionCount(table).isPresent()) {
+          throw new KplexException("NOT_A_KPLEX_TABLE", "'" + table + "' is a plain Kafka topic;"
+              + " kplex only drops tables it created. Delete the topic with Kafka's tools.");
+        }
+        return false;
+      }
+      if (store.partitionCount(def.get().topic()).isPresent()) {
+        store.deleteTopic(def.get().topic());
+      }
+      store.removeDefinition(table);
+      return true;
+    }
+  }
+
+  @Override
+  public void renameTable(Identifier from, Identifier to) {
+    throw new KplexException("UNSUPPORTED", "Kafka topics cannot be renamed.");
+  }
+
+  @Override
+  public Identifier[] listFunctions(String[] namespace) {
+    return KplexFunctions.ALL.keySet().stream().map(n -> Identifier.of(new String[0], n))
+        .toArray(Identifier[]::new);
+  }
+
+  @Override
+  public UnboundFunction loadFunction(Identifier ident) throws NoSuchFunctionException {
+    UnboundFunction f = ident.namespace().length == 0 ? KplexFunctions.ALL.get(ident.name()) : null;
+    if (f == null) {
+      throw new NoSuchFunctionException(ident);
+    }
+    return f;
+  }
+}

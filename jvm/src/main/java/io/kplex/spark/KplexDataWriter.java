@@ -1,0 +1,148 @@
+package io.kplex.spark;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import org.apache.kafka.clients.producer.Callback;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.util.ArrayData;
+import org.apache.spark.sql.connector.write.DataWriter;
+import org.apache.spark.sql.connector.write.WriterCommitMessage;
+import org.apache.spark.sql.types.BinaryType;
+
+/**
+ * Writes one task's rows, already clustered by virtual partition and sorted by order
+ * value, with one Kafka producer. Sends are asynchronous: the first failed send is
+ * recorded by the callback, {@link #write} fails fast on it, and {@link #commit} checks,
+ * flushes and checks again, so nothing is reported committed before it is on the broker.
+ */
+final class KplexDataWriter implements DataWriter<InternalRow> {
+  static final String VP_HEADER = "kplex.vp";
+  static final String ORDER_HEADER = "kplex.order";
+
+  private final WriteConf conf;
+  private final WriteSchema schema;
+  private final int partitionId;
+  private final KeyBytes.Encoder key;
+  private final OrderValues.Reader order;
+  private final boolean timeOrder;
+  private final boolean binaryValue;
+  private final byte[][] vpHeaders;
+  private final long[] rowsPerVp;
+  private final KafkaProducer<byte[], byte[]> producer;
+  private final Callback callback = (metadata, e) -> {
+    if (e != null) fail(e);
+  };
+  private volatile Exception failure;
+  private long dropped;
+
+  KplexDataWriter(WriteConf conf, WriteSchema schema, int partitionId) {
+    this.conf = conf;
+    this.schema = schema;
+    this.partitionId = partitionId;
+    this.key = KeyBytes.encoderFor(schema.type(schema.key));
+    this.order = OrderValues.readerFor(schema.type(schema.order));
+    this.timeOrder = OrderValues.isTime(schema.type(schema.order));
+    this.binaryValue = schema.type(schema.value) instanceof BinaryType;
+    this.vpHeaders = new byte[conf.virtualPartitions][];
+    this.rowsPerVp = new long[conf.virtualPartitions];
+    this.producer = new KafkaProducer<>(conf.kafka.producer());
+  }
+
+  private synchronized void fail(Exception e) {
+    if (failure == null) failure = e;
+  }
+
+  private void checkFailure() {
+    if (failure != null) throw Errors.sendFailed(conf.topic, failure);
+  }
+
+  @Override
+  public void write(InternalRow row) {
+    checkFailure();
+    boolean nullOrder = row.isNullAt(schema.order);
+    if (row.isNullAt(schema.key)) {
+      if (conf.nullKey.equals("drop")) {
+        dropped++;
+        return;
+      }
+      throw Errors.nullKey(schema.name(schema.key), nullOrder ? Long.MIN_VALUE : order.read(row, schema.order));
+    }
+    byte[] keyBytes = key.encode(row, schema.key);
+    long orderValue;
+    if (nullOrder) {
+      if (conf.nullOrder.equals("drop")) {
+        dropped++;
+        return;
+      } else if (conf.nullOrder.equals("fail")) {
+        throw Errors.nullOrder(schema.name(schema.order), printable(keyBytes));
+      }
+      orderValue = Long.MIN_VALUE;
+    } else {
+      orderValue = order.read(row, schema.order);
+    }
+    int vp = Placement.virtualPartition(keyBytes, conf.virtualPartitions);
+    RecordHeaders headers = new RecordHeaders();
+    if (schema.headers >= 0 && !row.isNullAt(schema.headers)) {
+      addUserHeaders(headers, row.getArray(schema.headers));
+    }
+    headers.add(VP_HEADER, vpHeader(vp));
+    headers.add(ORDER_HEADER, Long.toString(orderValue).getBytes(StandardCharsets.US_ASCII));
+    byte[] value = row.isNullAt(schema.value) ? null
+        : binaryValue ? row.getBinary(schema.value) : row.getUTF8String(schema.value).getBytes();
+    Long timestamp = timeOrder && orderValue >= 0 ? orderValue : null;
+    producer.send(new ProducerRecord<>(conf.topic, Placement.physicalPartition(vp, conf.physicalPartitions),
+        timestamp, keyBytes, value, headers), callback);
+    rowsPerVp[vp]++;
+  }
+
+  private byte[] vpHeader(int vp) {
+    byte[] h = vpHeaders[vp];
+    if (h == null) {
+      h = Integer.toString(vp).getBytes(StandardCharsets.US_ASCII);
+      vpHeaders[vp] = h;
+    }
+    return h;
+  }
+
+  private static void addUserHeaders(RecordHeaders headers, ArrayData array) {
+    for (int i = 0; i < array.numElements(); i++) {
+      InternalRow h = array.getStruct(i, 2);
+      if (h.isNullAt(0)) continue;
+      String name = h.getUTF8String(0).toString();
+      if (name.equals(VP_HEADER) || name.equals(ORDER_HEADER)) continue;
+      headers.add(name, h.isNullAt(1) ? null : h.getBinary(1));
+    }
+  }
+
+  private static String printable(byte[] key) {
+    String s = new String(key, StandardCharsets.UTF_8);
+    return s.chars().allMatch(c -> c >= 32 && c != 0xFFFD) ? "'" + s + "'" : "0x" + hex(key);
+  }
+
+  private static String hex(byte[] b) {
+    StringBuilder s = new StringBuilder();
+    for (byte x : b) s.append(String.format("%02x", x));
+    return s.toString();
+  }
+
+  @Override
+  public WriterCommitMessage commit() {
+    checkFailure();
+    producer.flush();
+    checkFailure();
+    return new KplexCommitMessage(partitionId, rowsPerVp, dropped);
+  }
+
+  @Override
+  public void abort() {
+    // At least once: records already sent stay; the task's retry sends them again.
+  }
+
+  @Override
+  public void close() {
+    producer.close(Duration.ofSeconds(30));
+  }
+}

@@ -1,0 +1,23 @@
+package io.kplex.spark;
+
+import org.apache.spark.sql.SparkSessionExtensions;
+import org.apache.spark.sql.catalyst.FunctionIdentifier;
+import org.apache.spark.sql.connector.catalog.functions.UnboundFunction;
+import scala.Tuple3;
+import scala.runtime.AbstractFunction1;
+import scala.runtime.BoxedUnit;
+
+/**
+ * {@code spark.sql.extensions=io.kplex.spark.KplexExtensions}: makes kplex_key,
+ * kplex_order and kplex_vpartition available in every session, plain spark-sql included.
+ */
+public final class KplexExtensions extends AbstractFunction1<SparkSessionExtensions, BoxedUnit> {
+  @Override
+  public BoxedUnit apply(SparkSessionExtensions extensions) {
+    for (UnboundFunction f : KplexFunctions.ALL.values()) {
+      extensions.injectFunction(new Tuple3<>(new FunctionIdentifier(f.name()), KplexFunctions.info(f),
+          new KplexFunctions.Builder(f)));
+    }
+    return BoxedUnit.UNIT;
+  }
+}

@@ -1,0 +1,54 @@
+package io.kplex.spark;
+
+import java.util.Map;
+import org.apache.spark.sql.connector.catalog.Identifier;
+import org.apache.spark.sql.connector.catalog.SupportsCatalogOptions;
+import org.apache.spark.sql.connector.catalog.Table;
+import org.apache.spark.sql.connector.expressions.Transform;
+import org.apache.spark.sql.sources.DataSourceRegister;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+
+/**
+ * The {@code kplex} format: {@code df.write.format("kplex").option("table", "t")} and
+ * {@code spark.read.format("kplex").option("table", "t")} go through the kplex catalog
+ * (option {@code catalog}, default {@code kplex}), so reads and writes by format and by
+ * SQL are one code path.
+ */
+public final class KplexSource implements SupportsCatalogOptions, DataSourceRegister {
+  public static final String CATALOG = "catalog";
+
+  @Override
+  public String shortName() {
+    return "kplex";
+  }
+
+  @Override
+  public Identifier extractIdentifier(CaseInsensitiveStringMap options) {
+    String table = options.get(KplexOptions.TABLE);
+    if (table == null || table.isBlank()) {
+      table = options.get("path");
+    }
+    if (table == null || table.isBlank()) {
+      throw new KplexException("MISSING_OPTION", "say which table: .option(\"table\", \"<name>\")"
+          + " or .save(\"<name>\").");
+    }
+    return Identifier.of(new String[0], table);
+  }
+
+  @Override
+  public String extractCatalog(CaseInsensitiveStringMap options) {
+    return options.getOrDefault(CATALOG, "kplex");
+  }
+
+  @Override
+  public StructType inferSchema(CaseInsensitiveStringMap options) {
+    return KplexTable.TOPIC_SCHEMA;
+  }
+
+  @Override
+  public Table getTable(StructType schema, Transform[] partitioning, Map<String, String> properties) {
+    throw new KplexException("NO_CATALOG", "the kplex format needs the kplex catalog:"
+        + " set spark.sql.catalog.kplex=io.kplex.spark.KplexCatalog (configure_spark_with_kplex does it).");
+  }
+}

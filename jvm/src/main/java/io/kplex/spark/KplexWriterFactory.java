@@ -1,0 +1,26 @@
+package io.kplex.spark;
+
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.connector.write.DataWriter;
+import org.apache.spark.sql.connector.write.DataWriterFactory;
+
+/** Shipped to the executors: the resolved settings and column roles, nothing more. */
+final class KplexWriterFactory implements DataWriterFactory {
+  private final WriteConf conf;
+  private final WriteSchema schema;
+
+  KplexWriterFactory(WriteConf conf, WriteSchema schema) {
+    this.conf = conf;
+    this.schema = schema;
+  }
+
+  @Override
+  public DataWriter<InternalRow> createWriter(int partitionId, long taskId) {
+    return new KplexDataWriter(conf, schema, partitionId);
+  }
+
+  @Override
+  public String toString() {
+    return "KplexWriterFactory(" + conf + ", " + schema + ")";
+  }
+}

@@ -1,0 +1,62 @@
+package io.kplex.spark;
+
+import java.util.Arrays;
+import org.apache.spark.sql.connector.distributions.Distribution;
+import org.apache.spark.sql.connector.distributions.Distributions;
+import org.apache.spark.sql.connector.expressions.Expression;
+import org.apache.spark.sql.connector.expressions.Expressions;
+import org.apache.spark.sql.connector.expressions.FieldReference;
+import org.apache.spark.sql.connector.expressions.NamedReference;
+import org.apache.spark.sql.connector.expressions.NullOrdering;
+import org.apache.spark.sql.connector.expressions.SortDirection;
+import org.apache.spark.sql.connector.expressions.SortOrder;
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * What a kplex write asks of Spark, decided by one pure function ({@link #of}) into a
+ * small immutable value that {@link KplexWrite} just returns.
+ *
+ * <ul>
+ *   <li>Distribution: clustered by {@code kplex_vpartition(key, V)}, strictly (AQE may
+ *       coalesce tasks but never split a virtual partition over two tasks: two writers
+ *       of one virtual partition would interleave and break its order, G2).</li>
+ *   <li>Ordering inside a task: virtual partition, then order value, then canonical
+ *       key bytes, then value: a total order over distinct records, so the same input
+ *       gives the same sequence (G2's deterministic tie-break). NULLs sort first, so a
+ *       task meets a NULL key or order before it has sent anything.</li>
+ * </ul>
+ */
+final class WriteRequirements {
+  final Distribution distribution;
+  final SortOrder[] ordering;
+
+  private WriteRequirements(Distribution distribution, SortOrder[] ordering) {
+    this.distribution = distribution;
+    this.ordering = ordering;
+  }
+
+  static WriteRequirements of(String keyColumn, String orderColumn, String valueColumn, int virtualPartitions) {
+    Expression key = column(keyColumn);
+    Expression vp = Expressions.apply(KplexFunctions.VPARTITION, key, Expressions.literal(virtualPartitions));
+    Expression keyBytes = Expressions.apply(KplexFunctions.KEY, key);
+    return new WriteRequirements(
+        Distributions.clustered(new Expression[] {vp}),
+        new SortOrder[] {
+          ascending(vp), ascending(column(orderColumn)), ascending(keyBytes), ascending(column(valueColumn))
+        });
+  }
+
+  private static SortOrder ascending(Expression e) {
+    return Expressions.sort(e, SortDirection.ASCENDING, NullOrdering.NULLS_FIRST);
+  }
+
+  /** A reference to a column by its exact name (names like "kplex_key(x)" are not parsed). */
+  static NamedReference column(String name) {
+    return new FieldReference(CollectionConverters.asScala(java.util.List.of(name)).toSeq());
+  }
+
+  @Override
+  public String toString() {
+    return "distribution " + distribution + ", ordering " + Arrays.toString(ordering);
+  }
+}

@@ -1,0 +1,191 @@
+"""Where a kplex record lands: Kafka's murmur2, virtual and physical partitions.
+
+This is the Python twin of guarantee G4 and of "Canonical key bytes" in the
+product contract: a consumer (or a test) that only has Python can compute the
+virtual partition of any key exactly as the JVM writer and as a plain Kafka
+producer with the default partitioner would.
+
+>>> vp = virtual_partition(canonical_key("User_6"), 9)
+>>> vp, physical_partition(vp, 3)
+(8, 2)
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from typing import Any
+
+__all__ = [
+    "murmur2",
+    "to_positive",
+    "virtual_partition",
+    "physical_partition",
+    "canonical_key",
+    "canonical_int_key",
+    "canonical_bigint_key",
+]
+
+_SEED = 0x9747B28C
+_M = 0x5BD1E995
+_R = 24
+_MASK32 = 0xFFFFFFFF
+
+
+def _to_signed32(h: int) -> int:
+    return h - 0x1_0000_0000 if h & 0x8000_0000 else h
+
+
+def murmur2(data: bytes | bytearray | memoryview) -> int:
+    """Kafka's 32-bit murmur2 hash, bit for bit.
+
+    Mirrors ``org.apache.kafka.common.utils.Utils.murmur2`` (seed
+    ``0x9747b28c``) and returns the same *signed* 32-bit int the Java method
+    returns. The arithmetic is done on unsigned 32-bit words, which is
+    equivalent to Java's wrapping ``int`` arithmetic; ``>>>`` is a plain
+    right shift of the unsigned word.
+
+    >>> murmur2(b"kafka")
+    -798503068
+    >>> murmur2(b"")
+    275646681
+    """
+    data = bytes(data)
+    length = len(data)
+    h = (_SEED ^ length) & _MASK32
+    n_blocks = length // 4
+    # Little-endian 32-bit blocks, like Java's (b0 & 0xff) + ((b1 & 0xff) << 8) + ...
+    for k in struct.unpack_from(f"<{n_blocks}I", data):
+        k = (k * _M) & _MASK32
+        k ^= k >> _R
+        k = (k * _M) & _MASK32
+        h = (h * _M) & _MASK32
+        h ^= k
+    tail = length & ~3
+    rest = length % 4
+    # Java's switch falls through: case 3, then 2, then 1.
+    if rest == 3:
+        h ^= data[tail + 2] << 16
+    if rest >= 2:
+        h ^= data[tail + 1] << 8
+    if rest >= 1:
+        h ^= data[tail]
+        h = (h * _M) & _MASK32
+    h ^= h >> 13
+    h = (h * _M) & _MASK32
+    h ^= h >> 15
+    return _to_signed32(h)
+
+
+def to_positive(number: int) -> int:
+    """Kafka's ``Utils.toPositive``: clear the sign bit of a 32-bit int.
+
+    >>> to_positive(-798503068)
+    1348980580
+    """
+    return number & 0x7FFFFFFF
+
+
+def virtual_partition(key_bytes: bytes | bytearray | memoryview, virtual_partitions: int) -> int:
+    """The virtual partition of a key: ``(murmur2(key) & 0x7fffffff) % V``.
+
+    This is Kafka's default partitioner formula, with V in place of the
+    topic's partition count.
+
+    >>> virtual_partition(b"User_6", 9)
+    8
+    """
+    if virtual_partitions <= 0:
+        raise ValueError(
+            f"virtual_partitions must be a positive number, got {virtual_partitions}."
+        )
+    return to_positive(murmur2(key_bytes)) % virtual_partitions
+
+
+def physical_partition(vp: int, physical_partitions: int) -> int:
+    """The Kafka partition that holds virtual partition ``vp``: ``vp % P``.
+
+    >>> physical_partition(8, 3)
+    2
+    """
+    if physical_partitions <= 0:
+        raise ValueError(
+            f"physical_partitions must be a positive number, got {physical_partitions}."
+        )
+    if vp < 0:
+        raise ValueError(f"a virtual partition is never negative, got {vp}.")
+    return vp % physical_partitions
+
+
+def canonical_int_key(value: int) -> bytes:
+    """Canonical bytes of an INT key: 4-byte big-endian two's complement.
+
+    Same bytes as Kafka's ``IntegerSerializer``.
+
+    >>> canonical_int_key(42).hex()
+    '0000002a'
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"an INT key must be an int, got {type(value).__name__}.")
+    try:
+        return struct.pack(">i", value)
+    except struct.error:
+        raise ValueError(
+            f"{value} does not fit in a 32-bit INT key; use canonical_bigint_key for BIGINT."
+        ) from None
+
+
+def canonical_bigint_key(value: int) -> bytes:
+    """Canonical bytes of a BIGINT key: 8-byte big-endian two's complement.
+
+    Same bytes as Kafka's ``LongSerializer``.
+
+    >>> canonical_bigint_key(-1).hex()
+    'ffffffffffffffff'
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"a BIGINT key must be an int, got {type(value).__name__}.")
+    try:
+        return struct.pack(">q", value)
+    except struct.error:
+        raise ValueError(f"{value} does not fit in a 64-bit BIGINT key.") from None
+
+
+def canonical_key(value: Any) -> bytes:
+    """Canonical key bytes of a Python value, as ``kplex_key`` makes them.
+
+    * ``str`` -> UTF-8 (Kafka's ``StringSerializer``)
+    * ``bytes``/``bytearray``/``memoryview`` -> as is
+    * ``int`` -> BIGINT, 8-byte big-endian (use :func:`canonical_int_key`
+      for a column that is an INT on the Spark side)
+    * anything else JSON can express (``dict``, ``list``, ``bool``,
+      ``float``, ...) -> compact JSON with sorted keys, UTF-8, non-ASCII
+      kept as is
+
+    ``None`` is an error: the contract has no NULL key by default.
+
+    >>> canonical_key("Usér")
+    b'Us\\xc3\\xa9r'
+    >>> canonical_key(42).hex()
+    '000000000000002a'
+    >>> canonical_key({"b": 1, "a": [True, "ü"]}).decode()
+    '{"a":[true,"ü"],"b":1}'
+    """
+    if value is None:
+        raise ValueError("a kplex key is never null; filter or replace null keys first.")
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return canonical_bigint_key(value)
+    try:
+        text = json.dumps(
+            value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+        )
+    except (TypeError, ValueError) as e:
+        raise TypeError(
+            f"cannot make a kplex key of a {type(value).__name__}: {e}. "
+            "Convert it to str, bytes, int, or a JSON-compatible dict/list first."
+        ) from None
+    return text.encode("utf-8")

@@ -1,0 +1,324 @@
+"""``kplex sql check``: find what would fail in a kplex SQL file, without Spark.
+
+Besides syntax errors (with line and column) and undefined ``${variables}``:
+
+=====================  ======================================================
+rule                   finding
+=====================  ======================================================
+functions              a misspelt kplex function (``kplex_ordr`` → did you
+                       mean ``kplex_order``?); a kplex function with the wrong
+                       number of arguments
+order type             ``kplex_order`` of a value that is certainly not a
+                       TIMESTAMP, DATE or integer (a STRING, a DOUBLE, the
+                       BINARY ``value``): the column types of ``kplex.*``
+                       tables are known
+create                 a ``CREATE TABLE kplex.*`` with a column list, with an
+                       unknown property, a wrong value or a required one
+                       missing; P not dividing V (warning: placement is then
+                       not the one of a Kafka producer, G4)
+alter                  ``ALTER TABLE kplex.* SET TBLPROPERTIES`` names/values
+write                  an ``INSERT INTO kplex.*`` whose query does not give
+                       exactly one key (``kplex_key(...)`` or a column
+                       ``key``), one order (``kplex_order(...)`` or
+                       ``order_value``) and one ``value`` in every SELECT;
+                       ``kplex_key``/``kplex_order`` nested in an expression
+                       or used outside the select list, where the writer
+                       cannot see them; ``INSERT OVERWRITE`` (topics are
+                       append-only)
+=====================  ======================================================
+
+>>> result = check_text('''INSERT INTO kplex.by_user
+... SELECT kplex_key(user), kplex_ordr(ts), value FROM kplex.pageviews;''', path="job.sql")
+>>> print(result.format())
+job.sql:2:8: error: statement 1: INSERT INTO kplex.by_user has no order column: select kplex_order(<expr>) (or a column named order_value)
+job.sql:2:25: error: statement 1: unknown function kplex_ordr; did you mean kplex_order?
+>>> result.ok
+False
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator, Mapping
+
+from sqlglot import exp
+from sqlglot.optimizer.annotate_types import annotate_types
+from sqlglot.optimizer.qualify import qualify
+from sqlglot.schema import MappingSchema
+
+from kplex.sqltools import analysis as a
+from kplex.sqltools.diagnostics import ERROR, WARNING, Diagnostic, format_diagnostics, has_errors
+from kplex.sqltools.errors import CheckFailed
+from kplex.sqltools.properties import (
+    PHYSICAL_PARTITIONS,
+    PROPERTIES,
+    VIRTUAL_PARTITIONS,
+    missing_required,
+    parse_int,
+    problem_of,
+    suggest,
+)
+from kplex.sqltools.script import Script, Statement, load_script, read_script
+
+__all__ = ["CheckResult", "check_script", "check_text", "check_file", "require_clean", "TOPIC_COLUMNS"]
+
+#: Columns of every table of the kplex catalog (derived ones add the last two).
+TOPIC_COLUMNS: dict[str, str] = {
+    "key": "BINARY",
+    "value": "BINARY",
+    "topic": "STRING",
+    "partition": "INT",
+    "offset": "BIGINT",
+    "timestamp": "TIMESTAMP",
+    "headers": "ARRAY<STRUCT<key: STRING, value: BINARY>>",
+    "vpartition": "INT",
+    "order_value": "BIGINT",
+}
+
+_NOT_ORDER_TYPES = (
+    exp.DataType.TEXT_TYPES
+    | exp.DataType.REAL_TYPES
+    | exp.DataType.NESTED_TYPES
+    | {exp.DataType.Type.BINARY, exp.DataType.Type.VARBINARY, exp.DataType.Type.BOOLEAN}
+)
+
+_CLAUSES = {
+    "where": "the WHERE clause",
+    "group": "GROUP BY",
+    "having": "HAVING",
+    "order": "ORDER BY",
+    "sort": "SORT BY",
+    "cluster": "CLUSTER BY",
+    "distribute": "DISTRIBUTE BY",
+    "joins": "a JOIN",
+    "qualify": "QUALIFY",
+    "from_": "FROM",
+    "laterals": "a LATERAL VIEW",
+}
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """Every finding about one script; ``ok`` when none is an error."""
+
+    script: Script
+    diagnostics: list[Diagnostic]
+
+    @property
+    def ok(self) -> bool:
+        return not has_errors(self.diagnostics)
+
+    def format(self, path: str | None = None) -> str:
+        """One line per finding (``path:line:col: severity: statement N: message``)."""
+        return format_diagnostics(self.diagnostics, path or self.script.path)
+
+
+def check_file(path: str | Path, variables: Mapping[str, str] | None = None, dialect: str | None = None) -> CheckResult:
+    """Check the SQL file at ``path``."""
+    return check_script(read_script(path, variables, dialect))
+
+
+def check_text(text: str, path: str = "<sql>", variables: Mapping[str, str] | None = None, dialect: str | None = None) -> CheckResult:
+    """Check SQL given as text (``path`` only names it in the findings)."""
+    return check_script(load_script(text, path, variables, dialect))
+
+
+def check_script(script: Script) -> CheckResult:
+    """Run every rule over every statement that parsed."""
+    found = list(script.diagnostics)
+    catalog: str | None = None
+    for statement in script.statements:
+        if statement.expression is None:
+            continue
+        context = _Context(script, statement, catalog)
+        for rule in _RULES:
+            found.extend(rule(context))
+        catalog = _catalog_after(statement.expression, catalog)
+    return CheckResult(script, sorted(set(found), key=lambda d: (d.line, d.column, d.statement, d.message)))
+
+
+def require_clean(result: CheckResult) -> CheckResult:
+    """``result`` when it has no errors; else raise :class:`CheckFailed`."""
+    if not result.ok:
+        raise CheckFailed(result.script.path, result.diagnostics)
+    return result
+
+
+def _catalog_after(expression: exp.Expression, catalog: str | None) -> str | None:
+    """The current catalog after a ``USE`` (Spark: ``USE kplex`` selects the catalog)."""
+    if isinstance(expression, exp.Use) and isinstance(expression.this, exp.Table) and not expression.this.db:
+        return expression.this.name.lower()
+    return catalog
+
+
+@dataclass(frozen=True)
+class _Context:
+    script: Script
+    statement: Statement
+    catalog: str | None
+
+    @property
+    def expression(self) -> exp.Expression:
+        assert self.statement.expression is not None
+        return self.statement.expression
+
+    def at(self, node: exp.Expression | None, message: str, severity: str = ERROR) -> Diagnostic:
+        offset = a.node_offset(node) if node is not None else None
+        return Diagnostic(severity, self.statement.number, *self.script.position_in(self.statement, offset), message)
+
+
+def _sql(node: exp.Expression, limit: int = 60) -> str:
+    text = node.sql("spark", normalize_functions="lower")
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# --- rules -----------------------------------------------------------------
+
+
+def _functions(ctx: _Context) -> Iterator[Diagnostic]:
+    for call in ctx.expression.find_all(exp.Anonymous):
+        name = a.call_name(call) or ""
+        if name in a.FUNCTIONS:
+            want, got = a.FUNCTIONS[name], len(call.expressions)
+            if want != got:
+                usage = "(key, V)" if name == "kplex_vpartition" else "(<expr>)"
+                yield ctx.at(call, f"{name} takes {want} argument(s) {usage}, got {got}")
+            continue
+        guess = difflib.get_close_matches(name, list(a.FUNCTIONS), n=1, cutoff=0.75)
+        if guess:
+            yield ctx.at(call, f"unknown function {name}; did you mean {guess[0]}?")
+        elif name.startswith("kplex"):
+            known = ", ".join(a.FUNCTIONS)
+            yield ctx.at(call, f"unknown function {name}; kplex functions are {known}")
+
+
+def _create(ctx: _Context) -> Iterator[Diagnostic]:
+    create = a.kplex_create(ctx.expression, ctx.catalog)
+    if create is None:
+        return
+    where = create.node.this
+    if create.has_columns:
+        yield ctx.at(where, f"CREATE TABLE kplex.{create.table} takes no column list: "
+                     "the columns of a kplex table are fixed (key, value, topic, partition, offset, timestamp, headers, ...)")
+    values = {name: value for name, value, _ in create.properties}
+    for name, value, node in create.properties:
+        problem = problem_of(name, value)
+        if problem:
+            yield ctx.at(node, problem)
+    misspelt = {suggest(name) for name in values if name not in PROPERTIES}
+    for name, problem in missing_required(values).items():
+        if name not in misspelt:
+            yield ctx.at(where, f"CREATE TABLE kplex.{create.table}: {problem}")
+    v, p = parse_int(values.get(VIRTUAL_PARTITIONS, "")), parse_int(values.get(PHYSICAL_PARTITIONS, ""))
+    if v and p and v >= 1 and p >= 1:
+        if p > v:
+            yield ctx.at(where, f"{p} physical partitions for {v} virtual ones: "
+                         f"physical partitions {v}..{p - 1} stay empty", WARNING)
+        elif v % p:
+            yield ctx.at(where, f"{PHYSICAL_PARTITIONS} = {p} does not divide {VIRTUAL_PARTITIONS} = {v}: "
+                         "records are not where a Kafka producer keyed the same way would put them (G4)", WARNING)
+
+
+def _alter(ctx: _Context) -> Iterator[Diagnostic]:
+    node = ctx.expression
+    if not isinstance(node, exp.Alter) or a.kplex_table_name(node.this, ctx.catalog) is None:
+        return
+    for name, value, prop in a.properties_of(node):
+        problem = problem_of(name, value)
+        if problem:
+            yield ctx.at(prop, problem)
+
+
+_ROLE_HELP = {
+    "key": "select kplex_key(<expr>) (or a column named key)",
+    "order": "select kplex_order(<expr>) (or a column named order_value)",
+    "value": "select the record value as a column named value",
+}
+
+
+def _write(ctx: _Context) -> Iterator[Diagnostic]:
+    write = a.kplex_write(ctx.expression, ctx.catalog)
+    if write is None:
+        return
+    target = f"INSERT INTO kplex.{write.table}"
+    if write.overwrite:
+        yield ctx.at(write.node, f"INSERT OVERWRITE kplex.{write.table}: Kafka topics are append-only; use INSERT INTO")
+    for branch in write.branches:
+        roles = a.select_roles(branch)
+        missing = [role for role in ("key", "order", "value") if not roles.of(role)]
+        if missing and roles.star is not None:
+            names = " and ".join(missing)
+            yield ctx.at(roles.star, f"{target}: cannot check the {names} column(s) behind *; "
+                         "name them in the select list", WARNING)
+            missing = []
+        for role in missing:
+            article = "an" if role[0] in "aeiou" else "a"
+            yield ctx.at(branch, f"{target} has no {role} column: {_ROLE_HELP[role]}".replace(" a ", f" {article} ", 0))
+        for role in ("key", "order", "value"):
+            items = roles.of(role)
+            if len(items) > 1:
+                listed = " and ".join(_sql(i, 40) for i in items)
+                yield ctx.at(items[1], f"{target} has {len(items)} {role} columns: {listed}; keep exactly one")
+    for call in write.node.find_all(exp.Anonymous):
+        if a.call_name(call) in ("kplex_key", "kplex_order"):
+            problem = _nesting(call)
+            if problem:
+                yield ctx.at(call, problem)
+
+
+def _nesting(call: exp.Expression) -> str | None:
+    """Why ``call`` is where the writer cannot see it, or None when it is a
+    whole (possibly aliased) select item."""
+    name = a.call_name(call) or ""
+    child, up = call, call.parent
+    while up is not None and not isinstance(up, exp.Select):
+        child, up = up, up.parent
+    if up is None:
+        return f"{name}(...) outside a SELECT cannot work: select it as a column of the INSERT's query"
+    if child.arg_key != "expressions":
+        clause = _CLAUSES.get(child.arg_key, child.arg_key.upper())
+        return (f"{name}(...) in {clause} cannot work: it only marks the {name[6:]} column "
+                "as a select item of the INSERT's query")
+    if child is call or (isinstance(child, exp.Alias) and child.this is call):
+        return None
+    return (f"{name}(...) is nested inside {_sql(call.parent)}: the writer only recognises {name} "
+            f"as a whole select item, so move the rest of the expression inside it: {name}(<expr>)")
+
+
+def _order_types(ctx: _Context) -> Iterator[Diagnostic]:
+    calls = {c.meta.get("start"): c for c in ctx.expression.find_all(exp.Anonymous) if a.is_kplex_call(c, "kplex_order")}
+    if not calls:
+        return
+    for start, kind in _order_argument_types(ctx):
+        call = calls.get(start)
+        if call is None:
+            continue
+        arg = a.call_argument_text(ctx.statement.text, call, ctx.script.dialect)
+        yield ctx.at(call, f"kplex_order takes a TIMESTAMP, DATE or integer, but {arg} is {kind}: "
+                     f"convert it, e.g. kplex_order(CAST({arg} AS BIGINT))")
+
+
+def _order_argument_types(ctx: _Context) -> list[tuple[int | None, str]]:
+    """(offset, type) of each kplex_order whose argument's type is known and wrong."""
+    tables = {t.name: TOPIC_COLUMNS for t in ctx.expression.find_all(exp.Table)
+              if a.kplex_table_name(t, ctx.catalog) is not None}
+    schema = MappingSchema({a.CATALOG: tables} if tables else {}, dialect="spark")
+    copy = ctx.expression.copy()
+    try:
+        copy = qualify(copy, schema=schema, dialect="spark", validate_qualify_columns=False,
+                       identify=False, quote_identifiers=False)
+        annotate_types(copy, schema=schema, dialect="spark")
+    except Exception:  # noqa: BLE001 - a statement sqlglot cannot type is not an error here
+        return []
+    wrong = []
+    for call in copy.find_all(exp.Anonymous):
+        if a.is_kplex_call(call, "kplex_order") and len(call.expressions) == 1:
+            kind = call.expressions[0].type
+            if kind is not None and kind.this in _NOT_ORDER_TYPES:
+                wrong.append((call.meta.get("start"), kind.sql("spark").upper()))
+    return wrong
+
+
+_RULES: tuple[Callable[[_Context], Iterator[Diagnostic]], ...] = (_functions, _create, _alter, _write, _order_types)

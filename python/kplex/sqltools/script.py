@@ -1,0 +1,202 @@
+"""A SQL file as numbered statements: variables substituted, split, parsed.
+
+``${name}`` is replaced by the value given for ``name`` before anything else
+(an undefined variable is an error at its line and column). The text is then
+split at top-level semicolons with the dialect's own tokenizer, so a ``;``
+inside a string or a comment splits nothing, and each statement is parsed
+with sqlglot on its own: a syntax error in one statement is reported at its
+line and column, the others are still parsed.
+
+Line numbers are those of the file as written; columns are counted after
+substitution (a value longer than its ``${name}`` shifts the rest of its line).
+
+>>> script = load_script("SET a = 1;\\nSELECT ${col}\\nFROM kplex.t;", variables={"col": "value"})
+>>> [(s.number, s.line, s.text) for s in script.statements]
+[(1, 1, 'SET a = 1'), (2, 2, 'SELECT value\\nFROM kplex.t')]
+>>> script.diagnostics
+[]
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+from sqlglot import exp
+from sqlglot.dialects import Dialect
+from sqlglot.errors import ParseError, TokenError
+from sqlglot.tokens import Token, TokenType
+
+from kplex.sqltools.diagnostics import ERROR, Diagnostic
+
+__all__ = ["Statement", "Script", "load_script", "read_script", "substitute", "DEFAULT_DIALECT"]
+
+DEFAULT_DIALECT = "spark"
+
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_.]*)\}")
+_TOKEN_REPR = re.compile(r"<Token token_type: TokenType\.(\w+), text: (.*?), line: \d+.*?>")
+
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One statement of a script. ``start`` is its offset in ``Script.text``;
+    ``expression`` is None when it did not parse."""
+
+    number: int
+    text: str
+    start: int
+    line: int
+    column: int
+    expression: exp.Expression | None
+
+    @property
+    def head(self) -> str:
+        """The statement's first line, shortened: how progress and errors name it."""
+        first = " ".join(self.text.split("\n", 1)[0].split())
+        return first if len(first) <= 72 else first[:69] + "..."
+
+
+@dataclass(frozen=True)
+class Script:
+    """A parsed SQL file. ``diagnostics`` holds variable and syntax errors."""
+
+    path: str
+    text: str
+    dialect: str
+    statements: tuple[Statement, ...]
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    def position(self, offset: int) -> tuple[int, int]:
+        """1-based (line, column) of a character offset of ``text``."""
+        return _position(self.text, offset)
+
+    def position_in(self, statement: Statement, offset: int | None) -> tuple[int, int]:
+        """(line, column) of an offset inside ``statement`` (its start when None)."""
+        return self.position(statement.start + (offset or 0))
+
+
+def _position(text: str, offset: int) -> tuple[int, int]:
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
+def substitute(text: str, variables: Mapping[str, str]) -> tuple[str, list[tuple[int, str]]]:
+    """``text`` with every ``${name}`` replaced; also the (offset, name) of the
+    undefined ones, left as they were.
+
+    >>> substitute("FROM kplex.${t} -- ${u}", {"t": "pageviews"})
+    ('FROM kplex.pageviews -- ${u}', [(19, 'u')])
+    """
+    undefined: list[tuple[int, str]] = []
+
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name in variables:
+            return variables[name]
+        undefined.append((match.start(), name))
+        return match.group(0)
+
+    return _VARIABLE.sub(replace, text), undefined
+
+
+def read_script(path: str | Path, variables: Mapping[str, str] | None = None, dialect: str | None = None) -> Script:
+    """Read and parse the SQL file at ``path`` (see :func:`load_script`)."""
+    return load_script(Path(path).read_text(encoding="utf-8"), str(path), variables, dialect)
+
+
+def load_script(
+    text: str,
+    path: str = "<sql>",
+    variables: Mapping[str, str] | None = None,
+    dialect: str | None = None,
+) -> Script:
+    """Substitute, split and parse ``text``, written in ``dialect`` (Spark SQL by default)."""
+    dialect = dialect or DEFAULT_DIALECT
+    substituted, undefined = substitute(text, variables or {})
+    if undefined:
+        found = [
+            Diagnostic(ERROR, 0, *_position(text, offset), f"undefined variable ${{{name}}}: pass --var {name}=VALUE")
+            for offset, name in undefined
+        ]
+        return Script(path, substituted, dialect, (), found)
+    d = Dialect.get_or_raise(dialect)
+    try:
+        tokens = d.tokenize(substituted)
+    except TokenError as error:
+        return Script(path, substituted, dialect, (), [_token_diagnostic(substituted, error)])
+    statements: list[Statement] = []
+    diagnostics: list[Diagnostic] = []
+    for first, last in _statement_spans(tokens):
+        number = len(statements) + 1
+        body = substituted[tokens[first].start : tokens[last].end + 1]
+        line, column = _position(substituted, tokens[first].start)
+        expression, problem = _parse(d, body)
+        if problem:
+            offset, message = problem
+            diagnostics.append(Diagnostic(ERROR, number, *_position(substituted, tokens[first].start + offset), message))
+        statements.append(Statement(number, body, tokens[first].start, line, column, expression))
+    return Script(path, substituted, dialect, tuple(statements), diagnostics)
+
+
+def _statement_spans(tokens: list[Token]) -> list[tuple[int, int]]:
+    """(first, last) token indexes of each non-empty statement."""
+    spans: list[tuple[int, int]] = []
+    first = 0
+    for i, token in enumerate(tokens + [None]):  # type: ignore[operator]
+        if token is None or token.token_type == TokenType.SEMICOLON:
+            if i > first:
+                spans.append((first, i - 1))
+            first = i + 1
+    return spans
+
+
+def _parse(d: Dialect, body: str) -> tuple[exp.Expression | None, tuple[int, str] | None]:
+    """The statement's expression, or None and (offset in body, message)."""
+    try:
+        expressions = [e for e in d.parse(body) if e is not None]
+    except ParseError as error:
+        return None, _parse_problem(body, error)
+    if len(expressions) != 1:  # cannot happen for a span without semicolons
+        return None, (0, "syntax error: expected one statement")
+    return expressions[0], None
+
+
+def _parse_problem(body: str, error: ParseError) -> tuple[int, str]:
+    details = error.errors[0] if error.errors else {}
+    description = _TOKEN_REPR.sub(_token_text, str(details.get("description") or error))
+    description = description.split("\n")[0]
+    line, column = details.get("line"), details.get("col")
+    highlight = str(details.get("highlight") or "")
+    if not line or not column:
+        return 0, f"syntax error: {description}"
+    # sqlglot points at the end of the offending token; report its start.
+    line_start = 0
+    for _ in range(int(line) - 1):
+        line_start = body.find("\n", line_start) + 1
+    end = line_start + int(column)
+    if "end of statement" in description:  # the statement stops too early
+        return end, f"syntax error: {description} after '{highlight}'"
+    offset = max(line_start, end - max(len(highlight), 1))
+    near = f" near '{highlight}'" if highlight and highlight not in description else ""
+    return offset, f"syntax error: {description}{near}"
+
+
+def _token_text(match: re.Match[str]) -> str:
+    kind, text = match.groups()
+    return "end of statement" if kind in {"SENTINEL", "SEMICOLON"} else f"'{text}'"
+
+
+def _token_diagnostic(text: str, error: TokenError) -> Diagnostic:
+    """Unterminated strings, identifiers and comments: where they start."""
+    cause = str(error.__cause__ or error)
+    match = re.match(r"Missing (\S+) from \d+:(\d+)", cause)
+    if match:
+        offset = int(match.group(2))
+        return Diagnostic(ERROR, 0, *_position(text, offset), f"syntax error: unterminated {match.group(1)} (no closing {match.group(1)})")
+    offset = text.rfind("/*")
+    if offset >= 0 and "*/" not in text[offset:]:
+        return Diagnostic(ERROR, 0, *_position(text, offset), "syntax error: unterminated comment (no closing */)")
+    return Diagnostic(ERROR, 0, 1, 1, f"syntax error: {cause}")

@@ -1,0 +1,642 @@
+"""A real Apache Kafka broker, or a small cluster, on this machine.
+
+Tests, the demo and the benchmarks run against the official ``kafka_2.13``
+jars of the version pinned as ``kafkaVersion`` in ``gradle.properties``. On
+first use ``mvn`` resolves them from Maven Central (``scripts/kafka/pom.xml``)
+into ``${KPLEX_CACHE:-<repo>/.cache}/kafka-<version>/libs``; later runs reuse
+that directory. Each node runs in KRaft combined mode (broker and controller
+in one JVM) on free ports of 127.0.0.1, keeping its configuration, data and
+``logs/server.log`` under one work directory. Replication follows the broker
+count: one broker gives replication factor 1, three give replication factor 3
+with ``min.insync.replicas=2``. A cluster counts as ready once every broker is
+registered and a transactional producer can initialise.
+
+From a shell (progress goes to stderr, so ``start`` can be captured)::
+
+    BOOTSTRAP=$(scripts/kafka.sh start)   # or: start --brokers 3 --dir DIR
+    scripts/kafka.sh status               # prints the address, exits 1 if down
+    scripts/kafka.sh stop
+    scripts/kafka.sh jars                 # resolves the jars, prints their dir
+
+Those brokers outlive the command, recorded in ``<repo>/.cache/broker`` (or
+``--dir``) until ``stop``. From Python, with ``scripts/`` on ``sys.path``::
+
+    from local_kafka import LocalKafka
+
+    with LocalKafka(brokers=3) as cluster:      # a temporary work dir
+        run_job(bootstrap=cluster.bootstrap)    # "127.0.0.1:P0,127.0.0.1:P1,..."
+        cluster.stop_broker(1)                  # SIGTERM; hard=True is kill -9
+        cluster.start_broker(1)
+
+Brokers started from Python die with the interpreter (``atexit``); the
+temporary work dir goes with ``stop()``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import base64
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+from confluent_kafka import KafkaException, Producer
+from confluent_kafka.admin import AdminClient
+
+__all__ = ["LocalKafka", "KafkaSetupError", "kafka_version", "kafka_libs", "cluster_settings"]
+
+REPO = Path(__file__).resolve().parent.parent
+POM = REPO / "scripts" / "kafka" / "pom.xml"
+CLI_DIR = REPO / ".cache" / "broker"
+
+HOST = "127.0.0.1"
+BROKER_HEAP = "-Xmx512m"
+START_TIMEOUT_S = 90.0
+STOP_GRACE_S = 20.0
+STATE_FILE = "cluster.json"
+COMPLETE_MARKER = ".complete"
+
+# librdkafka's own log lines (connection refused while a JVM boots, ...) are
+# noise here: readiness failures are reported by KafkaSetupError instead.
+_QUIET = logging.getLogger("local_kafka.librdkafka")
+_QUIET.addHandler(logging.NullHandler())
+_QUIET.propagate = False
+
+
+class KafkaSetupError(RuntimeError):
+    """The broker jars could not be resolved, or a broker did not become ready."""
+
+
+def _say(message: str) -> None:
+    print(f"local_kafka: {message}", file=sys.stderr, flush=True)
+
+
+def _tail(path: Path, lines: int = 25) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return f"    ({path} was not written)"
+    last = text.splitlines()[-lines:]
+    return "\n".join("    " + line for line in last) or f"    ({path} is empty)"
+
+
+# --------------------------------------------------------------------- jars --
+
+def kafka_version() -> str:
+    """The Kafka version pinned as ``kafkaVersion`` in gradle.properties.
+
+    >>> kafka_version()  # doctest: +SKIP
+    '4.1.1'
+    """
+    properties = REPO / "gradle.properties"
+    for line in properties.read_text().splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip() == "kafkaVersion":
+            return value.strip()
+    raise KafkaSetupError(f"kafkaVersion is not set in {properties}")
+
+
+def kafka_libs(version: str | None = None) -> Path:
+    """The directory of the broker's jars, resolved with Maven on first use.
+
+    The cache root is ``$KPLEX_CACHE``, else ``<repo>/.cache``. A directory
+    counts as complete only once it holds the marker written after a
+    successful ``dependency:copy-dependencies``.
+
+    >>> kafka_libs()  # doctest: +SKIP
+    PosixPath('/work/main/.cache/kafka-4.1.1/libs')
+    """
+    version = version or kafka_version()
+    libs = Path(os.environ.get("KPLEX_CACHE") or REPO / ".cache") / f"kafka-{version}" / "libs"
+    if (libs / COMPLETE_MARKER).is_file():
+        return libs
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise KafkaSetupError("mvn is not on PATH; install Maven to resolve the Kafka broker jars")
+    staging = libs.with_name(f"libs.partial-{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    _say(f"resolving Kafka {version} jars from Maven Central into {libs}")
+    started = time.monotonic()
+    result = subprocess.run(
+        [mvn, "-B", "-q", "-Dstyle.color=never", "-f", str(POM), f"-Dkafka.version={version}",
+         "dependency:copy-dependencies", f"-DoutputDirectory={staging}"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if result.returncode != 0:
+        shutil.rmtree(staging, ignore_errors=True)
+        last = "\n".join(result.stdout.splitlines()[-30:])
+        raise KafkaSetupError(f"mvn could not resolve the Kafka {version} jars (exit {result.returncode}):\n{last}")
+    (staging / COMPLETE_MARKER).write_text(version + "\n")
+    if (libs / COMPLETE_MARKER).is_file():  # another process finished first
+        shutil.rmtree(staging, ignore_errors=True)
+    else:
+        shutil.rmtree(libs, ignore_errors=True)  # an interrupted earlier attempt
+        staging.rename(libs)
+    _say(f"resolved {sum(1 for _ in libs.glob('*.jar'))} jars in {time.monotonic() - started:.0f} s")
+    return libs
+
+
+def _java() -> str:
+    home = os.environ.get("JAVA_HOME")
+    return str(Path(home) / "bin" / "java") if home else "java"
+
+
+# ---------------------------------------------------------------- settings --
+
+def cluster_settings(brokers: int) -> dict[str, str]:
+    """Broker settings shared by every node of a ``brokers``-node test cluster.
+
+    Replication follows the broker count, up to three copies:
+
+        brokers | replication factor | min.insync.replicas
+        --------+--------------------+--------------------
+           1    |         1          |         1
+           2    |         2          |         1
+          3+    |         3          |         2
+
+    >>> cluster_settings(3)["min.insync.replicas"]
+    '2'
+    """
+    replicas = min(brokers, 3)
+    min_isr = 2 if replicas == 3 else 1
+    return {
+        "process.roles": "broker,controller",
+        "controller.listener.names": "CONTROLLER",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "num.partitions": "1",
+        "auto.create.topics.enable": "false",
+        "default.replication.factor": str(replicas),
+        "min.insync.replicas": str(min_isr),
+        "offsets.topic.replication.factor": str(replicas),
+        "offsets.topic.num.partitions": "4",
+        "transaction.state.log.replication.factor": str(replicas),
+        "transaction.state.log.min.isr": str(min_isr),
+        "transaction.state.log.num.partitions": "4",
+        "share.coordinator.state.topic.replication.factor": str(replicas),
+        "share.coordinator.state.topic.min.isr": str(min_isr),
+        "group.initial.rebalance.delay.ms": "0",
+        # A killed broker is fenced, and its partitions move, within 6 s (default 9 s).
+        "broker.heartbeat.interval.ms": "1000",
+        "broker.session.timeout.ms": "6000",
+    }
+
+
+@dataclass(frozen=True)
+class _Node:
+    """One node's identity and files; ports stay the same across restarts."""
+
+    id: int
+    port: int
+    controller_port: int
+    dir: Path
+
+    @property
+    def config(self) -> Path:
+        return self.dir / "server.properties"
+
+    @property
+    def log4j(self) -> Path:
+        return self.dir / "log4j2.properties"
+
+    @property
+    def server_log(self) -> Path:
+        return self.dir / "logs" / "server.log"
+
+    @property
+    def stdout_log(self) -> Path:
+        return self.dir / "stdout.log"
+
+    @property
+    def address(self) -> str:
+        return f"{HOST}:{self.port}"
+
+    def properties(self, brokers: int, voters: str) -> dict[str, str]:
+        return {
+            **cluster_settings(brokers),
+            "node.id": str(self.id),
+            "controller.quorum.voters": voters,
+            "listeners": f"PLAINTEXT://{HOST}:{self.port},CONTROLLER://{HOST}:{self.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://{self.address}",
+            "log.dirs": str(self.dir / "data"),
+        }
+
+    def write_files(self, brokers: int, voters: str) -> None:
+        (self.dir / "logs").mkdir(parents=True, exist_ok=True)
+        lines = [f"{key}={value}" for key, value in self.properties(brokers, voters).items()]
+        self.config.write_text("\n".join(lines) + "\n")
+        self.log4j.write_text(_LOG4J2.format(log=self.server_log))
+
+    def java_command(self, libs: Path, heap: str, main: str, *args: str) -> list[str]:
+        return [_java(), heap, f"-Dlog4j2.configurationFile={self.log4j}", "-cp", f"{libs}/*", main, *args]
+
+    def runs_as(self, pid: int) -> bool:
+        """Whether ``pid`` is this node's JVM (not a recycled pid, not a zombie)."""
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except FileNotFoundError:
+            return False
+        except OSError:  # no /proc: trust the pid
+            try:
+                os.kill(pid, 0)
+            except OSError:
+                return False
+            return True
+        return str(self.config).encode() in cmdline.split(b"\0")
+
+    def failure(self, what: str) -> str:
+        report = f"{what}\n  last lines of {self.server_log}:\n{_tail(self.server_log)}"
+        if self.stdout_log.exists() and self.stdout_log.stat().st_size:
+            report += f"\n  last lines of {self.stdout_log}:\n{_tail(self.stdout_log, 10)}"
+        return report
+
+
+# Kafka 4 logs through log4j2; everything goes to the node's server.log.
+_LOG4J2 = """\
+status = warn
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = {log}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = file
+logger.request.name = kafka.request.logger
+logger.request.level = WARN
+logger.state.name = state.change.logger
+logger.state.level = WARN
+"""
+
+
+def _free_ports(count: int) -> list[int]:
+    sockets = []
+    try:
+        for _ in range(count):
+            sock = socket.socket()
+            sock.bind((HOST, 0))
+            sockets.append(sock)
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def _accepts(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex((HOST, port)) == 0
+
+
+def _random_cluster_id() -> str:
+    # Kafka's Uuid.randomUuid().toString(): URL-safe base64, never starting with '-'.
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
+
+
+# ----------------------------------------------------------------- cluster --
+
+class LocalKafka:
+    """A local Kafka cluster of ``brokers`` KRaft nodes, each broker+controller.
+
+    >>> with LocalKafka(brokers=1) as cluster:  # doctest: +SKIP
+    ...     cluster.bootstrap
+    '127.0.0.1:40211'
+
+    ``workdir=None`` makes a temporary directory that ``stop()`` removes; a
+    given directory is kept, and ``start()`` wipes the nodes it held before.
+    ``detach=True`` (what ``kafka.sh start`` uses) leaves the brokers running
+    when this interpreter exits; otherwise ``atexit`` kills them.
+    """
+
+    def __init__(self, brokers: int = 1, workdir: str | os.PathLike[str] | None = None,
+                 *, detach: bool = False, start_timeout: float = START_TIMEOUT_S) -> None:
+        if brokers < 1:
+            raise ValueError(f"brokers must be at least 1, got {brokers}")
+        self.brokers = brokers
+        self.workdir = Path(workdir).resolve() if workdir is not None else None
+        self.start_timeout = start_timeout
+        self._owns_workdir = workdir is None
+        self._detach = detach
+        self._libs: Path | None = None
+        self._cluster_id = ""
+        self._nodes: list[_Node] = []
+        self._procs: dict[int, subprocess.Popen[bytes]] = {}
+        self._pids: dict[int, int] = {}  # for a cluster found on disk by attach()
+
+    def __repr__(self) -> str:
+        return f"LocalKafka(brokers={self.brokers}, workdir={str(self.workdir)!r}, bootstrap={self.bootstrap!r})"
+
+    def __enter__(self) -> LocalKafka:
+        return self if self._nodes else self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def bootstrap(self) -> str:
+        """Every node's address, whether or not it is running right now."""
+        return ",".join(node.address for node in self._nodes)
+
+    # -- lifecycle ----------------------------------------------------------
+
+    def start(self) -> LocalKafka:
+        """Format and start every node, and wait until the cluster is ready."""
+        if self._nodes:
+            raise KafkaSetupError(f"{self!r} was already started")
+        self._libs = kafka_libs()
+        if self.workdir is None:
+            self.workdir = Path(tempfile.mkdtemp(prefix="kplex-kafka-"))
+        else:
+            self._clear_workdir()
+        ports = _free_ports(2 * self.brokers)
+        self._nodes = [_Node(i, ports[2 * i], ports[2 * i + 1], self.workdir / f"node-{i}")
+                       for i in range(self.brokers)]
+        self._cluster_id = _random_cluster_id()
+        voters = ",".join(f"{n.id}@{HOST}:{n.controller_port}" for n in self._nodes)
+        for node in self._nodes:
+            node.write_files(self.brokers, voters)
+        if not self._detach:
+            atexit.register(self._kill_at_exit)
+        _say(f"starting {self.brokers} Kafka {kafka_version()} broker(s) in {self.workdir}")
+        started = time.monotonic()
+        try:
+            self._format()
+            for node in self._nodes:
+                self._launch(node)
+            self._wait_ready(self._nodes, transactions=True)
+        except BaseException:
+            self._signal_all(signal.SIGKILL)
+            raise
+        _say(f"ready at {self.bootstrap} after {time.monotonic() - started:.1f} s")
+        return self
+
+    def stop(self) -> None:
+        """Stop every node (SIGTERM, then SIGKILL after a grace period).
+
+        A temporary work dir is removed, and then nothing needs a clean
+        shutdown, so its brokers are simply killed.
+        """
+        if self._owns_workdir:
+            self._signal_all(signal.SIGKILL)
+        else:
+            self._signal_all(signal.SIGTERM)
+            if not self._wait_down(self._nodes, STOP_GRACE_S):
+                self._signal_all(signal.SIGKILL)
+        self._wait_down(self._nodes, STOP_GRACE_S)
+        self._procs.clear()
+        self._pids.clear()
+        atexit.unregister(self._kill_at_exit)
+        if self.workdir is None:
+            return
+        if self._owns_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+        else:
+            (self.workdir / STATE_FILE).unlink(missing_ok=True)
+
+    def stop_broker(self, i: int, hard: bool = False) -> None:
+        """Stop node ``i``: SIGTERM and wait for its controlled shutdown, or
+        with ``hard=True`` kill -9 it (the cluster notices within 6 s)."""
+        node = self._node(i)
+        self._signal(node, signal.SIGKILL if hard else signal.SIGTERM)
+        if not self._wait_down([node], STOP_GRACE_S):
+            self._signal(node, signal.SIGKILL)
+            self._wait_down([node], STOP_GRACE_S)
+        self._procs.pop(i, None)
+        self._pids.pop(i, None)
+        self._write_state()
+
+    def start_broker(self, i: int) -> None:
+        """Start node ``i`` again, on its old ports and data, and wait until
+        every running node is registered."""
+        node = self._node(i)
+        if self._alive(node):
+            raise KafkaSetupError(f"broker {i} is already running")
+        self._launch(node)
+        self._wait_ready([n for n in self._nodes if self._alive(n)], transactions=False)
+
+    def running(self) -> bool:
+        """Whether every node's JVM is running."""
+        return bool(self._nodes) and all(self._alive(node) for node in self._nodes)
+
+    # -- a cluster recorded on disk (kafka.sh) ----------------------------
+
+    @classmethod
+    def attach(cls, workdir: str | os.PathLike[str]) -> LocalKafka | None:
+        """The cluster that ``start()`` recorded in ``workdir``, or None.
+
+        >>> LocalKafka.attach(".cache/broker").running()  # doctest: +SKIP
+        True
+        """
+        workdir = Path(workdir).resolve()
+        try:
+            state = json.loads((workdir / STATE_FILE).read_text())
+        except FileNotFoundError:
+            return None
+        cluster = cls(len(state["nodes"]), workdir, detach=True)
+        cluster._cluster_id = state["cluster_id"]
+        for entry in state["nodes"]:
+            cluster._nodes.append(_Node(entry["id"], entry["port"], entry["controller_port"],
+                                        workdir / f"node-{entry['id']}"))
+            if entry["pid"] is not None:
+                cluster._pids[entry["id"]] = entry["pid"]
+        return cluster
+
+    def _write_state(self) -> None:
+        assert self.workdir is not None
+        state = {
+            "kafka_version": kafka_version(),
+            "cluster_id": self._cluster_id,
+            "bootstrap": self.bootstrap,
+            "nodes": [{"id": n.id, "port": n.port, "controller_port": n.controller_port,
+                       "pid": self._pid(n)} for n in self._nodes],
+        }
+        (self.workdir / STATE_FILE).write_text(json.dumps(state, indent=2) + "\n")
+
+    def _clear_workdir(self) -> None:
+        assert self.workdir is not None
+        previous = LocalKafka.attach(self.workdir)
+        if previous is not None and any(previous._alive(n) for n in previous._nodes):
+            raise KafkaSetupError(f"a Kafka cluster is already running in {self.workdir} "
+                                  f"({previous.bootstrap}); stop it first: scripts/kafka.sh stop --dir {self.workdir}")
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        (self.workdir / STATE_FILE).unlink(missing_ok=True)
+        for old in self.workdir.glob("node-*"):
+            shutil.rmtree(old)
+
+    # -- processes ----------------------------------------------------------
+
+    def _node(self, i: int) -> _Node:
+        if not 0 <= i < len(self._nodes):
+            raise IndexError(f"no broker {i}: this cluster has brokers 0..{len(self._nodes) - 1}")
+        return self._nodes[i]
+
+    def _format(self) -> None:
+        """Format every node's storage for a static quorum, all at once."""
+        assert self._libs is not None
+        formats = [(node, subprocess.Popen(
+            node.java_command(self._libs, "-Xmx256m", "kafka.tools.StorageTool", "format",
+                              "--cluster-id", self._cluster_id, "--config", str(node.config)),
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
+            for node in self._nodes]
+        for node, proc in formats:
+            output, _ = proc.communicate()
+            if proc.returncode != 0:
+                raise KafkaSetupError(f"formatting the storage of broker {node.id} failed "
+                                      f"(exit {proc.returncode}):\n{output.decode(errors='replace')}")
+
+    def _launch(self, node: _Node) -> None:
+        assert self._libs is not None
+        with open(node.stdout_log, "ab") as out:
+            self._procs[node.id] = subprocess.Popen(
+                node.java_command(self._libs, BROKER_HEAP, "kafka.Kafka", str(node.config)),
+                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                cwd=node.dir, start_new_session=self._detach)
+        self._write_state()
+
+    def _pid(self, node: _Node) -> int | None:
+        proc = self._procs.get(node.id)
+        return proc.pid if proc is not None else self._pids.get(node.id)
+
+    def _alive(self, node: _Node) -> bool:
+        proc = self._procs.get(node.id)
+        if proc is not None:
+            return proc.poll() is None
+        pid = self._pids.get(node.id)
+        return pid is not None and node.runs_as(pid)
+
+    def _signal(self, node: _Node, sig: signal.Signals) -> None:
+        if self._alive(node):
+            pid = self._pid(node)
+            assert pid is not None
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+
+    def _signal_all(self, sig: signal.Signals) -> None:
+        for node in self._nodes:
+            self._signal(node, sig)
+
+    def _wait_down(self, nodes: Iterable[_Node], timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while any(self._alive(node) for node in nodes):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.1)
+        return True
+
+    def _kill_at_exit(self) -> None:
+        self._signal_all(signal.SIGKILL)
+        self._wait_down(self._nodes, 5)
+        if self._owns_workdir and self.workdir is not None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    # -- readiness ----------------------------------------------------------
+
+    def _wait_ready(self, nodes: list[_Node], transactions: bool) -> None:
+        """Wait until ``nodes`` all accept connections and are registered
+        brokers, then (``transactions``) until a transactional producer can
+        initialise, i.e. the transaction coordinator is up."""
+        deadline = time.monotonic() + self.start_timeout
+
+        def check(waiting_for: str) -> float:
+            for node in nodes:
+                if not self._alive(node):
+                    proc = self._procs.get(node.id)
+                    code = proc.returncode if proc is not None else "unknown"
+                    raise KafkaSetupError(node.failure(
+                        f"Kafka broker {node.id} exited (code {code}) before it was ready; "
+                        f"its files are in {node.dir}"))
+            left = deadline - time.monotonic()
+            if left <= 0:
+                reports = "\n".join(n.failure(f"broker {n.id} ({n.dir}):") for n in nodes)
+                raise KafkaSetupError(f"the Kafka cluster was not ready after {self.start_timeout:.0f} s "
+                                      f"(waiting for {waiting_for})\n{reports}")
+            return left
+
+        for node in nodes:
+            while not _accepts(node.port):
+                check(f"broker {node.id} to listen on {node.address}")
+                time.sleep(0.2)
+        bootstrap = ",".join(node.address for node in nodes)
+        wanted = {node.id for node in nodes}
+        admin = AdminClient({"bootstrap.servers": bootstrap, "logger": _QUIET})
+        while True:
+            left = check(f"brokers {sorted(wanted)} to register")
+            try:
+                if wanted <= set(admin.list_topics(timeout=min(left, 5)).brokers):
+                    break
+            except KafkaException:
+                pass
+            time.sleep(0.2)
+        if not transactions:
+            return
+        producer = Producer({"bootstrap.servers": bootstrap, "logger": _QUIET,
+                             "transactional.id": f"local-kafka-ready-{uuid.uuid4().hex}"})
+        while True:
+            left = check("the transaction coordinator")
+            try:
+                producer.init_transactions(min(left, 10))
+                return
+            except KafkaException:
+                pass
+
+
+# --------------------------------------------------------------------- CLI --
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="kafka.sh", description="A local Apache Kafka broker for kplex's tests, demo and benchmarks.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    start = commands.add_parser("start", help="start detached brokers, print the bootstrap address once ready")
+    start.add_argument("--brokers", type=int, default=1, help="number of nodes (default 1)")
+    for command in (start, commands.add_parser("stop", help="stop the brokers"),
+                    commands.add_parser("status", help="print the bootstrap address, or exit 1 if not running")):
+        command.add_argument("--dir", type=Path, default=CLI_DIR, help=f"work directory (default {CLI_DIR})")
+    commands.add_parser("jars", help="resolve the broker jars and print their directory")
+    args = parser.parse_args(argv)
+
+    try:
+        if args.command == "jars":
+            print(kafka_libs())
+            return 0
+        cluster = LocalKafka.attach(args.dir)
+        if args.command == "start":
+            if cluster is not None and cluster.running():
+                if cluster.brokers != args.brokers:
+                    _say(f"already running with {cluster.brokers} broker(s), not {args.brokers}")
+            else:
+                if cluster is not None:
+                    cluster.stop()  # whatever is left of a broken cluster
+                cluster = LocalKafka(args.brokers, args.dir, detach=True).start()
+            print(cluster.bootstrap)
+            return 0
+        if args.command == "status":
+            if cluster is not None and cluster.running():
+                print(cluster.bootstrap)
+                return 0
+            _say(f"no Kafka cluster is running in {args.dir}")
+            return 1
+        if cluster is not None:  # stop
+            cluster.stop()
+        return 0
+    except KafkaSetupError as error:
+        print(f"kafka.sh {args.command}: {error}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
