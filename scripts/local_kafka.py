@@ -40,6 +40,7 @@ import base64
 import json
 import logging
 import os
+import random
 import shutil
 import signal
 import socket
@@ -83,13 +84,22 @@ def _say(message: str) -> None:
     print(f"local_kafka: {message}", file=sys.stderr, flush=True)
 
 
-def _tail(path: Path, lines: int = 25) -> str:
+def _excerpt(path: Path, errors: int = 5, last: int = 15) -> str:
+    """The first ERROR/FATAL lines of a broker log (with the line after each,
+    usually the exception) and its last lines, indented."""
     try:
-        text = path.read_text(errors="replace")
+        lines = path.read_text(errors="replace").splitlines()
     except OSError:
-        return f"    ({path} was not written)"
-    last = text.splitlines()[-lines:]
-    return "\n".join("    " + line for line in last) or f"    ({path} is empty)"
+        return f"  ({path} was not written)"
+    if not lines:
+        return f"  ({path} is empty)"
+    found = [i for i, line in enumerate(lines) if "] ERROR " in line or "] FATAL " in line][:errors]
+    picked = [lines[j] for i in found for j in (i, i + 1) if j < len(lines)]
+    report = ""
+    if picked:
+        report += f"  first errors in {path}:\n" + "\n".join("    " + line for line in picked) + "\n"
+    report += f"  last lines of {path}:\n" + "\n".join("    " + line for line in lines[-last:])
+    return report
 
 
 # --------------------------------------------------------------------- jars --
@@ -256,9 +266,9 @@ class _Node:
         return str(self.config).encode() in cmdline.split(b"\0")
 
     def failure(self, what: str) -> str:
-        report = f"{what}\n  last lines of {self.server_log}:\n{_tail(self.server_log)}"
+        report = f"{what}\n{_excerpt(self.server_log)}"
         if self.stdout_log.exists() and self.stdout_log.stat().st_size:
-            report += f"\n  last lines of {self.stdout_log}:\n{_tail(self.stdout_log, 10)}"
+            report += f"\n{_excerpt(self.stdout_log, last=10)}"
         return report
 
 
@@ -280,11 +290,22 @@ logger.state.level = WARN
 
 
 def _free_ports(count: int) -> list[int]:
-    sockets = []
+    """Distinct free ports below the kernel's ephemeral range: an outgoing
+    connection can take an ephemeral port in the seconds a JVM takes to boot
+    and bind, but never one of these."""
     try:
-        for _ in range(count):
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    sockets: list[socket.socket] = []
+    try:
+        while len(sockets) < count:
             sock = socket.socket()
-            sock.bind((HOST, 0))
+            try:
+                sock.bind((HOST, random.randrange(10000, max(low, 10000 + 4 * count))))
+            except OSError:
+                sock.close()
+                continue
             sockets.append(sock)
         return [sock.getsockname()[1] for sock in sockets]
     finally:
@@ -378,7 +399,10 @@ class LocalKafka:
                 self._launch(node)
             self._wait_ready(self._nodes, transactions=True)
         except BaseException:
+            # Kill the nodes but keep their files, for the logs the error names.
             self._signal_all(signal.SIGKILL)
+            self._wait_down(self._nodes, STOP_GRACE_S)
+            atexit.unregister(self._kill_at_exit)
             raise
         _say(f"ready at {self.bootstrap} after {time.monotonic() - started:.1f} s")
         return self
@@ -584,15 +608,15 @@ class LocalKafka:
             time.sleep(0.2)
         if not transactions:
             return
-        producer = Producer({"bootstrap.servers": bootstrap, "logger": _QUIET,
-                             "transactional.id": f"local-kafka-ready-{uuid.uuid4().hex}"})
         while True:
             left = check("the transaction coordinator")
+            producer = Producer({"bootstrap.servers": bootstrap, "logger": _QUIET,
+                                 "transactional.id": f"local-kafka-ready-{uuid.uuid4().hex}"})
             try:
                 producer.init_transactions(min(left, 10))
                 return
-            except KafkaException:
-                pass
+            except KafkaException:  # a timeout, or a fatal error that needs a new producer
+                time.sleep(0.2)
 
 
 # --------------------------------------------------------------------- CLI --

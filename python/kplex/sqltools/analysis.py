@@ -33,6 +33,7 @@ __all__ = [
     "KplexWrite",
     "Roles",
     "call_name",
+    "catalog_after",
     "is_kplex_call",
     "kplex_table_name",
     "kplex_create",
@@ -76,6 +77,13 @@ def kplex_table_name(table: exp.Expression, current_catalog: str | None = None) 
     if table.db:
         return table.name if table.db.lower() == CATALOG else None
     return table.name if current_catalog == CATALOG else None
+
+
+def catalog_after(expression: exp.Expression, catalog: str | None) -> str | None:
+    """The current catalog after a statement (Spark: ``USE kplex`` selects the catalog)."""
+    if isinstance(expression, exp.Use) and isinstance(expression.this, exp.Table) and not expression.this.db:
+        return expression.this.name.lower()
+    return catalog
 
 
 def properties_of(node: exp.Expression | None) -> list[tuple[str, str, exp.Property]]:
@@ -195,14 +203,16 @@ def select_roles(select: exp.Expression) -> Roles:
     return roles
 
 
-def source_tables(query: exp.Expression) -> list[str]:
-    """The tables a query reads, CTE names left out, in order of appearance."""
+def source_tables(query: exp.Expression, current_catalog: str | None = None) -> list[str]:
+    """The tables a query reads, CTE names left out, in order of appearance
+    (``kplex.`` shown for unqualified names after ``USE kplex``)."""
     ctes = {cte.alias_or_name.lower() for cte in query.find_all(exp.CTE)}
     names: list[str] = []
     for table in query.find_all(exp.Table):
         if not table.db and table.name.lower() in ctes:
             continue
-        text = ".".join(part for part in (table.catalog, table.db, table.name) if part)
+        db = table.db or (CATALOG if current_catalog == CATALOG else "")
+        text = ".".join(part for part in (table.catalog, db, table.name) if part)
         if text and text not in names:
             names.append(text)
     return names

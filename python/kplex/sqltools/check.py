@@ -135,7 +135,7 @@ def check_script(script: Script) -> CheckResult:
         context = _Context(script, statement, catalog)
         for rule in _RULES:
             found.extend(rule(context))
-        catalog = _catalog_after(statement.expression, catalog)
+        catalog = a.catalog_after(statement.expression, catalog)
     return CheckResult(script, sorted(set(found), key=lambda d: (d.line, d.column, d.statement, d.message)))
 
 
@@ -144,13 +144,6 @@ def require_clean(result: CheckResult) -> CheckResult:
     if not result.ok:
         raise CheckFailed(result.script.path, result.diagnostics)
     return result
-
-
-def _catalog_after(expression: exp.Expression, catalog: str | None) -> str | None:
-    """The current catalog after a ``USE`` (Spark: ``USE kplex`` selects the catalog)."""
-    if isinstance(expression, exp.Use) and isinstance(expression.this, exp.Table) and not expression.this.db:
-        return expression.this.name.lower()
-    return catalog
 
 
 @dataclass(frozen=True)
@@ -249,13 +242,13 @@ def _write(ctx: _Context) -> Iterator[Diagnostic]:
         roles = a.select_roles(branch)
         missing = [role for role in ("key", "order", "value") if not roles.of(role)]
         if missing and roles.star is not None:
-            names = " and ".join(missing)
-            yield ctx.at(roles.star, f"{target}: cannot check the {names} column(s) behind *; "
+            names = " and ".join([", ".join(missing[:-1]), missing[-1]] if len(missing) > 1 else missing)
+            plural = "s" if len(missing) > 1 else ""
+            yield ctx.at(roles.star, f"{target}: cannot check the {names} column{plural} behind *; "
                          "name them in the select list", WARNING)
             missing = []
         for role in missing:
-            article = "an" if role[0] in "aeiou" else "a"
-            yield ctx.at(branch, f"{target} has no {role} column: {_ROLE_HELP[role]}".replace(" a ", f" {article} ", 0))
+            yield ctx.at(branch, f"{target} has no {role} column: {_ROLE_HELP[role]}")
         for role in ("key", "order", "value"):
             items = roles.of(role)
             if len(items) > 1:

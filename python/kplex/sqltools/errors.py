@@ -1,9 +1,7 @@
 """The exceptions of kplex's SQL tools: plain Python classes naming the culprit.
 
->>> raise UntranslatableJob("jobs/x.toml", ["derive.a.filter (unknown field)"])
-Traceback (most recent call last):
-...
-kplex.sqltools.errors.UntranslatableJob: cannot translate jobs/x.toml: derive.a.filter (unknown field)
+>>> str(UntranslatableJob("jobs/x.toml", ["derive.a.filter (unknown field)"]))
+'cannot translate jobs/x.toml: derive.a.filter (unknown field)'
 """
 
 from __future__ import annotations

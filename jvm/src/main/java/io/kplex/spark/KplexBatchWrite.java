@@ -1,5 +1,7 @@
 package io.kplex.spark;
 
+import java.util.ArrayList;
+import java.util.List;
 import org.apache.spark.sql.connector.write.BatchWrite;
 import org.apache.spark.sql.connector.write.DataWriterFactory;
 import org.apache.spark.sql.connector.write.PhysicalWriteInfo;
@@ -19,17 +21,30 @@ final class KplexBatchWrite implements BatchWrite {
 
   @Override
   public DataWriterFactory createBatchWriterFactory(PhysicalWriteInfo info) {
+    // Before any task writes: finish or fence what an earlier, crashed write left open.
+    Transactions.recover(conf);
     return new KplexWriterFactory(conf, schema);
   }
 
   @Override
   public void commit(WriterCommitMessage[] messages) {
+    if (conf.exactlyOnce()) {
+      List<Transactions.Txn> txns = new ArrayList<>();
+      for (WriterCommitMessage m : messages) {
+        Transactions.Txn txn = ((KplexCommitMessage) m).txn;
+        if (txn != null) txns.add(txn);
+      }
+      Transactions.commit(conf, queryId, txns);
+    }
     WriteSummary.record(conf, messages);
   }
 
   @Override
   public void abort(WriterCommitMessage[] messages) {
-    // At least once: what tasks sent stays; a retry of the job may write it again.
+    if (conf.exactlyOnce()) {
+      Transactions.abort(conf);
+    }
+    // At least once: what tasks sent stays; a rerun writes it again.
   }
 
   @Override

@@ -2,6 +2,8 @@ package io.kplex.spark;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.Map;
+import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.Callback;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -17,6 +19,8 @@ import org.apache.spark.sql.types.BinaryType;
  * value, with one Kafka producer. Sends are asynchronous: the first failed send is
  * recorded by the callback, {@link #write} fails fast on it, and {@link #commit} checks,
  * flushes and checks again, so nothing is reported committed before it is on the broker.
+ * Exactly once: the rows go into a Kafka transaction that this task opens and leaves
+ * open; the driver commits it ({@link Transactions}).
  */
 final class KplexDataWriter implements DataWriter<InternalRow> {
   static final String VP_HEADER = "kplex.vp";
@@ -38,7 +42,10 @@ final class KplexDataWriter implements DataWriter<InternalRow> {
   private volatile Exception failure;
   private long dropped;
 
-  KplexDataWriter(WriteConf conf, WriteSchema schema, int partitionId) {
+  private final String transactionalId;
+  private Transactions.Txn txn;
+
+  KplexDataWriter(WriteConf conf, WriteSchema schema, int partitionId, int attempt) {
     this.conf = conf;
     this.schema = schema;
     this.partitionId = partitionId;
@@ -48,7 +55,18 @@ final class KplexDataWriter implements DataWriter<InternalRow> {
     this.binaryValue = schema.type(schema.value) instanceof BinaryType;
     this.vpHeaders = new byte[conf.virtualPartitions][];
     this.rowsPerVp = new long[conf.virtualPartitions];
-    this.producer = new KafkaProducer<>(conf.kafka.producer());
+    Map<String, Object> props = conf.kafka.producer();
+    this.transactionalId = conf.exactlyOnce()
+        ? Transactions.transactionalId(conf.table, partitionId, attempt) : null;
+    if (transactionalId != null) {
+      props.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, transactionalId);
+      props.putIfAbsent(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, Transactions.DEFAULT_TIMEOUT_MS);
+    }
+    this.producer = new KafkaProducer<>(props);
+    if (conf.exactlyOnce()) {
+      producer.initTransactions();
+      producer.beginTransaction();
+    }
   }
 
   private synchronized void fail(Exception e) {
@@ -133,16 +151,29 @@ final class KplexDataWriter implements DataWriter<InternalRow> {
     checkFailure();
     producer.flush();
     checkFailure();
-    return new KplexCommitMessage(partitionId, rowsPerVp, dropped);
+    if (conf.exactlyOnce()) {
+      var id = TransactionResumer.idAndEpoch(producer);
+      txn = new Transactions.Txn(transactionalId, id.producerId, id.epoch);
+    }
+    return new KplexCommitMessage(partitionId, rowsPerVp, dropped, txn);
   }
 
   @Override
   public void abort() {
+    if (conf.exactlyOnce()) {
+      try {
+        producer.abortTransaction();
+      } catch (RuntimeException e) {
+        // Fenced or broken: the driver fences this transaction when it aborts the job.
+      }
+    }
     // At least once: records already sent stay; the task's retry sends them again.
   }
 
   @Override
   public void close() {
-    producer.close(Duration.ofSeconds(30));
+    // A flushed transaction stays open for the driver to commit: close at once, since a
+    // graceful close would abort it.
+    producer.close(txn != null ? Duration.ZERO : Duration.ofSeconds(30));
   }
 }

@@ -1,5 +1,6 @@
 package io.kplex.spark;
 
+import org.apache.spark.TaskContext;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.connector.write.DataWriter;
 import org.apache.spark.sql.connector.write.DataWriterFactory;
@@ -16,7 +17,8 @@ final class KplexWriterFactory implements DataWriterFactory {
 
   @Override
   public DataWriter<InternalRow> createWriter(int partitionId, long taskId) {
-    return new KplexDataWriter(conf, schema, partitionId);
+    TaskContext task = TaskContext.get();
+    return new KplexDataWriter(conf, schema, partitionId, task == null ? 0 : task.attemptNumber());
   }
 
   @Override

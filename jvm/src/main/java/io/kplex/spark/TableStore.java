@@ -3,7 +3,6 @@ package io.kplex.spark;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -45,7 +44,7 @@ final class TableStore implements AutoCloseable {
     return metadataTopic;
   }
 
-  private synchronized Admin admin() {
+  synchronized Admin admin() {
     if (admin == null) {
       admin = Admin.create(kafka.admin());
     }
@@ -91,33 +90,37 @@ final class TableStore implements AutoCloseable {
 
   /** All live table definitions, by table name. */
   Map<String, TableDefinition> definitions() {
-    if (partitionCount(metadataTopic).isEmpty()) {
-      return Collections.emptyMap();
-    }
+    Map<String, TableDefinition> defs = new HashMap<>();
+    readCompacted(metadataTopic).forEach((name, json) -> defs.put(name, TableDefinition.fromJson(json)));
+    return defs;
+  }
+
+  /**
+   * The latest value of every key of a compacted topic (read to its end offset),
+   * tombstoned keys left out; empty if the topic does not exist.
+   */
+  Map<String, byte[]> readCompacted(String topic) {
     Map<String, byte[]> latest = new HashMap<>();
-    TopicPartition tp = new TopicPartition(metadataTopic, 0);
+    if (partitionCount(topic).isEmpty()) {
+      return latest;
+    }
+    TopicPartition tp = new TopicPartition(topic, 0);
     try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(kafka.consumer())) {
       consumer.assign(List.of(tp));
       consumer.seekToBeginning(List.of(tp));
-      long end = consumer.endOffsets(List.of(tp)).get(tp);
+      long end = call(() -> consumer.endOffsets(List.of(tp)).get(tp));
       long deadline = System.currentTimeMillis() + TIMEOUT_MS;
       while (consumer.position(tp) < end) {
         if (System.currentTimeMillis() > deadline) {
-          throw new KplexException("METADATA", "timed out reading table definitions from topic '"
-              + metadataTopic + "'.");
+          throw new KplexException("METADATA", "timed out reading topic '" + topic + "'.");
         }
         for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(200))) {
           latest.put(new String(r.key(), StandardCharsets.UTF_8), r.value());
         }
       }
     }
-    Map<String, TableDefinition> defs = new HashMap<>();
-    latest.forEach((name, json) -> {
-      if (json != null) {
-        defs.put(name, TableDefinition.fromJson(json));
-      }
-    });
-    return defs;
+    latest.values().removeIf(v -> v == null);
+    return latest;
   }
 
   Optional<TableDefinition> definition(String name) {
@@ -125,28 +128,29 @@ final class TableStore implements AutoCloseable {
   }
 
   void putDefinition(TableDefinition def) {
-    publish(def.name(), def.toJson());
+    publish(metadataTopic, def.name(), def.toJson());
   }
 
   void removeDefinition(String name) {
-    publish(name, null);
+    publish(metadataTopic, name, null);
   }
 
-  private void publish(String name, byte[] json) {
-    ensureMetadataTopic();
+  /** Writes (or, with a null value, deletes) one key of a compacted topic, synchronously. */
+  void publish(String topic, String key, byte[] value) {
+    ensureCompactedTopic(topic);
     Map<String, Object> props = kafka.producer();
     try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(props)) {
-      call(() -> producer.send(new ProducerRecord<>(metadataTopic, 0,
-          name.getBytes(StandardCharsets.UTF_8), json)).get(TIMEOUT_MS, TimeUnit.MILLISECONDS));
+      call(() -> producer.send(new ProducerRecord<>(topic, 0,
+          key.getBytes(StandardCharsets.UTF_8), value)).get(TIMEOUT_MS, TimeUnit.MILLISECONDS));
     }
   }
 
-  private void ensureMetadataTopic() {
-    if (partitionCount(metadataTopic).isPresent()) {
+  private void ensureCompactedTopic(String topic) {
+    if (partitionCount(topic).isPresent()) {
       return;
     }
     try {
-      createTopic(metadataTopic, 1, (short) -1,
+      createTopic(topic, 1, (short) -1,
           Map.of(TopicConfig.CLEANUP_POLICY_CONFIG, TopicConfig.CLEANUP_POLICY_COMPACT));
     } catch (KplexException e) {
       if (!(e.getCause() instanceof TopicExistsException)) {

@@ -1,0 +1,165 @@
+"""Command-line wiring of kplex's SQL tools: argument parsing only.
+
+``register(subparsers)`` adds to the ``kplex`` command::
+
+    kplex sql run FILE.sql [--var NAME=VALUE ...] [--dialect D] [--bootstrap HOST:PORT]
+                           [--master URL] [--conf KEY=VALUE ...] [--dry-run]
+    kplex sql check FILE.sql [--var NAME=VALUE ...] [--dialect D]
+    kplex sql explain FILE.sql [--var NAME=VALUE ...] [--dialect D] [--bootstrap HOST:PORT] [--timeout S]
+    kplex translate JOB.toml|JOB.json [--physical-partitions N] [-o OUT.sql]
+
+Each handler is stored as ``func`` in the parsed namespace and returns the
+exit code: 0 done, 1 the SQL (or job) has errors or a statement failed, 2 the
+command cannot start (no broker given, no Spark).
+
+>>> import argparse
+>>> parser = argparse.ArgumentParser(prog="kplex")
+>>> register(parser.add_subparsers(dest="command"))
+>>> args = parser.parse_args(["sql", "check", "job.sql", "--var", "t=pageviews"])
+>>> args.func.__name__, args.var
+('check_command', ['t=pageviews'])
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from kplex.sqltools.check import check_file
+from kplex.sqltools.errors import CheckFailed, NoBootstrap, SessionUnavailable, StatementFailed, UntranslatableJob
+from kplex.sqltools.explain import explain_file
+from kplex.sqltools.run import run_file, spark_statements
+from kplex.sqltools.script import read_script
+from kplex.sqltools.translate import translate_file
+
+__all__ = ["register", "main", "check_command", "explain_command", "run_command", "translate_command"]
+
+
+def _pairs(values: Sequence[str] | None, option: str) -> dict[str, str]:
+    pairs: dict[str, str] = {}
+    for item in values or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise argparse.ArgumentTypeError(f"{option} expects NAME=VALUE, got {item!r}")
+        pairs[name.strip()] = value
+    return pairs
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", help="the SQL file")
+    parser.add_argument("--var", action="append", metavar="NAME=VALUE",
+                        help="replace ${NAME} in the file by VALUE (repeatable)")
+    parser.add_argument("--dialect", default="spark",
+                        help="SQL dialect the file is written in (sqlglot name: spark, trino, postgres, "
+                        "databricks, ...); default spark")
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``sql`` (run / check / explain) and ``translate`` commands."""
+    sql = subparsers.add_parser("sql", help="run, check or explain a kplex SQL file",
+                                description="Run, check or explain a file of kplex SQL statements.")
+    commands = sql.add_subparsers(dest="sql_command", metavar="{run,check,explain}", required=True)
+
+    run = commands.add_parser("run", help="run every statement in one Spark session",
+                              description="Check the file, then run its statements in order in one Spark "
+                              "session with kplex configured. Query rows go to stdout, progress to stderr.")
+    _common(run)
+    run.add_argument("--bootstrap", help="Kafka bootstrap servers (default: $KPLEX_BOOTSTRAP, "
+                     "then the file's '-- kplex.bootstrap = ...' comment)")
+    run.add_argument("--master", help="Spark master URL (default: Spark's own, e.g. local[*])")
+    run.add_argument("--conf", action="append", metavar="KEY=VALUE", help="a Spark setting (repeatable)")
+    run.add_argument("--dry-run", action="store_true", help="check and print the Spark SQL, run nothing")
+    run.set_defaults(func=run_command)
+
+    check = commands.add_parser("check", help="parse and validate without Spark",
+                                description="Find syntax errors and kplex mistakes without starting Spark.")
+    _common(check)
+    check.set_defaults(func=check_command)
+
+    explain = commands.add_parser("explain", help="what each kplex statement will do, without Spark",
+                                  description="Source, key, order, V and P, partition mapping and delivery "
+                                  "of each kplex statement.")
+    _common(explain)
+    explain.add_argument("--bootstrap", help="read stored table definitions from this Kafka cluster "
+                         "(default: $KPLEX_BOOTSTRAP, then the file's '-- kplex.bootstrap' comment)")
+    explain.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for the broker (default 5)")
+    explain.set_defaults(func=explain_command)
+
+    translate = subparsers.add_parser("translate", help="turn an original kplex job file into kplex SQL",
+                                      description="Print the kplex SQL equivalent of an original kplex job "
+                                      "file (TOML or JSON), ready for `kplex sql run`.")
+    translate.add_argument("job", help="the job file (.toml or .json)")
+    translate.add_argument("--physical-partitions", type=int, metavar="N",
+                           help="P of virtual-partition outputs (default: largest divisor of V not above workers)")
+    translate.add_argument("-o", "--output", help="write the SQL to this file instead of stdout")
+    translate.set_defaults(func=translate_command)
+
+
+def check_command(args: argparse.Namespace) -> int:
+    result = check_file(args.file, _pairs(args.var, "--var"), args.dialect)
+    if result.diagnostics:
+        print(result.format(), file=sys.stderr if not result.ok else sys.stdout)
+    errors = sum(1 for d in result.diagnostics if d.severity == "error")
+    if errors:
+        print(f"{args.file}: {errors} error(s)", file=sys.stderr)
+        return 1
+    print(f"{args.file}: ok, {len(result.script.statements)} statement(s)")
+    return 0
+
+
+def explain_command(args: argparse.Namespace) -> int:
+    print(explain_file(args.file, _pairs(args.var, "--var"), args.dialect, args.bootstrap, args.timeout))
+    return 0
+
+
+def run_command(args: argparse.Namespace) -> int:
+    variables = _pairs(args.var, "--var")
+    try:
+        if args.dry_run:
+            from kplex.sqltools.check import check_script, require_clean
+
+            script = require_clean(check_script(read_script(args.file, variables, args.dialect)))
+            print(";\n\n".join(spark_statements(script)) + ";")
+            return 0
+        run_file(args.file, variables=variables, dialect=args.dialect, bootstrap=args.bootstrap,
+                 master=args.master, conf=_pairs(args.conf, "--conf"))
+    except (CheckFailed, StatementFailed) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    except (NoBootstrap, SessionUnavailable) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def translate_command(args: argparse.Namespace) -> int:
+    try:
+        sql = translate_file(args.job, args.physical_partitions)
+    except UntranslatableJob as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    if args.output:
+        Path(args.output).write_text(sql, encoding="utf-8")
+    else:
+        sys.stdout.write(sql)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m kplex.sqltools.cli sql check FILE``: these commands on their own."""
+    parser = argparse.ArgumentParser(prog="kplex")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except argparse.ArgumentTypeError as error:
+        parser.error(str(error))
+    except (FileNotFoundError, IsADirectoryError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,218 @@
+"""``kplex sql run``: every statement of a SQL file, in order, in one Spark session.
+
+The file is checked first (:mod:`kplex.sqltools.check`): with an error,
+nothing runs. Statements written in another dialect (``--dialect trino``) are
+transpiled to Spark SQL by sqlglot; Spark SQL runs exactly as written.
+
+Progress goes to ``progress`` (stderr): one line when a statement starts, one
+when it ends, with its time and, for a write into a kplex table, its row
+count. The rows of queries (SELECT, SHOW, DESCRIBE, EXPLAIN) go to ``out``
+(stdout), tab-separated, one per line, BINARY values decoded as UTF-8. At the
+end, a summary: time, and rows written per virtual partition of each table.
+
+The first failing statement stops the run with :class:`StatementFailed`,
+naming it and its line; the statements before it stay done (each commits on
+its own: an INSERT into a kplex table is one Kafka transaction).
+
+>>> summary = run_file("sql/pageviews_by_user.sql", bootstrap="localhost:9092")  # doctest: +SKIP
+[1/2] line 1: CREATE TABLE IF NOT EXISTS kplex.pageviews_by_user
+      done in 0.8 s
+[2/2] line 3: INSERT INTO kplex.pageviews_by_user
+      done in 6.2 s: 10000 rows written to kplex.pageviews_by_user
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, TextIO
+
+from sqlglot import exp
+
+from kplex.sqltools import analysis as a
+from kplex.sqltools.bootstrap import ENV_VAR, resolve_bootstrap
+from kplex.sqltools.check import check_script, require_clean
+from kplex.sqltools.diagnostics import WARNING, format_diagnostics
+from kplex.sqltools.errors import NoBootstrap, SessionUnavailable, StatementFailed
+from kplex.sqltools.script import DEFAULT_DIALECT, Script, Statement, read_script
+
+__all__ = ["StatementOutcome", "RunSummary", "run_file", "run_script", "spark_statements"]
+
+_ROW_COMMANDS = {"SHOW", "DESCRIBE", "DESC", "EXPLAIN", "LIST"}
+_SPARK_DIALECTS = {"spark", "spark2"}
+
+
+@dataclass(frozen=True)
+class StatementOutcome:
+    """What one statement did. ``rows_per_vp`` is set for kplex writes when the
+    session reports it (``kplex.session.last_write_summary``)."""
+
+    number: int
+    line: int
+    head: str
+    seconds: float
+    table: str | None = None
+    rows: int | None = None
+    rows_per_vp: dict[int, int] | None = None
+    printed: int | None = None
+
+
+@dataclass
+class RunSummary:
+    """Every statement run so far, in order."""
+
+    path: str
+    outcomes: list[StatementOutcome] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def format(self) -> str:
+        """The end-of-run summary: time, then rows per virtual partition of each write."""
+        lines = [f"summary: {len(self.outcomes)} statement(s) of {self.path} in {self.seconds:.1f} s"]
+        for o in self.outcomes:
+            if o.table is None:
+                continue
+            rows = "rows not reported" if o.rows is None else f"{o.rows} rows"
+            lines.append(f"  kplex.{o.table}: {rows} (statement {o.number}, line {o.line})")
+            if o.rows_per_vp:
+                cells = [f"vp {vp}: {n}" for vp, n in sorted(o.rows_per_vp.items())]
+                lines += ["    " + "  ".join(cells[i : i + 8]) for i in range(0, len(cells), 8)]
+        return "\n".join(lines)
+
+
+def spark_statements(script: Script) -> list[str]:
+    """The Spark SQL of each statement: as written for Spark, else transpiled.
+
+    >>> from kplex.sqltools.script import load_script
+    >>> spark_statements(load_script("SELECT CAST(json_extract_scalar(x, '$.a') AS BIGINT) FROM t", dialect="trino"))
+    ["SELECT CAST(GET_JSON_OBJECT(x, '$.a') AS BIGINT) FROM t"]
+    """
+    if script.dialect.lower() in _SPARK_DIALECTS:
+        return [s.text for s in script.statements]
+    return [s.expression.sql(dialect="spark") if s.expression is not None else s.text for s in script.statements]
+
+
+def run_file(
+    path: str | Path,
+    *,
+    variables: Mapping[str, str] | None = None,
+    dialect: str | None = None,
+    bootstrap: str | None = None,
+    master: str | None = None,
+    conf: Mapping[str, str] | None = None,
+    session: Any = None,
+    out: TextIO | None = None,
+    progress: TextIO | None = None,
+) -> RunSummary:
+    """Check, then run the SQL file at ``path``; ``session`` reuses a Spark
+    session with kplex configured, else one is made for ``bootstrap``
+    (``--bootstrap``, ``KPLEX_BOOTSTRAP`` or the file's ``-- kplex.bootstrap``)."""
+    progress = progress or sys.stderr
+    script = read_script(path, variables, dialect or DEFAULT_DIALECT)
+    result = require_clean(check_script(script))
+    warnings = [d for d in result.diagnostics if d.severity == WARNING]
+    if warnings:
+        print(format_diagnostics(warnings, script.path), file=progress)
+    if session is None:
+        address, _ = resolve_bootstrap(bootstrap, script.text)
+        if address is None:
+            raise NoBootstrap(f"{script.path}: which Kafka cluster? Pass --bootstrap HOST:PORT, set {ENV_VAR}, "
+                              "or write '-- kplex.bootstrap = HOST:PORT' in the file")
+        session = _make_session(address, master, dict(conf or {}))
+    return run_script(script, session, out=out, progress=progress)
+
+
+def _make_session(bootstrap: str, master: str | None, conf: dict[str, str]) -> Any:
+    try:
+        from kplex.session import kplex_session
+    except ImportError as error:
+        raise SessionUnavailable(f"cannot start Spark with kplex: {error}") from error
+    return kplex_session(bootstrap, master=master, conf=conf)
+
+
+def _write_summary(spark: Any) -> Callable[[], dict | None]:
+    try:
+        from kplex.session import last_write_summary
+    except ImportError:
+        return lambda: None
+    return lambda: last_write_summary(spark)
+
+
+def run_script(script: Script, spark: Any, out: TextIO | None = None, progress: TextIO | None = None) -> RunSummary:
+    """Run an already checked script statement by statement through ``spark``."""
+    out, progress = out or sys.stdout, progress or sys.stderr
+    texts = spark_statements(script)
+    summary = RunSummary(script.path)
+    last_write = _write_summary(spark)
+    begin = time.monotonic()
+    catalog: str | None = None
+    total = len(script.statements)
+    for statement, text in zip(script.statements, texts):
+        print(f"[{statement.number}/{total}] line {statement.line}: {statement.head}", file=progress, flush=True)
+        started = time.monotonic()
+        write = a.kplex_write(statement.expression, catalog)
+        try:
+            frame = spark.sql(text)
+            printed = _print_rows(frame, out) if _returns_rows(statement.expression) else None
+            report = last_write() if write is not None else None
+        except Exception as error:  # noqa: BLE001 - any failure stops the run, named
+            summary.seconds = time.monotonic() - begin
+            print(f"      FAILED after {time.monotonic() - started:.1f} s", file=progress, flush=True)
+            raise StatementFailed(script.path, statement.number, statement.line, statement.head, _reason(error)) from error
+        outcome = _outcome(statement, time.monotonic() - started, write, report, printed)
+        summary.outcomes.append(outcome)
+        print(f"      {_done(outcome)}", file=progress, flush=True)
+        if statement.expression is not None:
+            catalog = a.catalog_after(statement.expression, catalog)
+    summary.seconds = time.monotonic() - begin
+    print(summary.format(), file=progress, flush=True)
+    return summary
+
+
+def _returns_rows(expression: exp.Expression | None) -> bool:
+    if isinstance(expression, (exp.Query, exp.Describe)) and not isinstance(expression.parent, exp.Insert):
+        return True
+    return isinstance(expression, exp.Command) and str(expression.this).upper() in _ROW_COMMANDS
+
+
+def _print_rows(frame: Any, out: TextIO) -> int:
+    count = 0
+    for row in frame.toLocalIterator():
+        print("\t".join(_cell(v) for v in row), file=out)
+        count += 1
+    out.flush()
+    return count
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).decode("utf-8", errors="replace")
+    return str(value)
+
+
+def _outcome(statement: Statement, seconds: float, write: a.KplexWrite | None,
+             report: dict | None, printed: int | None) -> StatementOutcome:
+    if write is None:
+        return StatementOutcome(statement.number, statement.line, statement.head, seconds, printed=printed)
+    rows = report.get("rows") if report else None
+    per_vp = {int(k): int(v) for k, v in (report.get("rows_per_vp") or {}).items()} if report else None
+    return StatementOutcome(statement.number, statement.line, statement.head, seconds, write.table, rows, per_vp)
+
+
+def _done(o: StatementOutcome) -> str:
+    text = f"done in {o.seconds:.1f} s"
+    if o.table is not None:
+        text += f": {o.rows} rows written to kplex.{o.table}" if o.rows is not None else f": wrote kplex.{o.table}"
+    if o.printed is not None:
+        text += f": {o.printed} row(s) printed"
+    return text
+
+
+def _reason(error: BaseException, max_lines: int = 12) -> str:
+    """The first lines of an error's message (Spark's can carry a JVM stack trace)."""
+    lines = [line for line in str(error).strip().splitlines() if line.strip()]
+    text = "\n".join(lines[:max_lines]) or type(error).__name__
+    return text + ("\n..." if len(lines) > max_lines else "")
