@@ -52,7 +52,7 @@ CATALOG = "kplex"
 FUNCTIONS: dict[str, int] = {"kplex_key": 1, "kplex_order": 1, "kplex_vpartition": 2}
 
 KEY_COLUMN = "key"
-ORDER_COLUMN = "order_value"
+ORDER_COLUMNS = ("order_value", "order")
 VALUE_COLUMN = "value"
 
 
@@ -169,9 +169,11 @@ def branches(query: exp.Expression) -> list[exp.Expression]:
 @dataclass
 class Roles:
     """The top-level items of one SELECT, by the role the writer gives them.
-    ``items`` maps a role (key, order, value, headers) to its select items."""
+    ``items`` maps a role (key, order, value, headers) to its select items;
+    ``rest`` holds the items with no role."""
 
     items: dict[str, list[exp.Expression]] = field(default_factory=dict)
+    rest: list[exp.Expression] = field(default_factory=list)
     star: exp.Expression | None = None
 
     def add(self, role: str, item: exp.Expression) -> None:
@@ -182,7 +184,10 @@ class Roles:
 
 
 def select_roles(select: exp.Expression) -> Roles:
-    """Sort a SELECT's top-level items into key / order / value / headers."""
+    """Sort a SELECT's top-level items as the writer does: the key is
+    ``kplex_key(...)`` or a column ``key``; the order ``kplex_order(...)`` or a
+    column ``order_value`` or ``order``; ``headers``; the value a column
+    ``value``, else the only item left."""
     roles = Roles()
     if not isinstance(select, exp.Select):
         return roles
@@ -192,24 +197,37 @@ def select_roles(select: exp.Expression) -> Roles:
             roles.star = item
             continue
         name = item.alias_or_name.lower()
-        if is_kplex_call(inner, "kplex_key") or name == KEY_COLUMN:
-            roles.add("key", item)
-        if is_kplex_call(inner, "kplex_order") or name == ORDER_COLUMN:
-            roles.add("order", item)
-        if name == VALUE_COLUMN:
-            roles.add("value", item)
-        if name == "headers":
-            roles.add("headers", item)
+        made = is_kplex_call(inner, "kplex_key") or is_kplex_call(inner, "kplex_order")
+        found = [
+            role
+            for role, matches in (
+                ("key", is_kplex_call(inner, "kplex_key") or name == KEY_COLUMN),
+                ("order", is_kplex_call(inner, "kplex_order") or name in ORDER_COLUMNS),
+                ("headers", name == "headers"),
+                ("value", name == VALUE_COLUMN and not made),
+            )
+            if matches
+        ]
+        for role in found:
+            roles.add(role, item)
+        if not found:
+            roles.rest.append(item)
+    if not roles.of("value") and len(roles.rest) == 1 and roles.star is None:
+        roles.add("value", roles.rest.pop())
     return roles
 
 
-def source_tables(query: exp.Expression, current_catalog: str | None = None) -> list[str]:
-    """The tables a query reads, CTE names left out, in order of appearance
-    (``kplex.`` shown for unqualified names after ``USE kplex``)."""
-    ctes = {cte.alias_or_name.lower() for cte in query.find_all(exp.CTE)}
+def source_tables(statement: exp.Expression, current_catalog: str | None = None) -> list[str]:
+    """The tables a statement reads, in order of appearance: CTE names and the
+    table written to left out, ``kplex.`` shown for unqualified names after
+    ``USE kplex``."""
+    ctes = {cte.alias_or_name.lower() for cte in statement.find_all(exp.CTE)}
+    target = statement.this if isinstance(statement, (exp.Insert, exp.Create)) else None
+    if isinstance(target, exp.Schema):
+        target = target.this
     names: list[str] = []
-    for table in query.find_all(exp.Table):
-        if not table.db and table.name.lower() in ctes:
+    for table in statement.find_all(exp.Table):
+        if table is target or (not table.db and table.name.lower() in ctes):
             continue
         db = table.db or (CATALOG if current_catalog == CATALOG else "")
         text = ".".join(part for part in (table.catalog, db, table.name) if part)

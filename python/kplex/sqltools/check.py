@@ -84,6 +84,10 @@ _NOT_ORDER_TYPES = (
     | {exp.DataType.Type.BINARY, exp.DataType.Type.VARBINARY, exp.DataType.Type.BOOLEAN}
 )
 
+_VALUE_TYPES = exp.DataType.TEXT_TYPES | {exp.DataType.Type.BINARY, exp.DataType.Type.VARBINARY, exp.DataType.Type.NULL}
+
+_UNKNOWN = exp.DataType.Type.UNKNOWN
+
 _CLAUSES = {
     "where": "the WHERE clause",
     "group": "GROUP BY",
@@ -199,12 +203,13 @@ def _create(ctx: _Context) -> Iterator[Diagnostic]:
     for name, value, node in create.properties:
         problem = problem_of(name, value)
         if problem:
-            yield ctx.at(node, problem)
-    misspelt = {suggest(name) for name in values if name not in PROPERTIES}
+            yield ctx.at(node, problem[1], problem[0])
+    misspelt = {suggest(name) for name in values if name.lower() not in PROPERTIES}
     for name, problem in missing_required(values).items():
         if name not in misspelt:
             yield ctx.at(where, f"CREATE TABLE kplex.{create.table}: {problem}")
-    v, p = parse_int(values.get(VIRTUAL_PARTITIONS, "")), parse_int(values.get(PHYSICAL_PARTITIONS, ""))
+    lowered = {name.lower(): value for name, value in values.items()}
+    v, p = parse_int(lowered.get(VIRTUAL_PARTITIONS, "")), parse_int(lowered.get(PHYSICAL_PARTITIONS, ""))
     if v and p and v >= 1 and p >= 1:
         if p > v:
             yield ctx.at(where, f"{p} physical partitions for {v} virtual ones: "
@@ -221,7 +226,7 @@ def _alter(ctx: _Context) -> Iterator[Diagnostic]:
     for name, value, prop in a.properties_of(node):
         problem = problem_of(name, value)
         if problem:
-            yield ctx.at(prop, problem)
+            yield ctx.at(prop, problem[1], problem[0])
 
 
 _ROLE_HELP = {
@@ -239,26 +244,34 @@ def _write(ctx: _Context) -> Iterator[Diagnostic]:
     if write.overwrite:
         yield ctx.at(write.node, f"INSERT OVERWRITE kplex.{write.table}: Kafka topics are append-only; use INSERT INTO")
     for branch in write.branches:
-        roles = a.select_roles(branch)
-        missing = [role for role in ("key", "order", "value") if not roles.of(role)]
-        if missing and roles.star is not None:
-            names = " and ".join([", ".join(missing[:-1]), missing[-1]] if len(missing) > 1 else missing)
-            plural = "s" if len(missing) > 1 else ""
-            yield ctx.at(roles.star, f"{target}: cannot check the {names} column{plural} behind *; "
-                         "name them in the select list", WARNING)
-            missing = []
-        for role in missing:
-            yield ctx.at(branch, f"{target} has no {role} column: {_ROLE_HELP[role]}")
-        for role in ("key", "order", "value"):
-            items = roles.of(role)
-            if len(items) > 1:
-                listed = " and ".join(_sql(i, 40) for i in items)
-                yield ctx.at(items[1], f"{target} has {len(items)} {role} columns: {listed}; keep exactly one")
+        yield from _branch_roles(ctx, target, branch)
     for call in write.node.find_all(exp.Anonymous):
         if a.call_name(call) in ("kplex_key", "kplex_order"):
             problem = _nesting(call)
             if problem:
                 yield ctx.at(call, problem)
+
+
+def _branch_roles(ctx: _Context, target: str, branch: exp.Expression) -> Iterator[Diagnostic]:
+    roles = a.select_roles(branch)
+    missing = [role for role in ("key", "order", "value") if not roles.of(role)]
+    if missing and roles.star is not None:
+        names = " and ".join([", ".join(missing[:-1]), missing[-1]] if len(missing) > 1 else missing)
+        plural = "s" if len(missing) > 1 else ""
+        yield ctx.at(roles.star, f"{target}: cannot check the {names} column{plural} behind *; "
+                     "name them in the select list", WARNING)
+        return
+    for role in missing:
+        yield ctx.at(branch, f"{target} has no {role} column: {_ROLE_HELP[role]}")
+    for role in ("key", "order", "value", "headers"):
+        items = roles.of(role)
+        if len(items) > 1:
+            listed = " and ".join(_sql(i, 40) for i in items)
+            yield ctx.at(items[1], f"{target} has {len(items)} {role} columns: {listed}; keep exactly one")
+    if roles.rest and not missing:
+        listed = ", ".join(_sql(i, 40) for i in roles.rest)
+        yield ctx.at(roles.rest[0], f"{target} has columns with no role: {listed}; the writer takes only "
+                     "the key, order, value and headers columns")
 
 
 def _nesting(call: exp.Expression) -> str | None:
@@ -276,42 +289,54 @@ def _nesting(call: exp.Expression) -> str | None:
                 "as a select item of the INSERT's query")
     if child is call or (isinstance(child, exp.Alias) and child.this is call):
         return None
-    return (f"{name}(...) is nested inside {_sql(call.parent)}: the writer only recognises {name} "
+    parent = call.parent
+    inside = f"{a.call_name(parent) or parent.sql_name().lower()}(...)" if isinstance(parent, exp.Func) else _sql(parent)
+    return (f"{name}(...) is nested inside {inside}: the writer only recognises {name} "
             f"as a whole select item, so move the rest of the expression inside it: {name}(<expr>)")
 
 
-def _order_types(ctx: _Context) -> Iterator[Diagnostic]:
+def _types(ctx: _Context) -> Iterator[Diagnostic]:
+    """kplex_order of a value that is certainly not a TIMESTAMP, DATE or
+    integer; a written value that is certainly not BINARY or STRING."""
     calls = {c.meta.get("start"): c for c in ctx.expression.find_all(exp.Anonymous) if a.is_kplex_call(c, "kplex_order")}
-    if not calls:
+    write = a.kplex_write(ctx.expression, ctx.catalog)
+    if not calls and write is None:
         return
-    for start, kind in _order_argument_types(ctx):
-        call = calls.get(start)
-        if call is None:
+    typed = _annotated(ctx)
+    if typed is None:
+        return
+    for call in typed.find_all(exp.Anonymous):
+        original = calls.get(call.meta.get("start")) if call._meta else None
+        if original is None or len(call.expressions) != 1:
             continue
-        arg = a.call_argument_text(ctx.statement.text, call, ctx.script.dialect)
-        yield ctx.at(call, f"kplex_order takes a TIMESTAMP, DATE or integer, but {arg} is {kind}: "
-                     f"convert it, e.g. kplex_order(CAST({arg} AS BIGINT))")
+        kind = call.expressions[0].type
+        if kind is not None and kind.this in _NOT_ORDER_TYPES:
+            arg = a.call_argument_text(ctx.statement.text, original, ctx.script.dialect)
+            yield ctx.at(original, f"kplex_order takes a TIMESTAMP, DATE or integer, but {arg} is "
+                         f"{kind.sql('spark').upper()}: convert it, e.g. kplex_order(CAST({arg} AS BIGINT))")
+    typed_write = a.kplex_write(typed, ctx.catalog)
+    if write is None or typed_write is None:
+        return
+    values = {a.node_offset(i): i for b in write.branches for i in a.select_roles(b).of("value")}
+    for branch in typed_write.branches:
+        for item in a.select_roles(branch).of("value"):
+            kind, original = item.type, values.get(a.node_offset(item))
+            if original is not None and kind is not None and kind.this not in _VALUE_TYPES | {_UNKNOWN}:
+                yield ctx.at(original, f"the value column {_sql(original, 50)} is {kind.sql('spark').upper()}: "
+                             "kplex writes BINARY or STRING values; use to_json(...) for structured ones")
 
 
-def _order_argument_types(ctx: _Context) -> list[tuple[int | None, str]]:
-    """(offset, type) of each kplex_order whose argument's type is known and wrong."""
+def _annotated(ctx: _Context) -> exp.Expression | None:
+    """A copy of the statement with sqlglot's types, knowing the columns of kplex tables."""
     tables = {t.name: TOPIC_COLUMNS for t in ctx.expression.find_all(exp.Table)
               if a.kplex_table_name(t, ctx.catalog) is not None}
     schema = MappingSchema({a.CATALOG: tables} if tables else {}, dialect="spark")
-    copy = ctx.expression.copy()
     try:
-        copy = qualify(copy, schema=schema, dialect="spark", validate_qualify_columns=False,
-                       identify=False, quote_identifiers=False)
-        annotate_types(copy, schema=schema, dialect="spark")
+        typed = qualify(ctx.expression.copy(), schema=schema, dialect="spark", validate_qualify_columns=False,
+                        identify=False, quote_identifiers=False)
+        return annotate_types(typed, schema=schema, dialect="spark")
     except Exception:  # noqa: BLE001 - a statement sqlglot cannot type is not an error here
-        return []
-    wrong = []
-    for call in copy.find_all(exp.Anonymous):
-        if a.is_kplex_call(call, "kplex_order") and len(call.expressions) == 1:
-            kind = call.expressions[0].type
-            if kind is not None and kind.this in _NOT_ORDER_TYPES:
-                wrong.append((call.meta.get("start"), kind.sql("spark").upper()))
-    return wrong
+        return None
 
 
-_RULES: tuple[Callable[[_Context], Iterator[Diagnostic]], ...] = (_functions, _create, _alter, _write, _order_types)
+_RULES: tuple[Callable[[_Context], Iterator[Diagnostic]], ...] = (_functions, _create, _alter, _write, _types)

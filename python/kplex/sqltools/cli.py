@@ -23,9 +23,10 @@ command cannot start (no broker given, no Spark).
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from kplex.sqltools.check import check_file
 from kplex.sqltools.errors import CheckFailed, NoBootstrap, SessionUnavailable, StatementFailed, UntranslatableJob
@@ -97,30 +98,47 @@ def register(subparsers: Any) -> None:
     translate.set_defaults(func=translate_command)
 
 
+def _handled(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """Turn the errors every command can meet into a message and exit code 2."""
+
+    @functools.wraps(handler)
+    def wrapper(args: argparse.Namespace) -> int:
+        try:
+            return handler(args)
+        except (argparse.ArgumentTypeError, OSError, NoBootstrap, SessionUnavailable) as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+
+    return wrapper
+
+
+@_handled
 def check_command(args: argparse.Namespace) -> int:
     result = check_file(args.file, _pairs(args.var, "--var"), args.dialect)
     if result.diagnostics:
-        print(result.format(), file=sys.stderr if not result.ok else sys.stdout)
+        print(result.format())
     errors = sum(1 for d in result.diagnostics if d.severity == "error")
     if errors:
-        print(f"{args.file}: {errors} error(s)", file=sys.stderr)
+        print(f"{args.file}: {errors} error(s)")
         return 1
     print(f"{args.file}: ok, {len(result.script.statements)} statement(s)")
     return 0
 
 
+@_handled
 def explain_command(args: argparse.Namespace) -> int:
     print(explain_file(args.file, _pairs(args.var, "--var"), args.dialect, args.bootstrap, args.timeout))
     return 0
 
 
+@_handled
 def run_command(args: argparse.Namespace) -> int:
     variables = _pairs(args.var, "--var")
     try:
         if args.dry_run:
             from kplex.sqltools.check import check_script, require_clean
 
-            script = require_clean(check_script(read_script(args.file, variables, args.dialect)))
+            script = require_clean(check_script(read_script(args.file, variables, args.dialect))).script
             print(";\n\n".join(spark_statements(script)) + ";")
             return 0
         run_file(args.file, variables=variables, dialect=args.dialect, bootstrap=args.bootstrap,
@@ -128,12 +146,10 @@ def run_command(args: argparse.Namespace) -> int:
     except (CheckFailed, StatementFailed) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    except (NoBootstrap, SessionUnavailable) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
     return 0
 
 
+@_handled
 def translate_command(args: argparse.Namespace) -> int:
     try:
         sql = translate_file(args.job, args.physical_partitions)
@@ -152,13 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="kplex")
     register(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
-    try:
-        return int(args.func(args))
-    except argparse.ArgumentTypeError as error:
-        parser.error(str(error))
-    except (FileNotFoundError, IsADirectoryError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    return int(args.func(args))
 
 
 if __name__ == "__main__":  # pragma: no cover

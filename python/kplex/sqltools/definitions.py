@@ -62,18 +62,18 @@ class TableDefinition:
     @classmethod
     def from_properties(cls, name: str, properties: Mapping[str, str], origin: str) -> TableDefinition:
         """The definition a ``CREATE TABLE kplex.<name> TBLPROPERTIES (...)`` asks for."""
-        p = properties
+        p = {k.lower(): v.strip() for k, v in properties.items()}
         return cls(
             name=name,
             topic=p.get("kplex.topic") or name,
             virtual_partitions=_positive(parse_int(p.get("kplex.virtual_partitions", ""))),
             physical_partitions=_positive(parse_int(p.get("kplex.physical_partitions", ""))),
             origin=origin,
-            delivery=p.get("kplex.delivery", "exactly_once"),
+            delivery=p.get("kplex.delivery", "exactly_once").lower(),
             key=p.get("kplex.key"),
             order=p.get("kplex.order"),
-            null_key=p.get("kplex.null_key", "fail"),
-            null_order=p.get("kplex.null_order", "fail"),
+            null_key=p.get("kplex.null_key", "fail").lower(),
+            null_order=p.get("kplex.null_order", "fail").lower(),
             source=p.get("kplex.source"),
         )
 
@@ -126,11 +126,12 @@ def definitions_from_records(records: Iterable[tuple[bytes | None, bytes | None]
     return tables
 
 
-def read_table_definitions(bootstrap: str, timeout: float = 5.0) -> dict[str, TableDefinition]:
-    """Every table definition stored on the cluster at ``bootstrap``.
+def read_table_definitions(bootstrap: str, timeout: float = 5.0, topic: str = TABLES_TOPIC) -> dict[str, TableDefinition]:
+    """Every table definition stored on the cluster at ``bootstrap`` (in
+    ``topic``: the catalog's ``metadata_topic`` option, ``_kplex_tables`` by default).
 
     Raises :class:`BrokerUnavailable` when the cluster does not answer within
-    ``timeout`` seconds. A cluster without ``_kplex_tables`` has no tables.
+    ``timeout`` seconds. A cluster without the topic has no tables.
 
     >>> read_table_definitions("localhost:9092")["pageviews_by_user"].virtual_partitions  # doctest: +SKIP
     9
@@ -151,16 +152,16 @@ def read_table_definitions(bootstrap: str, timeout: float = 5.0) -> dict[str, Ta
     try:
         try:
             metadata = consumer.list_topics(timeout=timeout)  # all topics: never auto-creates
-            topic = metadata.topics.get(TABLES_TOPIC)
-            if topic is None or topic.error is not None or 0 not in topic.partitions:
+            found = metadata.topics.get(topic)
+            if found is None or found.error is not None or 0 not in found.partitions:
                 return {}
-            partition = TopicPartition(TABLES_TOPIC, 0)
+            partition = TopicPartition(topic, 0)
             low, high = consumer.get_watermark_offsets(partition, timeout=timeout)
         except KafkaException as error:
             raise BrokerUnavailable(f"Kafka at {bootstrap} did not answer within {timeout:g} s: {error}") from error
         if high <= low:
             return {}
-        consumer.assign([TopicPartition(TABLES_TOPIC, 0, OFFSET_BEGINNING)])
+        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
         records: list[tuple[bytes | None, bytes | None]] = []
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -171,12 +172,12 @@ def read_table_definitions(bootstrap: str, timeout: float = 5.0) -> dict[str, Ta
             if error is not None:
                 if error.code() == KafkaError._PARTITION_EOF:
                     break
-                raise BrokerUnavailable(f"cannot read {TABLES_TOPIC} on {bootstrap}: {error}")
+                raise BrokerUnavailable(f"cannot read {topic} on {bootstrap}: {error}")
             records.append((message.key(), message.value()))
             if message.offset() >= high - 1:
                 break
         else:
-            raise BrokerUnavailable(f"reading {TABLES_TOPIC} on {bootstrap} took longer than {timeout:g} s")
+            raise BrokerUnavailable(f"reading {topic} on {bootstrap} took longer than {timeout:g} s")
         return definitions_from_records(records, origin)
     finally:
         consumer.close()

@@ -170,14 +170,21 @@ def _explain_create(statement: Statement, create: a.KplexCreate, state: _State, 
     mine = TableDefinition.from_properties(create.table, props, origin)
     exists = "IF NOT EXISTS " if create.if_not_exists else ""
     lines = [f"statement {statement.number}, line {statement.line}: CREATE TABLE {exists}kplex.{create.table}"]
+    stored = (broker.tables or {}).get(create.table)
     if mine.source:
-        lines.append(_row("creates", f"virtual table kplex.{create.table}: a view of topic {mine.source}, nothing is written"))
+        v = mine.virtual_partitions if mine.virtual_partitions is not None else "?"
+        lines.append(_row("creates", f"virtual table kplex.{create.table}: a view of topic {mine.source} "
+                          "re-keyed when it is read; nothing is written"))
+        lines.append(_row("partitions", f"{v} virtual ({origin})"))
+        lowered = {key.lower(): value for key, value in props.items()}
+        for name, label, unit in (("kplex.max_delay_ms", "max delay", " ms"), ("kplex.late_policy", "late", ""),
+                                  ("kplex.late_topic", "late topic", "")):
+            if name in lowered:
+                lines.append(_row(label, lowered[name] + unit))
     else:
         lines.append(_row("creates", f"table kplex.{create.table} on topic {mine.topic}"))
-    stored = (broker.tables or {}).get(create.table)
-    lines += _partition_rows(mine)
-    lines.append(_row("delivery", DELIVERY.get(mine.delivery, mine.delivery)))
-    if not mine.source:
+        lines += _partition_rows(mine)
+        lines.append(_row("delivery", DELIVERY.get(mine.delivery, mine.delivery)))
         null_key = _NULLS.get(mine.null_key, mine.null_key).format(what="key")
         lines.append(_row("null key", f"{null_key}; null order: {mine.null_order}"))
     if mine.key or mine.order:
@@ -197,7 +204,7 @@ def _explain_create(statement: Statement, create: a.KplexCreate, state: _State, 
 
 def _explain_write(script: Script, statement: Statement, write: a.KplexWrite, state: _State, broker: _Broker) -> list[str]:
     lines: list[str] = []
-    sources = a.source_tables(write.query, state.catalog)
+    sources = a.source_tables(write.node, state.catalog)
     lines.append(_row("source", ", ".join(sources) if sources else "(no table: literal rows)"))
     branch = write.branches[0]
     roles = a.select_roles(branch)

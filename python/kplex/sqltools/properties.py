@@ -34,8 +34,8 @@ SOURCE = "kplex.source"
 
 @dataclass(frozen=True)
 class PropertySpec:
-    """What one property accepts: an integer from ``minimum`` (``also`` allowed
-    besides), one of ``choices``, or free text (neither)."""
+    """What one property accepts: an integer from ``minimum`` up to ``maximum``
+    (``also`` allowed besides), one of ``choices``, or free text (neither)."""
 
     name: str
     minimum: int | None = None
@@ -43,14 +43,19 @@ class PropertySpec:
     choices: tuple[str, ...] = ()
     required: bool = False
 
+    maximum: int | None = None
+
     def problem(self, value: str) -> str | None:
-        """Why ``value`` is wrong for this property, or None when it is right."""
+        """Why ``value`` is wrong for this property, or None when it is right
+        (choices compare case-insensitively, as the catalog does)."""
         if self.minimum is not None:
             number = parse_int(value)
-            if number is None or (number < self.minimum and number != self.also):
+            too_big = number is not None and self.maximum is not None and number > self.maximum
+            if number is None or too_big or (number < self.minimum and number != self.also):
                 extra = f" (or {self.also})" if self.also is not None else ""
-                return f"'{self.name}' must be an integer >= {self.minimum}{extra}, got '{value}'"
-        elif self.choices and value not in self.choices:
+                upto = f" and <= {self.maximum}" if self.maximum is not None else ""
+                return f"'{self.name}' must be an integer >= {self.minimum}{upto}{extra}, got '{value}'"
+        elif self.choices and value.strip().lower() not in self.choices:
             options = ", ".join(f"'{c}'" for c in self.choices)
             return f"'{self.name}' must be one of {options}, got '{value}'"
         return None
@@ -61,7 +66,7 @@ PROPERTIES: dict[str, PropertySpec] = {
     for spec in (
         PropertySpec(VIRTUAL_PARTITIONS, minimum=1, required=True),
         PropertySpec(PHYSICAL_PARTITIONS, minimum=1, required=True),
-        PropertySpec("kplex.replication_factor", minimum=1, also=-1),
+        PropertySpec("kplex.replication_factor", minimum=1, also=-1, maximum=32767),
         PropertySpec("kplex.delivery", choices=("exactly_once", "at_least_once")),
         PropertySpec("kplex.key"),
         PropertySpec("kplex.order"),
@@ -88,43 +93,58 @@ def parse_int(value: str) -> int | None:
 
 
 def suggest(name: str) -> str | None:
-    """The known property closest to a wrong ``name``, if any is close."""
-    candidates = list(PROPERTIES) + [n.removeprefix("kplex.") for n in PROPERTIES]
-    match = difflib.get_close_matches(name.lower(), candidates, n=1, cutoff=0.75)
-    if not match:
-        return None
-    return match[0] if match[0].startswith("kplex.") else f"kplex.{match[0]}"
+    """The known property closest to a wrong ``name``, if any is close
+    (compared without the ``kplex.`` prefix: ``kplex.colour`` resembles nothing).
+
+    >>> suggest("kplex.virtual_partition"), suggest("physical_partitions"), suggest("kplex.colour")
+    ('kplex.virtual_partitions', 'kplex.physical_partitions', None)
+    """
+    bare = name.lower().removeprefix("kplex.")
+    candidates = [n.removeprefix("kplex.") for n in PROPERTIES]
+    match = difflib.get_close_matches(bare, candidates, n=1, cutoff=0.75)
+    return f"kplex.{match[0]}" if match else None
 
 
-def name_problem(name: str) -> str | None:
-    """Why ``name`` is not a property of a kplex table, or None when it is one."""
-    if name in PROPERTIES:
+def name_problem(name: str) -> tuple[str, str] | None:
+    """(severity, message) when ``name`` is not a property of a kplex table.
+
+    The catalog rejects unknown ``kplex.*`` names and ignores all others, so
+    an unknown ``kplex.*`` name, or any name close to a kplex property, is an
+    error; another name is only a warning.
+    """
+    if name.lower() in PROPERTIES:
         return None
     guess = suggest(name)
     if guess:
-        return f"unknown table property '{name}'; did you mean '{guess}'?"
-    known = ", ".join(f"'{n}'" for n in PROPERTIES)
-    return f"unknown table property '{name}' for a kplex table; known properties: {known}"
+        return "error", f"unknown table property '{name}'; did you mean '{guess}'?"
+    if name.lower().startswith("kplex."):
+        known = ", ".join(f"'{n}'" for n in PROPERTIES)
+        return "error", f"unknown table property '{name}'; kplex properties are {known}"
+    return "warning", f"table property '{name}' is not a kplex property: kplex ignores it"
 
 
 def validate(properties: Mapping[str, str], creating: bool = True) -> list[str]:
-    """Every problem with a kplex table's properties, as messages (empty when fine).
+    """Every error in a kplex table's properties, as messages (empty when fine).
 
     ``creating`` adds the required properties of a new derived topic; a
     read-time virtual table (one with ``kplex.source``) requires none.
     """
-    problems = [p for p in (problem_of(n, v) for n, v in properties.items()) if p]
+    problems = [p[1] for p in (problem_of(n, v) for n, v in properties.items()) if p and p[0] == "error"]
     return problems + (list(missing_required(properties).values()) if creating else [])
 
 
-def problem_of(name: str, value: str) -> str | None:
-    """Why the property ``name`` = ``value`` is wrong, or None when it is right."""
-    spec = PROPERTIES.get(name)
-    return spec.problem(value) if spec else name_problem(name)
+def problem_of(name: str, value: str) -> tuple[str, str] | None:
+    """(severity, message) when the property ``name`` = ``value`` is wrong, else None."""
+    spec = PROPERTIES.get(name.lower())
+    if spec is None:
+        return name_problem(name)
+    problem = spec.problem(value)
+    return ("error", problem) if problem else None
 
 
 def missing_required(names: Collection[str]) -> dict[str, str]:
     """The required properties a new derived topic lacks: name → message."""
-    if SOURCE in names:
+    lowered = {n.lower() for n in names}
+    if SOURCE in lowered:
         return {}
-    return {n: f"missing table property '{n}' (required)" for n in REQUIRED if n not in names}
+    return {n: f"missing table property '{n}' (required)" for n in REQUIRED if n not in lowered}

@@ -86,11 +86,12 @@ def spark_statements(script: Script) -> list[str]:
 
     >>> from kplex.sqltools.script import load_script
     >>> spark_statements(load_script("SELECT CAST(json_extract_scalar(x, '$.a') AS BIGINT) FROM t", dialect="trino"))
-    ["SELECT CAST(GET_JSON_OBJECT(x, '$.a') AS BIGINT) FROM t"]
+    ["SELECT CAST(get_json_object(x, '$.a') AS BIGINT) FROM t"]
     """
     if script.dialect.lower() in _SPARK_DIALECTS:
         return [s.text for s in script.statements]
-    return [s.expression.sql(dialect="spark") if s.expression is not None else s.text for s in script.statements]
+    return [s.expression.sql(dialect="spark", normalize_functions="lower") if s.expression is not None else s.text
+            for s in script.statements]
 
 
 def run_file(

@@ -85,21 +85,52 @@ def _position(text: str, offset: int) -> tuple[int, int]:
 
 def substitute(text: str, variables: Mapping[str, str]) -> tuple[str, list[tuple[int, str]]]:
     """``text`` with every ``${name}`` replaced; also the (offset, name) of the
-    undefined ones, left as they were.
+    undefined ones, left as they were. Inside comments an undefined variable
+    is not an error.
 
     >>> substitute("FROM kplex.${t} -- ${u}", {"t": "pageviews"})
-    ('FROM kplex.pageviews -- ${u}', [(19, 'u')])
+    ('FROM kplex.pageviews -- ${u}', [])
+    >>> substitute("FROM kplex.${u}", {})
+    ('FROM kplex.${u}', [(11, 'u')])
     """
     undefined: list[tuple[int, str]] = []
+    comments = _comment_spans(text)
 
     def replace(match: re.Match[str]) -> str:
         name = match.group(1)
         if name in variables:
             return variables[name]
-        undefined.append((match.start(), name))
+        if not any(start <= match.start() < end for start, end in comments):
+            undefined.append((match.start(), name))
         return match.group(0)
 
     return _VARIABLE.sub(replace, text), undefined
+
+
+def _comment_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each ``--`` and ``/* */`` comment, strings skipped."""
+    spans: list[tuple[int, int]] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c in "'\"`":
+            i += 1
+            while i < n and text[i] != c:
+                i += 2 if text[i] == "\\" and c != "`" else 1
+            i += 1
+        elif text.startswith("--", i):
+            end = text.find("\n", i)
+            end = n if end < 0 else end
+            spans.append((i, end))
+            i = end
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            end = n if end < 0 else end + 2
+            spans.append((i, end))
+            i = end
+        else:
+            i += 1
+    return spans
 
 
 def read_script(path: str | Path, variables: Mapping[str, str] | None = None, dialect: str | None = None) -> Script:

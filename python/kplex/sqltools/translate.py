@@ -24,10 +24,11 @@ job field                       kplex SQL
                                 such field, so P is ``--physical-partitions`` or the
                                 largest divisor of V not above ``workers`` (P divides
                                 V: Kafka-compatible placement, G4)
-``output = "stdout"``           one global timeline: table ``kplex.<d>_timeline``
-                                with V = P = 1 and a constant key, then a SELECT of
-                                it in order, which ``kplex sql run`` prints on
-                                standard output
+``output = "stdout"``           one global timeline: table ``kplex.<d>`` (or
+                                ``kplex.<d>_timeline`` when ``<d>`` is the source
+                                topic) with V = P = 1 and a constant key, then a
+                                SELECT of it in order, which ``kplex sql run``
+                                prints on standard output
 ==============================  ===================================================
 
 JSON pointers become Spark JSON paths as :mod:`kplex.sqltools.jsonpointer`
@@ -281,7 +282,7 @@ def _derive_sql(d: _Derive, workers: int | None, physical: int | None) -> str:
     order, order_text = _order_sql(d)
     time_from = f"{d.timestamp}" if d.timestamp is not None else "the record timestamp"
     if d.count is None:
-        table = f"{d.name}_timeline"
+        table = d.name if d.name != d.source else f"{d.name}_timeline"
         v = p = 1
         key, key_text = _literal(d.source), "constant: one global timeline"
         ignored = f" The job's key ({d.key}) does not matter for one timeline." if d.key is not None else ""
@@ -295,10 +296,14 @@ def _derive_sql(d: _Derive, workers: int | None, physical: int | None) -> str:
         p = physical or default_physical_partitions(v, workers)
         assert d.key is not None
         key, key_text = spark_extract(d.key), f"JSON pointer {d.key} of the value"
-        why = ("given with --physical-partitions" if physical else
-               f"the largest divisor of V not above workers ({workers or 1}), so that P divides V (the "
-               "placement of a Kafka producer keyed the same way, G4); change it with "
-               "`kplex translate --physical-partitions N`")
+        change = "change it with `kplex translate --physical-partitions N`"
+        if physical:
+            why = "given with --physical-partitions"
+        elif workers:
+            why = (f"the largest divisor of V not above workers ({workers}), so that P divides V (the "
+                   f"placement of a Kafka producer keyed the same way, G4) and each worker has a partition; {change}")
+        else:
+            why = f"as the job gives no workers (P is the largest divisor of V not above workers); {change}"
         intro = _comment(
             f"derive.{d.name}: {d.source} re-keyed by {d.key} into {v} virtual partitions, each in "
             f"{time_from} order (TimeOrder). The job does not say how many physical partitions: "

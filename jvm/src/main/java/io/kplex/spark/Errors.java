@@ -102,4 +102,58 @@ final class Errors {
     return new KplexException("SEND_FAILED", "writing to topic '" + topic + "' failed: "
         + cause.getMessage(), cause);
   }
+
+  // Reading, and read-time (virtual) tables.
+
+  static KplexException lateRecord(String table, String topic, int partition, long offset, long order,
+      long partitionMax, long maxDelayMs) {
+    return new KplexException("LATE_RECORD", "table " + table + ": the record at " + topic + "-"
+        + partition + " offset " + offset + " has order value " + order + ", "
+        + lateness(partitionMax, order) + " behind the largest order value seen before it on that"
+        + " partition (" + partitionMax + "), beyond '" + KplexOptions.MAX_DELAY_MS + "' = " + maxDelayMs
+        + ". Raise '" + KplexOptions.MAX_DELAY_MS + "', or set '" + KplexOptions.LATE_POLICY
+        + "' to 'drop' or 'side_topic' (with '" + KplexOptions.LATE_TOPIC + "').");
+  }
+
+  private static String lateness(long max, long order) {
+    long d = max - order;
+    return d < 0 ? "far" : d + " ms";
+  }
+
+  static KplexException virtualReadOnly(String table, String source) {
+    return new KplexException("READ_ONLY", "table " + table + " is a read-time view of topic '"
+        + source + "' (" + KplexOptions.SOURCE + "): it has no topic of its own to write to."
+        + " INSERT into the source topic, or into a table made with CREATE TABLE kplex.<name>"
+        + " TBLPROPERTIES ('" + KplexOptions.VIRTUAL_PARTITIONS + "' = 'V', '"
+        + KplexOptions.PHYSICAL_PARTITIONS + "' = 'P').");
+  }
+
+  static KplexException badExpression(String property, String text, String table, String problem) {
+    return new KplexException("BAD_EXPRESSION", "table " + table + ": '" + property + "' = '" + text
+        + "' is not a usable Spark SQL expression over the source columns (key, value, topic,"
+        + " partition, offset, timestamp, headers): " + problem);
+  }
+
+  static KplexException virtualNeeds(String table, String problem) {
+    return new KplexException("BAD_VIRTUAL_TABLE", "read-time table " + table + " (with '"
+        + KplexOptions.SOURCE + "'): " + problem);
+  }
+
+  static KplexException fixedByDefinition(String option, String table) {
+    return new KplexException("BAD_OPTION", "option '" + option + "' cannot be set on a read of " + table
+        + ": it is part of the table's definition. Read options may set "
+        + KplexOptions.READ_OVERRIDES + " on read-time tables.");
+  }
+
+  static KplexException badBounds(String problem) {
+    return new KplexException("BAD_OPTION", "read bounds: " + problem + " Use '"
+        + KplexOptions.STARTING_OFFSETS + "'/'" + KplexOptions.ENDING_OFFSETS
+        + "' ('earliest', 'latest' or {\"topic\":{\"0\":23}}) or '" + KplexOptions.STARTING_TIMESTAMP
+        + "'/'" + KplexOptions.ENDING_TIMESTAMP + "' (epoch milliseconds).");
+  }
+
+  static KplexException lateTopicFailed(String topic, Throwable cause) {
+    return new KplexException("SEND_FAILED", "sending a late record to side topic '" + topic
+        + "' failed: " + cause.getMessage(), cause);
+  }
 }

@@ -43,12 +43,17 @@ final class KplexDataWriter implements DataWriter<InternalRow> {
   private long dropped;
 
   private final String transactionalId;
+  private final FaultInjection faults;
+  private final int attempt;
+  private long rows;
   private Transactions.Txn txn;
 
   KplexDataWriter(WriteConf conf, WriteSchema schema, int partitionId, int attempt) {
     this.conf = conf;
     this.schema = schema;
     this.partitionId = partitionId;
+    this.attempt = attempt;
+    this.faults = conf.faults.any() ? conf.faults : null;
     this.key = KeyBytes.encoderFor(schema.type(schema.key));
     this.order = OrderValues.readerFor(schema.type(schema.order));
     this.timeOrder = OrderValues.isTime(schema.type(schema.order));
@@ -114,6 +119,9 @@ final class KplexDataWriter implements DataWriter<InternalRow> {
     producer.send(new ProducerRecord<>(conf.topic, Placement.physicalPartition(vp, conf.physicalPartitions),
         timestamp, keyBytes, value, headers), callback);
     rowsPerVp[vp]++;
+    if (faults != null) {
+      faults.afterRow(partitionId, attempt, ++rows, producer::flush);
+    }
   }
 
   private byte[] vpHeader(int vp) {
@@ -148,6 +156,9 @@ final class KplexDataWriter implements DataWriter<InternalRow> {
 
   @Override
   public WriterCommitMessage commit() {
+    if (faults != null) {
+      faults.beforeCommit(partitionId, attempt);
+    }
     checkFailure();
     producer.flush();
     checkFailure();

@@ -24,6 +24,20 @@ public final class KplexOptions {
   public static final String MAX_DELAY_MS = "kplex.max_delay_ms";
   public static final String LATE_POLICY = "kplex.late_policy";
   public static final String LATE_TOPIC = "kplex.late_topic";
+  /** Read-time tables: their default key (the source record's key) and order (its timestamp). */
+  public static final String DEFAULT_VIRTUAL_KEY = "key";
+  public static final String DEFAULT_VIRTUAL_ORDER = "timestamp";
+
+  // Options of a read (spark.read.option(...) or SELECT ... FROM kplex.t WITH (...)), as
+  // Spark's Kafka source names them. Offsets JSON: {"topic":{"0":23,"1":-2}}, -2 = earliest,
+  // -1 = latest; timestamps in epoch milliseconds (the first record at or after it).
+  public static final String STARTING_OFFSETS = "startingOffsets";
+  public static final String ENDING_OFFSETS = "endingOffsets";
+  public static final String STARTING_TIMESTAMP = "startingTimestamp";
+  public static final String ENDING_TIMESTAMP = "endingTimestamp";
+  /** Table properties a read may override on a read-time table (the rest are fixed). */
+  public static final List<String> READ_OVERRIDES = List.of(MAX_DELAY_MS, LATE_POLICY, LATE_TOPIC,
+      NULL_KEY, NULL_ORDER);
 
   /** The table name for {@code df.write.format("kplex").option("table", ...)}. */
   public static final String TABLE = "table";

@@ -1,6 +1,7 @@
 package io.kplex.spark;
 
 import java.util.Map;
+import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.connector.write.LogicalWriteInfo;
 import org.apache.spark.sql.connector.write.Write;
 import org.apache.spark.sql.connector.write.WriteBuilder;
@@ -21,7 +22,7 @@ final class KplexWriteBuilder implements WriteBuilder {
         .orElseThrow(() -> Errors.notAKplexTable(table.topic()));
     WriteSchema schema = WriteSchema.resolve(info.schema());
     Map<String, String> options = info.options().asCaseSensitiveMap();
-    WriteConf conf = new WriteConf(def, table.catalogOptions(), options);
+    WriteConf conf = new WriteConf(def, table.catalogOptions(), options, sessionSettings());
     try (TableStore store = new TableStore(conf.kafka, table.metadataTopic())) {
       int actual = store.partitionCount(conf.topic).orElseThrow(() -> Errors.unknownTopic(conf.topic));
       if (actual != conf.physicalPartitions) {
@@ -29,5 +30,17 @@ final class KplexWriteBuilder implements WriteBuilder {
       }
     }
     return new KplexWrite(conf, schema, info.queryId());
+  }
+
+  /** The active session's {@code spark.kplex.*} settings, as {@code kplex.*} keys. */
+  private static Map<String, String> sessionSettings() {
+    Map<String, String> settings = new java.util.HashMap<>();
+    SparkSession.getActiveSession().foreach(session -> {
+      scala.jdk.javaapi.CollectionConverters.asJava(session.conf().getAll()).forEach((k, v) -> {
+        if (k.startsWith("spark.kplex.")) settings.put(k.substring("spark.".length()), v);
+      });
+      return null;
+    });
+    return settings;
   }
 }

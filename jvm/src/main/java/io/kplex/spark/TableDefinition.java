@@ -35,9 +35,13 @@ public final class TableDefinition implements Serializable {
   private TableDefinition(String name, Map<String, String> properties, long createdMs) {
     this.name = name;
     this.properties = Map.copyOf(properties);
-    this.topic = properties.getOrDefault(KplexOptions.TOPIC, name);
+    String source = properties.get(KplexOptions.SOURCE);
+    this.topic = properties.getOrDefault(KplexOptions.TOPIC, source != null ? source : name);
     this.virtualPartitions = TableProperties.requirePositive(properties, KplexOptions.VIRTUAL_PARTITIONS, name);
-    this.physicalPartitions = TableProperties.requirePositive(properties, KplexOptions.PHYSICAL_PARTITIONS, name);
+    // A read-time table (kplex.source) has no topic of its own: P is the source's partition
+    // count, recorded by the catalog when it creates the table (0 if unknown).
+    this.physicalPartitions = source != null && !properties.containsKey(KplexOptions.PHYSICAL_PARTITIONS)
+        ? 0 : TableProperties.requirePositive(properties, KplexOptions.PHYSICAL_PARTITIONS, name);
     this.createdMs = createdMs;
   }
 
@@ -52,6 +56,9 @@ public final class TableDefinition implements Serializable {
   public int virtualPartitions() { return virtualPartitions; }
   public int physicalPartitions() { return physicalPartitions; }
   public Map<String, String> properties() { return properties; }
+  /** A read-time table: virtual partitions computed from topic {@link #source()} when read. */
+  public boolean isVirtual() { return properties.containsKey(KplexOptions.SOURCE); }
+  public String source() { return properties.get(KplexOptions.SOURCE); }
   public String property(String key, String orElse) { return properties.getOrDefault(key, orElse); }
   public short replicationFactor() {
     return Short.parseShort(properties.getOrDefault(KplexOptions.REPLICATION_FACTOR, "-1"));
@@ -98,7 +105,7 @@ public final class TableDefinition implements Serializable {
 
   @Override
   public String toString() {
-    return "kplex table " + name + " (topic " + topic + ", V=" + virtualPartitions + ", P="
-        + physicalPartitions + ")";
+    return "kplex table " + name + " (" + (isVirtual() ? "read-time view of topic " : "topic ") + topic
+        + ", V=" + virtualPartitions + ", P=" + physicalPartitions + ")";
   }
 }

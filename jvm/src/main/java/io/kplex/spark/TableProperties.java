@@ -22,7 +22,10 @@ final class TableProperties {
       props.put(key, e.getValue().trim());
     }
     requirePositive(props, KplexOptions.VIRTUAL_PARTITIONS, table);
-    requirePositive(props, KplexOptions.PHYSICAL_PARTITIONS, table);
+    boolean virtual = props.containsKey(KplexOptions.SOURCE);
+    if (!virtual || props.containsKey(KplexOptions.PHYSICAL_PARTITIONS)) {
+      requirePositive(props, KplexOptions.PHYSICAL_PARTITIONS, table);
+    }
     String rf = props.get(KplexOptions.REPLICATION_FACTOR);
     int replication = rf == null ? -1 : parseInt(rf);
     if (replication != -1 && (replication < 1 || replication > Short.MAX_VALUE)) {
@@ -35,6 +38,9 @@ final class TableProperties {
     String delay = props.get(KplexOptions.MAX_DELAY_MS);
     if (delay != null && parseInt(delay) < 0) {
       throw Errors.badOption(KplexOptions.MAX_DELAY_MS, delay, "an integer >= 0 (milliseconds)");
+    }
+    if (virtual) {
+      VirtualTables.validate(props, table);
     }
     return props;
   }

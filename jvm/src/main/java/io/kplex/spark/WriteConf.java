@@ -11,6 +11,7 @@ import java.util.Map;
  *   <li>options of the write ({@code df.write.option(k, v)});</li>
  *   <li>the table's properties (TBLPROPERTIES, stored in its definition);</li>
  *   <li>the catalog's options ({@code spark.sql.catalog.kplex.<k>});</li>
+ *   <li>the session's settings ({@code spark.kplex.<k>} for {@code kplex.<k>}, e.g. {@code SET spark.kplex.delivery=at_least_once});</li>
  *   <li>kplex's defaults (exactly_once, fail on NULL key and NULL order).</li>
  * </ol>
  * Kafka client settings ({@code kafka.*}) follow the same precedence.
@@ -24,9 +25,17 @@ final class WriteConf implements Serializable {
   final String nullKey;
   final String nullOrder;
   final KafkaConf kafka;
+  final FaultInjection faults;
 
   WriteConf(TableDefinition def, Map<String, String> catalogOptions, Map<String, String> writeOptions) {
+    this(def, catalogOptions, writeOptions, Map.of());
+  }
+
+  /** {@code session}: the session's {@code spark.kplex.*} settings as {@code kplex.*} keys. */
+  WriteConf(TableDefinition def, Map<String, String> catalogOptions, Map<String, String> writeOptions,
+      Map<String, String> session) {
     Map<String, String> merged = new HashMap<>();
+    putLower(merged, session);
     putLower(merged, catalogOptions);
     putLower(merged, def.properties());
     putLower(merged, writeOptions);
@@ -41,6 +50,7 @@ final class WriteConf implements Serializable {
     this.nullKey = merged.getOrDefault(KplexOptions.NULL_KEY, "fail");
     this.nullOrder = merged.getOrDefault(KplexOptions.NULL_ORDER, "fail");
     this.kafka = KafkaConf.from(catalogOptions, writeOptions);
+    this.faults = new FaultInjection(merged);
   }
 
   private static void putLower(Map<String, String> into, Map<String, String> from) {

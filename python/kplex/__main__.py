@@ -1,0 +1,5 @@
+import sys
+
+from kplex.cli import main
+
+sys.exit(main())

@@ -1,0 +1,70 @@
+"""One broker and one Spark session per test run; a fresh topic name per test.
+
+The broker is, in order of preference: the address in ``KPLEX_BOOTSTRAP``; a
+testcontainers Kafka container when a Docker engine answers; the project's own
+local Apache Kafka (scripts/local_kafka.py), which is what runs here and in CI.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT / "python"))
+
+# Task retries (up to 4 attempts) even in local mode, so injected failures are retried.
+MASTER = os.environ.get("KPLEX_TEST_MASTER", "local[2,4]")
+
+
+def _docker_answers() -> bool:
+    try:
+        import docker  # installed with testcontainers
+
+        docker.from_env(timeout=3).ping()
+        return True
+    except Exception:  # noqa: BLE001 - any failure means no engine
+        return False
+
+
+@pytest.fixture(scope="session")
+def bootstrap() -> Iterator[str]:
+    if os.environ.get("KPLEX_BOOTSTRAP"):
+        yield os.environ["KPLEX_BOOTSTRAP"]
+    elif _docker_answers():
+        from testcontainers.kafka import KafkaContainer
+
+        with KafkaContainer().with_kraft() as kafka:
+            yield kafka.get_bootstrap_server()
+    else:
+        from local_kafka import LocalKafka
+
+        with LocalKafka(brokers=1) as cluster:
+            yield cluster.bootstrap
+
+
+@pytest.fixture(scope="session")
+def spark(bootstrap: str):
+    from kplex.session import kplex_session
+
+    session = kplex_session(bootstrap, master=MASTER, app_name="kplex-tests", conf={
+        "spark.sql.shuffle.partitions": "4",
+        "spark.sql.adaptive.enabled": "true",
+        "spark.driver.memory": "1g",
+    })
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def fresh_name(request) -> Callable[[str], str]:
+    """Topic and table names unique to this test."""
+    def make(stem: str) -> str:
+        return f"{stem}_{uuid.uuid4().hex[:8]}"
+    return make

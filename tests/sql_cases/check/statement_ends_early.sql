@@ -1,0 +1,3 @@
+SELECT value FROM kplex.pageviews;
+SELECT value FROM
+;

@@ -1,0 +1,145 @@
+"""Issue 2: INSERT INTO kplex.<table> SELECT ..., end to end on a real broker.
+
+Every check reads the derived topic back with a plain confluent-kafka consumer
+(kplex.verify), never through kplex's own reader.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+
+from kplex import datagen, verify
+from kplex.errors import translated
+from kplex.session import jars, last_write_summary
+
+ROOT = Path(__file__).resolve().parents[1]
+JOB = (ROOT / "sql" / "pageviews_by_user.sql").read_text()
+INSERT = """INSERT INTO kplex.{target}
+SELECT kplex_key(get_json_object(CAST(value AS STRING), '$.userid')),
+       kplex_order(CAST(get_json_object(CAST(value AS STRING), '$.viewtime') AS BIGINT)),
+       value
+FROM kplex.{source}"""
+
+
+def create(spark, table: str, v: int, p: int, **props: str) -> None:
+    extra = "".join(f", 'kplex.{k}' = '{val}'" for k, val in props.items())
+    spark.sql(f"CREATE TABLE kplex.{table} TBLPROPERTIES ('kplex.virtual_partitions' = '{v}',"
+              f" 'kplex.physical_partitions' = '{p}'{extra})")
+
+
+@pytest.fixture(scope="module")
+def messy_pageviews(bootstrap: str) -> str:
+    """3 source partitions, out of order across them, one hot user, non-ASCII user ids."""
+    topic = "pageviews_messy"
+    datagen.generate_pageviews(bootstrap, topic, 3_000, partitions=3, users=20, seed=11,
+                               out_of_order_ms=5_000, skew=0.3, non_ascii=True)
+    return topic
+
+
+@pytest.mark.parametrize("v,p", [(2, 3), (3, 3), (9, 3), (1, 3), (96, 4)],
+                         ids=["V<P", "V=P", "V>P", "V=1 one global order", "V>>P"])
+def test_insert_places_every_row_once_in_order_on_its_virtual_partition(
+        spark, bootstrap, messy_pageviews, fresh_name, v, p):
+    target = fresh_name("by_user")
+    create(spark, target, v, p)
+    spark.sql(INSERT.format(target=target, source=messy_pageviews))
+    report = verify.check_derived_topic(bootstrap, messy_pageviews, target, v, p)
+    assert report.ok, report.summary()
+    assert report.derived_count == 3_000
+    assert last_write_summary(spark)["rows"] == 3_000
+
+
+def test_the_same_input_written_twice_gives_the_same_sequence_in_every_virtual_partition(
+        spark, bootstrap, messy_pageviews, fresh_name):
+    first, second = fresh_name("twice_a"), fresh_name("twice_b")
+    for target in (first, second):
+        create(spark, target, 9, 3)
+        spark.sql(INSERT.format(target=target, source=messy_pageviews))
+    sequences = [verify.virtual_partition_sequences(verify.read_topic(bootstrap, t)) for t in (first, second)]
+    assert sequences[0] == sequences[1]
+
+
+def test_placement_matches_kafkas_java_producer_when_p_divides_v(spark, bootstrap, messy_pageviews, fresh_name):
+    target, plain = fresh_name("placed"), fresh_name("plain")
+    create(spark, target, 9, 3)
+    spark.sql(INSERT.format(target=target, source=messy_pageviews))
+    derived = verify.read_topic(bootstrap, target)
+    keys = sorted({r.key for r in derived})
+    spark.sql(f"CREATE TABLE kplex.{plain} TBLPROPERTIES ('kplex.virtual_partitions' = '3',"
+              " 'kplex.physical_partitions' = '3')")  # just a 3-partition topic
+    jvm = spark._jvm
+    props = jvm.java.util.Properties()
+    props.put("bootstrap.servers", bootstrap)
+    props.put("key.serializer", "org.apache.kafka.common.serialization.ByteArraySerializer")
+    props.put("value.serializer", "org.apache.kafka.common.serialization.ByteArraySerializer")
+    producer = jvm.org.apache.kafka.clients.producer.KafkaProducer(props)
+    try:
+        java_partition = {}
+        for key in keys:
+            record = jvm.org.apache.kafka.clients.producer.ProducerRecord(plain, bytearray(key), bytearray(b"x"))
+            java_partition[key] = producer.send(record).get().partition()
+    finally:
+        producer.close()
+    kplex_partition = {r.key: r.partition for r in derived}
+    assert len(keys) == 20
+    assert kplex_partition == java_partition
+
+
+def test_dataframe_write_with_the_kplex_format(spark, bootstrap, messy_pageviews, fresh_name):
+    target = fresh_name("df")
+    create(spark, target, 9, 3)
+    df = spark.read.format("kplex").option("table", messy_pageviews).load().selectExpr(
+        "kplex_key(get_json_object(CAST(value AS STRING), '$.userid')) AS key",
+        "kplex_order(CAST(get_json_object(CAST(value AS STRING), '$.viewtime') AS BIGINT)) AS order_value",
+        "value")
+    df.write.format("kplex").option("table", target).mode("append").save()
+    report = verify.check_derived_topic(bootstrap, messy_pageviews, target, 9, 3)
+    assert report.ok, report.summary()
+
+
+def test_the_article_job_runs_through_spark_sql_cli(bootstrap, messy_pageviews, fresh_name, tmp_path):
+    import pyspark
+
+    target = fresh_name("cli")
+    job = tmp_path / "job.sql"
+    job.write_text(JOB.replace("pageviews_by_user", target).replace("kplex.pageviews;", f"kplex.{messy_pageviews};"))
+    spark_sql = Path(pyspark.__file__).parent / "bin" / "spark-sql"
+    result = subprocess.run(
+        [str(spark_sql), "--master", "local[2]", "--jars", ",".join(jars()),
+         "--conf", "spark.sql.extensions=io.kplex.spark.KplexExtensions",
+         "--conf", "spark.sql.catalog.kplex=io.kplex.spark.KplexCatalog",
+         "--conf", f"spark.sql.catalog.kplex.kafka.bootstrap.servers={bootstrap}",
+         "--conf", "spark.sql.shuffle.partitions=4", "--conf", "spark.ui.enabled=false",
+         "-f", str(job)],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = verify.check_derived_topic(bootstrap, messy_pageviews, target, 9, 3)
+    assert report.ok, report.summary()
+
+
+def test_tasks_in_separate_executor_jvms_write_consistently(bootstrap, messy_pageviews, fresh_name):
+    """local-cluster[2,1,1024]: two executor JVMs, each with its own producers."""
+    target = fresh_name("cluster")
+    script = f"""
+import sys
+sys.path.insert(0, {str(ROOT / 'python')!r})
+from kplex.session import kplex_session, last_write_summary
+spark = kplex_session({bootstrap!r}, master="local-cluster[2,1,1024]",
+                      conf={{"spark.sql.shuffle.partitions": "6"}})
+spark.sql("CREATE TABLE kplex.{target} TBLPROPERTIES ('kplex.virtual_partitions' = '9', 'kplex.physical_partitions' = '3')")
+spark.sql('''{INSERT.format(target=target, source=messy_pageviews)}''')
+executors = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1
+print("executors", executors)
+spark.stop()
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600,
+                            env={**os.environ, "PYTHONPATH": str(ROOT / "python")})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "executors 2" in result.stdout
+    report = verify.check_derived_topic(bootstrap, messy_pageviews, target, 9, 3)
+    assert report.ok, report.summary()

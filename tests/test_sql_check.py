@@ -1,0 +1,69 @@
+"""``kplex sql check``: data-driven cases in tests/sql_cases/check, plus the
+runnable jobs of sql/, which must check clean."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kplex.sqltools.check import check_file, check_text, require_clean
+from kplex.sqltools.cli import main
+from kplex.sqltools.errors import CheckFailed
+from sql_cases import Case, cases
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def checked(case: Case) -> str:
+    options = case.options()
+    result = check_file(case.input, case.variables(), options.get("dialect"))
+    return result.format(case.input.name) if result.diagnostics else "ok"
+
+
+@pytest.mark.parametrize("case", cases("check", ".sql"))
+def test_check_reports_what_the_case_expects(case: Case) -> None:
+    case.assert_output(checked(case))
+
+
+@pytest.mark.parametrize("job", sorted((REPO / "sql").glob("*.sql")), ids=lambda p: p.name)
+def test_every_job_in_sql_checks_clean(job: Path) -> None:
+    result = check_file(job)
+    assert result.ok, result.format()
+
+
+def test_a_misspelt_function_comes_with_the_name_it_resembles() -> None:
+    result = check_text("SELECT kplex_ordr(timestamp) FROM kplex.s")
+    assert [d.message for d in result.diagnostics] == ["unknown function kplex_ordr; did you mean kplex_order?"]
+
+
+def test_a_file_with_errors_raises_check_failed_naming_each_finding() -> None:
+    with pytest.raises(CheckFailed) as failure:
+        require_clean(check_text("INSERT INTO kplex.t SELECT kplex_key(k), value FROM kplex.s;", path="job.sql"))
+    assert "job.sql:1:28: error: statement 1: INSERT INTO kplex.t has no order column" in str(failure.value)
+    assert len(failure.value.diagnostics) == 1
+
+
+def test_warnings_alone_leave_the_file_ok() -> None:
+    result = check_text("INSERT INTO kplex.t SELECT * FROM kplex.s")
+    assert result.ok and [d.severity for d in result.diagnostics] == ["warning"]
+
+
+def test_the_cli_exits_1_on_errors_and_0_when_clean(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad, good = tmp_path / "bad.sql", tmp_path / "good.sql"
+    bad.write_text("SELECT kplex_ordr(timestamp) FROM kplex.s;\n")
+    good.write_text("SELECT kplex_order(timestamp) FROM kplex.s;\n")
+    assert main(["sql", "check", str(bad)]) == 1
+    assert "did you mean kplex_order?" in capsys.readouterr().out
+    assert main(["sql", "check", str(good)]) == 0
+    assert "ok, 1 statement(s)" in capsys.readouterr().out
+
+
+def test_the_cli_takes_variables_and_names_a_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    job = tmp_path / "job.sql"
+    job.write_text("SELECT value FROM kplex.${t};\n")
+    assert main(["sql", "check", str(job)]) == 1
+    assert "undefined variable ${t}: pass --var t=VALUE" in capsys.readouterr().out
+    assert main(["sql", "check", str(job), "--var", "t=pageviews"]) == 0
+    assert main(["sql", "check", str(tmp_path / "none.sql")]) == 2
+    assert "none.sql" in capsys.readouterr().err
