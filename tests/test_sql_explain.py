@@ -13,7 +13,7 @@ import pytest
 from kplex.sqltools.cli import main
 from kplex.sqltools.definitions import TableDefinition, definitions_from_records, read_table_definitions
 from kplex.sqltools.explain import explain_file, explain_text, mapping_lines
-from sql_cases import Case, cases, kafka_bootstrap
+from sql_cases import Case, cases
 
 
 def stored(case: Case) -> dict[str, TableDefinition] | None:
@@ -79,11 +79,10 @@ def test_the_cli_explains_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert "V and P unknown: kplex.t is not created in this file and no broker was given" in out
 
 
-def test_stored_definitions_are_read_from_a_real_broker_with_a_plain_consumer() -> None:
+def test_stored_definitions_are_read_from_a_real_broker_with_a_plain_consumer(bootstrap: str) -> None:
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    bootstrap = kafka_bootstrap()
     topic = f"kplex-test-tables-{uuid.uuid4().hex[:8]}"  # not _kplex_tables: the catalog's own
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, 1, config={"cleanup.policy": "compact"})])[topic].result(60)
@@ -101,3 +100,18 @@ def test_stored_definitions_are_read_from_a_real_broker_with_a_plain_consumer() 
     assert (tables["by_user"].virtual_partitions, tables["by_user"].delivery) == (12, "at_least_once")
     assert tables["by_user"].origin == f"stored definition on {bootstrap}"
     assert read_table_definitions(bootstrap, timeout=10, topic=f"{topic}-absent") == {}
+
+
+def test_explain_reads_v_and_p_of_a_table_created_through_spark(
+        spark, bootstrap: str, fresh_name, tmp_path: Path) -> None:
+    table = fresh_name("explained")
+    spark.sql(f"CREATE TABLE kplex.{table} TBLPROPERTIES ('kplex.virtual_partitions' = '6', "
+              "'kplex.physical_partitions' = '2', 'kplex.delivery' = 'at_least_once')")
+    job = tmp_path / "job.sql"
+    job.write_text(f"INSERT INTO kplex.{table} SELECT kplex_key(key), kplex_order(offset), value FROM kplex.src;\n")
+
+    text = explain_file(job, bootstrap=bootstrap, timeout=10)
+
+    assert f"partitions  6 virtual on 2 physical (stored definition on {bootstrap})" in text
+    assert "physical 1: vp 1, 3, 5" in text
+    assert "delivery    at least once" in text

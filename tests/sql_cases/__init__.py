@@ -21,10 +21,8 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -77,22 +75,3 @@ def cases(folder: str, *suffixes: str) -> list:
     assert found, f"no cases in {HERE / folder}"
     return [pytest.param(Case(p, p.with_name(p.name + ".expected")), id=p.name) for p in found]
 
-
-_broker: Any = None
-
-
-def kafka_bootstrap() -> str:
-    """A running Kafka broker for the tests that need one: ``$KPLEX_BOOTSTRAP``
-    when set, else one local broker (scripts/local_kafka.py) started on first
-    use and shared by every module for the rest of the run."""
-    global _broker
-    if os.environ.get("KPLEX_BOOTSTRAP"):
-        return os.environ["KPLEX_BOOTSTRAP"]
-    if _broker is None:
-        scripts = str(HERE.parent.parent / "scripts")
-        if scripts not in sys.path:
-            sys.path.insert(0, scripts)
-        from local_kafka import LocalKafka  # the broker stops with the interpreter
-
-        _broker = LocalKafka(brokers=1).start()
-    return _broker.bootstrap

@@ -33,6 +33,8 @@ __all__ = [
     "KplexWrite",
     "Roles",
     "call_name",
+    "call_site",
+    "unqualified",
     "catalog_after",
     "is_kplex_call",
     "kplex_table_name",
@@ -63,9 +65,23 @@ def call_name(node: exp.Expression) -> str | None:
 
 
 def is_kplex_call(node: exp.Expression, name: str | None = None) -> bool:
-    """True for a call of ``name`` (or of any kplex function when None)."""
-    found = call_name(node)
+    """True for a call of ``name`` (or of any kplex function when None),
+    also catalog-qualified: ``kplex.kplex_key(x)``."""
+    found = call_name(unqualified(node))
     return found == name if name else found in FUNCTIONS
+
+
+def unqualified(node: exp.Expression) -> exp.Expression:
+    """The call inside ``kplex.<function>(...)`` (sqlglot reads it as a Dot), else ``node``."""
+    if isinstance(node, exp.Dot) and isinstance(node.expression, exp.Anonymous) and node.this.name.lower() == CATALOG:
+        return node.expression
+    return node
+
+
+def call_site(call: exp.Expression) -> exp.Expression:
+    """The node standing for ``call`` in its tree: the ``kplex.`` Dot around it, if any."""
+    parent = call.parent
+    return parent if isinstance(parent, exp.Dot) and unqualified(parent) is call else call
 
 
 def kplex_table_name(table: exp.Expression, current_catalog: str | None = None) -> str | None:

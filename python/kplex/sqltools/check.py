@@ -278,7 +278,8 @@ def _nesting(call: exp.Expression) -> str | None:
     """Why ``call`` is where the writer cannot see it, or None when it is a
     whole (possibly aliased) select item."""
     name = a.call_name(call) or ""
-    child, up = call, call.parent
+    site = a.call_site(call)
+    child, up = site, site.parent
     while up is not None and not isinstance(up, exp.Select):
         child, up = up, up.parent
     if up is None:
@@ -287,9 +288,9 @@ def _nesting(call: exp.Expression) -> str | None:
         clause = _CLAUSES.get(child.arg_key, child.arg_key.upper())
         return (f"{name}(...) in {clause} cannot work: it only marks the {name[6:]} column "
                 "as a select item of the INSERT's query")
-    if child is call or (isinstance(child, exp.Alias) and child.this is call):
+    if child is site or (isinstance(child, exp.Alias) and child.this is site):
         return None
-    parent = call.parent
+    parent = site.parent
     inside = f"{a.call_name(parent) or parent.sql_name().lower()}(...)" if isinstance(parent, exp.Func) else _sql(parent)
     return (f"{name}(...) is nested inside {inside}: the writer only recognises {name} "
             f"as a whole select item, so move the rest of the expression inside it: {name}(<expr>)")

@@ -8,7 +8,7 @@
     kplex sql explain FILE.sql [--var NAME=VALUE ...] [--dialect D] [--bootstrap HOST:PORT] [--timeout S]
     kplex translate JOB.toml|JOB.json [--physical-partitions N] [-o OUT.sql]
 
-Each handler is stored as ``func`` in the parsed namespace and returns the
+Each handler is stored as ``func`` (and ``handler``) in the parsed namespace and returns the
 exit code: 0 done, 1 the SQL (or job) has errors or a statement failed, 2 the
 command cannot start (no broker given, no Spark).
 
@@ -71,13 +71,15 @@ def register(subparsers: Any) -> None:
                      "then the file's '-- kplex.bootstrap = ...' comment)")
     run.add_argument("--master", help="Spark master URL (default: Spark's own, e.g. local[*])")
     run.add_argument("--conf", action="append", metavar="KEY=VALUE", help="a Spark setting (repeatable)")
+    run.add_argument("--spark-log-level", default="FATAL", metavar="LEVEL",
+                     help="Spark's own log from this level up (default FATAL: failures are reported anyway)")
     run.add_argument("--dry-run", action="store_true", help="check and print the Spark SQL, run nothing")
-    run.set_defaults(func=run_command)
+    run.set_defaults(func=run_command, handler=run_command)
 
     check = commands.add_parser("check", help="parse and validate without Spark",
                                 description="Find syntax errors and kplex mistakes without starting Spark.")
     _common(check)
-    check.set_defaults(func=check_command)
+    check.set_defaults(func=check_command, handler=check_command)
 
     explain = commands.add_parser("explain", help="what each kplex statement will do, without Spark",
                                   description="Source, key, order, V and P, partition mapping and delivery "
@@ -86,7 +88,7 @@ def register(subparsers: Any) -> None:
     explain.add_argument("--bootstrap", help="read stored table definitions from this Kafka cluster "
                          "(default: $KPLEX_BOOTSTRAP, then the file's '-- kplex.bootstrap' comment)")
     explain.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for the broker (default 5)")
-    explain.set_defaults(func=explain_command)
+    explain.set_defaults(func=explain_command, handler=explain_command)
 
     translate = subparsers.add_parser("translate", help="turn an original kplex job file into kplex SQL",
                                       description="Print the kplex SQL equivalent of an original kplex job "
@@ -95,7 +97,7 @@ def register(subparsers: Any) -> None:
     translate.add_argument("--physical-partitions", type=int, metavar="N",
                            help="P of virtual-partition outputs (default: largest divisor of V not above workers)")
     translate.add_argument("-o", "--output", help="write the SQL to this file instead of stdout")
-    translate.set_defaults(func=translate_command)
+    translate.set_defaults(func=translate_command, handler=translate_command)
 
 
 def _handled(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
@@ -142,7 +144,7 @@ def run_command(args: argparse.Namespace) -> int:
             print(";\n\n".join(spark_statements(script)) + ";")
             return 0
         run_file(args.file, variables=variables, dialect=args.dialect, bootstrap=args.bootstrap,
-                 master=args.master, conf=_pairs(args.conf, "--conf"))
+                 master=args.master, conf=_pairs(args.conf, "--conf"), spark_log_level=args.spark_log_level)
     except (CheckFailed, StatementFailed) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

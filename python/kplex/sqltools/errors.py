@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
     from kplex.sqltools.diagnostics import Diagnostic
@@ -41,9 +41,11 @@ class CheckFailed(SqlToolError):
 
 
 class StatementFailed(SqlToolError):
-    """A statement of ``kplex sql run`` failed; the ones before it stay done."""
+    """A statement of ``kplex sql run`` failed; the ones before it stay done.
+    ``summary`` (a :class:`kplex.sqltools.run.RunSummary`) holds what they did."""
 
     def __init__(self, path: str, number: int, line: int, head: str, cause: str) -> None:
+        self.summary: Any = None
         self.path = path
         self.number = number
         self.line = line

@@ -246,7 +246,7 @@ def _role_text(script: Script, statement: Statement, roles: a.Roles, role: str, 
     item = items[0]
     inner = item.this if isinstance(item, exp.Alias) else item
     if a.is_kplex_call(inner, function):
-        return a.call_argument_text(statement.text, inner, script.dialect)
+        return a.call_argument_text(statement.text, a.unqualified(inner), script.dialect)
     name = item.alias_or_name
     shown = inner.sql(script.dialect, normalize_functions="lower")
     return f"column {name}" + ("" if shown == name else f" = {shown}")

@@ -102,9 +102,11 @@ def run_file(
     bootstrap: str | None = None,
     master: str | None = None,
     conf: Mapping[str, str] | None = None,
+    spark_log_level: str = "FATAL",
     session: Any = None,
     out: TextIO | None = None,
     progress: TextIO | None = None,
+    write_summary: Callable[[Any], dict | None] | None = None,
 ) -> RunSummary:
     """Check, then run the SQL file at ``path``; ``session`` reuses a Spark
     session with kplex configured, else one is made for ``bootstrap``
@@ -120,32 +122,48 @@ def run_file(
         if address is None:
             raise NoBootstrap(f"{script.path}: which Kafka cluster? Pass --bootstrap HOST:PORT, set {ENV_VAR}, "
                               "or write '-- kplex.bootstrap = HOST:PORT' in the file")
-        session = _make_session(address, master, dict(conf or {}))
-    return run_script(script, session, out=out, progress=progress)
+        session = _make_session(address, master, dict(conf or {}), spark_log_level)
+    return run_script(script, session, out=out, progress=progress,
+                      write_summary=write_summary or _session_write_summary)
 
 
-def _make_session(bootstrap: str, master: str | None, conf: dict[str, str]) -> Any:
+def _make_session(bootstrap: str, master: str | None, conf: dict[str, str], log_level: str = "FATAL") -> Any:
+    """A Spark session with kplex, quiet: no progress bars, and Spark's own log
+    only from ``log_level`` up (a failure is reported by kplex sql run itself)."""
     try:
         from kplex.session import kplex_session
     except ImportError as error:
         raise SessionUnavailable(f"cannot start Spark with kplex: {error}") from error
-    return kplex_session(bootstrap, master=master, conf=conf)
+    session = kplex_session(bootstrap, master=master, conf={"spark.ui.showConsoleProgress": "false", **conf})
+    session.sparkContext.setLogLevel(log_level)
+    return session
 
 
-def _write_summary(spark: Any) -> Callable[[], dict | None]:
+def _session_write_summary(spark: Any) -> dict | None:
+    """``kplex.session.last_write_summary``, or None when it cannot tell."""
     try:
         from kplex.session import last_write_summary
-    except ImportError:
-        return lambda: None
-    return lambda: last_write_summary(spark)
+
+        return last_write_summary(spark)
+    except Exception:  # noqa: BLE001 - a missing summary never fails a statement that succeeded
+        return None
 
 
-def run_script(script: Script, spark: Any, out: TextIO | None = None, progress: TextIO | None = None) -> RunSummary:
-    """Run an already checked script statement by statement through ``spark``."""
+def run_script(
+    script: Script,
+    spark: Any,
+    out: TextIO | None = None,
+    progress: TextIO | None = None,
+    write_summary: Callable[[Any], dict | None] = _session_write_summary,
+) -> RunSummary:
+    """Run an already checked script statement by statement through ``spark``.
+
+    ``write_summary(spark)`` tells what the last kplex write wrote
+    (``{"table", "rows", "rows_per_vp"}``); it is asked after each one.
+    """
     out, progress = out or sys.stdout, progress or sys.stderr
     texts = spark_statements(script)
     summary = RunSummary(script.path)
-    last_write = _write_summary(spark)
     begin = time.monotonic()
     catalog: str | None = None
     total = len(script.statements)
@@ -156,11 +174,13 @@ def run_script(script: Script, spark: Any, out: TextIO | None = None, progress: 
         try:
             frame = spark.sql(text)
             printed = _print_rows(frame, out) if _returns_rows(statement.expression) else None
-            report = last_write() if write is not None else None
         except Exception as error:  # noqa: BLE001 - any failure stops the run, named
             summary.seconds = time.monotonic() - begin
             print(f"      FAILED after {time.monotonic() - started:.1f} s", file=progress, flush=True)
-            raise StatementFailed(script.path, statement.number, statement.line, statement.head, _reason(error)) from error
+            failure = StatementFailed(script.path, statement.number, statement.line, statement.head, _reason(error))
+            failure.summary = summary
+            raise failure from error
+        report = write_summary(spark) if write is not None else None
         outcome = _outcome(statement, time.monotonic() - started, write, report, printed)
         summary.outcomes.append(outcome)
         print(f"      {_done(outcome)}", file=progress, flush=True)
@@ -212,8 +232,17 @@ def _done(o: StatementOutcome) -> str:
     return text
 
 
-def _reason(error: BaseException, max_lines: int = 12) -> str:
-    """The first lines of an error's message (Spark's can carry a JVM stack trace)."""
-    lines = [line for line in str(error).strip().splitlines() if line.strip()]
+def _reason(error: BaseException, max_lines: int = 8) -> str:
+    """What went wrong, briefly: the ``[KPLEX_...]`` message when the JVM plugin
+    raised one (kplex.errors), else the error's first lines without JVM frames."""
+    try:
+        from kplex.errors import KplexError, translate
+
+        mapped = translate(error)
+        if isinstance(mapped, KplexError):
+            return str(mapped)
+    except ImportError:
+        pass
+    lines = [line for line in str(error).strip().splitlines() if line.strip() and not line.lstrip().startswith("at ")]
     text = "\n".join(lines[:max_lines]) or type(error).__name__
     return text + ("\n..." if len(lines) > max_lines else "")

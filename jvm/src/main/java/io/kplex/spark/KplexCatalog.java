@@ -23,7 +23,9 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * partitions and stores its definition in Kafka. Catalog options:
  * {@code kafka.bootstrap.servers} (required), any other {@code kafka.*} client setting,
  * {@code metadata_topic} (default {@code _kplex_tables}) and defaults for
- * {@code kplex.delivery}, {@code kplex.null_key}, {@code kplex.null_order}.
+ * {@code kplex.delivery}, {@code kplex.null_key}, {@code kplex.null_order}. With
+ * {@code kplex.source}, {@code CREATE TABLE} makes a read-time table instead: a stored
+ * definition and no topic ({@link VirtualTables}); dropping it leaves the source alone.
  */
 public class KplexCatalog implements TableCatalog, FunctionCatalog {
   private String name;
@@ -70,17 +72,34 @@ public class KplexCatalog implements TableCatalog, FunctionCatalog {
       if (def.isPresent()) {
         return new KplexTable(table, def.get().topic(), def, options, metadataTopic);
       }
-      if (store.partitionCount(table).isPresent()) {
-        return new KplexTable(table, table, Optional.empty(), options, metadataTopic);
-      }
+      // A missing topic still loads, as a table whose reads and writes fail naming the
+      // topic: with NoSuchTableException, Spark would go on to read `kplex.<name>` as a
+      // file in the kplex format and fail with an error that names neither.
+      return new KplexTable(table, table, Optional.empty(), options, metadataTopic);
     }
-    throw new NoSuchTableException(ident);
+  }
+
+  @Override
+  public boolean tableExists(Identifier ident) {
+    String table = tableName(ident);
+    try (TableStore store = store()) {
+      return store.definition(table).isPresent() || store.partitionCount(table).isPresent();
+    }
   }
 
   @Override
   public Table createTable(Identifier ident, Column[] columns, Transform[] partitions,
       Map<String, String> properties) throws TableAlreadyExistsException {
     String table = tableName(ident);
+    if (VirtualTables.isVirtual(properties)) {
+      try (TableStore store = store()) {
+        if (store.definition(table).isPresent()) {
+          throw new TableAlreadyExistsException(ident);
+        }
+        TableDefinition def = VirtualTables.create(table, properties, store);
+        return new KplexTable(table, def.topic(), Optional.of(def), options, metadataTopic);
+      }
+    }
     TableDefinition def = TableDefinition.create(table, properties);
     try (TableStore store = store()) {
       if (store.definition(table).isPresent()) {
@@ -123,7 +142,7 @@ public class KplexCatalog implements TableCatalog, FunctionCatalog {
         }
         return false;
       }
-      if (store.partitionCount(def.get().topic()).isPresent()) {
+      if (!def.get().isVirtual() && store.partitionCount(def.get().topic()).isPresent()) {
         store.deleteTopic(def.get().topic());
       }
       store.removeDefinition(table);

@@ -1,40 +1,42 @@
 package io.kplex.spark;
 
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Iterator;
 import java.util.List;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.header.Header;
 import org.apache.spark.sql.catalyst.InternalRow;
-import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
-import org.apache.spark.sql.catalyst.util.GenericArrayData;
+import org.apache.spark.sql.connector.metric.CustomTaskMetric;
 import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.unsafe.types.UTF8String;
 
 /**
- * Reads one offset range with a plain consumer (read_committed). Offsets may have gaps
- * (transaction markers, aborted records): the range ends when the consumer's position
- * reaches its end, not after a number of records.
+ * Reads one offset range of one physical partition with a plain consumer
+ * (read_committed): a plain topic's partition, or, with {@code vp >= 0}, the records of
+ * one virtual partition of a kplex-written topic (header {@code kplex.vp}), which sit in
+ * order on their physical partition (G2). Offsets may have gaps (transaction markers,
+ * aborted records): the range ends when the consumer's position reaches its end, not
+ * after a number of records.
  */
 final class KplexPartitionReader implements PartitionReader<InternalRow> {
   private static final Duration POLL = Duration.ofMillis(500);
-  private static final long STALL_MS = 120_000;
+  static final long STALL_MS = 120_000;
 
   private final OffsetRange range;
-  private final boolean derived;
+  private final int vp;
   private final KafkaConsumer<byte[], byte[]> consumer;
   private final TopicPartition tp;
   private final UTF8String topic;
   private Iterator<ConsumerRecord<byte[], byte[]>> batch = java.util.Collections.emptyIterator();
   private InternalRow current;
   private long lastProgress = System.currentTimeMillis();
+  private long read;
 
-  KplexPartitionReader(KafkaConf kafka, OffsetRange range, boolean derived) {
+  /** {@code vp} < 0: every record, as a topic row; otherwise that virtual partition's, as derived rows. */
+  KplexPartitionReader(KafkaConf kafka, OffsetRange range, int vp) {
     this.range = range;
-    this.derived = derived;
+    this.vp = vp;
     this.tp = new TopicPartition(range.topic, range.partition);
     this.topic = UTF8String.fromString(range.topic);
     this.consumer = new KafkaConsumer<>(kafka.consumer());
@@ -50,10 +52,18 @@ final class KplexPartitionReader implements PartitionReader<InternalRow> {
         if (r.offset() >= range.until) {
           return false;
         }
-        current = toRow(r);
-        return true;
+        read++;
+        if (vp < 0) {
+          current = RecordRows.row(r, topic, RecordRows.TOPIC_COLUMNS);
+          return true;
+        }
+        Integer recordVp = RecordRows.vpHeader(r);
+        if (recordVp != null && recordVp == vp) {
+          current = RecordRows.derived(r, topic, recordVp);
+          return true;
+        }
       }
-      if (consumer.position(tp) >= range.until) {
+      if (range.from >= range.until || consumer.position(tp) >= range.until) {
         return false;
       }
       List<ConsumerRecord<byte[], byte[]>> records = consumer.poll(POLL).records(tp);
@@ -67,43 +77,19 @@ final class KplexPartitionReader implements PartitionReader<InternalRow> {
     }
   }
 
-  private InternalRow toRow(ConsumerRecord<byte[], byte[]> r) {
-    Header[] hs = r.headers().toArray();
-    Object[] headers = new Object[hs.length];
-    Integer vp = null;
-    Long order = null;
-    for (int i = 0; i < hs.length; i++) {
-      headers[i] = new GenericInternalRow(new Object[] {UTF8String.fromString(hs[i].key()), hs[i].value()});
-      if (derived && hs[i].value() != null) {
-        if (hs[i].key().equals(KplexDataWriter.VP_HEADER)) {
-          vp = Integer.valueOf(new String(hs[i].value(), StandardCharsets.US_ASCII));
-        } else if (hs[i].key().equals(KplexDataWriter.ORDER_HEADER)) {
-          order = Long.valueOf(new String(hs[i].value(), StandardCharsets.US_ASCII));
-        }
-      }
-    }
-    Object[] row = new Object[derived ? 9 : 7];
-    row[0] = r.key();
-    row[1] = r.value();
-    row[2] = topic;
-    row[3] = r.partition();
-    row[4] = r.offset();
-    row[5] = r.timestamp() < 0 ? null : r.timestamp() * 1000L;
-    row[6] = new GenericArrayData(headers);
-    if (derived) {
-      row[7] = vp;
-      row[8] = order;
-    }
-    return new GenericInternalRow(row);
-  }
-
   @Override
   public InternalRow get() {
     return current;
   }
 
   @Override
+  public CustomTaskMetric[] currentMetricsValues() {
+    return ReadMetrics.values(read, 0, 0);
+  }
+
+  @Override
   public void close() {
-    consumer.close(Duration.ofSeconds(5));
+    // Nothing to commit: do not wait for the fetch still parked at the broker.
+    consumer.close(Duration.ZERO);
   }
 }

@@ -5,17 +5,23 @@ import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 
+/** Picks the reader of an input partition: a physical range, or one virtual partition. */
 final class KplexReaderFactory implements PartitionReaderFactory {
-  private final KafkaConf kafka;
-  private final boolean derived;
+  private final ReadConf conf;
 
-  KplexReaderFactory(KafkaConf kafka, boolean derived) {
-    this.kafka = kafka;
-    this.derived = derived;
+  KplexReaderFactory(ReadConf conf) {
+    this.conf = conf;
   }
 
   @Override
   public PartitionReader<InternalRow> createReader(InputPartition partition) {
-    return new KplexPartitionReader(kafka, (OffsetRange) partition, derived);
+    if (partition instanceof OffsetRange) {
+      return new KplexPartitionReader(conf.kafka, (OffsetRange) partition, -1);
+    }
+    VirtualRange range = (VirtualRange) partition;
+    if (conf.kind == ReadConf.Kind.VIRTUAL) {
+      return new VirtualPartitionReader(conf, range);
+    }
+    return new KplexPartitionReader(conf.kafka, range.sources[0], range.vp);
   }
 }

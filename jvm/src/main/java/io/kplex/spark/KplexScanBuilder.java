@@ -1,12 +1,26 @@
 package io.kplex.spark;
 
+import java.util.ArrayList;
+import java.util.List;
+import java.util.TreeSet;
 import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.ScanBuilder;
+import org.apache.spark.sql.connector.read.SupportsPushDownFilters;
+import org.apache.spark.sql.sources.EqualTo;
+import org.apache.spark.sql.sources.Filter;
+import org.apache.spark.sql.sources.In;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
-final class KplexScanBuilder implements ScanBuilder {
+/**
+ * Plans a read: resolves its settings ({@link ReadConf}) and keeps the virtual partitions
+ * that {@code WHERE vpartition = n} or {@code vpartition IN (...)} select, so that only
+ * those are read. Spark still applies every filter to the rows.
+ */
+final class KplexScanBuilder implements ScanBuilder, SupportsPushDownFilters {
   private final KplexTable table;
   private final CaseInsensitiveStringMap options;
+  private TreeSet<Integer> vps;
+  private final List<Filter> pushed = new ArrayList<>();
 
   KplexScanBuilder(KplexTable table, CaseInsensitiveStringMap options) {
     this.table = table;
@@ -14,7 +28,42 @@ final class KplexScanBuilder implements ScanBuilder {
   }
 
   @Override
+  public Filter[] pushFilters(Filter[] filters) {
+    if (table.definition().isEmpty()) {
+      return filters;
+    }
+    for (Filter f : filters) {
+      TreeSet<Integer> selected = null;
+      if (f instanceof EqualTo && ((EqualTo) f).attribute().equals("vpartition")) {
+        selected = ints(new Object[] {((EqualTo) f).value()});
+      } else if (f instanceof In && ((In) f).attribute().equals("vpartition")) {
+        selected = ints(((In) f).values());
+      }
+      if (selected != null) {
+        pushed.add(f);
+        if (vps == null) vps = selected; else vps.retainAll(selected);
+      }
+    }
+    return filters;
+  }
+
+  private static TreeSet<Integer> ints(Object[] values) {
+    TreeSet<Integer> set = new TreeSet<>();
+    for (Object v : values) {
+      if (v instanceof Number && ((Number) v).longValue() == ((Number) v).intValue()) {
+        set.add(((Number) v).intValue());
+      }
+    }
+    return set;
+  }
+
+  @Override
+  public Filter[] pushedFilters() {
+    return pushed.toArray(new Filter[0]);
+  }
+
+  @Override
   public Scan build() {
-    return new KplexScan(table, KafkaConf.from(table.catalogOptions(), options.asCaseSensitiveMap()));
+    return new KplexScan(table, ReadConf.resolve(table, options.asCaseSensitiveMap()), options, vps);
   }
 }

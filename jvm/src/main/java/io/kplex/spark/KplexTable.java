@@ -49,6 +49,14 @@ public final class KplexTable implements SupportsRead, SupportsWrite {
   }
 
   Optional<TableDefinition> definition() { return definition; }
+
+  /** False for a table standing for a topic that does not exist (see KplexCatalog.loadTable). */
+  boolean exists() {
+    if (definition.isPresent()) return true;
+    try (TableStore store = new TableStore(KafkaConf.from(catalogOptions), metadataTopic)) {
+      return store.partitionCount(topic).isPresent();
+    }
+  }
   String topic() { return topic; }
   Map<String, String> catalogOptions() { return catalogOptions; }
   String metadataTopic() { return metadataTopic; }
@@ -77,6 +85,9 @@ public final class KplexTable implements SupportsRead, SupportsWrite {
 
   @Override
   public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
+    if (definition.isPresent() && definition.get().isVirtual()) {
+      throw Errors.virtualReadOnly(name, definition.get().source());
+    }
     return new KplexWriteBuilder(this, info);
   }
 

@@ -18,8 +18,8 @@ final class KplexWriteBuilder implements WriteBuilder {
 
   @Override
   public Write build() {
-    TableDefinition def = table.definition()
-        .orElseThrow(() -> Errors.notAKplexTable(table.topic()));
+    TableDefinition def = table.definition().orElseThrow(() -> table.exists()
+        ? Errors.notAKplexTable(table.topic()) : Errors.unknownTopic(table.topic()));
     WriteSchema schema = WriteSchema.resolve(info.schema());
     Map<String, String> options = info.options().asCaseSensitiveMap();
     WriteConf conf = new WriteConf(def, table.catalogOptions(), options, sessionSettings());

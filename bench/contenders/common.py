@@ -1,0 +1,115 @@
+"""What the contender scripts share: arguments, the Spark session, the result line.
+
+A contender prints exactly one line ``BENCH_RESULT {json}`` on stdout, with at
+least ``job_s`` (seconds of the job itself, without process or session start-up)
+and ``records`` (records it wrote, as far as it knows).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent.parent
+REPO = BENCH.parent
+# bench/run.py points KPLEX_PYTHON at a snapshot of python/ (package and jars) taken
+# when the run starts, so that a rebuild in the work tree cannot change a run midway.
+sys.path.insert(0, os.environ.get("KPLEX_PYTHON") or str(REPO / "python"))
+
+RESULT_PREFIX = "BENCH_RESULT "
+
+
+def emit(result: dict[str, Any]) -> None:
+    """Print the result line that bench/run.py looks for."""
+    print(RESULT_PREFIX + json.dumps(result), flush=True)
+
+
+def parse_result(output: str) -> dict[str, Any] | None:
+    """The last result line of a contender's output, or None."""
+    for line in reversed(output.splitlines()):
+        if line.startswith(RESULT_PREFIX):
+            return json.loads(line[len(RESULT_PREFIX):])
+    return None
+
+
+def arguments(description: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--bootstrap", required=True)
+    parser.add_argument("--source", required=True, help="source topic")
+    parser.add_argument("--target", required=True, help="output topic (a fresh one)")
+    parser.add_argument("--records", type=int, required=True, help="records in the source")
+    parser.add_argument("--v", type=int, default=9, help="virtual partitions")
+    parser.add_argument("--p", type=int, default=3, help="physical partitions of the output")
+    parser.add_argument("--memory", default="1g", help="spark.driver.memory (local mode: driver = executors)")
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--workdir", type=Path, default=Path("."), help="event logs, JFR files")
+    parser.add_argument("--jfr", type=Path, help="record the Spark JVM with Java Flight Recorder into this file")
+    parser.add_argument("--extra-jars", default="", help="comma-separated jars for spark.jars")
+    return parser
+
+
+def spark_conf(args: argparse.Namespace, name: str) -> dict[str, str]:
+    """The Spark settings every Spark contender runs with (only the job differs)."""
+    eventlog = (args.workdir / f"eventlog-{name}").resolve()
+    eventlog.mkdir(parents=True, exist_ok=True)
+    conf = {
+        "spark.driver.memory": args.memory,
+        "spark.eventLog.enabled": "true",
+        "spark.eventLog.dir": eventlog.as_uri(),
+        "spark.eventLog.compress": "false",
+        "spark.eventLog.logStageExecutorMetrics": "true",
+        "spark.executor.metrics.pollingInterval": "1s",
+        "spark.log.level": "WARN",
+        "spark.ui.showConsoleProgress": "false",
+    }
+    if args.extra_jars:
+        conf["spark.jars"] = args.extra_jars
+    if args.jfr:
+        conf["spark.driver.extraJavaOptions"] = (
+            f"-XX:+FlightRecorder -XX:StartFlightRecording=settings=profile,"
+            f"dumponexit=true,filename={args.jfr.resolve()}")
+    return conf
+
+
+def spark_metrics(eventlog_dir: str) -> dict[str, Any]:
+    """Spill and memory figures summed over the tasks of the event log(s) in a dir."""
+    spilled_disk = spilled_mem = peak_exec = 0
+    heap_peak = 0
+    tasks = 0
+    for path in sorted(Path(eventlog_dir.removeprefix("file:")).rglob("*")):
+        if path.is_dir():
+            continue
+        with path.open() as f:
+            for line in f:
+                if '"SparkListenerTaskEnd"' in line:
+                    event = json.loads(line)
+                    m = event.get("Task Metrics") or {}
+                    tasks += 1
+                    spilled_disk += m.get("Disk Bytes Spilled", 0)
+                    spilled_mem += m.get("Memory Bytes Spilled", 0)
+                    peak_exec = max(peak_exec, m.get("Peak Execution Memory", 0))
+                elif '"Executor Metrics"' in line:
+                    metrics = json.loads(line).get("Executor Metrics") or {}
+                    heap_peak = max(heap_peak, metrics.get("JVMHeapMemory", 0))
+    return {
+        "tasks": tasks,
+        "spill_disk_mib": spilled_disk / 2**20,
+        "spill_memory_mib": spilled_mem / 2**20,
+        "peak_execution_memory_mib": peak_exec / 2**20,
+        "jvm_heap_peak_mib": heap_peak / 2**20,
+    }
+
+
+class Timer:
+    """``with Timer() as t: ...``; then ``t.seconds``."""
+
+    def __enter__(self) -> "Timer":
+        self.started = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.seconds = time.perf_counter() - self.started

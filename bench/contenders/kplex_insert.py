@@ -1,0 +1,46 @@
+"""Contender: kplex, as a user runs it (CREATE TABLE, then INSERT INTO ... SELECT).
+
+    python bench/contenders/kplex_insert.py --bootstrap B --source pageviews \\
+        --target by_user --records 1000000 --v 9 --p 3 --delivery at_least_once
+"""
+from __future__ import annotations
+
+from common import Timer, arguments, emit, spark_conf, spark_metrics
+
+from kplex.session import kplex_session, last_write_summary
+
+INSERT = """
+INSERT INTO kplex.{target}
+SELECT kplex_key(get_json_object(CAST(value AS STRING), '$.userid')),
+       kplex_order(CAST(get_json_object(CAST(value AS STRING), '$.viewtime') AS BIGINT)),
+       value
+FROM kplex.{source}
+"""
+
+
+def main() -> None:
+    parser = arguments(__doc__)
+    parser.add_argument("--delivery", choices=["exactly_once", "at_least_once"], default="exactly_once")
+    args = parser.parse_args()
+    name = f"kplex-{args.target}"
+    conf = spark_conf(args, name)
+    spark = kplex_session(args.bootstrap, master=args.master, conf=conf, app_name=name)
+    spark.sparkContext.setLogLevel("WARN")
+    properties = {
+        "kplex.virtual_partitions": str(args.v),
+        "kplex.physical_partitions": str(args.p),
+        "kplex.delivery": args.delivery,
+    }
+    props = ", ".join(f"'{k}' = '{v}'" for k, v in properties.items())
+    spark.sql(f"CREATE TABLE kplex.{args.target} TBLPROPERTIES ({props})")
+    with Timer() as job:
+        spark.sql(INSERT.format(target=args.target, source=args.source))
+    summary = last_write_summary(spark) or {}
+    eventlog = conf["spark.eventLog.dir"]
+    spark.stop()
+    emit({"job_s": job.seconds, "records": summary.get("rows", args.records),
+          **spark_metrics(eventlog)})
+
+
+if __name__ == "__main__":
+    main()

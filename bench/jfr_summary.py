@@ -1,0 +1,139 @@
+"""Hot methods of a Java Flight Recorder recording, from ``jfr print``.
+
+Aggregates ``jdk.ExecutionSample`` events (a sampled thread's stack every 10 ms
+with ``settings=profile``) into: samples per thread kind, the top frames by self
+time (overall and in Spark's task threads), samples per phase of the kplex write
+(read, JSON, sort/shuffle, kplex writer, Kafka producer), and the io.kplex methods
+by inclusive time.
+
+    python bench/jfr_summary.py recording.jfr > PROFILE.md
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["Sample", "read_samples", "report"]
+
+_FRAME = re.compile(r"^\s+(\S.*?)(?:\s+line: \d+)?(?:\s+bci: \d+)?\s*$")
+_THREAD = re.compile(r'sampledThread = "(.*?)"')
+
+# A sample belongs to the first phase whose marker is on its stack (innermost first
+# is not needed: the markers are on disjoint paths of a task's stack).
+PHASES = [
+    ("kafka producer send (in task)", ("KafkaProducer.send", "KafkaProducer.doSend")),
+    ("kplex writer (key/vp/headers)", ("io.kplex.spark.KplexDataWriter",)),
+    ("kplex functions (kplex_key/vpartition)", ("io.kplex.spark.KplexFunctions", "io.kplex.spark.KeyBytes",
+                                                "io.kplex.spark.Placement")),
+    ("sort (UnsafeExternalSorter)", ("UnsafeExternalSorter", "UnsafeInMemorySorter", "UnsafeSorterSpill",
+                                     "UnsafeExternalRowSorter", "SortExec")),
+    ("JSON (get_json_object)", ("GetJsonObject", "JsonParser", "jackson")),
+    ("kplex source read", ("io.kplex.spark.KplexPartitionReader", "KafkaConsumer")),
+    ("shuffle write/read", ("ShuffleWriter", "ShuffleExternalSorter", "ShuffleBlockFetcher",
+                            "ShuffledRowRDD", "UnsafeRowSerializer")),
+]
+
+
+@dataclass
+class Sample:
+    thread: str
+    frames: list[str]  # innermost first
+
+
+def read_samples(recording: Path, depth: int = 96) -> list[Sample]:
+    text = subprocess.run(
+        ["jfr", "print", "--events", "jdk.ExecutionSample", "--stack-depth", str(depth), str(recording)],
+        check=True, stdout=subprocess.PIPE, text=True).stdout
+    samples: list[Sample] = []
+    current: Sample | None = None
+    in_stack = False
+    for line in text.splitlines():
+        if line.startswith("jdk.ExecutionSample"):
+            current = Sample("?", [])
+            samples.append(current)
+            in_stack = False
+        elif current is None:
+            continue
+        elif "sampledThread" in line:
+            m = _THREAD.search(line)
+            current.thread = m.group(1) if m else "?"
+        elif "stackTrace = [" in line:
+            in_stack = True
+        elif in_stack and line.strip() == "]":
+            in_stack = False
+        elif in_stack:
+            m = _FRAME.match(line)
+            if m and m.group(1) != "...":
+                current.frames.append(m.group(1))
+    return samples
+
+
+def thread_kind(name: str) -> str:
+    if name.startswith("Executor task launch worker"):
+        return "Spark task threads"
+    if name.startswith("kafka-producer-network-thread"):
+        return "Kafka producer I/O threads"
+    name = re.sub(r"\d+", "N", name)
+    return name[:60]
+
+
+def method(frame: str) -> str:
+    """``pkg.Class.method(args)`` without the argument list."""
+    return frame.split("(", 1)[0]
+
+
+def _table(rows: list[tuple[str, int]], total: int, head: str) -> list[str]:
+    lines = [f"| {head} | samples | share |", "| --- | ---: | ---: |"]
+    lines += [f"| `{name}` | {n} | {100 * n / max(total, 1):.1f}% |" for name, n in rows]
+    return lines
+
+
+def report(samples: list[Sample], top: int = 25) -> str:
+    total = len(samples)
+    out = [f"{total} execution samples (jdk.ExecutionSample, 10 ms per thread, settings=profile).", ""]
+    kinds = Counter(thread_kind(s.thread) for s in samples)
+    out += ["### Samples per thread kind", ""] + _table(kinds.most_common(10), total, "threads") + [""]
+
+    tasks = [s for s in samples if thread_kind(s.thread) == "Spark task threads"]
+    phases: Counter[str] = Counter()
+    for s in tasks:
+        for name, markers in PHASES:
+            if any(m in f for f in s.frames for m in markers):
+                phases[name] += 1
+                break
+        else:
+            phases["other"] += 1
+    out += ["### Spark task threads by phase (first matching marker on the stack)", ""]
+    out += _table(phases.most_common(), len(tasks), "phase") + [""]
+
+    self_tasks = Counter(method(s.frames[0]) for s in tasks if s.frames)
+    out += ["### Top methods by self time, Spark task threads", ""]
+    out += _table(self_tasks.most_common(top), len(tasks), "method") + [""]
+
+    self_all = Counter(method(s.frames[0]) for s in samples if s.frames)
+    out += ["### Top methods by self time, all threads", ""]
+    out += _table(self_all.most_common(top), total, "method") + [""]
+
+    inclusive: Counter[str] = Counter()
+    for s in samples:
+        for m in {method(f) for f in s.frames if f.startswith("io.kplex.")}:
+            inclusive[m] += 1
+    out += ["### io.kplex methods by inclusive time (on the stack), all threads", ""]
+    out += _table(inclusive.most_common(top), total, "method") + [""]
+
+    writer = [s for s in tasks if any("KplexDataWriter.write" in f for f in s.frames)]
+    callees: Counter[str] = Counter()
+    for s in writer:
+        idx = next(i for i, f in enumerate(s.frames) if "KplexDataWriter.write" in f)
+        callees[method(s.frames[idx - 1]) if idx > 0 else "(self) KplexDataWriter.write"] += 1
+    out += [f"### Inside KplexDataWriter.write ({len(writer)} samples): direct callees", ""]
+    out += _table(callees.most_common(15), len(writer), "callee") + [""]
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    print(report(read_samples(Path(sys.argv[1]))))

@@ -1,0 +1,592 @@
+"""kplex against what users would pick instead, side by side, in one run.
+
+    python bench/run.py                 # 1M and 10M records: the full table in bench/RESULTS.md
+    python bench/run.py --smoke         # 20k records, every contender once: exits 0 when all ran and passed
+    python bench/run.py --sizes 1000000 --vs 9,1000 --profile
+
+One command sets everything up: the kplex jars (built with gradle if missing,
+then snapshotted so a rebuild elsewhere cannot change a run midway), Spark's
+Kafka connector (resolved with Maven into ``.cache/``), a local Kafka broker
+(scripts/local_kafka.py) and, per size, one source topic of ~150-byte pageviews
+(bench/source.py). Every contender then reads that topic (or, for the ceiling,
+writes as many records of the same size) into a fresh topic, in its own process:
+
+==========================  =========================================================
+ceiling                     Kafka's ProducerPerformance, kplex's producer settings
+spark-sink                  Spark's Kafka source + sink, same rows, partition, headers
+                            and per-vp sort as kplex (producer defaults)
+spark-sink (kplex conf)     the same with kplex's producer settings (not in --smoke)
+python                      a hand-written confluent-kafka consume/re-produce loop
+kplex at_least_once, V=..   INSERT INTO ... SELECT, 'kplex.delivery'='at_least_once'
+kplex exactly_once, V=..    the same, exactly once (the default)
+==========================  =========================================================
+
+Each row gets records/s and MiB/s (value bytes over the job's own time), the
+job and wall times, the peak memory of the contender's process tree (sampled
+from /proc; the Spark driver JVM is also the executor in local mode) and of the
+broker, Spark's spill, and the output's G1-G5 checks (bench/check.py). The
+tables and the target ratios go to bench/RESULTS.md, with the machine and how
+loaded it was.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import hashlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+sys.path.insert(0, str(REPO / "scripts"))
+sys.path.insert(0, str(REPO / "python"))
+sys.path.insert(0, str(BENCH))
+sys.path.insert(0, str(BENCH / "contenders"))
+
+from confluent_kafka.admin import AdminClient  # noqa: E402
+from local_kafka import LocalKafka, kafka_libs, kafka_version  # noqa: E402
+
+import check  # noqa: E402
+import procmon  # noqa: E402
+import jfr_summary  # noqa: E402
+import source as sourcegen  # noqa: E402
+from common import parse_result  # noqa: E402
+
+# Spark's Kafka connector jars passed with spark.jars (the rest is in pyspark already).
+CONNECTOR_JARS = ("spark-sql-kafka-0-10", "spark-token-provider-kafka-0-10", "commons-pool2", "kafka-clients")
+MIB = 2**20
+# kplex's producer settings (KafkaConf.producer()), for the tuned Spark sink.
+KPLEX_PRODUCER = {"linger.ms": "10", "batch.size": str(256 * 1024), "buffer.memory": str(64 << 20)}
+# Targets: (name, numerator, denominator, minimum ratio).
+MIN_ALO_VS_SPARK = 1.0
+MIN_EOS_VS_ALO = 0.8
+MIN_KPLEX_VS_CEILING = 0.5
+MIN_V1000_VS_V9 = 0.85
+
+
+def say(message: str) -> None:
+    print(f"bench: {message}", file=sys.stderr, flush=True)
+
+
+# ------------------------------------------------------------------ set-up --
+
+def kplex_snapshot(workdir: Path) -> Path:
+    """Copy python/kplex (with its jars) into the work dir, building the jars first
+    if they are missing; returns the directory to put on PYTHONPATH."""
+    jars = REPO / "python" / "kplex" / "jars"
+    for _ in range(60):  # a build elsewhere removes and re-copies them: wait it out
+        if (jars / "kplex-spark.jar").is_file():
+            break
+        time.sleep(2)
+    else:
+        say("kplex-spark.jar is missing: running gradle -q bundleJars")
+        subprocess.run(["gradle", "-q", "bundleJars"], cwd=REPO, check=True)
+    time.sleep(1)  # let a copy in progress finish
+    target = workdir / "pkg"
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(REPO / "python" / "kplex", target / "kplex",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    if not (target / "kplex" / "jars" / "kplex-spark.jar").is_file():
+        raise SystemExit("kplex-spark.jar vanished while it was copied; run again")
+    return target
+
+
+def connector_jars(spark_version: str) -> list[str]:
+    """Spark's Kafka connector and its runtime jars, resolved once with Maven."""
+    cache = Path(os.environ.get("KPLEX_CACHE") or REPO / ".cache") / f"spark-sql-kafka-{spark_version}"
+    marker = cache / ".complete"
+    if not marker.is_file():
+        say(f"resolving spark-sql-kafka-0-10 {spark_version} into {cache}")
+        staging = cache.with_name(cache.name + f".partial-{os.getpid()}")
+        shutil.rmtree(staging, ignore_errors=True)
+        run = subprocess.run(
+            ["mvn", "-B", "-q", "-Dstyle.color=never", "-s", str(BENCH / "maven-settings.xml"),
+             "-f", str(BENCH / "pom.xml"), f"-Dspark.version={spark_version}",
+             "dependency:copy-dependencies", f"-DoutputDirectory={staging}"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if run.returncode != 0:
+            raise SystemExit(f"mvn could not resolve Spark's Kafka connector:\n{run.stdout[-3000:]}")
+        (staging / ".complete").write_text(spark_version + "\n")
+        shutil.rmtree(cache, ignore_errors=True)
+        staging.rename(cache)
+    return sorted(str(p) for p in cache.glob("*.jar") if p.name.startswith(CONNECTOR_JARS))
+
+
+def machine() -> dict[str, str]:
+    cpu = "?"
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            cpu = line.split(":", 1)[1].strip()
+            break
+    mem_kib = int(Path("/proc/meminfo").read_text().split()[1])
+    java = subprocess.run(["java", "-version"], stderr=subprocess.PIPE, text=True).stderr.splitlines()[0]
+    import pyspark
+    import confluent_kafka
+    return {
+        "cpu": f"{os.cpu_count()} x {cpu}",
+        "memory": f"{mem_kib / 2**20:.0f} GiB",
+        "os": f"{platform.system()} {platform.release()}",
+        "java": java.replace('"', ""),
+        "python": platform.python_version(),
+        "pyspark": pyspark.__version__,
+        "kafka broker": kafka_version(),
+        "confluent-kafka": f"{confluent_kafka.version()[0]} (librdkafka {confluent_kafka.libversion()[0]})",
+    }
+
+
+def broker_pid(cluster: LocalKafka) -> int | None:
+    procs = getattr(cluster, "_procs", {}) or {}
+    for proc in procs.values():
+        return proc.pid
+    pids = getattr(cluster, "_pids", {}) or {}
+    return next(iter(pids.values()), None)
+
+
+# ------------------------------------------------------------- contenders --
+
+@dataclass
+class Contender:
+    """One run: which script, with which arguments, and what it promises."""
+
+    name: str
+    script: str
+    v: int | None = None
+    delivery: str = ""
+    args: list[str] = field(default_factory=list)
+    claims: tuple[str, ...] = ()  # guarantees its output must meet
+    kplex_table: bool = False      # the script creates its own topic (CREATE TABLE)
+    checked: bool = True           # its output holds the source's records
+
+
+@dataclass
+class Row:
+    size: int
+    name: str
+    v: int | None
+    delivery: str
+    ok_run: bool
+    job_s: float = float("nan")
+    wall_s: float = float("nan")
+    records_per_s: float = float("nan")
+    mib_per_s: float = float("nan")
+    peak_tree_mib: float = float("nan")
+    peak_by_role: dict[str, float] = field(default_factory=dict)
+    broker_peak_mib: float = float("nan")
+    load: float = float("nan")
+    spill_disk_mib: float | None = None
+    jvm_heap_peak_mib: float | None = None
+    check_method: str = ""
+    violations: dict[str, int] = field(default_factory=dict)
+    claims: tuple[str, ...] = ()
+    checked: bool = True
+    examples: list[str] = field(default_factory=list)
+    log: str = ""
+
+    @property
+    def passed(self) -> bool:
+        if not self.ok_run:
+            return False
+        if not self.checked:
+            return self.violations.get("count", 0) == 0
+        return all(self.violations.get(g, 0) == 0 for g in self.claims)
+
+
+def contenders(sizes_v: list[int], deliveries: list[str], reference_v: int, smoke: bool,
+               extra_jars: str, record_size: int) -> list[Contender]:
+    all_g = ("G1", "G2", "G3", "G4", "G5")
+    out = [
+        Contender("ceiling (ProducerPerformance)", "ceiling.py", args=["--record-size", str(record_size)],
+                  checked=False),
+        Contender("spark-sink", "spark_sink.py", v=reference_v, delivery="at_least_once",
+                  args=["--extra-jars", extra_jars], claims=("G1", "G2", "G4", "G5")),
+    ]
+    if not smoke:
+        out.append(Contender("spark-sink (kplex producer conf)", "spark_sink.py", v=reference_v,
+                             delivery="at_least_once",
+                             args=["--extra-jars", extra_jars, "--producer-conf", json.dumps(KPLEX_PRODUCER)],
+                             claims=("G1", "G2", "G4", "G5")))
+    out.append(Contender("python confluent-kafka", "python_rekey.py", v=reference_v, delivery="at_least_once",
+                         claims=("G1", "G4", "G5")))
+    for v in sizes_v:
+        for delivery in deliveries:
+            claims = all_g if delivery == "exactly_once" else ("G1", "G2", "G4", "G5")
+            out.append(Contender(f"kplex {delivery}", "kplex_insert.py", v=v, delivery=delivery,
+                                 args=["--delivery", delivery], claims=claims, kplex_table=True))
+    return out
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace, workdir: Path, bootstrap: str, broker: int | None,
+                 python_path: Path) -> None:
+        self.args = args
+        self.workdir = workdir
+        self.bootstrap = bootstrap
+        self.broker = broker
+        self.env = {**os.environ, "KPLEX_PYTHON": str(python_path), "PYTHONUNBUFFERED": "1"}
+        self.admin = AdminClient({"bootstrap.servers": bootstrap})
+
+    def run_one(self, c: Contender, size: int, src: sourcegen.Source,
+                fingerprint: check.SourceFingerprint | None) -> Row:
+        target = f"out_{size}_{c.script.split('.')[0]}_{uuid.uuid4().hex[:8]}"
+        if not c.kplex_table:
+            from kplex.datagen import ensure_topic
+            ensure_topic(self.bootstrap, target, self.args.partitions)
+        command = [sys.executable, str(BENCH / "contenders" / c.script), "--bootstrap", self.bootstrap,
+                   "--source", src.topic, "--target", target, "--records", str(size),
+                   "--p", str(self.args.partitions), "--v", str(c.v or self.args.reference_v),
+                   "--memory", self.args.memory, "--workdir", str(self.workdir), *c.args]
+        log = self.workdir / f"{target}.log"
+        label = f"{c.name}" + (f" V={c.v}" if c.v and c.script == "kplex_insert.py" else "")
+        say(f"{size:,} records: {label} -> {target}")
+        row = Row(size, c.name, c.v, c.delivery, ok_run=False, claims=c.claims, checked=c.checked, log=str(log))
+        started = time.perf_counter()
+        with log.open("w") as out:
+            proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=self.env, cwd=self.workdir)
+            watch = {"broker": self.broker} if self.broker else {}
+            with procmon.TreeMonitor(proc.pid, watch=watch) as mon:
+                try:
+                    proc.wait(timeout=self.args.timeout)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+        row.wall_s = time.perf_counter() - started
+        row.peak_tree_mib = mon.peak_tree_mib
+        row.peak_by_role = {k: round(v) for k, v in mon.peak_by_role.items() if v >= 1}
+        row.broker_peak_mib = mon.watched_peak_mib.get("broker", float("nan"))
+        row.load = sum(mon.load_samples) / len(mon.load_samples) if mon.load_samples else procmon.loadavg()
+        result = parse_result(log.read_text(errors="replace"))
+        if proc.returncode != 0 or result is None:
+            tail = "\n".join(log.read_text(errors="replace").splitlines()[-25:])
+            say(f"{label} FAILED (exit {proc.returncode}); last lines of {log}:\n{tail}")
+            row.examples = [f"exit {proc.returncode}, see {log}"]
+            self.drop(target)
+            return row
+        row.ok_run = True
+        row.job_s = result["job_s"]
+        row.records_per_s = size / row.job_s
+        row.mib_per_s = size * src.mean_value_bytes / row.job_s / MIB
+        row.spill_disk_mib = result.get("spill_disk_mib")
+        row.jvm_heap_peak_mib = result.get("jvm_heap_peak_mib")
+        if c.checked:
+            fp = fingerprint or check.SourceFingerprint(src.topic, size, 0)
+            res = check.check_output(self.bootstrap, fp, target, c.v or self.args.reference_v,
+                                     self.args.partitions, full_up_to=self.args.full_check_up_to)
+            row.check_method = res.method
+            row.violations = {g: int(res.violations.get(g, 0)) for g in check.GUARANTEES}
+            row.examples = res.examples[:5]
+        else:
+            written, _ = sourcegen.topic_count(self.bootstrap, target)
+            row.check_method = "count"
+            row.violations = {"count": int(written != size)}
+            if written != size:
+                row.examples = [f"{written} records written, not {size}"]
+        say(f"  {row.records_per_s:,.0f} rec/s, job {row.job_s:.1f} s, wall {row.wall_s:.1f} s, "
+            f"peak {row.peak_tree_mib:.0f} MiB, load {row.load:.1f}, "
+            f"{'PASS' if row.passed else 'FAIL'} {row.violations}")
+        if not self.args.keep_topics:
+            self.drop(target)
+        return row
+
+    def drop(self, topic: str) -> None:
+        try:
+            for future in self.admin.delete_topics([topic], operation_timeout=30).values():
+                future.result(timeout=60)
+        except Exception as e:  # noqa: BLE001 - a leftover topic only costs disk
+            say(f"could not delete {topic}: {e}")
+
+
+# ---------------------------------------------------------------- tables --
+
+def _num(x: float | None, fmt: str = "{:,.0f}") -> str:
+    if x is None or x != x:
+        return "–"
+    return fmt.format(x)
+
+
+def _checks(row: Row) -> str:
+    if not row.ok_run:
+        return "did not finish"
+    if not row.checked:
+        return "count ok" if row.passed else "count WRONG"
+    cells = []
+    for g in check.GUARANTEES:
+        n = row.violations.get(g, 0)
+        if n == 0:
+            cells.append(f"{g} ✓")
+        elif g in row.claims:
+            cells.append(f"**{g} ✗ {n}**")
+        else:
+            cells.append(f"{g} ✗ {n} (not claimed)")
+    return " ".join(cells)
+
+
+def results_table(rows: list[Row]) -> list[str]:
+    lines = [
+        "| records | contender | V | records/s | MiB/s | job s | wall s | peak RSS MiB (tree: per process) "
+        "| broker RSS MiB | Spark heap peak / spill MiB | load | checks |",
+        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | --- |",
+    ]
+    for r in rows:
+        roles = ", ".join(f"{k} {v}" for k, v in r.peak_by_role.items())
+        spark = "–" if r.jvm_heap_peak_mib is None else f"{r.jvm_heap_peak_mib:,.0f} / {r.spill_disk_mib:,.0f}"
+        lines.append(
+            f"| {r.size:,} | {r.name} | {r.v or '–'} | {_num(r.records_per_s)} | {_num(r.mib_per_s, '{:,.1f}')} "
+            f"| {_num(r.job_s, '{:,.1f}')} | {_num(r.wall_s, '{:,.1f}')} | {_num(r.peak_tree_mib)}: {roles} "
+            f"| {_num(r.broker_peak_mib)} | {spark} | {_num(r.load, '{:.1f}')} | {_checks(r)} |")
+    return lines
+
+
+def _find(rows: list[Row], size: int, name: str, v: int | None = None) -> Row | None:
+    for r in rows:
+        if r.size == size and r.name == name and (v is None or r.v == v) and r.ok_run:
+            return r
+    return None
+
+
+def ratios(rows: list[Row], reference_v: int) -> list[tuple[int, str, float | None, float, str]]:
+    """(size, what, ratio, minimum, note) for every target the run can judge."""
+    out = []
+    for size in sorted({r.size for r in rows}):
+        alo = _find(rows, size, "kplex at_least_once", reference_v)
+        eos = _find(rows, size, "kplex exactly_once", reference_v)
+        sink = _find(rows, size, "spark-sink")
+        sink_tuned = _find(rows, size, "spark-sink (kplex producer conf)")
+        ceiling = _find(rows, size, "ceiling (ProducerPerformance)")
+
+        def ratio(a: Row | None, b: Row | None) -> float | None:
+            return a.records_per_s / b.records_per_s if a and b else None
+
+        out.append((size, f"kplex at-least-once V={reference_v} / Spark Kafka sink (defaults)",
+                    ratio(alo, sink), MIN_ALO_VS_SPARK, ""))
+        if sink_tuned:
+            out.append((size, f"kplex at-least-once V={reference_v} / Spark Kafka sink (kplex producer conf)",
+                        ratio(alo, sink_tuned), MIN_ALO_VS_SPARK, "same producer settings on both sides"))
+        for v in sorted({r.v for r in rows if r.size == size and r.name.startswith("kplex") and r.v}):
+            out.append((size, f"kplex exactly-once / at-least-once, V={v}",
+                        ratio(_find(rows, size, "kplex exactly_once", v), _find(rows, size, "kplex at_least_once", v)),
+                        MIN_EOS_VS_ALO, ""))
+        out.append((size, f"kplex at-least-once V={reference_v} / ceiling", ratio(alo, ceiling),
+                    MIN_KPLEX_VS_CEILING, ""))
+        out.append((size, f"kplex exactly-once V={reference_v} / ceiling", ratio(eos, ceiling),
+                    MIN_KPLEX_VS_CEILING, ""))
+        for delivery in ("at_least_once", "exactly_once"):
+            hi = _find(rows, size, f"kplex {delivery}", 1000)
+            lo = _find(rows, size, f"kplex {delivery}", 9)
+            if hi and lo:
+                out.append((size, f"kplex {delivery.replace('_', '-')} V=1000 / V=9", ratio(hi, lo),
+                            MIN_V1000_VS_V9, "within 15%: at least 0.85"))
+    return out
+
+
+def ratio_table(items: list[tuple[int, str, float | None, float, str]]) -> list[str]:
+    lines = ["| records | ratio of records/s | value | target | met |", "| ---: | --- | ---: | ---: | --- |"]
+    for size, what, value, minimum, note in items:
+        met = "–" if value is None else ("yes" if value >= minimum else "**no**")
+        target = f"≥ {minimum:.2f}" + (f" ({note})" if note else "")
+        lines.append(f"| {size:,} | {what} | {_num(value, '{:.2f}×')} | {target} | {met} |")
+    return lines
+
+
+def headline(rows: list[Row], reference_v: int) -> list[str]:
+    size = max((r.size for r in rows), default=0)
+    eos = _find(rows, size, "kplex exactly_once", reference_v)
+    alo = _find(rows, size, "kplex at_least_once", reference_v)
+    sink = _find(rows, size, "spark-sink")
+    ceiling = _find(rows, size, "ceiling (ProducerPerformance)")
+    py = _find(rows, size, "python confluent-kafka")
+    if not eos:
+        return ["(no kplex exactly-once run at the largest size)"]
+    parts = [f"Re-keying {size:,} pageviews (~{eos.mib_per_s * MIB * eos.job_s / size:.0f}-byte JSON values) "
+             f"into V={reference_v} virtual partitions on one local broker, on {os.cpu_count()} cores: "
+             f"kplex writes {eos.records_per_s:,.0f} records/s exactly once"]
+    if alo:
+        parts.append(f" ({alo.records_per_s:,.0f} at least once)")
+    parts.append(f", in a {eos.peak_by_role.get('spark-jvm', eos.peak_tree_mib):,.0f} MiB JVM with a "
+                 f"1 GiB heap (the sort spilled {eos.spill_disk_mib or 0:,.0f} MiB to disk)")
+    comparisons = []
+    if sink:
+        comparisons.append(f"{eos.records_per_s / sink.records_per_s:.2f}× Spark's Kafka sink "
+                           f"doing the same sort without exactly once ({sink.records_per_s:,.0f}/s)")
+    if py:
+        comparisons.append(f"{eos.records_per_s / py.records_per_s:.2f}× a hand-written confluent-kafka "
+                           f"loop that keeps no order ({py.records_per_s:,.0f}/s)")
+    if ceiling:
+        comparisons.append(f"{eos.records_per_s / ceiling.records_per_s:.2f}× Kafka's own producer "
+                           f"benchmark ({ceiling.records_per_s:,.0f}/s)")
+    if comparisons:
+        parts.append(": " + "; ".join(comparisons))
+    return ["".join(parts) + "."]
+
+
+def write_results(path: Path, rows: list[Row], args: argparse.Namespace, info: dict[str, str],
+                  started: dt.datetime, loads: tuple[float, float], command: str, sources: list[Any],
+                  jar_sha: str) -> None:
+    items = ratios(rows, args.reference_v)
+    lines = [
+        "# kplex benchmark results",
+        "",
+        f"Command: `{command}`  ",
+        f"Date: {started:%Y-%m-%d %H:%M} UTC, {(dt.datetime.now(dt.timezone.utc) - started).total_seconds() / 60:.0f} "
+        "minutes  ",
+        "Machine: " + "; ".join(f"{k} {v}" for k, v in info.items()) + "  ",
+        f"kplex-spark.jar sha256 {jar_sha[:16]}…  ",
+        f"Load average (1 min) at start {loads[0]:.1f}, at end {loads[1]:.1f}; the *load* column is its mean "
+        "during each run. The machine is shared: a load above the core count means other work "
+        "competed for the CPU during that run, and its numbers are low by about that much.",
+        "",
+        "Every contender reads the same source topic on the same single local broker "
+        f"({args.partitions} partitions, " + ", ".join(
+            f"{s.records:,} records of {s.mean_value_bytes:.0f} bytes" for s in sources) + ", lz4, keyed by "
+        f"pageid, {args.users:,} users) and writes a fresh {args.partitions}-partition topic keyed by "
+        "userid. Spark runs `local[2]` with "
+        f"`spark.driver.memory={args.memory}` (driver = executor). records/s and MiB/s count value bytes over "
+        "the job's own time (the INSERT or write action; ProducerPerformance's own figure); *wall s* adds "
+        "process, JVM and session start-up. Peak RSS is the largest summed resident memory of the contender's "
+        "process tree at one moment, then the high-water mark of each process.",
+        "",
+        "## Results",
+        "",
+        *results_table(rows),
+        "",
+        "## Targets",
+        "",
+        *ratio_table(items),
+        "",
+        "## Headline",
+        "",
+        *headline(rows, args.reference_v),
+        "",
+        "## Notes",
+        "",
+        "- *spark-sink* writes what kplex writes (key, `kplex_vpartition(key, V) % P`, the two headers, each "
+        "virtual partition sorted by order value) through Spark's Kafka source and sink; it is at least once, so "
+        "G3 is not claimed. *spark-sink (kplex producer conf)* gives it kplex's producer settings "
+        f"({', '.join(f'{k}={v}' for k, v in KPLEX_PRODUCER.items())}), to separate the engine from the tuning.",
+        "- *python confluent-kafka* promises neither order (G2) nor exactly once (G3): records of one user come "
+        "from several source partitions and are produced as they are consumed.",
+        "- *ceiling* sends unkeyed records of the same size and count with kplex's producer settings; nothing "
+        "is read, parsed, sorted or placed. Its output is checked by count only.",
+        f"- Checks: `kplex.verify.check_derived_topic` up to {args.full_check_up_to:,} records, above that the "
+        "streaming equivalent in bench/check.py (same guarantees, O(keys) memory).",
+    ]
+    failed = [r for r in rows if not r.passed]
+    if failed:
+        lines += ["", "## Failures", ""]
+        for r in failed:
+            lines.append(f"- {r.size:,} {r.name} V={r.v}: {'; '.join(r.examples) or 'see ' + r.log}")
+    path.write_text("\n".join(lines) + "\n")
+    path.with_suffix(".json").write_text(json.dumps([asdict(r) for r in rows], indent=1))
+
+
+# ------------------------------------------------------------------ main --
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--smoke", action="store_true",
+                   help="20k records, V=9, each contender once; exit 0 when all ran and their checks pass")
+    p.add_argument("--sizes", default="1000000,10000000", help="records per run, comma-separated")
+    p.add_argument("--vs", default="3,9,96,1000", help="kplex virtual partition counts")
+    p.add_argument("--deliveries", default="at_least_once,exactly_once")
+    p.add_argument("--only", default="", help="run only contenders whose name contains one of these (comma-separated)")
+    p.add_argument("--reference-v", type=int, default=9, help="V of the non-kplex contenders")
+    p.add_argument("--partitions", type=int, default=3, help="P, of the source and of every output")
+    p.add_argument("--users", type=int, default=100_000)
+    p.add_argument("--memory", default="1g", help="spark.driver.memory of every Spark contender")
+    p.add_argument("--full-check-up-to", type=int, default=200_000)
+    p.add_argument("--timeout", type=float, default=3600, help="seconds per contender")
+    p.add_argument("--workdir", type=Path, help="logs, broker data (default: a new dir in /tmp)")
+    p.add_argument("--out", type=Path, help="results file (default bench/RESULTS.md; with --smoke, in the workdir)")
+    p.add_argument("--keep-topics", action="store_true")
+    p.add_argument("--profile", action="store_true",
+                   help="also record one kplex exactly-once run (first size >= 1M, V=reference) with JFR "
+                        "into bench/PROFILE.md")
+    args = p.parse_args(argv)
+    if args.smoke:
+        args.sizes, args.vs, args.deliveries = "20000", str(args.reference_v), "at_least_once,exactly_once"
+        args.users = min(args.users, 2000)
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    command = "python bench/run.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    started = dt.datetime.now(dt.timezone.utc)
+    load_start = procmon.loadavg()
+    workdir = (args.workdir or Path(tempfile.mkdtemp(prefix="kplex-bench-"))).resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    out = args.out or (workdir / "RESULTS-smoke.md" if args.smoke else BENCH / "RESULTS.md")
+    say(f"work dir {workdir}")
+    python_path = kplex_snapshot(workdir)
+    jar_sha = hashlib.sha256((python_path / "kplex" / "jars" / "kplex-spark.jar").read_bytes()).hexdigest()
+    import pyspark
+    jars = ",".join(j for j in connector_jars(pyspark.__version__)
+                    if not (Path(j).name.startswith("kafka-clients")
+                            and (python_path / "kplex" / "jars" / Path(j).name).exists()))
+    kafka_libs()
+    info = machine()
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    vs = [int(v) for v in args.vs.split(",") if v]
+    deliveries = [d for d in args.deliveries.split(",") if d]
+    rows: list[Row] = []
+    sources: list[sourcegen.Source] = []
+    with LocalKafka(brokers=1, workdir=workdir / "broker") as cluster:
+        bench = Bench(args, workdir, cluster.bootstrap, broker_pid(cluster), python_path)
+        for size in sizes:
+            say(f"generating the {size:,}-record source")
+            src = sourcegen.make_source(cluster.bootstrap, f"pageviews_{size}", size,
+                                        partitions=args.partitions, users=args.users)
+            sources.append(src)
+            say(f"  {src.records:,} records of {src.mean_value_bytes:.1f} bytes in {src.seconds:.0f} s")
+            fingerprint = (check.source_fingerprint(cluster.bootstrap, src.topic)
+                           if size > args.full_check_up_to else None)
+            for c in contenders(vs, deliveries, args.reference_v, args.smoke, jars, round(src.mean_value_bytes)):
+                if args.only and not any(o in c.name for o in args.only.split(",")):
+                    continue
+                rows.append(bench.run_one(c, size, src, fingerprint))
+                write_results(out, rows, args, info, started, (load_start, procmon.loadavg()), command,
+                              sources, jar_sha)
+        if args.profile:
+            profile_size = next((s for s in sizes if s >= 1_000_000), sizes[0])
+            src = next(s for s in sources if s.records == profile_size)
+            run_profile(bench, src, args, workdir)
+    write_results(out, rows, args, info, started, (load_start, procmon.loadavg()), command, sources, jar_sha)
+    print(out.read_text())
+    say(f"results in {out}")
+    failed = [r for r in rows if not r.passed]
+    for r in failed:
+        say(f"FAILED: {r.size:,} {r.name} V={r.v}: {'; '.join(r.examples)}")
+    return 1 if failed or not rows else 0
+
+
+def run_profile(bench: Bench, src: sourcegen.Source, args: argparse.Namespace, workdir: Path) -> None:
+    recording = workdir / "kplex.jfr"
+    c = Contender("kplex exactly_once (JFR)", "kplex_insert.py", v=args.reference_v, delivery="exactly_once",
+                  args=["--delivery", "exactly_once", "--jfr", str(recording)], claims=(), kplex_table=True,
+                  checked=False)
+    row = bench.run_one(c, src.records, src, None)
+    if not recording.is_file():
+        say("the JFR recording was not written")
+        return
+    text = jfr_summary.report(jfr_summary.read_samples(recording))
+    (BENCH / "PROFILE.md").write_text(
+        "# Where a kplex write spends its time\n\n"
+        f"`python bench/run.py --profile`: one kplex INSERT (exactly once, V={args.reference_v}, "
+        f"P={args.partitions}) of {src.records:,} records, `local[2]`, driver memory {args.memory}, recorded "
+        "with Java Flight Recorder (`-XX:StartFlightRecording=settings=profile`). "
+        f"Job {row.job_s:.1f} s ({row.records_per_s:,.0f} records/s with the recorder on), load {row.load:.1f}. "
+        "Aggregated by bench/profile.py from `jfr print --events jdk.ExecutionSample`.\n\n" + text + "\n")
+    say(f"profile in {BENCH / 'PROFILE.md'} (recording {recording})")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

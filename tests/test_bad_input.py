@@ -1,0 +1,123 @@
+"""Issue 2, bad input: a clear error naming the culprit, and nothing half-written.
+
+Each case runs one statement that must fail with a given kplex error class and a
+message naming the column, key, option or topic; then a plain consumer checks
+that the target topic holds no record.
+"""
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewPartitions
+
+from kplex import errors, verify
+from kplex.errors import translated
+
+GOOD_KEY = "kplex_key(CAST(id AS STRING))"
+GOOD_ORDER = "kplex_order(CAST(id AS BIGINT))"
+VALUE = "CAST('v' AS BINARY) AS value"
+
+# (case id, SELECT written into a V=3/P=3 table, expected error class, text the message names)
+WRITES = [
+    ("NULL key", f"SELECT kplex_key(IF(id = 7, NULL, CAST(id AS STRING))), {GOOD_ORDER}, {VALUE} FROM range(20)",
+     errors.NullKeyError, "NULL key in column `kplex_key("),
+    ("NULL order", f"SELECT {GOOD_KEY}, kplex_order(IF(id = 7, NULL, id)), {VALUE} FROM range(20)",
+     errors.NullOrderError, "for row key '7'"),
+    ("order of an unsupported type", f"SELECT {GOOD_KEY}, kplex_order(CAST(id AS STRING)), {VALUE} FROM range(20)",
+     errors.OrderTypeError, "STRING"),
+    ("order column of an unsupported type", f"SELECT {GOOD_KEY}, CAST(id AS DOUBLE) AS order_value, {VALUE} FROM range(20)",
+     errors.OrderTypeError, "order_value"),
+    ("no key column", f"SELECT {GOOD_ORDER}, {VALUE} FROM range(20)", errors.ColumnError, "no key column"),
+    ("no order column", f"SELECT {GOOD_KEY}, {VALUE} FROM range(20)", errors.ColumnError, "no order column"),
+    ("two key columns", f"SELECT {GOOD_KEY}, CAST(id AS STRING) AS key, {GOOD_ORDER}, {VALUE} FROM range(20)",
+     errors.ColumnError, "more than one key column"),
+    ("value of a wrong type", f"SELECT {GOOD_KEY}, {GOOD_ORDER}, id AS value FROM range(20)",
+     errors.ColumnError, "BIGINT"),
+]
+
+
+@pytest.fixture
+def table(spark, fresh_name) -> str:
+    name = fresh_name("bad")
+    spark.sql(f"CREATE TABLE kplex.{name} TBLPROPERTIES ('kplex.virtual_partitions' = '3',"
+              " 'kplex.physical_partitions' = '3')")
+    return name
+
+
+@pytest.mark.parametrize("select,error,culprit", [w[1:] for w in WRITES], ids=[w[0] for w in WRITES])
+def test_a_bad_write_fails_naming_the_culprit_and_leaves_nothing_visible(
+        spark, bootstrap, table, select, error, culprit):
+    with pytest.raises(error) as raised, translated():
+        spark.sql(f"INSERT INTO kplex.{table} {select}")
+    assert culprit in str(raised.value)
+    assert verify.read_topic(bootstrap, table) == []
+
+
+@pytest.mark.parametrize("props,culprit", [
+    ("'kplex.physical_partitions' = '3'", "kplex.virtual_partitions"),
+    ("'kplex.virtual_partitions' = '3'", "kplex.physical_partitions"),
+    ("'kplex.virtual_partitions' = '0', 'kplex.physical_partitions' = '3'", "kplex.virtual_partitions"),
+    ("'kplex.virtual_partitions' = '3', 'kplex.physical_partitions' = '-1'", "kplex.physical_partitions"),
+    ("'kplex.virtual_partitions' = 'nine', 'kplex.physical_partitions' = '3'", "kplex.virtual_partitions"),
+    ("'kplex.virtual_partitions' = '3', 'kplex.physical_partitions' = '3', 'kplex.delivery' = 'twice'",
+     "kplex.delivery"),
+    ("'kplex.virtual_partition' = '3', 'kplex.physical_partitions' = '3'", "kplex.virtual_partitions"),
+], ids=["V missing", "P missing", "V < 1", "P < 1", "V not a number", "unknown delivery", "misspelt property"])
+def test_create_table_rejects_bad_properties_and_creates_no_topic(spark, bootstrap, fresh_name, props, culprit):
+    name = fresh_name("badprops")
+    with pytest.raises(errors.OptionError) as raised, translated():
+        spark.sql(f"CREATE TABLE kplex.{name} TBLPROPERTIES ({props})")
+    assert culprit in str(raised.value)
+    assert name not in AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics
+
+
+def test_an_unknown_source_topic_is_named(spark, table):
+    with pytest.raises(errors.UnknownTableError) as raised, translated():
+        spark.sql(f"INSERT INTO kplex.{table} SELECT key, 0 AS order_value, value FROM kplex.no_such_topic")
+    assert "no_such_topic" in str(raised.value)
+
+
+def test_an_unknown_target_table_is_named(spark):
+    with pytest.raises(errors.UnknownTableError) as raised, translated():
+        spark.sql(f"INSERT INTO kplex.no_such_table SELECT {GOOD_KEY}, {GOOD_ORDER}, {VALUE} FROM range(3)")
+    assert "no_such_table" in str(raised.value)
+
+
+def test_writing_into_a_plain_topic_says_it_is_not_a_kplex_table(spark, bootstrap, fresh_name):
+    plain = fresh_name("plain")
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    from confluent_kafka.admin import NewTopic
+    admin.create_topics([NewTopic(plain, 3, 1)])[plain].result()
+    with pytest.raises(errors.NotAKplexTableError) as raised, translated():
+        spark.sql(f"INSERT INTO kplex.{plain} SELECT {GOOD_KEY}, {GOOD_ORDER}, {VALUE} FROM range(3)")
+    assert plain in str(raised.value)
+
+
+def test_a_topic_whose_partition_count_changed_is_refused(spark, bootstrap, table):
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_partitions([NewPartitions(table, 4)])[table].result()
+    with pytest.raises(errors.PartitionMismatchError) as raised, translated():
+        spark.sql(f"INSERT INTO kplex.{table} SELECT {GOOD_KEY}, {GOOD_ORDER}, {VALUE} FROM range(3)")
+    assert table in str(raised.value) and "4 partitions" in str(raised.value)
+    assert verify.read_topic(bootstrap, table) == []
+
+
+def test_an_unreachable_broker_is_an_error_within_seconds(spark):
+    spark.conf.set("spark.sql.catalog.nobroker", "io.kplex.spark.KplexCatalog")
+    spark.conf.set("spark.sql.catalog.nobroker.kafka.bootstrap.servers", "127.0.0.1:1")
+    started = time.monotonic()
+    with pytest.raises(errors.BrokerUnreachableError) as raised, translated():
+        spark.sql("SELECT * FROM nobroker.anything").collect()
+    assert time.monotonic() - started < 40
+    assert "127.0.0.1:1" in str(raised.value)
+
+
+def test_null_keys_can_be_dropped_by_policy(spark, bootstrap, fresh_name):
+    name = fresh_name("dropnull")
+    spark.sql(f"CREATE TABLE kplex.{name} TBLPROPERTIES ('kplex.virtual_partitions' = '3',"
+              " 'kplex.physical_partitions' = '3', 'kplex.null_key' = 'drop')")
+    spark.sql(f"INSERT INTO kplex.{name} SELECT kplex_key(IF(id % 5 = 0, NULL, CAST(id AS STRING))),"
+              f" {GOOD_ORDER}, {VALUE} FROM range(20)")
+    keys = sorted(int(r.key) for r in verify.read_topic(bootstrap, name))
+    assert keys == [i for i in range(20) if i % 5 != 0]
