@@ -6,10 +6,11 @@ time (overall and in Spark's task threads), samples per phase of the kplex write
 (read, JSON, sort/shuffle, kplex writer, Kafka producer), and the io.kplex methods
 by inclusive time.
 
-    python bench/jfr_summary.py recording.jfr > PROFILE.md
+    python bench/jfr_summary.py recording.jfr [FROM_EPOCH TO_EPOCH] > PROFILE.md
 """
 from __future__ import annotations
 
+import datetime as dt
 import re
 import subprocess
 import sys
@@ -21,6 +22,8 @@ __all__ = ["Sample", "read_samples", "report"]
 
 _FRAME = re.compile(r"^\s+(\S.*?)(?:\s+line: \d+)?(?:\s+bci: \d+)?\s*$")
 _THREAD = re.compile(r'sampledThread = "(.*?)"')
+# "startTime = 02:10:26.718", local time; older JDKs add " (2026-11-22)".
+_START = re.compile(r"startTime = (\d\d):(\d\d):(\d\d(?:\.\d+)?)")
 
 # A sample belongs to the first phase whose marker is on its stack (innermost first
 # is not needed: the markers are on disjoint paths of a task's stack).
@@ -42,9 +45,13 @@ PHASES = [
 class Sample:
     thread: str
     frames: list[str]  # innermost first
+    epoch: float = 0.0
 
 
-def read_samples(recording: Path, depth: int = 96) -> list[Sample]:
+def read_samples(recording: Path, depth: int = 96,
+                 window: tuple[float, float] | None = None) -> list[Sample]:
+    """The execution samples of a recording; with ``window`` (epoch seconds, as
+    ``time.time()`` gives), only those taken in it. ``jfr print`` shows local time."""
     text = subprocess.run(
         ["jfr", "print", "--events", "jdk.ExecutionSample", "--stack-depth", str(depth), str(recording)],
         check=True, stdout=subprocess.PIPE, text=True).stdout
@@ -58,6 +65,10 @@ def read_samples(recording: Path, depth: int = 96) -> list[Sample]:
             in_stack = False
         elif current is None:
             continue
+        elif "startTime = " in line:
+            m = _START.search(line)
+            if m:  # seconds since local midnight; dated below
+                current.epoch = int(m.group(1)) * 3600 + int(m.group(2)) * 60 + float(m.group(3))
         elif "sampledThread" in line:
             m = _THREAD.search(line)
             current.thread = m.group(1) if m else "?"
@@ -69,6 +80,14 @@ def read_samples(recording: Path, depth: int = 96) -> list[Sample]:
             m = _FRAME.match(line)
             if m and m.group(1) != "...":
                 current.frames.append(m.group(1))
+    if window:
+        local = dt.datetime.fromtimestamp(window[0])
+        midnight = local.replace(hour=0, minute=0, second=0, microsecond=0).timestamp()
+        for s in samples:
+            s.epoch += midnight
+            if s.epoch < window[0] - 43_200:  # the recording went past midnight
+                s.epoch += 86_400
+        samples = [s for s in samples if window[0] <= s.epoch <= window[1]]
     return samples
 
 
@@ -94,7 +113,8 @@ def _table(rows: list[tuple[str, int]], total: int, head: str) -> list[str]:
 
 def report(samples: list[Sample], top: int = 25) -> str:
     total = len(samples)
-    out = [f"{total} execution samples (jdk.ExecutionSample, 10 ms per thread, settings=profile).", ""]
+    out = [f"{total} execution samples (jdk.ExecutionSample every 10 ms of a running Java thread, "
+           "settings=profile).", ""]
     kinds = Counter(thread_kind(s.thread) for s in samples)
     out += ["### Samples per thread kind", ""] + _table(kinds.most_common(10), total, "threads") + [""]
 
@@ -136,4 +156,5 @@ def report(samples: list[Sample], top: int = 25) -> str:
 
 
 if __name__ == "__main__":
-    print(report(read_samples(Path(sys.argv[1]))))
+    window = (float(sys.argv[2]), float(sys.argv[3])) if len(sys.argv) > 3 else None
+    print(report(read_samples(Path(sys.argv[1]), window=window)))

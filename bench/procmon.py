@@ -18,9 +18,10 @@ import os
 import threading
 from pathlib import Path
 
-__all__ = ["TreeMonitor", "rss_kib", "descendants", "role_of", "loadavg"]
+__all__ = ["TreeMonitor", "cpu_seconds", "rss_kib", "descendants", "role_of", "loadavg"]
 
-_PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
+# Roles that no longer change (spark-submit is a shell script that execs the JVM).
+_FINAL_ROLES = {"spark-jvm", "perf-jvm", "pyspark-worker", "broker"}
 
 
 def _status(pid: int) -> dict[str, int]:
@@ -34,6 +35,19 @@ def _status(pid: int) -> dict[str, int]:
     except (OSError, ValueError):
         return {}
     return out
+
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time ``pid`` has used so far (0 once it is gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    fields = stat[stat.rindex(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / _TICKS
 
 
 def rss_kib(pid: int) -> int:
@@ -110,6 +124,9 @@ class TreeMonitor:
         self.roles: dict[int, str] = {}
         self.watch_peak_kib: dict[str, int] = {name: 0 for name in self.watch}
         self.load_samples: list[float] = []
+        self.cpu_s: dict[int, float] = {}
+        self.watch_cpu_start: dict[str, float] = {n: cpu_seconds(p) for n, p in self.watch.items()}
+        self.watch_cpu_s: dict[str, float] = {n: 0.0 for n in self.watch}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name="tree-monitor")
 
@@ -120,6 +137,8 @@ class TreeMonitor:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
+        for name, pid in self.watch.items():  # the watched processes outlive the tree
+            self.watch_cpu_s[name] = max(self.watch_cpu_s[name], cpu_seconds(pid) - self.watch_cpu_start[name])
 
     def sample(self) -> None:
         total = 0
@@ -128,12 +147,14 @@ class TreeMonitor:
             if not st:
                 continue
             total += st.get("VmRSS", 0)
+            self.cpu_s[pid] = max(self.cpu_s.get(pid, 0.0), cpu_seconds(pid))
             self.hwm_kib[pid] = max(self.hwm_kib.get(pid, 0), st.get("VmHWM", 0))
-            if pid not in self.roles or self.roles[pid] in ("python", "jvm", "?"):
-                self.roles[pid] = role_of(pid)  # a fork may exec into something else
+            if self.roles.get(pid) not in _FINAL_ROLES:
+                self.roles[pid] = role_of(pid)  # a shell or fork may exec into something else
         self.peak_tree_kib = max(self.peak_tree_kib, total)
         for name, pid in self.watch.items():
             self.watch_peak_kib[name] = max(self.watch_peak_kib[name], rss_kib(pid))
+            self.watch_cpu_s[name] = max(self.watch_cpu_s[name], cpu_seconds(pid) - self.watch_cpu_start[name])
 
     def _run(self) -> None:
         ticks = 0
@@ -143,6 +164,12 @@ class TreeMonitor:
                 self.load_samples.append(loadavg())
             ticks += 1
             self._stop.wait(self.interval)
+
+    @property
+    def tree_cpu_s(self) -> float:
+        """CPU seconds the tree used (each process as last sampled: a process that
+        lived less than one interval may be missed)."""
+        return sum(self.cpu_s.values())
 
     @property
     def peak_tree_mib(self) -> float:

@@ -166,6 +166,7 @@ class Contender:
     claims: tuple[str, ...] = ()  # guarantees its output must meet
     kplex_table: bool = False      # the script creates its own topic (CREATE TABLE)
     checked: bool = True           # its output holds the source's records
+    verify: str = "yes"            # "none": not checked at all (the profiling run)
 
 
 @dataclass
@@ -183,6 +184,8 @@ class Row:
     peak_by_role: dict[str, float] = field(default_factory=dict)
     broker_peak_mib: float = float("nan")
     load: float = float("nan")
+    cpu_s: float = float("nan")
+    broker_cpu_s: float = float("nan")
     spill_disk_mib: float | None = None
     jvm_heap_peak_mib: float | None = None
     check_method: str = ""
@@ -191,6 +194,7 @@ class Row:
     checked: bool = True
     examples: list[str] = field(default_factory=list)
     log: str = ""
+    result: dict[str, Any] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -233,7 +237,7 @@ class Bench:
         self.bootstrap = bootstrap
         self.broker = broker
         self.env = {**os.environ, "KPLEX_PYTHON": str(python_path), "PYTHONUNBUFFERED": "1"}
-        self.admin = AdminClient({"bootstrap.servers": bootstrap})
+        self.admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
 
     def run_one(self, c: Contender, size: int, src: sourcegen.Source,
                 fingerprint: check.SourceFingerprint | None) -> Row:
@@ -261,8 +265,10 @@ class Bench:
                     proc.wait()
         row.wall_s = time.perf_counter() - started
         row.peak_tree_mib = mon.peak_tree_mib
-        row.peak_by_role = {k: round(v) for k, v in mon.peak_by_role.items() if v >= 1}
+        row.peak_by_role = {k: round(v) for k, v in mon.peak_by_role.items() if v >= 5}
         row.broker_peak_mib = mon.watched_peak_mib.get("broker", float("nan"))
+        row.cpu_s = mon.tree_cpu_s
+        row.broker_cpu_s = mon.watch_cpu_s.get("broker", float("nan"))
         row.load = sum(mon.load_samples) / len(mon.load_samples) if mon.load_samples else procmon.loadavg()
         result = parse_result(log.read_text(errors="replace"))
         if proc.returncode != 0 or result is None:
@@ -272,12 +278,15 @@ class Bench:
             self.drop(target)
             return row
         row.ok_run = True
+        row.result = result
         row.job_s = result["job_s"]
         row.records_per_s = size / row.job_s
         row.mib_per_s = size * src.mean_value_bytes / row.job_s / MIB
         row.spill_disk_mib = result.get("spill_disk_mib")
         row.jvm_heap_peak_mib = result.get("jvm_heap_peak_mib")
-        if c.checked:
+        if c.verify == "none":
+            pass
+        elif c.checked:
             fp = fingerprint or check.SourceFingerprint(src.topic, size, 0)
             res = check.check_output(self.bootstrap, fp, target, c.v or self.args.reference_v,
                                      self.args.partitions, full_up_to=self.args.full_check_up_to)
@@ -291,7 +300,7 @@ class Bench:
             if written != size:
                 row.examples = [f"{written} records written, not {size}"]
         say(f"  {row.records_per_s:,.0f} rec/s, job {row.job_s:.1f} s, wall {row.wall_s:.1f} s, "
-            f"peak {row.peak_tree_mib:.0f} MiB, load {row.load:.1f}, "
+            f"CPU {row.cpu_s:.0f}+{row.broker_cpu_s:.0f} s, peak {row.peak_tree_mib:.0f} MiB, load {row.load:.1f}, "
             f"{'PASS' if row.passed else 'FAIL'} {row.violations}")
         if not self.args.keep_topics:
             self.drop(target)
@@ -332,16 +341,17 @@ def _checks(row: Row) -> str:
 
 def results_table(rows: list[Row]) -> list[str]:
     lines = [
-        "| records | contender | V | records/s | MiB/s | job s | wall s | peak RSS MiB (tree: per process) "
-        "| broker RSS MiB | Spark heap peak / spill MiB | load | checks |",
-        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | --- |",
+        "| records | contender | V | records/s | MiB/s | job s | wall s | CPU s (+ broker) "
+        "| peak RSS MiB (tree: per process) | broker RSS MiB | Spark heap peak / spill MiB | load | checks |",
+        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | --- |",
     ]
     for r in rows:
         roles = ", ".join(f"{k} {v}" for k, v in r.peak_by_role.items())
         spark = "–" if r.jvm_heap_peak_mib is None else f"{r.jvm_heap_peak_mib:,.0f} / {r.spill_disk_mib:,.0f}"
         lines.append(
             f"| {r.size:,} | {r.name} | {r.v or '–'} | {_num(r.records_per_s)} | {_num(r.mib_per_s, '{:,.1f}')} "
-            f"| {_num(r.job_s, '{:,.1f}')} | {_num(r.wall_s, '{:,.1f}')} | {_num(r.peak_tree_mib)}: {roles} "
+            f"| {_num(r.job_s, '{:,.1f}')} | {_num(r.wall_s, '{:,.1f}')} "
+            f"| {_num(r.cpu_s)} (+ {_num(r.broker_cpu_s)}) | {_num(r.peak_tree_mib)}: {roles} "
             f"| {_num(r.broker_peak_mib)} | {spark} | {_num(r.load, '{:.1f}')} | {_checks(r)} |")
     return lines
 
@@ -452,7 +462,9 @@ def write_results(path: Path, rows: list[Row], args: argparse.Namespace, info: d
         f"`spark.driver.memory={args.memory}` (driver = executor). records/s and MiB/s count value bytes over "
         "the job's own time (the INSERT or write action; ProducerPerformance's own figure); *wall s* adds "
         "process, JVM and session start-up. Peak RSS is the largest summed resident memory of the contender's "
-        "process tree at one moment, then the high-water mark of each process.",
+        "process tree at one moment, then the high-water mark of each process. *CPU s* is the CPU time of the "
+        "contender's processes for the whole run (start-up included), plus the broker's during the run: "
+        "unlike the times, it hardly depends on how loaded the machine was.",
         "",
         "## Results",
         "",
@@ -498,6 +510,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--vs", default="3,9,96,1000", help="kplex virtual partition counts")
     p.add_argument("--deliveries", default="at_least_once,exactly_once")
     p.add_argument("--only", default="", help="run only contenders whose name contains one of these (comma-separated)")
+    p.add_argument("--large-vs", default="", help="kplex V values for sizes above 1M (default: --vs)")
+    p.add_argument("--large-only", default="", help="--only for sizes above 1M (default: --only)")
     p.add_argument("--reference-v", type=int, default=9, help="V of the non-kplex contenders")
     p.add_argument("--partitions", type=int, default=3, help="P, of the source and of every output")
     p.add_argument("--users", type=int, default=100_000)
@@ -549,8 +563,12 @@ def main(argv: list[str] | None = None) -> int:
             say(f"  {src.records:,} records of {src.mean_value_bytes:.1f} bytes in {src.seconds:.0f} s")
             fingerprint = (check.source_fingerprint(cluster.bootstrap, src.topic)
                            if size > args.full_check_up_to else None)
-            for c in contenders(vs, deliveries, args.reference_v, args.smoke, jars, round(src.mean_value_bytes)):
-                if args.only and not any(o in c.name for o in args.only.split(",")):
+            large = size > 1_000_000
+            size_vs = [int(v) for v in args.large_vs.split(",") if v] if large and args.large_vs else vs
+            only = args.large_only if large and args.large_only else args.only
+            for c in contenders(size_vs, deliveries, args.reference_v, args.smoke, jars,
+                                round(src.mean_value_bytes)):
+                if only and not any(o in c.name for o in only.split(",")):
                     continue
                 rows.append(bench.run_one(c, size, src, fingerprint))
                 write_results(out, rows, args, info, started, (load_start, procmon.loadavg()), command,
@@ -559,6 +577,7 @@ def main(argv: list[str] | None = None) -> int:
             profile_size = next((s for s in sizes if s >= 1_000_000), sizes[0])
             src = next(s for s in sources if s.records == profile_size)
             run_profile(bench, src, args, workdir)
+        del bench.admin  # before the broker stops, or librdkafka logs the disconnect
     write_results(out, rows, args, info, started, (load_start, procmon.loadavg()), command, sources, jar_sha)
     print(out.read_text())
     say(f"results in {out}")
@@ -572,19 +591,21 @@ def run_profile(bench: Bench, src: sourcegen.Source, args: argparse.Namespace, w
     recording = workdir / "kplex.jfr"
     c = Contender("kplex exactly_once (JFR)", "kplex_insert.py", v=args.reference_v, delivery="exactly_once",
                   args=["--delivery", "exactly_once", "--jfr", str(recording)], claims=(), kplex_table=True,
-                  checked=False)
+                  checked=False, verify="none")
     row = bench.run_one(c, src.records, src, None)
     if not recording.is_file():
         say("the JFR recording was not written")
         return
-    text = jfr_summary.report(jfr_summary.read_samples(recording))
+    window = (row.result["job_start_epoch"], row.result["job_end_epoch"]) if row.ok_run else None
+    text = jfr_summary.report(jfr_summary.read_samples(recording, window=window))
     (BENCH / "PROFILE.md").write_text(
         "# Where a kplex write spends its time\n\n"
         f"`python bench/run.py --profile`: one kplex INSERT (exactly once, V={args.reference_v}, "
         f"P={args.partitions}) of {src.records:,} records, `local[2]`, driver memory {args.memory}, recorded "
-        "with Java Flight Recorder (`-XX:StartFlightRecording=settings=profile`). "
+        "with Java Flight Recorder (`-XX:StartFlightRecording=settings=profile`); only the samples taken "
+        "while the INSERT ran (not the JVM and session start-up) are counted. "
         f"Job {row.job_s:.1f} s ({row.records_per_s:,.0f} records/s with the recorder on), load {row.load:.1f}. "
-        "Aggregated by bench/profile.py from `jfr print --events jdk.ExecutionSample`.\n\n" + text + "\n")
+        "Aggregated by bench/jfr_summary.py from `jfr print --events jdk.ExecutionSample`.\n\n" + text + "\n")
     say(f"profile in {BENCH / 'PROFILE.md'} (recording {recording})")
 
 

@@ -106,6 +106,7 @@ def make_source(bootstrap: str, topic: str, records: int, partitions: int = 3,
         "queue.buffering.max.messages": 2_000_000,
         "queue.buffering.max.kbytes": 1_048_576,
         "compression.type": "lz4",
+        "log_level": 3,
     })
     started = time.monotonic()
     total_bytes = 0

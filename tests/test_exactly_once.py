@@ -126,17 +126,20 @@ spark.stop()
 """
 
 
-def test_speculative_copies_of_a_slow_task_change_nothing(bootstrap, source, fresh_name):
+def test_speculation_on_with_a_slow_task_writes_every_row_once(bootstrap, source, fresh_name):
+    """Speculation on, partition 0 a straggler. Spark launches a speculative copy only on
+    another host, and local-cluster's executors share one, so here the copy may not run;
+    what concurrent attempts do to each other (ids per attempt, fencing of the losers) is
+    exercised by the retry and lost-executor tests. This one checks the settings break nothing."""
     target = fresh_name("speculative")
+    # 3 shuffle partitions: partition 0 (the slow one) holds 7 of the 9 virtual partitions.
     result = run_script(cluster_job(bootstrap, source, target, {
-        "spark.sql.shuffle.partitions": "4", "spark.sql.adaptive.coalescePartitions.enabled": "false",
+        "spark.sql.shuffle.partitions": "3", "spark.sql.adaptive.coalescePartitions.enabled": "false",
         "spark.speculation": "true",
         "spark.speculation.interval": "200ms", "spark.speculation.quantile": "0.5",
         "spark.speculation.multiplier": "1.5", "spark.speculation.minTaskRuntime": "500ms",
-        "spark.kplex.testing.sleep_ms": "1500"}))
+        "spark.kplex.testing.sleep_ms": "500"}))
     assert result.returncode == 0, result.stderr[-3000:]
-    txns = result.stdout.split("TXNS", 1)[1].split()
-    assert f"kplex.{target}.0.1" in txns, txns  # a speculative attempt of partition 0 did run
     assert_exactly_once(bootstrap, source, target)
 
 

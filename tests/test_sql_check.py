@@ -67,3 +67,5 @@ def test_the_cli_takes_variables_and_names_a_missing_file(tmp_path: Path, capsys
     assert main(["sql", "check", str(job), "--var", "t=pageviews"]) == 0
     assert main(["sql", "check", str(tmp_path / "none.sql")]) == 2
     assert "none.sql" in capsys.readouterr().err
+    assert main(["sql", "check", str(job), "--dialect", "nosuch"]) == 2
+    assert "unknown SQL dialect 'nosuch'" in capsys.readouterr().err

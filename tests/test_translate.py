@@ -30,12 +30,9 @@ def test_translate_prints_what_the_case_expects(case: Case) -> None:
     case.assert_output(translated(case))
 
 
-@pytest.mark.parametrize("case", JOBS)
+@pytest.mark.parametrize("case", [job for job in JOBS if not translated(job.values[0]).startswith("error: ")])
 def test_translated_sql_checks_clean_so_kplex_sql_run_takes_it(case: Case) -> None:
-    sql = translated(case)
-    if sql.startswith("error: "):
-        pytest.skip("the job does not translate")
-    result = check_text(sql, case.input.name)
+    result = check_text(translated(case), case.input.name)
     assert result.diagnostics == [], result.format()
 
 

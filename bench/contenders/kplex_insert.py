@@ -5,6 +5,8 @@
 """
 from __future__ import annotations
 
+import time
+
 from common import Timer, arguments, emit, spark_conf, spark_metrics
 
 from kplex.session import kplex_session, last_write_summary
@@ -33,12 +35,15 @@ def main() -> None:
     }
     props = ", ".join(f"'{k}' = '{v}'" for k, v in properties.items())
     spark.sql(f"CREATE TABLE kplex.{args.target} TBLPROPERTIES ({props})")
+    job_start = time.time()
     with Timer() as job:
         spark.sql(INSERT.format(target=args.target, source=args.source))
+    job_end = time.time()
     summary = last_write_summary(spark) or {}
     eventlog = conf["spark.eventLog.dir"]
     spark.stop()
     emit({"job_s": job.seconds, "records": summary.get("rows", args.records),
+          "job_start_epoch": job_start, "job_end_epoch": job_end,
           **spark_metrics(eventlog)})
 
 

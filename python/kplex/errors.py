@@ -70,6 +70,24 @@ class WriteFailedError(KplexError):
     code = "WRITE_FAILED"
 
 
+class LateRecordError(KplexError):
+    """A record of a read-time table came later than its ``kplex.max_delay_ms`` allows."""
+
+    code = "LATE_RECORD"
+
+
+class ExpressionError(KplexError):
+    """A key or order expression of a read-time table that cannot be evaluated."""
+
+    code = "BAD_EXPRESSION"
+
+
+class ReadOnlyTableError(KplexError):
+    """A write into a read-time table (it has no topic of its own)."""
+
+    code = "READ_ONLY"
+
+
 _BY_CODE: dict[str, type[KplexError]] = {
     "NULL_KEY": NullKeyError,
     "NULL_ORDER": NullOrderError,
@@ -89,6 +107,10 @@ _BY_CODE: dict[str, type[KplexError]] = {
     "UNREACHABLE": BrokerUnreachableError,
     "SEND_FAILED": WriteFailedError,
     "COMMIT_FAILED": WriteFailedError,
+    "LATE_RECORD": LateRecordError,
+    "BAD_EXPRESSION": ExpressionError,
+    "READ_ONLY": ReadOnlyTableError,
+    "BAD_VIRTUAL_TABLE": OptionError,
 }
 
 _CODE = re.compile(r"\[KPLEX_([A-Z_]+)\]\s*([^\n]*)")

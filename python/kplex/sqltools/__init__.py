@@ -1,6 +1,11 @@
 """kplex's SQL workflows: check, explain and run kplex SQL files, translate
 original kplex job files into kplex SQL.
 
+- :func:`check_file`: syntax and kplex mistakes, without Spark (``kplex sql check``)
+- :func:`explain_file`: what each kplex statement will do (``kplex sql explain``)
+- :func:`run_file`: every statement in one Spark session (``kplex sql run``)
+- :func:`translate_file`: an original job file as kplex SQL (``kplex translate``)
+
 >>> from kplex.sqltools import check_text
 >>> check_text("SELECT kplex_ordr(ts) FROM kplex.pageviews").format()
 '<sql>:1:8: error: statement 1: unknown function kplex_ordr; did you mean kplex_order?'
@@ -26,7 +31,12 @@ from kplex.sqltools.errors import (  # noqa: E402
     StatementFailed,
     UntranslatableJob,
 )
+from kplex.sqltools.definitions import TableDefinition, read_table_definitions  # noqa: E402
+from kplex.sqltools.explain import explain_file, explain_text  # noqa: E402
+from kplex.sqltools.jsonpointer import PointerError, json_path  # noqa: E402
+from kplex.sqltools.run import RunSummary, run_file  # noqa: E402
 from kplex.sqltools.script import Script, Statement, load_script, read_script  # noqa: E402
+from kplex.sqltools.translate import translate_file, translate_job  # noqa: E402
 
 __all__ = [
     "BrokerUnavailable",
@@ -34,15 +44,25 @@ __all__ = [
     "CheckResult",
     "Diagnostic",
     "NoBootstrap",
+    "PointerError",
+    "RunSummary",
     "Script",
     "SessionUnavailable",
     "SqlToolError",
     "Statement",
     "StatementFailed",
+    "TableDefinition",
     "UntranslatableJob",
     "check_file",
     "check_script",
     "check_text",
+    "explain_file",
+    "explain_text",
+    "json_path",
     "load_script",
     "read_script",
+    "read_table_definitions",
+    "run_file",
+    "translate_file",
+    "translate_job",
 ]

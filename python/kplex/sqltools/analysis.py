@@ -111,7 +111,10 @@ def properties_of(node: exp.Expression | None) -> list[tuple[str, str, exp.Prope
         if type(prop) is not exp.Property:  # USING ..., LOCATION ...: not TBLPROPERTIES
             continue
         value = prop.args.get("value")
-        text = value.name if isinstance(value, (exp.Literal, exp.Identifier, exp.Var)) else (value.sql() if value else "")
+        if isinstance(value, (exp.Literal, exp.Identifier, exp.Var)):
+            text = value.name
+        else:
+            text = value.sql() if value else ""
         found.append((prop.name, text, prop))
     return found
 

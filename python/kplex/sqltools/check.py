@@ -124,7 +124,9 @@ def check_file(path: str | Path, variables: Mapping[str, str] | None = None, dia
     return check_script(read_script(path, variables, dialect))
 
 
-def check_text(text: str, path: str = "<sql>", variables: Mapping[str, str] | None = None, dialect: str | None = None) -> CheckResult:
+def check_text(
+    text: str, path: str = "<sql>", variables: Mapping[str, str] | None = None, dialect: str | None = None
+) -> CheckResult:
     """Check SQL given as text (``path`` only names it in the findings)."""
     return check_script(load_script(text, path, variables, dialect))
 
@@ -198,7 +200,8 @@ def _create(ctx: _Context) -> Iterator[Diagnostic]:
     where = create.node.this
     if create.has_columns:
         yield ctx.at(where, f"CREATE TABLE kplex.{create.table} takes no column list: "
-                     "the columns of a kplex table are fixed (key, value, topic, partition, offset, timestamp, headers, ...)")
+                     "the columns of a kplex table are fixed (key, value, topic, partition, offset, timestamp, "
+                     "headers, ...)")
     values = {name: value for name, value, _ in create.properties}
     for name, value, node in create.properties:
         problem = problem_of(name, value)
@@ -291,7 +294,10 @@ def _nesting(call: exp.Expression) -> str | None:
     if child is site or (isinstance(child, exp.Alias) and child.this is site):
         return None
     parent = site.parent
-    inside = f"{a.call_name(parent) or parent.sql_name().lower()}(...)" if isinstance(parent, exp.Func) else _sql(parent)
+    if isinstance(parent, exp.Func):
+        inside = f"{a.call_name(parent) or parent.sql_name().lower()}(...)"
+    else:
+        inside = _sql(parent)
     return (f"{name}(...) is nested inside {inside}: the writer only recognises {name} "
             f"as a whole select item, so move the rest of the expression inside it: {name}(<expr>)")
 
@@ -299,7 +305,8 @@ def _nesting(call: exp.Expression) -> str | None:
 def _types(ctx: _Context) -> Iterator[Diagnostic]:
     """kplex_order of a value that is certainly not a TIMESTAMP, DATE or
     integer; a written value that is certainly not BINARY or STRING."""
-    calls = {c.meta.get("start"): c for c in ctx.expression.find_all(exp.Anonymous) if a.is_kplex_call(c, "kplex_order")}
+    calls = {c.meta.get("start"): c for c in ctx.expression.find_all(exp.Anonymous)
+             if a.is_kplex_call(c, "kplex_order")}
     write = a.kplex_write(ctx.expression, ctx.catalog)
     if not calls and write is None:
         return

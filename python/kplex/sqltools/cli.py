@@ -29,7 +29,14 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from kplex.sqltools.check import check_file
-from kplex.sqltools.errors import CheckFailed, NoBootstrap, SessionUnavailable, StatementFailed, UntranslatableJob
+from kplex.sqltools.errors import (
+    CheckFailed,
+    NoBootstrap,
+    SessionUnavailable,
+    StatementFailed,
+    UnknownDialect,
+    UntranslatableJob,
+)
 from kplex.sqltools.explain import explain_file
 from kplex.sqltools.run import run_file, spark_statements
 from kplex.sqltools.script import read_script
@@ -107,7 +114,7 @@ def _handled(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse
     def wrapper(args: argparse.Namespace) -> int:
         try:
             return handler(args)
-        except (argparse.ArgumentTypeError, OSError, NoBootstrap, SessionUnavailable) as error:
+        except (argparse.ArgumentTypeError, OSError, NoBootstrap, SessionUnavailable, UnknownDialect) as error:
             print(f"error: {error}", file=sys.stderr)
             return 2
 

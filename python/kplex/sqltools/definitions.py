@@ -103,7 +103,9 @@ def _positive(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
 
 
-def definitions_from_records(records: Iterable[tuple[bytes | None, bytes | None]], origin: str) -> dict[str, TableDefinition]:
+def definitions_from_records(
+    records: Iterable[tuple[bytes | None, bytes | None]], origin: str
+) -> dict[str, TableDefinition]:
     """Fold (key, value) records of ``_kplex_tables`` in offset order: the last
     record of a key wins, a tombstone drops it, unreadable values are skipped.
 
@@ -126,7 +128,9 @@ def definitions_from_records(records: Iterable[tuple[bytes | None, bytes | None]
     return tables
 
 
-def read_table_definitions(bootstrap: str, timeout: float = 5.0, topic: str = TABLES_TOPIC) -> dict[str, TableDefinition]:
+def read_table_definitions(
+    bootstrap: str, timeout: float = 5.0, topic: str = TABLES_TOPIC
+) -> dict[str, TableDefinition]:
     """Every table definition stored on the cluster at ``bootstrap`` (in
     ``topic``: the catalog's ``metadata_topic`` option, ``_kplex_tables`` by default).
 

@@ -16,6 +16,7 @@ __all__ = [
     "CheckFailed",
     "StatementFailed",
     "UntranslatableJob",
+    "UnknownDialect",
     "BrokerUnavailable",
     "NoBootstrap",
     "SessionUnavailable",
@@ -71,6 +72,10 @@ class UntranslatableJob(SqlToolError):
         self.path = path
         self.problems = list(problems)
         super().__init__(f"cannot translate {path}: " + "; ".join(self.problems))
+
+
+class UnknownDialect(SqlToolError):
+    """``--dialect`` names no SQL dialect sqlglot knows."""
 
 
 class BrokerUnavailable(SqlToolError):

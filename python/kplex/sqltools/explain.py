@@ -194,7 +194,8 @@ def _explain_create(statement: Statement, create: a.KplexCreate, state: _State, 
             lines.append(_row("note", f"kplex.{create.table} already exists on {broker.bootstrap} "
                               f"({_vp_text(stored)}): IF NOT EXISTS keeps it as it is"))
         elif not create.replace:
-            lines.append(_row("note", f"kplex.{create.table} already exists on {broker.bootstrap}: this CREATE will fail"))
+            lines.append(_row("note", f"kplex.{create.table} already exists on {broker.bootstrap}: "
+                              "this CREATE will fail"))
     if stored is not None and create.if_not_exists:
         state.created[create.table] = (stored, statement.number, True)
     else:
@@ -202,7 +203,9 @@ def _explain_create(statement: Statement, create: a.KplexCreate, state: _State, 
     return lines
 
 
-def _explain_write(script: Script, statement: Statement, write: a.KplexWrite, state: _State, broker: _Broker) -> list[str]:
+def _explain_write(
+    script: Script, statement: Statement, write: a.KplexWrite, state: _State, broker: _Broker
+) -> list[str]:
     lines: list[str] = []
     sources = a.source_tables(write.node, state.catalog)
     lines.append(_row("source", ", ".join(sources) if sources else "(no table: literal rows)"))

@@ -2,25 +2,22 @@
 
 An original job points into a JSON record value with a pointer such as
 ``/userid``; the Spark SQL equivalent is ``get_json_object`` with a JSON path
-over the value read as a string. Segment by segment:
+over the value read as a string. Segment by segment, after unescaping ``~1``
+to ``/`` and ``~0`` to ``~``:
 
-==================  ==============  ==============================================
-pointer segment     JSON path       why
-==================  ==============  ==============================================
-``userid``          ``.userid``     a plain name (letters, digits, ``_``)
-``3``               ``[3]``         digits: an array index. JSON paths cannot say
-                                    "index of an array or member of an object" as
-                                    a pointer does; array indices are by far the
-                                    common case. A member named "3" is not reached.
-``weird.key``       ``['weird.key']``  anything else, after unescaping ``~1`` → ``/``
-                                    and ``~0`` → ``~``; bracket notation keeps dots
-                                    and spaces literal
-``01``, ``-``       ``['01']`` / -  ``01`` is not an array index (RFC 6901), so a
-                                    name; ``-`` (past the end) selects nothing
-==================  ==============  ==============================================
+- a plain name (letters, digits, ``_``; not starting with a digit):
+  ``userid`` → ``.userid``
+- digits without a leading zero: an array index, ``3`` → ``[3]``. A JSON path
+  cannot say "index of an array or member of an object" as a pointer does;
+  array indices are by far the common case, so a member named "3" is not
+  reached.
+- anything else: bracket notation, which keeps dots and spaces literal:
+  ``weird.key`` → ``['weird.key']``, ``01`` → ``['01']`` (a leading zero is
+  not an array index in RFC 6901)
 
-Segments Spark's JSON path cannot express are errors: an empty name, or a
-name containing ``'`` (bracket notation has no escape for it).
+Segments Spark's JSON path cannot express are errors: ``-`` (past the end of
+an array), an empty name, or a name containing ``'`` (bracket notation has no
+escape for it).
 
 >>> json_path("/userid")
 '$.userid'

@@ -192,7 +192,7 @@ def run_script(
 
 
 def _returns_rows(expression: exp.Expression | None) -> bool:
-    if isinstance(expression, (exp.Query, exp.Describe)) and not isinstance(expression.parent, exp.Insert):
+    if isinstance(expression, (exp.Query, exp.Describe, exp.Show)) and not isinstance(expression.parent, exp.Insert):
         return True
     return isinstance(expression, exp.Command) and str(expression.this).upper() in _ROW_COMMANDS
 

@@ -30,6 +30,7 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Token, TokenType
 
 from kplex.sqltools.diagnostics import ERROR, Diagnostic
+from kplex.sqltools.errors import UnknownDialect
 
 __all__ = ["Statement", "Script", "load_script", "read_script", "substitute", "DEFAULT_DIALECT"]
 
@@ -146,6 +147,10 @@ def load_script(
 ) -> Script:
     """Substitute, split and parse ``text``, written in ``dialect`` (Spark SQL by default)."""
     dialect = dialect or DEFAULT_DIALECT
+    try:
+        d = Dialect.get_or_raise(dialect)
+    except ValueError as error:
+        raise UnknownDialect(f"unknown SQL dialect {dialect!r}: {error}") from error
     substituted, undefined = substitute(text, variables or {})
     if undefined:
         found = [
@@ -153,7 +158,6 @@ def load_script(
             for offset, name in undefined
         ]
         return Script(path, substituted, dialect, (), found)
-    d = Dialect.get_or_raise(dialect)
     try:
         tokens = d.tokenize(substituted)
     except TokenError as error:
@@ -167,7 +171,8 @@ def load_script(
         expression, problem = _parse(d, body)
         if problem:
             offset, message = problem
-            diagnostics.append(Diagnostic(ERROR, number, *_position(substituted, tokens[first].start + offset), message))
+            where = _position(substituted, tokens[first].start + offset)
+            diagnostics.append(Diagnostic(ERROR, number, *where, message))
         statements.append(Statement(number, body, tokens[first].start, line, column, expression))
     return Script(path, substituted, dialect, tuple(statements), diagnostics)
 
@@ -226,7 +231,8 @@ def _token_diagnostic(text: str, error: TokenError) -> Diagnostic:
     match = re.match(r"Missing (\S+) from \d+:(\d+)", cause)
     if match:
         offset = int(match.group(2))
-        return Diagnostic(ERROR, 0, *_position(text, offset), f"syntax error: unterminated {match.group(1)} (no closing {match.group(1)})")
+        quote = match.group(1)
+        return Diagnostic(ERROR, 0, *_position(text, offset), f"syntax error: unterminated {quote} (no closing {quote})")
     offset = text.rfind("/*")
     if offset >= 0 and "*/" not in text[offset:]:
         return Diagnostic(ERROR, 0, *_position(text, offset), "syntax error: unterminated comment (no closing */)")

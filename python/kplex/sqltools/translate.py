@@ -77,7 +77,8 @@ def load_job(path: str | Path) -> dict[str, Any]:
     try:
         return json.loads(text) if path.suffix.lower() == ".json" else tomllib.loads(text)
     except (json.JSONDecodeError, tomllib.TOMLDecodeError) as error:
-        raise UntranslatableJob(str(path), [f"not a valid {path.suffix.lstrip('.').upper() or 'TOML'} file: {error}"]) from error
+        kind = path.suffix.lstrip(".").upper() or "TOML"
+        raise UntranslatableJob(str(path), [f"not a valid {kind} file: {error}"]) from error
 
 
 def translate_file(path: str | Path, physical_partitions: int | None = None) -> str:
@@ -131,7 +132,8 @@ class _Reader:
         if isinstance(value, Mapping) and len(value) == 1 and next(iter(value)) in ("Pointer", "pointer"):
             value = next(iter(value.values()))
         if not isinstance(value, str):
-            self.problems.append(f"{where} = {value!r} (only JSON pointers translate, e.g. {{ pointer = \"/userid\" }})")
+            example = '{ pointer = "/userid" }'
+            self.problems.append(f"{where} = {value!r} (only JSON pointers translate, e.g. {example})")
             return None
         try:
             spark_extract(value)
@@ -144,16 +146,18 @@ class _Reader:
         """(understood, count): count None means stdout."""
         if isinstance(value, str) and value.lower() == "stdout":
             return True, None
-        if isinstance(value, Mapping) and len(value) == 1 and next(iter(value)) in ("VirtualPartitions", "virtual_partitions"):
-            inner = self.table(f"{where}.{next(iter(value))}", next(iter(value.values())))
-            self.unknown(f"{where}.{next(iter(value))}.", inner, {"count"})
-            if "count" not in inner:
-                self.problems.append(f"{where}.{next(iter(value))}.count (missing)")
-                return False, None
-            count = self.integer(f"{where}.{next(iter(value))}.count", inner["count"], 1)
-            return count is not None, count
-        self.problems.append(f"{where} = {value!r} (only virtual partitions or stdout translate)")
-        return False, None
+        kind = next(iter(value)) if isinstance(value, Mapping) and len(value) == 1 else None
+        if kind not in ("VirtualPartitions", "virtual_partitions"):
+            self.problems.append(f"{where} = {value!r} (only virtual partitions or stdout translate)")
+            return False, None
+        where = f"{where}.{kind}"
+        inner = self.table(where, value[kind])
+        self.unknown(f"{where}.", inner, {"count"})
+        if "count" not in inner:
+            self.problems.append(f"{where}.count (missing)")
+            return False, None
+        count = self.integer(f"{where}.count", inner["count"], 1)
+        return count is not None, count
 
 
 def translate_job(job: Mapping[str, Any], name: str = "job", physical_partitions: int | None = None) -> str:
@@ -168,7 +172,8 @@ def translate_job(job: Mapping[str, Any], name: str = "job", physical_partitions
         r.problems.append(f"kafka.broker = {broker!r} (expected a string)")
         broker = None
     topics = _topics(r, r.table("topics", job.get("topics", {})))
-    derives = [_derive(r, d, r.table(f"derive.{d}", spec)) for d, spec in r.table("derive", job.get("derive", {})).items()]
+    derive = r.table("derive", job.get("derive", {}))
+    derives = [_derive(r, d, r.table(f"derive.{d}", spec)) for d, spec in derive.items()]
     if not derives and not r.problems:
         r.problems.append("derive (missing: nothing to translate)")
     if physical_partitions is not None and physical_partitions < 1:
@@ -192,7 +197,8 @@ def _topics(r: _Reader, topics: Mapping[str, Any]) -> list[str]:
             delay = r.integer(f"topics.{topic}.max_delay_ms", spec["max_delay_ms"], 0)
             said.append(f"max_delay_ms = {delay}")
         if "polling_interval_ms" in spec:
-            said.append(f"polling_interval_ms = {r.integer(f'topics.{topic}.polling_interval_ms', spec['polling_interval_ms'], 0)}")
+            every = r.integer(f"topics.{topic}.polling_interval_ms", spec["polling_interval_ms"], 0)
+            said.append(f"polling_interval_ms = {every}")
         if "polling_interval" in spec:
             said.append(f"polling_interval = {_interval(r, f'topics.{topic}.polling_interval', spec['polling_interval'])}")
         if said:

@@ -13,7 +13,7 @@ import java.util.Map;
  *   <li>{@code halt_after_rows=N}: after N flushed rows, the first attempt of partition 0
  *       halts its JVM (a lost executor);</li>
  *   <li>{@code sleep_ms=N}: the first attempt of partition 0 sleeps N ms after each of its
- *       first 10 rows and before committing (a straggler, a window to kill things in).</li>
+ *       first 10 rows, and 5 N ms before committing (a straggler, a window to kill things in).</li>
  * </ul>
  */
 final class FaultInjection implements Serializable {
@@ -66,7 +66,7 @@ final class FaultInjection implements Serializable {
 
   void beforeCommit(int partition, int attempt) {
     if (sleepMs > 0 && partition == 0 && attempt == 0) {
-      sleep();
+      for (int i = 0; i < 5; i++) sleep();
     }
   }
 

@@ -124,6 +124,12 @@ final class KplexDataWriter implements DataWriter<InternalRow> {
     }
   }
 
+  private long rowsSent() {
+    long n = 0;
+    for (long c : rowsPerVp) n += c;
+    return n;
+  }
+
   private byte[] vpHeader(int vp) {
     byte[] h = vpHeaders[vp];
     if (h == null) {
@@ -162,7 +168,8 @@ final class KplexDataWriter implements DataWriter<InternalRow> {
     checkFailure();
     producer.flush();
     checkFailure();
-    if (conf.exactlyOnce()) {
+    if (conf.exactlyOnce() && rowsSent() > 0) {
+      // A transaction with no record never started on the broker: nothing to commit.
       var id = TransactionResumer.idAndEpoch(producer);
       txn = new Transactions.Txn(transactionalId, id.producerId, id.epoch);
     }

@@ -54,7 +54,6 @@ final class VirtualPartitionReader implements PartitionReader<InternalRow> {
   private boolean paused;
 
   VirtualPartitionReader(ReadConf conf, VirtualRange range) {
-    System.err.println("DBG vp " + range.vp + " open");
     this.conf = conf;
     this.vp = range.vp;
     this.ranges = range.sources;
@@ -97,9 +96,7 @@ final class VirtualPartitionReader implements PartitionReader<InternalRow> {
 
   private void fetch() {
     flowControl();
-    long t0 = System.nanoTime();
     ConsumerRecords<byte[], byte[]> records = consumer.poll(POLL);
-    System.err.println("DBG vp " + vp + " poll " + (System.nanoTime() - t0) / 1000000 + " ms, " + records.count());
     if (!records.isEmpty()) {
       lastProgress = System.currentTimeMillis();
     }
@@ -223,7 +220,6 @@ final class VirtualPartitionReader implements PartitionReader<InternalRow> {
 
   @Override
   public void close() {
-    System.err.println("DBG vp " + vp + " close");
     // Nothing to commit: do not wait for the fetch still parked at the broker.
     consumer.close(Duration.ZERO);
     if (lateProducer != null) lateProducer.close(Duration.ofSeconds(30));

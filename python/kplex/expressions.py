@@ -1,0 +1,316 @@
+"""Key and order expressions of read-time tables, evaluated without Spark.
+
+A read-time table (``'kplex.source' = ...``) stores its key and order as Spark SQL
+expressions over the source record's columns; Spark evaluates them when it reads
+the table. So that a consumer outside Spark gets the very same virtual partitions,
+this module evaluates the subset of Spark SQL that such definitions use, with
+Spark's results for it:
+
+=======================================  ==========================================
+expression                               result
+=======================================  ==========================================
+``key``, ``value``                       BINARY: the record's key and value bytes
+``topic``, ``partition``, ``offset``     STRING, INT, BIGINT
+``timestamp``                            TIMESTAMP: the record's Kafka timestamp
+``'text'``, ``"text"``, ``42``, NULL     literals
+``CAST(x AS STRING)``                    UTF-8 text of BINARY (bytes that are not
+                                         UTF-8 kept as they are, as Spark keeps
+                                         them), decimal text of numbers
+``CAST(x AS BIGINT | INT)``              integer from STRING (surrounding blanks
+                                         allowed; anything else is an error, as with
+                                         Spark's ANSI mode), seconds of a TIMESTAMP
+``CAST(x AS TIMESTAMP)``                 from BIGINT/INT seconds
+``get_json_object(s, '$.a.b[0]')``      Spark's JSON path subset: ``.name``,
+                                         ``['name']``, ``[index]``; a string comes
+                                         back unquoted, an integer in decimal, an
+                                         object or array as compact JSON; NULL if
+                                         the path is missing or the text is not JSON.
+                                         (Fractional numbers are printed by Python's
+                                         ``repr``, which can differ from Spark's
+                                         text: do not key by them.)
+``coalesce(a, b, ...)``, ``lower(s)``,   as in Spark
+``upper(s)``, ``concat(s, ...)``
+=======================================  ==========================================
+
+Anything else is refused when the table is opened (:class:`ExpressionError`),
+naming what is missing, so a consumer never computes a different partition than
+Spark would. Key bytes follow ``kplex_key`` (STRING as UTF-8, INT and BIGINT
+big-endian, BINARY as is) and order values ``kplex_order`` (TIMESTAMP as epoch ms,
+integers as they are).
+
+>>> key = compile_key('get_json_object(CAST(value AS STRING), "$.userid")')
+>>> order = compile_order("CAST(get_json_object(CAST(value AS STRING), '$.viewtime') AS BIGINT)")
+>>> rec = SourceRecord(b"Page_62", b'{"viewtime":1565606197468,"userid":"User_6"}', "pageviews", 0, 7, 1)
+>>> key(rec), order(rec)
+(b'User_6', 1565606197468)
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import sqlglot
+from sqlglot import exp
+
+from kplex.errors import ExpressionError
+
+__all__ = ["ExpressionError", "SourceRecord", "compile_key", "compile_order", "pointer_or_expression"]
+
+STRING, BINARY, INT, BIGINT, TIMESTAMP, NULL = "STRING", "BINARY", "INT", "BIGINT", "TIMESTAMP", "NULL"
+
+
+@dataclass(frozen=True)
+class SourceRecord:
+    """The columns a key or order expression sees (``timestamp`` in epoch ms)."""
+
+    key: bytes | None
+    value: bytes | None
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int | None
+
+
+Eval = Callable[[SourceRecord], Any]
+
+_COLUMNS: dict[str, tuple[str, Eval]] = {
+    "key": (BINARY, lambda r: r.key),
+    "value": (BINARY, lambda r: r.value),
+    "topic": (STRING, lambda r: r.topic),
+    "partition": (INT, lambda r: r.partition),
+    "offset": (BIGINT, lambda r: r.offset),
+    "timestamp": (TIMESTAMP, lambda r: r.timestamp),
+}
+
+
+def pointer_or_expression(text: str, cast: str | None = None) -> str:
+    """A JSON pointer of the original kplex (``/userid``) as Spark SQL; other text as is.
+
+    >>> pointer_or_expression("/viewtime", cast="BIGINT")
+    "CAST(get_json_object(CAST(value AS STRING), '$.viewtime') AS BIGINT)"
+    >>> pointer_or_expression("timestamp")
+    'timestamp'
+    """
+    if text.startswith("/"):
+        from kplex.sqltools.jsonpointer import spark_extract
+
+        return spark_extract(text, cast=cast)
+    return text
+
+
+def compile_key(text: str) -> Callable[[SourceRecord], bytes | None]:
+    """The canonical key bytes of ``text`` (as ``kplex_key`` makes them), or None for NULL."""
+    kind, fn = _compile(text, "kplex.key")
+    if kind == STRING:
+        return lambda r: None if (v := fn(r)) is None else v.encode("utf-8", errors="surrogateescape")
+    if kind == BINARY:
+        return fn
+    if kind == INT:
+        return lambda r: None if (v := fn(r)) is None else struct.pack(">i", v)
+    if kind == BIGINT:
+        return lambda r: None if (v := fn(r)) is None else struct.pack(">q", v)
+    if kind == NULL:
+        return lambda r: None
+    raise ExpressionError(f"'kplex.key' = {text!r} has type {kind}; outside Spark kplex makes keys of"
+                          " STRING, BINARY, INT and BIGINT only. Read this table with Spark.")
+
+
+def compile_order(text: str) -> Callable[[SourceRecord], int | None]:
+    """The order value of ``text`` (as ``kplex_order`` makes it), or None for NULL."""
+    kind, fn = _compile(text, "kplex.order")
+    if kind in (INT, BIGINT, TIMESTAMP, NULL):
+        return fn
+    raise ExpressionError(f"'kplex.order' = {text!r} has type {kind}; an order is a TIMESTAMP or an"
+                          " integer: CAST it, e.g. CAST(get_json_object(CAST(value AS STRING),"
+                          " '$.viewtime') AS BIGINT).")
+
+
+def _compile(text: str, prop: str) -> tuple[str, Eval]:
+    try:
+        tree = sqlglot.parse_one(text, read="spark")
+    except sqlglot.errors.ParseError as e:
+        raise ExpressionError(f"{prop!r} = {text!r} is not a Spark SQL expression: {e}") from None
+    return _Compiler(text, prop).compile(tree)
+
+
+class _Compiler:
+    def __init__(self, text: str, prop: str) -> None:
+        self.text = text
+        self.prop = prop
+
+    def refuse(self, what: str) -> ExpressionError:
+        return ExpressionError(
+            f"{self.prop!r} = {self.text!r}: {what} is beyond what kplex evaluates outside Spark"
+            " (columns, literals, CAST, get_json_object, coalesce, lower, upper, concat)."
+            " Read this table with Spark, or materialize it with INSERT.")
+
+    def compile(self, node: exp.Expression) -> tuple[str, Eval]:
+        if isinstance(node, exp.Paren):
+            return self.compile(node.this)
+        if isinstance(node, exp.Column):
+            if node.table:
+                raise self.refuse(f"column {node.sql('spark')}")
+            name = node.name.lower()
+            if name not in _COLUMNS:
+                raise ExpressionError(f"{self.prop!r} = {self.text!r}: no column {node.name!r}; the"
+                                      f" source has {', '.join(_COLUMNS)} and headers.")
+            return _COLUMNS[name]
+        if isinstance(node, exp.Null):
+            return NULL, lambda r: None
+        if isinstance(node, exp.Literal):
+            if node.is_string:
+                value = node.this
+                return STRING, lambda r: value
+            number = int(node.this) if node.this.lstrip("-").isdigit() else None
+            if number is None:
+                raise self.refuse(f"the literal {node.this}")
+            kind = INT if -(2**31) <= number < 2**31 else BIGINT
+            return kind, lambda r: number
+        if isinstance(node, (exp.Cast, exp.TryCast)):
+            return self.cast(node)
+        if isinstance(node, exp.JSONExtractScalar):
+            return self.json_object(node)
+        if isinstance(node, exp.Coalesce):
+            parts = [self.compile(a) for a in [node.this, *node.expressions]]
+            kinds = {k for k, _ in parts if k != NULL}
+            if len(kinds) > 1:
+                raise self.refuse(f"coalesce over {sorted(kinds)}")
+            fns = [f for _, f in parts]
+            return (kinds.pop() if kinds else NULL), lambda r: next(
+                (v for v in (f(r) for f in fns) if v is not None), None)
+        if isinstance(node, (exp.Lower, exp.Upper)):
+            kind, fn = self.compile(node.this)
+            if kind not in (STRING, NULL):
+                raise self.refuse(f"{node.key}() of {kind}")
+            op = str.lower if isinstance(node, exp.Lower) else str.upper
+            return STRING, lambda r: None if (v := fn(r)) is None else op(v)
+        if isinstance(node, exp.Concat):
+            parts = [self.as_string(*self.compile(a)) for a in node.expressions]
+            return STRING, lambda r: _concat([f(r) for f in parts])
+        raise self.refuse(f"`{node.sql('spark')}`")
+
+    def as_string(self, kind: str, fn: Eval) -> Eval:
+        if kind in (STRING, NULL):
+            return fn
+        if kind == BINARY:
+            return lambda r: None if (v := fn(r)) is None else v.decode("utf-8", errors="surrogateescape")
+        if kind in (INT, BIGINT):
+            return lambda r: None if (v := fn(r)) is None else str(v)
+        raise self.refuse(f"a {kind} as text")
+
+    def cast(self, node: exp.Cast) -> tuple[str, Eval]:
+        kind, fn = self.compile(node.this)
+        to = node.to.this
+        if to in (exp.DataType.Type.TEXT, exp.DataType.Type.VARCHAR):
+            return STRING, self.as_string(kind, fn)
+        if to == exp.DataType.Type.BINARY:
+            if kind in (BINARY, NULL):
+                return BINARY, fn
+            if kind == STRING:
+                return BINARY, lambda r: None if (v := fn(r)) is None else v.encode("utf-8", errors="surrogateescape")
+        if to in (exp.DataType.Type.BIGINT, exp.DataType.Type.INT):
+            target = BIGINT if to == exp.DataType.Type.BIGINT else INT
+            if kind in (INT, BIGINT, NULL):
+                return target, fn
+            if kind == STRING:
+                return target, lambda r: None if (v := fn(r)) is None else self.parse_int(v, target)
+            if kind == TIMESTAMP:
+                return target, lambda r: None if (v := fn(r)) is None else v // 1000
+        if to in (exp.DataType.Type.TIMESTAMP, exp.DataType.Type.TIMESTAMPTZ):
+            if kind in (TIMESTAMP, NULL):
+                return TIMESTAMP, fn
+            if kind in (INT, BIGINT):
+                return TIMESTAMP, lambda r: None if (v := fn(r)) is None else v * 1000
+        raise self.refuse(f"CAST of {kind} AS {node.to.sql('spark')}")
+
+    def parse_int(self, text: str, target: str) -> int:
+        stripped = text.strip()
+        try:
+            number = int(stripped, 10)
+        except ValueError:
+            raise ExpressionError(f"{self.prop!r} = {self.text!r}: CAST({text!r} AS {target}) fails"
+                                  " (Spark's ANSI mode fails too).") from None
+        bits = 63 if target == BIGINT else 31
+        if not -(2**bits) <= number < 2**bits:
+            raise ExpressionError(f"{self.prop!r} = {self.text!r}: {text!r} overflows {target}.")
+        return number
+
+    def json_object(self, node: exp.JSONExtractScalar) -> tuple[str, Eval]:
+        kind, fn = self.compile(node.this)
+        text_of = self.as_string(kind, fn)
+        path = node.expression
+        if not isinstance(path, exp.JSONPath):
+            raise self.refuse("a JSON path that is not a literal")
+        steps: list[str | int] = []
+        for part in path.expressions:
+            if isinstance(part, exp.JSONPathRoot):
+                continue
+            if isinstance(part, exp.JSONPathKey) and isinstance(part.this, str):
+                steps.append(part.this)
+            elif isinstance(part, exp.JSONPathSubscript) and isinstance(part.this, int):
+                steps.append(part.this)
+            else:
+                raise self.refuse(f"the JSON path step {part.sql('spark')}")
+
+        def extract(r: SourceRecord) -> str | None:
+            text = text_of(r)
+            return None if text is None else get_json_object(text, steps)
+
+        return STRING, extract
+
+
+def _concat(values: list[str | None]) -> str | None:
+    return None if any(v is None for v in values) else "".join(values)  # type: ignore[arg-type]
+
+
+class _Number(str):
+    """A JSON number as Spark's get_json_object prints it (integers canonical)."""
+
+    def __new__(cls, text: str) -> _Number:
+        try:
+            return super().__new__(cls, str(int(text)))
+        except ValueError:
+            return super().__new__(cls, repr(float(text)))
+
+
+def get_json_object(text: str, steps: list[str | int]) -> str | None:
+    """Spark's ``get_json_object`` for a path of member names and array indices.
+
+    >>> get_json_object('{"a": {"b": [1, {"c": "x"}]}, "n": 1.50}', ["a", "b", 1])
+    '{"c":"x"}'
+    >>> get_json_object('{"n": 1.50}', ["n"]), get_json_object('{"n": null}', ["n"])
+    ('1.5', None)
+    """
+    try:
+        node: Any = json.loads(text, parse_int=_Number, parse_float=_Number)
+    except ValueError:
+        return None
+    for step in steps:
+        if isinstance(step, int):
+            if not isinstance(node, list) or not 0 <= step < len(node):
+                return None
+        elif not isinstance(node, dict) or step not in node:
+            return None
+        node = node[step]
+    if node is None:
+        return None
+    if isinstance(node, _Number):
+        return str(node)
+    if isinstance(node, str):
+        return node
+    if isinstance(node, bool):
+        return "true" if node else "false"
+    return _compact(node)
+
+
+def _compact(node: Any) -> str:
+    if isinstance(node, _Number):
+        return str(node)
+    if isinstance(node, dict):
+        return "{" + ",".join(json.dumps(k, ensure_ascii=False) + ":" + _compact(v) for k, v in node.items()) + "}"
+    if isinstance(node, list):
+        return "[" + ",".join(_compact(v) for v in node) + "]"
+    return json.dumps(node, ensure_ascii=False)

@@ -1,0 +1,610 @@
+"""Read kplex tables without Spark: every virtual partition in order, with a plain consumer.
+
+Three kinds of table, told apart by the definition stored in ``_kplex_tables``:
+
+* a **kplex-written table** (``INSERT INTO kplex.t``): virtual partition ``vp`` lives on
+  physical partition ``vp % P`` in order (G2); its records carry headers ``kplex.vp``
+  and ``kplex.order``, which is all the reader needs (G5);
+* a **read-time table** (``'kplex.source' = 'topic'``): no topic of its own; the reader
+  reads every partition of the source, computes key, order and virtual partition from
+  the definition (:mod:`kplex.expressions`) and merges the partitions in event-time
+  order with the bound ``kplex.max_delay_ms`` (:mod:`kplex.merge`), exactly as the
+  Spark source does, so both give the same sequences;
+* a **plain topic**: its physical partitions are its "virtual" ones, in offset order.
+  Given ``order=`` (and optionally ``key=``, ``virtual_partitions=``) it is read as an
+  ad-hoc read-time table instead, e.g. one global event-time order of all partitions.
+
+Reads are bounded: from the earliest offset (or ``start_timestamp``) to the last stable
+offset when the read starts (or ``end_timestamp``), ``read_committed``.
+
+>>> for rec in iter_virtual_partition("localhost:9092", "pageviews_by_user", 3):  # doctest: +SKIP
+...     print(rec.order, rec.value)
+>>> timeline = TableReader("localhost:9092", "clickstream", order="/_time", max_delay_ms=1000)  # doctest: +SKIP
+>>> times = [rec.order for rec in timeline]  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable, Iterator, Mapping
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+
+from kplex.errors import (
+    KplexError,
+    LateRecordError,
+    OptionError,
+    PartitionMismatchError,
+    UnknownTableError,
+)
+from kplex.expressions import SourceRecord, compile_key, compile_order, pointer_or_expression
+from kplex.merge import EventTimeMerge, Pending
+from kplex.placement import virtual_partition
+
+__all__ = [
+    "TABLES_TOPIC",
+    "KplexRecord",
+    "ReadStats",
+    "TableInfo",
+    "TableReader",
+    "iter_table",
+    "iter_virtual_partition",
+    "open_table",
+    "read_metrics",
+    "read_table_definition",
+]
+
+TABLES_TOPIC = "_kplex_tables"
+VP_HEADER = "kplex.vp"
+ORDER_HEADER = "kplex.order"
+LATE_POLICIES = ("fail", "drop", "side_topic")
+#: A read that makes no progress for this long is an error, not a hang.
+STALL_S = 120.0
+#: With more records than this waiting for the watermark, only partitions holding it are read.
+MAX_BUFFERED = 100_000
+
+_QUIET = logging.getLogger("kplex.reader.librdkafka")
+_QUIET.addHandler(logging.NullHandler())
+_QUIET.propagate = False
+
+
+@dataclass(frozen=True)
+class KplexRecord:
+    """One record of a virtual partition.
+
+    ``key`` is the canonical key bytes (for a plain topic: the record's key); ``order``
+    the order value (plain topic: the Kafka timestamp); ``topic``, ``partition``,
+    ``offset`` where the record is stored (for a read-time table: in the source);
+    ``timestamp`` the Kafka timestamp in ms, or None.
+    """
+
+    vp: int
+    order: int | None
+    key: bytes | None
+    value: bytes | None
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int | None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+
+
+@dataclass
+class ReadStats:
+    """What a read did: source records read, records yielded per vp, late records."""
+
+    records_read: int = 0
+    per_vp: Counter = field(default_factory=Counter)
+    late_dropped: int = 0
+    late_to_side_topic: int = 0
+
+    @property
+    def records_out(self) -> int:
+        return sum(self.per_vp.values())
+
+    def __iadd__(self, other: ReadStats) -> ReadStats:
+        self.records_read += other.records_read
+        self.per_vp.update(other.per_vp)
+        self.late_dropped += other.late_dropped
+        self.late_to_side_topic += other.late_to_side_topic
+        return self
+
+    def summary(self) -> str:
+        return (f"{self.records_out} records out of {self.records_read} read; late: "
+                f"{self.late_dropped} dropped, {self.late_to_side_topic} to the side topic")
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    """What a reader needs to know about a table (from its stored definition).
+
+    ``kind`` is ``"derived"`` (kplex-written), ``"virtual"`` (read-time) or ``"topic"``;
+    ``topic`` is where the records are (a read-time table's source).
+    """
+
+    name: str
+    topic: str
+    kind: str
+    virtual_partitions: int
+    physical_partitions: int
+    key: str | None = None
+    order: str | None = None
+    max_delay_ms: int = 0
+    late_policy: str = "fail"
+    late_topic: str | None = None
+    null_key: str = "fail"
+    null_order: str = "fail"
+    properties: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_definition(cls, data: Mapping[str, Any]) -> TableInfo:
+        """From the JSON value stored in ``_kplex_tables``.
+
+        >>> TableInfo.from_definition({"name": "t", "topic": "src", "virtual_partitions": 4,
+        ...     "physical_partitions": 2, "properties": {"kplex.source": "src"}}).kind
+        'virtual'
+        """
+        props = {str(k): str(v) for k, v in (data.get("properties") or {}).items()}
+        virtual = "kplex.source" in props
+        return cls(
+            name=str(data["name"]),
+            topic=props.get("kplex.source") or str(data.get("topic") or data["name"]),
+            kind="virtual" if virtual else "derived",
+            virtual_partitions=int(data["virtual_partitions"]),
+            physical_partitions=int(data.get("physical_partitions") or 0),
+            key=props.get("kplex.key", "key" if virtual else None),
+            order=props.get("kplex.order", "timestamp" if virtual else None),
+            max_delay_ms=int(props.get("kplex.max_delay_ms", "0")),
+            late_policy=props.get("kplex.late_policy", "fail"),
+            late_topic=props.get("kplex.late_topic"),
+            null_key=str(data.get("null_key") or props.get("kplex.null_key", "fail")),
+            null_order=str(data.get("null_order") or props.get("kplex.null_order", "fail")),
+            properties=props,
+        )
+
+
+def _consumer(bootstrap: str, config: Mapping[str, Any] | None) -> Consumer:
+    settings: dict[str, Any] = {
+        "bootstrap.servers": bootstrap,
+        "group.id": f"kplex-read-{uuid.uuid4().hex}",
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "enable.partition.eof": True,
+        "isolation.level": "read_committed",
+        "auto.offset.reset": "earliest",
+        "logger": _QUIET,
+    }
+    settings.update(config or {})
+    return Consumer(settings)
+
+
+def _partitions(consumer: Consumer, topic: str, timeout: float) -> list[int] | None:
+    try:
+        metadata = consumer.list_topics(topic, timeout=timeout).topics.get(topic)
+    except KafkaException as e:
+        raise KplexError(f"no Kafka broker answered: {e}") from None
+    if metadata is None or metadata.error is not None:
+        if metadata is not None and metadata.error.code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
+            raise KafkaException(metadata.error)
+        return None
+    return sorted(metadata.partitions)
+
+
+def read_table_definition(bootstrap: str, table: str, *, metadata_topic: str = TABLES_TOPIC,
+                          timeout: float = 15.0, config: Mapping[str, Any] | None = None,
+                          ) -> dict[str, Any] | None:
+    """The stored definition of ``table`` (the JSON of ``_kplex_tables``), None if it has none.
+
+    >>> read_table_definition("localhost:9092", "pageviews_by_user")["virtual_partitions"]  # doctest: +SKIP
+    9
+    """
+    consumer = _consumer(bootstrap, config)
+    try:
+        if not _partitions(consumer, metadata_topic, timeout):
+            return None
+        tp = TopicPartition(metadata_topic, 0)
+        low, high = consumer.get_watermark_offsets(tp, timeout=timeout, cached=False)
+        if high <= low:
+            return None
+        consumer.assign([TopicPartition(metadata_topic, 0, low)])
+        latest: bytes | None = None
+        wanted = table.encode("utf-8")
+        deadline = time.monotonic() + timeout
+        done = False
+        while not done:
+            if time.monotonic() > deadline:
+                raise KplexError(f"timed out reading the table definitions in {metadata_topic!r}.")
+            for msg in consumer.consume(num_messages=1000, timeout=0.5):
+                if msg.error() is not None:
+                    if msg.error().code() == KafkaError._PARTITION_EOF:
+                        done = True
+                        continue
+                    raise KafkaException(msg.error())
+                if msg.key() == wanted:
+                    latest = msg.value()
+                if msg.offset() + 1 >= high:
+                    done = True
+        return None if latest is None else json.loads(latest)
+    finally:
+        consumer.close()
+
+
+def open_table(bootstrap: str, table: str, *, key: str | None = None, order: str | None = None,
+               virtual_partitions: int | None = None, max_delay_ms: int | None = None,
+               late_policy: str | None = None, late_topic: str | None = None,
+               metadata_topic: str = TABLES_TOPIC, timeout: float = 15.0,
+               config: Mapping[str, Any] | None = None) -> TableInfo:
+    """What to read for ``table``: its stored definition, or the plain topic of that name.
+
+    On a read-time table ``max_delay_ms``, ``late_policy`` and ``late_topic`` override the
+    definition for this read. On a plain topic, ``order`` (and ``key``, default the
+    record key; ``virtual_partitions``, default 1) make an ad-hoc read-time view; a JSON
+    pointer such as ``/viewtime`` stands for ``CAST(get_json_object(...) AS BIGINT)``.
+
+    >>> open_table("localhost:9092", "clickstream", order="/_time", max_delay_ms=1000)  # doctest: +SKIP
+    TableInfo(name='clickstream', topic='clickstream', kind='virtual', virtual_partitions=1, ...)
+    """
+    data = read_table_definition(bootstrap, table, metadata_topic=metadata_topic, timeout=timeout,
+                                 config=config)
+    overrides = {k: v for k, v in (("max_delay_ms", max_delay_ms), ("late_policy", late_policy),
+                                   ("late_topic", late_topic)) if v is not None}
+    defining = {k for k, v in (("key", key), ("order", order),
+                               ("virtual_partitions", virtual_partitions)) if v is not None}
+    if data is not None:
+        info = TableInfo.from_definition(data)
+        if defining:
+            raise OptionError(f"{sorted(defining)} are part of table {table}'s definition;"
+                              " a read may only set max_delay_ms, late_policy and late_topic.")
+        if overrides and info.kind != "virtual":
+            raise OptionError(f"{sorted(overrides)} only apply to read-time tables; {table} is"
+                              " written by kplex and already in order.")
+        info = replace(info, **overrides)
+    else:
+        consumer = _consumer(bootstrap, config)
+        try:
+            partitions = _partitions(consumer, table, timeout)
+        finally:
+            consumer.close()
+        if partitions is None:
+            raise UnknownTableError(f"[KPLEX_UNKNOWN_TOPIC] no table or topic named {table!r} on"
+                                    f" {bootstrap}.")
+        if defining or overrides:
+            info = TableInfo(name=table, topic=table, kind="virtual",
+                             virtual_partitions=virtual_partitions or 1,
+                             physical_partitions=len(partitions),
+                             key=pointer_or_expression(key) if key else "key",
+                             order=pointer_or_expression(order, cast="BIGINT") if order else "timestamp",
+                             **overrides)
+        else:
+            info = TableInfo(name=table, topic=table, kind="topic", virtual_partitions=len(partitions),
+                             physical_partitions=len(partitions))
+    if info.late_policy not in LATE_POLICIES:
+        raise OptionError(f"late_policy {info.late_policy!r} is not one of {list(LATE_POLICIES)}.")
+    if info.late_policy == "side_topic" and not info.late_topic:
+        raise OptionError("late_policy 'side_topic' needs late_topic, the topic for late records.")
+    if info.max_delay_ms < 0:
+        raise OptionError(f"max_delay_ms must be >= 0, got {info.max_delay_ms}.")
+    return info
+
+
+class _Feed:
+    """The messages of some partitions of a topic, each between its bounds, in offset order."""
+
+    def __init__(self, consumer: Consumer, topic: str, ranges: Mapping[int, tuple[int, int]]) -> None:
+        self.consumer = consumer
+        self.topic = topic
+        self.ends = {p: end for p, (start, end) in ranges.items()}
+        self.open = {p for p, (start, end) in ranges.items() if end > start}
+        self.paused: set[int] = set()
+        self.last_progress = time.monotonic()
+        consumer.assign([TopicPartition(topic, p, ranges[p][0]) for p in sorted(self.open)])
+
+    def batch(self) -> tuple[list[Message], list[int]]:
+        """The next messages within bounds, and the partitions that ended with them."""
+        messages: list[Message] = []
+        ended: list[int] = []
+        batch = self.consumer.consume(num_messages=1000, timeout=0.5)
+        if batch:
+            self.last_progress = time.monotonic()
+        elif time.monotonic() - self.last_progress > STALL_S:
+            raise KplexError(f"[KPLEX_READ_STALLED] no progress reading {self.topic!r} partitions"
+                             f" {sorted(self.open)} for {STALL_S:.0f} s.")
+        for msg in batch:
+            p = msg.partition()
+            error = msg.error()
+            if p not in self.open:
+                continue
+            if error is not None:
+                if error.code() != KafkaError._PARTITION_EOF:
+                    raise KafkaException(error)
+                self._end(p, ended)
+            elif msg.offset() >= self.ends[p]:
+                self._end(p, ended)
+            else:
+                messages.append(msg)
+                if msg.offset() + 1 >= self.ends[p]:
+                    self._end(p, ended)
+        return messages, ended
+
+    def _end(self, p: int, ended: list[int]) -> None:
+        self.open.discard(p)
+        ended.append(p)
+        self.consumer.pause([TopicPartition(self.topic, p)])
+
+    def read_only(self, partitions: set[int] | None) -> None:
+        """Fetch only ``partitions`` (None: all open ones)."""
+        pause = set() if partitions is None else self.open - partitions
+        if pause == self.paused:
+            return
+        if self.paused - pause:
+            self.consumer.resume([TopicPartition(self.topic, p) for p in self.paused - pause])
+        if pause - self.paused:
+            self.consumer.pause([TopicPartition(self.topic, p) for p in pause - self.paused])
+        self.paused = pause
+
+
+def _ascii_int(value: bytes | None) -> int | None:
+    if value is None or not value.isascii():
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        return None
+
+
+class TableReader:
+    """An iterable over the records of some (default: all) virtual partitions of a table,
+    each virtual partition in its order; :attr:`stats` counts as it goes.
+
+    ``table`` is a name (looked up with :func:`open_table`, which takes the keyword
+    arguments ``key``, ``order``, ``virtual_partitions``, ``max_delay_ms``,
+    ``late_policy``, ``late_topic``) or a :class:`TableInfo`. ``config`` adds librdkafka
+    settings. Records of different virtual partitions interleave; each one's come in
+    order.
+
+    >>> reader = TableReader("localhost:9092", "pageviews_by_user", vps=[3])  # doctest: +SKIP
+    >>> [r.order for r in reader] == sorted(r.order for r in reader)  # doctest: +SKIP
+    True
+    """
+
+    def __init__(self, bootstrap: str, table: str | TableInfo, vps: Iterable[int] | None = None, *,
+                 start_timestamp: int | None = None, end_timestamp: int | None = None,
+                 config: Mapping[str, Any] | None = None, metadata_topic: str = TABLES_TOPIC,
+                 timeout: float = 15.0, **table_options: Any) -> None:
+        self.bootstrap = bootstrap
+        self.config = dict(config or {})
+        self.timeout = timeout
+        self.info = table if isinstance(table, TableInfo) else open_table(
+            bootstrap, table, metadata_topic=metadata_topic, timeout=timeout, config=config,
+            **table_options)
+        v = self.info.virtual_partitions
+        self.vps = set(range(v)) if vps is None else set(vps)
+        bad = sorted(vp for vp in self.vps if not 0 <= vp < v)
+        if bad:
+            raise OptionError(f"table {self.info.name} has virtual partitions 0..{v - 1}, not {bad}.")
+        self.start_timestamp = start_timestamp
+        self.end_timestamp = end_timestamp
+        self.stats = ReadStats()
+        if self.info.kind == "virtual":
+            self._key = compile_key(self.info.key or "key")
+            self._order = compile_order(self.info.order or "timestamp")
+
+    def __iter__(self) -> Iterator[KplexRecord]:
+        consumer = _consumer(self.bootstrap, self.config)
+        try:
+            partitions = _partitions(consumer, self.info.topic, self.timeout)
+            if partitions is None:
+                raise UnknownTableError(f"[KPLEX_UNKNOWN_TOPIC] topic {self.info.topic!r} (of table"
+                                        f" {self.info.name}) does not exist.")
+            if self.info.kind == "derived":
+                if len(partitions) != self.info.physical_partitions:
+                    raise PartitionMismatchError(
+                        f"[KPLEX_PARTITION_MISMATCH] topic {self.info.topic!r} has {len(partitions)}"
+                        f" partitions but table {self.info.name} says {self.info.physical_partitions}.")
+                wanted = sorted({vp % self.info.physical_partitions for vp in self.vps})
+            elif self.info.kind == "topic":
+                wanted = sorted(self.vps)
+            else:
+                wanted = partitions
+            feed = _Feed(consumer, self.info.topic, self._ranges(consumer, wanted))
+            if self.info.kind == "virtual":
+                yield from self._merged(feed, wanted)
+            else:
+                yield from self._stored(feed)
+        finally:
+            consumer.close()
+
+    def _ranges(self, consumer: Consumer, partitions: list[int]) -> dict[int, tuple[int, int]]:
+        ranges = {}
+        for p in partitions:
+            low, high = consumer.get_watermark_offsets(TopicPartition(self.info.topic, p),
+                                                       timeout=self.timeout, cached=False)
+            ranges[p] = (low, high)
+        for i, ts in enumerate((self.start_timestamp, self.end_timestamp)):
+            if ts is None:
+                continue
+            found = consumer.offsets_for_times(
+                [TopicPartition(self.info.topic, p, ts) for p in partitions], timeout=self.timeout)
+            for tp in found:
+                low, high = ranges[tp.partition]
+                offset = high if tp.offset < 0 else min(max(tp.offset, low), high)
+                ranges[tp.partition] = (offset, high) if i == 0 else (low, max(low, offset))
+        return ranges
+
+    @staticmethod
+    def _coordinates(msg: Message) -> dict[str, Any]:
+        kind, ts = msg.timestamp()
+        return dict(topic=msg.topic(), partition=msg.partition(), offset=msg.offset(),
+                    timestamp=None if ts < 0 else ts, headers=tuple(msg.headers() or ()))
+
+    def _stored(self, feed: _Feed) -> Iterator[KplexRecord]:
+        derived = self.info.kind == "derived"
+        while feed.open:
+            messages, _ = feed.batch()
+            for msg in messages:
+                self.stats.records_read += 1
+                if derived:
+                    headers = dict(msg.headers() or ())
+                    vp = _ascii_int(headers.get(VP_HEADER))
+                    if vp is None or vp not in self.vps:
+                        continue
+                    order = _ascii_int(headers.get(ORDER_HEADER))
+                else:
+                    vp = msg.partition()
+                    order = msg.timestamp()[1] if msg.timestamp()[1] >= 0 else None
+                self.stats.per_vp[vp] += 1
+                yield KplexRecord(vp=vp, order=order, key=msg.key(), value=msg.value(),
+                                  **self._coordinates(msg))
+
+    def _merged(self, feed: _Feed, partitions: list[int]) -> Iterator[KplexRecord]:
+        index = {p: i for i, p in enumerate(partitions)}
+        merge: EventTimeMerge[KplexRecord] = EventTimeMerge(len(partitions), self.info.max_delay_ms)
+        for p in partitions:
+            if p not in feed.open:
+                merge.end(index[p])
+        late = _LateRecords(self.bootstrap, self.info, self.config, self.stats)
+        try:
+            while True:
+                while (record := merge.poll()) is not None:
+                    self.stats.per_vp[record.vp] += 1
+                    yield record
+                if merge.all_ended():
+                    break
+                if merge.buffered > MAX_BUFFERED:
+                    feed.read_only({p for p in partitions if merge.holds_watermark(index[p])})
+                else:
+                    feed.read_only(None)
+                messages, ended = feed.batch()
+                for msg in messages:
+                    self.stats.records_read += 1
+                    self._merge_one(merge, index[msg.partition()], msg, late)
+                for p in ended:
+                    merge.end(index[p])
+            late.flush()
+        finally:
+            late.close()
+
+    def _merge_one(self, merge: EventTimeMerge[KplexRecord], source: int, msg: Message,
+                   late: _LateRecords) -> None:
+        coordinates = self._coordinates(msg)
+        src = SourceRecord(msg.key(), msg.value(), coordinates["topic"], coordinates["partition"],
+                           coordinates["offset"], coordinates["timestamp"])
+        key = self._key(src)
+        order = self._order(src)
+        where = f"{src.topic}-{src.partition} offset {src.offset}"
+        if key is None:
+            if self.info.null_key == "drop":
+                return
+            raise KplexError(f"[KPLEX_NULL_KEY] NULL key ('kplex.key' = {self.info.key}) at {where}."
+                             " Set 'kplex.null_key' = 'drop' to skip such records.")
+        if order is None:
+            if self.info.null_order == "drop":
+                return
+            raise KplexError(f"[KPLEX_NULL_ORDER] NULL order value ('kplex.order' = {self.info.order})"
+                             f" at {where}. Set 'kplex.null_order' = 'drop' to skip such records.")
+        vp = virtual_partition(key, self.info.virtual_partitions)
+        if merge.is_late(source, order):
+            if vp in self.vps:
+                late.handle(msg, vp, order, merge.high(source))
+            return
+        merge.accept(source, order)
+        if vp in self.vps:
+            merge.add(Pending(order, key, msg.value(), src.partition, src.offset),
+                      KplexRecord(vp=vp, order=order, key=key, value=msg.value(), **coordinates))
+
+
+class _LateRecords:
+    """``kplex.late_policy`` for the reader: fail, drop (counted), or send to the side topic."""
+
+    def __init__(self, bootstrap: str, info: TableInfo, config: Mapping[str, Any], stats: ReadStats) -> None:
+        self.bootstrap = bootstrap
+        self.info = info
+        self.config = config
+        self.stats = stats
+        self.producer: Producer | None = None
+        self.errors: list[KafkaError] = []
+
+    def handle(self, msg: Message, vp: int, order: int, partition_max: int | None) -> None:
+        policy = self.info.late_policy
+        if policy == "drop":
+            self.stats.late_dropped += 1
+        elif policy == "side_topic":
+            self.send(msg, vp, order)
+            self.stats.late_to_side_topic += 1
+        else:
+            raise LateRecordError(
+                f"[KPLEX_LATE_RECORD] table {self.info.name}: the record at {msg.topic()}-"
+                f"{msg.partition()} offset {msg.offset()} has order value {order},"
+                f" {None if partition_max is None else partition_max - order} ms behind the largest"
+                f" order value seen before it on that partition ({partition_max}), beyond"
+                f" 'kplex.max_delay_ms' = {self.info.max_delay_ms}. Raise 'kplex.max_delay_ms', or"
+                " set 'kplex.late_policy' to 'drop' or 'side_topic' (with 'kplex.late_topic').")
+
+    def send(self, msg: Message, vp: int, order: int) -> None:
+        """The source record as it was, plus kplex.vp, kplex.order and where it came from."""
+        if self.producer is None:
+            settings = {"bootstrap.servers": self.bootstrap, "enable.idempotence": True,
+                        "logger": _QUIET}
+            settings.update({k: v for k, v in self.config.items() if not k.startswith(("group.", "isolation."))})
+            self.producer = Producer(settings)
+        headers = list(msg.headers() or ()) + [
+            (VP_HEADER, str(vp).encode()), (ORDER_HEADER, str(order).encode()),
+            ("kplex.source_partition", str(msg.partition()).encode()),
+            ("kplex.source_offset", str(msg.offset()).encode())]
+        kind, ts = msg.timestamp()
+        extra = {"timestamp": ts} if ts >= 0 else {}
+        while True:
+            try:
+                self.producer.produce(self.info.late_topic, key=msg.key(), value=msg.value(),
+                                      headers=headers, on_delivery=self._delivered, **extra)
+                break
+            except BufferError:
+                self.producer.poll(0.1)
+        self.producer.poll(0)
+
+    def _delivered(self, err: KafkaError | None, _msg: Message) -> None:
+        if err is not None:
+            self.errors.append(err)
+
+    def flush(self) -> None:
+        if self.producer is not None:
+            if self.producer.flush(60) or self.errors:
+                raise KplexError(f"[KPLEX_SEND_FAILED] sending late records to"
+                                 f" {self.info.late_topic!r} failed: {self.errors[:1] or 'timeout'}")
+
+    def close(self) -> None:
+        if self.producer is not None:
+            self.producer.flush(5)
+            self.producer = None
+
+
+def iter_virtual_partition(bootstrap: str, table: str | TableInfo, vp: int,
+                           **options: Any) -> Iterator[KplexRecord]:
+    """The records of virtual partition ``vp`` of ``table``, in order (see :class:`TableReader`).
+
+    >>> [r.order for r in iter_virtual_partition("localhost:9092", "pageviews_by_user", 3)]  # doctest: +SKIP
+    [1565606197468, 1565606198622, ...]
+    """
+    return iter(TableReader(bootstrap, table, vps=[vp], **options))
+
+
+def iter_table(bootstrap: str, table: str | TableInfo, vps: Iterable[int] | None = None,
+               **options: Any) -> Iterator[KplexRecord]:
+    """The records of every (or the given) virtual partition; each one's in order."""
+    return iter(TableReader(bootstrap, table, vps=vps, **options))
+
+
+def read_metrics(df: Any) -> dict[str, int]:
+    """The counters of the kplex scans of a DataFrame that has run (an action was called).
+
+    >>> df = spark.table("kplex.pageviews_by_user_live"); rows = df.collect()  # doctest: +SKIP
+    >>> read_metrics(df)  # doctest: +SKIP
+    {'kplexLateDropped': 3, 'kplexLateToSideTopic': 0, 'kplexRecordsRead': 27000}
+    """
+    jvm = df.sparkSession._jvm  # noqa: SLF001 - py4j gateway
+    return json.loads(jvm.io.kplex.spark.ReadMetrics.json(df._jdf))  # noqa: SLF001

@@ -1,0 +1,119 @@
+"""Reading kplex tables back: the Spark source and the Python reader against a plain consumer.
+
+Tables are written by kplex (INSERT) and read by three doors that share no code path
+with each other beyond Kafka: Spark's kplex source, ``kplex.reader`` (confluent-kafka),
+and ``kplex.verify.read_topic`` (a plain consumer reading headers).
+"""
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+
+import pytest
+from pyspark.sql.functions import spark_partition_id
+
+from kplex import verify
+from kplex.reader import TableReader, iter_virtual_partition, read_metrics
+from read_support import (
+    consumer_sequences,
+    create_materialized,
+    pageviews,
+    produce,
+    python_sequences,
+    spark_sequences,
+)
+
+
+@pytest.fixture(scope="module")
+def source(bootstrap: str) -> str:
+    topic = f"read_roundtrip_{uuid.uuid4().hex[:8]}"
+    pageviews(bootstrap, topic, 600, out_of_order_ms=4_000)
+    return topic
+
+
+@pytest.fixture(scope="module")
+def by_user(spark, source: str) -> str:
+    create_materialized(spark, f"{source}_by_user", source, 9, 3)
+    return f"{source}_by_user"
+
+
+def test_spark_reads_each_virtual_partition_as_one_input_partition_in_the_stored_order(
+        spark, bootstrap, by_user):
+    df = spark.read.format("kplex").option("table", by_user).load()
+    assert df.rdd.getNumPartitions() == 9
+    rows = df.withColumn("task", spark_partition_id()).collect()
+    assert all(r.task == r.vpartition for r in rows)  # task n holds virtual partition n only
+    expected = consumer_sequences(bootstrap, by_user)
+    assert spark_sequences(rows) == expected
+    assert sum(map(len, expected.values())) == 600
+    assert all([o for _, _, o in seq] == sorted(o for _, _, o in seq) for seq in expected.values())
+
+
+def test_sql_select_returns_kafka_coordinates_and_headers(spark, bootstrap, by_user):
+    rows = spark.sql(f"SELECT * FROM kplex.{by_user} WHERE vpartition = 4").collect()
+    stored = {(r.partition, r.offset): r for r in verify.read_topic(bootstrap, by_user)}
+    assert rows and all(r.vpartition == 4 for r in rows)
+    for row in rows:
+        plain = stored[(row.partition, row.offset)]
+        assert row.topic == by_user and row.partition == 4 % 3
+        assert (bytes(row.key), bytes(row.value)) == (plain.key, plain.value)
+        assert {h.key: bytes(h.value) for h in row.headers} == plain.headers
+        assert int(row.timestamp.timestamp() * 1000) == plain.timestamp
+
+
+def test_a_filter_on_vpartition_reads_only_those_virtual_partitions(spark, bootstrap, by_user):
+    a, b = sorted(consumer_sequences(bootstrap, by_user))[1:3]
+    df = spark.sql(f"SELECT * FROM kplex.{by_user} WHERE vpartition IN ({a}, {b})")
+    assert df.rdd.getNumPartitions() == 2
+    assert {r.vpartition for r in df.collect()} == {a, b}
+
+
+def test_the_python_reader_gives_each_virtual_partition_as_a_plain_consumer_sees_it(bootstrap, by_user):
+    expected = consumer_sequences(bootstrap, by_user)
+    for vp in range(9):
+        got = python_sequences(iter_virtual_partition(bootstrap, by_user, vp))
+        assert got == {vp: expected[vp]} if vp in expected else got == {}
+    reader = TableReader(bootstrap, by_user)
+    assert python_sequences(reader) == expected
+    assert reader.stats.records_out == 600
+
+
+def test_a_plain_topic_reads_as_its_physical_partitions(spark, bootstrap, source):
+    df = spark.table(f"kplex.{source}")
+    assert df.columns == ["key", "value", "topic", "partition", "offset", "timestamp", "headers"]
+    assert df.rdd.getNumPartitions() == 3
+    got = sorted((r.partition, r.offset, bytes(r.key), bytes(r.value)) for r in df.collect())
+    plain = [(r.partition, r.offset, r.key, r.value) for r in verify.read_topic(bootstrap, source)]
+    assert got == plain
+    assert read_metrics(df)["kplexRecordsRead"] == 600
+    python = [(r.partition, r.offset, r.key, r.value) for r in TableReader(bootstrap, source)]
+    assert sorted(python) == plain
+
+
+def test_a_read_can_be_bounded_by_offsets(spark, bootstrap, source):
+    df = (spark.read.format("kplex").option("table", source)
+          .option("startingOffsets", f'{{"{source}": {{"0": 10, "2": -1}}}}')
+          .option("endingOffsets", f'{{"{source}": {{"0": 20}}}}').load())
+    offsets = defaultdict(list)
+    for r in df.collect():
+        offsets[r.partition].append(r.offset)
+    stored = defaultdict(list)
+    for r in verify.read_topic(bootstrap, source):
+        stored[r.partition].append(r.offset)
+    assert sorted(offsets[0]) == stored[0][10:20]
+    assert sorted(offsets[1]) == stored[1]  # from the earliest to the latest
+    assert 2 not in offsets                 # starts at its end
+
+
+def test_a_read_can_be_bounded_by_kafka_timestamps(spark, bootstrap, fresh_name):
+    topic = fresh_name("stamped")
+    produce(bootstrap, topic, {p: [{"_time": 1_000 + 10 * i + p, "userid": i} for i in range(20)]
+                               for p in range(2)}, timestamps=True)
+    lo, hi = 1_050, 1_120
+    expected = sorted(1_000 + 10 * i + p for i in range(20) for p in range(2)
+                      if lo <= 1_000 + 10 * i + p < hi)
+    df = (spark.read.format("kplex").option("table", topic)
+          .option("startingTimestamp", str(lo)).option("endingTimestamp", str(hi)).load())
+    assert sorted(int(r.timestamp.timestamp() * 1000) for r in df.collect()) == expected
+    python = TableReader(bootstrap, topic, start_timestamp=lo, end_timestamp=hi)
+    assert sorted(r.timestamp for r in python) == expected
