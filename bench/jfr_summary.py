@@ -6,7 +6,7 @@ time (overall and in Spark's task threads), samples per phase of the kplex write
 (read, JSON, sort/shuffle, kplex writer, Kafka producer), and the io.kplex methods
 by inclusive time.
 
-    python bench/jfr_summary.py recording.jfr [FROM_EPOCH TO_EPOCH] > PROFILE.md
+    python bench/jfr_summary.py recording.jfr [FROM_EPOCH TO_EPOCH | EVENTLOG_DIR] > PROFILE.md
 """
 from __future__ import annotations
 
@@ -145,6 +145,15 @@ def report(samples: list[Sample], top: int = 25) -> str:
     out += ["### io.kplex methods by inclusive time (on the stack), all threads", ""]
     out += _table(inclusive.most_common(top), total, "method") + [""]
 
+    out += ["### Who calls the top task-thread methods (the 3 frames above, most common chains)", ""]
+    for name, n in self_tasks.most_common(8):
+        chains = Counter(" ← ".join(method(f).rsplit(".", 2)[-2] + "." + method(f).rsplit(".", 1)[-1]
+                                    for f in s.frames[1:4])
+                         for s in tasks if s.frames and method(s.frames[0]) == name)
+        out.append(f"- `{name}` ({n}):")
+        out += [f"  - {k} : {c}" for k, c in chains.most_common(3)]
+    out.append("")
+
     writer = [s for s in tasks if any("KplexDataWriter.write" in f for f in s.frames)]
     callees: Counter[str] = Counter()
     for s in writer:
@@ -155,6 +164,26 @@ def report(samples: list[Sample], top: int = 25) -> str:
     return "\n".join(out)
 
 
+def sql_window(eventlog_dir: Path) -> tuple[float, float]:
+    """Start and end (epoch s) of the last SQL execution in a Spark event log dir
+    (for kplex_insert.py: the INSERT)."""
+    import json
+    start = end = 0.0
+    for path in sorted(p for p in eventlog_dir.rglob("*") if p.is_file()):
+        for line in path.open():
+            if "SparkListenerSQLExecutionStart" in line:
+                start, end = json.loads(line)["time"] / 1000, 0.0
+            elif "SparkListenerSQLExecutionEnd" in line:
+                end = json.loads(line)["time"] / 1000
+    return start, end
+
+
 if __name__ == "__main__":
-    window = (float(sys.argv[2]), float(sys.argv[3])) if len(sys.argv) > 3 else None
+    # python bench/jfr_summary.py REC.jfr [FROM TO | EVENTLOG_DIR]
+    if len(sys.argv) > 3:
+        window: tuple[float, float] | None = (float(sys.argv[2]), float(sys.argv[3]))
+    elif len(sys.argv) == 3:
+        window = sql_window(Path(sys.argv[2]))
+    else:
+        window = None
     print(report(read_samples(Path(sys.argv[1]), window=window)))

@@ -105,12 +105,19 @@ def run_script(code: str, timeout: int = 600) -> subprocess.CompletedProcess:
                           env={**os.environ, "PYTHONPATH": str(ROOT / "python")})
 
 
-def cluster_job(bootstrap: str, source: str, target: str, conf: dict[str, str]) -> str:
-    """A script running the INSERT on local-cluster[2,1,1024], then printing the table's
+def why(result: subprocess.CompletedProcess) -> str:
+    """The Python traceback of a failed script, not Spark's shutdown noise after it."""
+    start = result.stderr.find("Traceback")
+    return result.stderr[start:start + 4000] if start >= 0 else result.stderr[-4000:]
+
+
+def cluster_job(bootstrap: str, source: str, target: str, conf: dict[str, str],
+                master: str = "local-cluster[2,1,1024]") -> str:
+    """A script running the INSERT on two executor JVMs, then printing the table's
     transactional ids (as seen by the transaction coordinators)."""
     return f"""
 from kplex.session import kplex_session
-spark = kplex_session({bootstrap!r}, master="local-cluster[2,1,1024]", conf={conf!r})
+spark = kplex_session({bootstrap!r}, master={master!r}, conf={conf!r})
 spark.sparkContext.setLogLevel("ERROR")
 spark.sql("CREATE TABLE kplex.{target} TBLPROPERTIES ('kplex.virtual_partitions' = '9', 'kplex.physical_partitions' = '3')")
 spark.sql('''{INSERT.format(catalog="kplex", target=target, source=source)}''')
@@ -126,29 +133,69 @@ spark.stop()
 """
 
 
-def test_speculation_on_with_a_slow_task_writes_every_row_once(bootstrap, source, fresh_name):
-    """Speculation on, partition 0 a straggler. Spark launches a speculative copy only on
-    another host, and local-cluster's executors share one, so here the copy may not run;
-    what concurrent attempts do to each other (ids per attempt, fencing of the losers) is
-    exercised by the retry and lost-executor tests. This one checks the settings break nothing."""
+@pytest.fixture(scope="module")
+def two_host_cluster(tmp_path_factory):
+    """A standalone Spark master and two workers on two loopback hosts (127.0.0.2 and
+    127.0.0.3): Spark launches a speculative copy only on another host than the
+    original attempt's, and local-cluster's executors all share one."""
+    import pyspark
+    import socket
+
+    home = Path(pyspark.__file__).parent
+    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_NO_DAEMONIZE": "1"}
+
+    def free_port() -> int:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+
+    port, logs = free_port(), tmp_path_factory.mktemp("standalone")
+    spark_class = str(home / "bin" / "spark-class")
+    processes = [subprocess.Popen(
+        [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
+         "--webui-port", str(free_port())], env=env, stdout=open(logs / "master.log", "w"),
+        stderr=subprocess.STDOUT, start_new_session=True)]
+    for host in ("127.0.0.2", "127.0.0.3"):
+        processes.append(subprocess.Popen(
+            [spark_class, "org.apache.spark.deploy.worker.Worker", "--host", host, "--cores", "1",
+             "--memory", "1g", "--webui-port", str(free_port()), "--work-dir", str(logs / host),
+             f"spark://127.0.0.1:{port}"], env=env, stdout=open(logs / f"{host}.log", "w"),
+            stderr=subprocess.STDOUT, start_new_session=True))
+    try:
+        deadline = time.monotonic() + 120
+        while (logs / "master.log").read_text().count("Registering worker") < 2:
+            assert time.monotonic() < deadline, (logs / "master.log").read_text()[-2000:]
+            time.sleep(1)
+        yield f"spark://127.0.0.1:{port}"
+    finally:
+        for p in processes:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+
+
+def test_speculative_copies_of_a_slow_task_change_nothing(bootstrap, source, fresh_name, two_host_cluster):
     target = fresh_name("speculative")
-    # 3 shuffle partitions: partition 0 (the slow one) holds 7 of the 9 virtual partitions.
     result = run_script(cluster_job(bootstrap, source, target, {
         "spark.sql.shuffle.partitions": "3", "spark.sql.adaptive.coalescePartitions.enabled": "false",
-        "spark.speculation": "true",
+        "spark.driver.host": "127.0.0.1", "spark.speculation": "true",
         "spark.speculation.interval": "200ms", "spark.speculation.quantile": "0.5",
         "spark.speculation.multiplier": "1.5", "spark.speculation.minTaskRuntime": "500ms",
-        "spark.kplex.testing.sleep_ms": "500"}))
-    assert result.returncode == 0, result.stderr[-3000:]
+        "spark.kplex.testing.sleep_ms": "1500"}, master=two_host_cluster))
+    assert result.returncode == 0, why(result)
+    txns = result.stdout.split("TXNS", 1)[1].split()
+    assert any(not t.endswith(".0") for t in txns), txns  # a second (speculative) attempt did run
     assert_exactly_once(bootstrap, source, target)
 
 
 def test_an_executor_jvm_killed_mid_write_changes_nothing(bootstrap, source, fresh_name):
     target = fresh_name("lostexec")
+    # 3 shuffle partitions, so that partition 0 (whose executor halts) has rows.
     result = run_script(cluster_job(bootstrap, source, target, {
-        "spark.sql.shuffle.partitions": "4", "spark.kplex.testing.halt_after_rows": "50"}))
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert f"kplex.{target}.0.1" in result.stdout.split("TXNS", 1)[1].split()
+        "spark.sql.shuffle.partitions": "3", "spark.sql.adaptive.coalescePartitions.enabled": "false",
+        "spark.kplex.testing.halt_after_rows": "50"}))
+    assert result.returncode == 0, why(result)
+    txns = result.stdout.split("TXNS", 1)[1].split()
+    assert any(not t.endswith(".0.0") for t in txns), txns  # partition 0 ran again elsewhere
     assert uncommitted_count(bootstrap, target) > ROWS
     assert_exactly_once(bootstrap, source, target)
 
@@ -201,7 +248,7 @@ def test_the_recover_command_unblocks_read_committed_consumers(spark, bootstrap,
     target = fresh_name("recover")
     create(spark, target)
     # What a task of a crashed run leaves behind: an open transaction under the table's ids.
-    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"kplex.{target}.0.0"})
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"kplex.{target}.0.0.0"})
     producer.init_transactions()
     producer.begin_transaction()
     producer.produce(target, b"orphan", partition=0)

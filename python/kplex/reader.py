@@ -518,6 +518,22 @@ class TableReader:
                       KplexRecord(vp=vp, order=order, key=key, value=msg.value(), **coordinates))
 
 
+def _ensure_late_topic(bootstrap: str, topic: str, config: Mapping[str, Any], timeout: float = 30.0) -> None:
+    """Create the side topic for late records (one partition) if it does not exist, as Spark does."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    settings = {"bootstrap.servers": bootstrap, "logger": _QUIET}
+    settings.update({k: v for k, v in config.items() if k.startswith(("security.", "sasl.", "ssl."))})
+    admin = AdminClient(settings)
+    if topic in admin.list_topics(timeout=timeout).topics:
+        return
+    try:
+        admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=-1)])[topic].result(timeout)
+    except KafkaException as e:
+        if e.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+            raise
+
+
 class _LateRecords:
     """``kplex.late_policy`` for the reader: fail, drop (counted), or send to the side topic."""
 
@@ -548,6 +564,7 @@ class _LateRecords:
     def send(self, msg: Message, vp: int, order: int) -> None:
         """The source record as it was, plus kplex.vp, kplex.order and where it came from."""
         if self.producer is None:
+            _ensure_late_topic(self.bootstrap, self.info.late_topic or "", self.config)
             settings = {"bootstrap.servers": self.bootstrap, "enable.idempotence": True,
                         "logger": _QUIET}
             settings.update({k: v for k, v in self.config.items() if not k.startswith(("group.", "isolation."))})

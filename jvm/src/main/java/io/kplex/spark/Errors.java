@@ -139,10 +139,13 @@ final class Errors {
         + KplexOptions.SOURCE + "'): " + problem);
   }
 
-  static KplexException fixedByDefinition(String option, String table) {
+  static KplexException fixedByDefinition(String option, String table, boolean virtual) {
     return new KplexException("BAD_OPTION", "option '" + option + "' cannot be set on a read of " + table
-        + ": it is part of the table's definition. Read options may set "
-        + KplexOptions.READ_OVERRIDES + " on read-time tables.");
+        + (virtual ? ": it is part of the table's definition. A read may set "
+            + KplexOptions.READ_OVERRIDES + "."
+            : ": read-time settings apply to read-time tables only. To read a topic in event-time"
+            + " order, CREATE TABLE kplex.<name> TBLPROPERTIES ('" + KplexOptions.SOURCE + "' = '<topic>', '"
+            + KplexOptions.VIRTUAL_PARTITIONS + "' = '1', '" + KplexOptions.ORDER + "' = '<expression>')."));
   }
 
   static KplexException badBounds(String problem) {

@@ -45,9 +45,13 @@ final class FaultInjection implements Serializable {
     return failAfterRows >= 0 || haltAfterRows >= 0 || sleepMs > 0;
   }
 
-  /** Called after each row a task sent; {@code flush} makes what was sent reach the broker. */
+  /**
+   * Called after each row a task sent; {@code flush} makes what was sent reach the broker.
+   * {@code attempt} is -1 in a retried stage, which no fault hits (a lost executor makes
+   * Spark rerun the whole stage, and its first task attempts are numbered 0 again).
+   */
   void afterRow(int partition, int attempt, long rows, Runnable flush) {
-    boolean failing = failAttempts < 0 || attempt < failAttempts;
+    boolean failing = attempt >= 0 && (failAttempts < 0 || attempt < failAttempts);
     if (failAfterRows >= 0 && failing && rows == failAfterRows) {
       flush.run();
       throw new IllegalStateException("kplex.testing: injected failure after " + rows

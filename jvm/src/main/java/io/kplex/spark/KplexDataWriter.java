@@ -44,15 +44,15 @@ final class KplexDataWriter implements DataWriter<InternalRow> {
 
   private final String transactionalId;
   private final FaultInjection faults;
-  private final int attempt;
+  private final int faultAttempt;
   private long rows;
   private Transactions.Txn txn;
 
-  KplexDataWriter(WriteConf conf, WriteSchema schema, int partitionId, int attempt) {
+  KplexDataWriter(WriteConf conf, WriteSchema schema, int partitionId, int stageAttempt, int attempt) {
     this.conf = conf;
     this.schema = schema;
     this.partitionId = partitionId;
-    this.attempt = attempt;
+    this.faultAttempt = stageAttempt == 0 ? attempt : -1;  // faults hit the first stage attempt only
     this.faults = conf.faults.any() ? conf.faults : null;
     this.key = KeyBytes.encoderFor(schema.type(schema.key));
     this.order = OrderValues.readerFor(schema.type(schema.order));
@@ -62,7 +62,7 @@ final class KplexDataWriter implements DataWriter<InternalRow> {
     this.rowsPerVp = new long[conf.virtualPartitions];
     Map<String, Object> props = conf.kafka.producer();
     this.transactionalId = conf.exactlyOnce()
-        ? Transactions.transactionalId(conf.table, partitionId, attempt) : null;
+        ? Transactions.transactionalId(conf.table, partitionId, stageAttempt, attempt) : null;
     if (transactionalId != null) {
       props.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, transactionalId);
       props.putIfAbsent(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, Transactions.DEFAULT_TIMEOUT_MS);
@@ -120,7 +120,7 @@ final class KplexDataWriter implements DataWriter<InternalRow> {
         timestamp, keyBytes, value, headers), callback);
     rowsPerVp[vp]++;
     if (faults != null) {
-      faults.afterRow(partitionId, attempt, ++rows, producer::flush);
+      faults.afterRow(partitionId, faultAttempt, ++rows, producer::flush);
     }
   }
 
@@ -163,7 +163,7 @@ final class KplexDataWriter implements DataWriter<InternalRow> {
   @Override
   public WriterCommitMessage commit() {
     if (faults != null) {
-      faults.beforeCommit(partitionId, attempt);
+      faults.beforeCommit(partitionId, faultAttempt);
     }
     checkFailure();
     producer.flush();

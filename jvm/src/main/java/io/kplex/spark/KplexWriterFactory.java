@@ -18,7 +18,8 @@ final class KplexWriterFactory implements DataWriterFactory {
   @Override
   public DataWriter<InternalRow> createWriter(int partitionId, long taskId) {
     TaskContext task = TaskContext.get();
-    return new KplexDataWriter(conf, schema, partitionId, task == null ? 0 : task.attemptNumber());
+    return new KplexDataWriter(conf, schema, partitionId,
+        task == null ? 0 : task.stageAttemptNumber(), task == null ? 0 : task.attemptNumber());
   }
 
   @Override

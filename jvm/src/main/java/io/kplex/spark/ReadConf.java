@@ -85,7 +85,7 @@ final class ReadConf implements Serializable {
         throw Errors.unknownProperty(e.getKey(), TableProperties.closest(k));
       }
       if (!virtual || !KplexOptions.READ_OVERRIDES.contains(k)) {
-        throw Errors.fixedByDefinition(e.getKey(), t.name());
+        throw Errors.fixedByDefinition(e.getKey(), t.name(), virtual);
       }
       merged.put(k, e.getValue().trim());
     }

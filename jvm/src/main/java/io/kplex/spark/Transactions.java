@@ -26,7 +26,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Exactly once across a whole Spark write (G3). Each task writes inside its own Kafka
- * transaction, id {@code kplex.<table>.<partition>.<attempt>}, and leaves it open;
+ * transaction, id {@code kplex.<table>.<partition>.<stage attempt>.<attempt>}, and leaves it open;
  * the driver finishes them all:
  * <ol>
  *   <li>records the transactions to commit in the compacted {@code _kplex_commits} topic
@@ -71,8 +71,9 @@ final class Transactions {
     return "kplex." + table + ".";
   }
 
-  static String transactionalId(String table, int partitionId, int attempt) {
-    return prefix(table) + partitionId + "." + attempt;
+  /** Bounded (partitions x attempts) and distinct for every attempt of a task, stage retries included. */
+  static String transactionalId(String table, int partitionId, int stageAttempt, int attempt) {
+    return prefix(table) + partitionId + "." + stageAttempt + "." + attempt;
   }
 
   static void commit(WriteConf conf, String queryId, List<Txn> txns) {
