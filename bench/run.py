@@ -212,7 +212,7 @@ class Row:
 
 
 def contenders(sizes_v: list[int], deliveries: list[str], reference_v: int, smoke: bool,
-               extra_jars: str, record_size: int) -> list[Contender]:
+               extra_jars: str, record_size: int, json_tuple: bool = False) -> list[Contender]:
     all_g = ("G1", "G2", "G3", "G4", "G5")
     out = [
         Contender("ceiling (ProducerPerformance)", "ceiling.py", args=["--record-size", str(record_size)],
@@ -232,6 +232,12 @@ def contenders(sizes_v: list[int], deliveries: list[str], reference_v: int, smok
             claims = all_g if delivery == "exactly_once" else ("G1", "G2", "G4", "G5")
             out.append(Contender(f"kplex {delivery}", "kplex_insert.py", v=v, delivery=delivery,
                                  args=["--delivery", delivery], claims=claims, kplex_table=True))
+    if json_tuple:
+        for delivery in deliveries:
+            claims = all_g if delivery == "exactly_once" else ("G1", "G2", "G4", "G5")
+            out.append(Contender(f"kplex {delivery} (json_tuple)", "kplex_insert.py", v=reference_v,
+                                 delivery=delivery, args=["--delivery", delivery, "--parse", "json_tuple"],
+                                 claims=claims, kplex_table=True))
     return out
 
 
@@ -422,7 +428,7 @@ def ratio_table(items: list[Ratio]) -> list[str]:
     return lines
 
 
-def headline(rows: list[Row], reference_v: int) -> list[str]:
+def headline(rows: list[Row], reference_v: int, memory: str = "1g") -> list[str]:
     size = max((r.size for r in rows), default=0)
     eos = _find(rows, size, "kplex exactly_once", reference_v)
     alo = _find(rows, size, "kplex at_least_once", reference_v)
@@ -436,8 +442,8 @@ def headline(rows: list[Row], reference_v: int) -> list[str]:
              f"kplex writes {eos.records_per_s:,.0f} records/s exactly once"]
     if alo:
         parts.append(f" ({alo.records_per_s:,.0f} at least once)")
-    parts.append(f", in a {eos.peak_by_role.get('spark-jvm', eos.peak_tree_mib):,.0f} MiB JVM with a "
-                 f"1 GiB heap (the sort spilled {eos.spill_disk_mib or 0:,.0f} MiB to disk)")
+    parts.append(f", in a {eos.peak_by_role.get('spark-jvm', eos.peak_tree_mib):,.0f} MiB JVM with "
+                 f"spark.driver.memory={memory} (the sort spilled {eos.spill_disk_mib or 0:,.0f} MiB to disk)")
     comparisons = []
     if sink:
         comparisons.append(f"{eos.records_per_s / sink.records_per_s:.2f}× Spark's Kafka sink "
@@ -517,7 +523,7 @@ def write_results(path: Path, rows: list[Row], meta: Meta) -> None:
         "",
         "## Headline",
         "",
-        *headline(rows, args.reference_v),
+        *headline(rows, args.reference_v, args.memory),
         "",
         "## Notes",
         "",
@@ -574,6 +580,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--workdir", type=Path, help="logs, broker data (default: a new dir in /tmp)")
     p.add_argument("--out", type=Path, help="results file (default bench/RESULTS.md; with --smoke, in the workdir)")
     p.add_argument("--keep-topics", action="store_true")
+    p.add_argument("--json-tuple", action="store_true",
+                   help="add kplex runs (V=reference) whose query parses the JSON once, with json_tuple")
     p.add_argument("--render", type=Path, metavar="RESULTS.json",
                    help="only rewrite the Markdown of an earlier run from its JSON")
     p.add_argument("--profile", action="store_true",
@@ -626,7 +634,7 @@ def main(argv: list[str] | None = None) -> int:
             size_vs = [int(v) for v in args.large_vs.split(",") if v] if large and args.large_vs else vs
             only = args.large_only if large and args.large_only else args.only
             for c in contenders(size_vs, deliveries, args.reference_v, args.smoke, jars,
-                                round(src.mean_value_bytes)):
+                                round(src.mean_value_bytes), args.json_tuple):
                 if only and not any(_selects(o, c.name) for o in only.split(",") if o):
                     continue
                 rows.append(bench.run_one(c, size, src, fingerprint))

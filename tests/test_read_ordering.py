@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import uuid
 from pathlib import Path
 
 import pytest
@@ -33,7 +34,7 @@ def unsorted_lines(times: list[int], tmp_path: Path) -> str:
 
 @pytest.fixture(scope="module")
 def clicks(bootstrap: str) -> str:
-    topic = "read_clickstream_" + __import__("uuid").uuid4().hex[:8]
+    topic = "read_clickstream_" + uuid.uuid4().hex[:8]
     produce(bootstrap, topic, clickstream(6, 900, max_lag_ms=1_000))
     return topic
 
@@ -73,7 +74,7 @@ SOURCE = {
 
 @pytest.fixture(scope="module")
 def with_late(bootstrap: str) -> str:
-    topic = "read_late_" + __import__("uuid").uuid4().hex[:8]
+    topic = "read_late_" + uuid.uuid4().hex[:8]
     produce(bootstrap, topic, SOURCE)
     return topic
 

@@ -2,6 +2,8 @@
 kafka-clients upgrade changes them, these tests fail loudly, before any write does."""
 from __future__ import annotations
 
+from py4j.java_gateway import get_field
+
 from kplex import verify
 
 
@@ -35,7 +37,8 @@ def test_a_transaction_left_open_by_one_producer_is_committed_by_another(spark, 
     assert verify.read_topic(bootstrap, topic) == []
 
     committer = producer()
-    jvm.io.kplex.spark.TransactionResumer.resume(committer, id_and_epoch.producerId, id_and_epoch.epoch)
+    producer_id, epoch = (get_field(id_and_epoch, name) for name in ("producerId", "epoch"))
+    jvm.io.kplex.spark.TransactionResumer.resume(committer, producer_id, epoch)
     committer.commitTransaction()
     committer.close()
     assert [r.value for r in verify.read_topic(bootstrap, topic)] == [f"v{i}".encode() for i in range(5)]

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 from kplex.errors import KplexError, translate, translated
+from kplex.reader import TableReader, iter_virtual_partition, read_metrics, read_table_definition
 from kplex.placement import canonical_key, murmur2, physical_partition, virtual_partition
 from kplex.session import (
     configure_spark_with_kplex,
@@ -21,13 +22,17 @@ __version__ = "0.1.0"
 
 __all__ = [
     "KplexError",
+    "TableReader",
     "canonical_key",
     "configure_spark_with_kplex",
+    "iter_virtual_partition",
     "jars",
     "kplex_session",
     "last_write_summary",
     "murmur2",
     "physical_partition",
+    "read_metrics",
+    "read_table_definition",
     "register_functions",
     "translate",
     "translated",

@@ -43,7 +43,8 @@ def run_demo(bootstrap: str, records: int = 10_000, master: str = "local[2]") ->
                                          out_of_order_ms=2_000, seed=7)
     print(f"   per partition: {summary.per_partition}")
     spark = kplex_session(bootstrap, master=master,
-                          conf={"spark.sql.shuffle.partitions": "4"}, app_name="kplex-demo")
+                          conf={"spark.sql.shuffle.partitions": "4",
+                                "spark.ui.showConsoleProgress": "false"}, app_name="kplex-demo")
     spark.sparkContext.setLogLevel("ERROR")
     try:
         spark.sql(f"DROP TABLE IF EXISTS kplex.{TARGET}")

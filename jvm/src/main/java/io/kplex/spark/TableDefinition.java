@@ -20,6 +20,7 @@ import java.util.TreeMap;
  *  "order":null,"null_key":"fail","null_order":"fail","created_ms":1700000000000,
  *  "properties":{"kplex.virtual_partitions":"9", ...}}
  * </pre>
+ * A read-time table also has {@code "source"}: the topic it is computed from.
  */
 public final class TableDefinition implements Serializable {
   public static final int FORMAT_VERSION = 1;
@@ -70,6 +71,9 @@ public final class TableDefinition implements Serializable {
     node.put("version", FORMAT_VERSION);
     node.put("name", name);
     node.put("topic", topic);
+    if (isVirtual()) {
+      node.put("source", source());
+    }
     node.put("virtual_partitions", virtualPartitions);
     node.put("physical_partitions", physicalPartitions);
     node.put("delivery", properties.getOrDefault(KplexOptions.DELIVERY, KplexOptions.EXACTLY_ONCE));
