@@ -11,10 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
 
 from kplex import datagen, verify
-from kplex.errors import translated
 from kplex.session import jars, last_write_summary
 
 ROOT = Path(__file__).resolve().parents[1]

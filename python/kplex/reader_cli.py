@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kplex.errors import KplexError
 
 
 def _bootstrap(args: argparse.Namespace) -> str:
@@ -99,19 +98,3 @@ def register(subparsers: Any) -> None:
     adhoc.add_argument("--late-topic")
     read.add_argument("--metadata-topic", default="_kplex_tables", help=argparse.SUPPRESS)
     read.set_defaults(handler=_read)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m kplex.reader_cli read ...`` (the same as ``kplex read ...``)."""
-    parser = argparse.ArgumentParser(prog="kplex")
-    register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    try:
-        return args.handler(args)
-    except KplexError as exc:
-        print(f"kplex: {exc}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())
