@@ -187,16 +187,24 @@ def test_speculative_copies_of_a_slow_task_change_nothing(bootstrap, source, fre
     assert_exactly_once(bootstrap, source, target)
 
 
-def test_an_executor_jvm_killed_mid_write_changes_nothing(bootstrap, source, fresh_name):
+def test_an_executor_jvm_killed_mid_write_changes_nothing(spark, bootstrap, source, fresh_name):
+    """The executor running partition 0 halts after 50 rows reached the broker. Its map
+    outputs die with it (no external shuffle service), so Spark may rerun whole stages,
+    and now and then gives up: the job then must fail cleanly (nothing visible), and a
+    rerun must write every row once. Either way, nothing is lost or doubled."""
     target = fresh_name("lostexec")
     # 3 shuffle partitions, so that partition 0 (whose executor halts) has rows.
     result = run_script(cluster_job(bootstrap, source, target, {
         "spark.sql.shuffle.partitions": "3", "spark.sql.adaptive.coalescePartitions.enabled": "false",
+        "spark.task.maxFailures": "8", "spark.stage.maxConsecutiveAttempts": "8",
         "spark.kplex.testing.halt_after_rows": "50"}))
-    assert result.returncode == 0, why(result)
-    txns = result.stdout.split("TXNS", 1)[1].split()
-    assert any(not t.endswith(".0.0") for t in txns), txns  # partition 0 ran again elsewhere
-    assert uncommitted_count(bootstrap, target) > ROWS
+    assert uncommitted_count(bootstrap, target) > 0  # the halted attempt did write
+    if result.returncode == 0:
+        txns = result.stdout.split("TXNS", 1)[1].split()
+        assert any(not t.endswith(".0.0") for t in txns), txns  # partition 0 ran again elsewhere
+    else:
+        assert verify.read_topic(bootstrap, target) == [], why(result)
+        spark.sql(INSERT.format(catalog="kplex", target=target, source=source))
     assert_exactly_once(bootstrap, source, target)
 
 
