@@ -119,15 +119,10 @@ final class KplexDataWriter implements DataWriter<InternalRow> {
     producer.send(new ProducerRecord<>(conf.topic, Placement.physicalPartition(vp, conf.physicalPartitions),
         timestamp, keyBytes, value, headers), callback);
     rowsPerVp[vp]++;
+    rows++;
     if (faults != null) {
-      faults.afterRow(partitionId, faultAttempt, ++rows, producer::flush);
+      faults.afterRow(partitionId, faultAttempt, rows, producer::flush);
     }
-  }
-
-  private long rowsSent() {
-    long n = 0;
-    for (long c : rowsPerVp) n += c;
-    return n;
   }
 
   private byte[] vpHeader(int vp) {
@@ -168,7 +163,7 @@ final class KplexDataWriter implements DataWriter<InternalRow> {
     checkFailure();
     producer.flush();
     checkFailure();
-    if (conf.exactlyOnce() && rowsSent() > 0) {
+    if (conf.exactlyOnce() && rows > 0) {
       // A transaction with no record never started on the broker: nothing to commit.
       var id = TransactionResumer.idAndEpoch(producer);
       txn = new Transactions.Txn(transactionalId, id.producerId, id.epoch);
