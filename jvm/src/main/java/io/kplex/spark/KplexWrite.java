@@ -4,6 +4,7 @@ import org.apache.spark.sql.connector.distributions.Distribution;
 import org.apache.spark.sql.connector.expressions.SortOrder;
 import org.apache.spark.sql.connector.write.BatchWrite;
 import org.apache.spark.sql.connector.write.RequiresDistributionAndOrdering;
+import org.apache.spark.sql.types.BinaryType;
 
 /** A planned kplex write: its requirements on Spark, and the batch write that runs it. */
 final class KplexWrite implements RequiresDistributionAndOrdering {
@@ -16,7 +17,8 @@ final class KplexWrite implements RequiresDistributionAndOrdering {
     this.conf = conf;
     this.schema = schema;
     this.queryId = queryId;
-    this.requirements = WriteRequirements.of(schema.name(schema.key), schema.name(schema.order),
+    this.requirements = WriteRequirements.of(schema.name(schema.key),
+        schema.type(schema.key) instanceof BinaryType, schema.name(schema.order),
         schema.name(schema.value), conf.virtualPartitions);
   }
 

@@ -35,10 +35,16 @@ final class WriteRequirements {
     this.ordering = ordering;
   }
 
-  static WriteRequirements of(String keyColumn, String orderColumn, String valueColumn, int virtualPartitions) {
+  /**
+   * {@code keyIsBytes}: the key column already holds canonical bytes (BINARY, e.g. the
+   * output of kplex_key), so the tie-break sorts the column itself rather than calling
+   * kplex_key on both rows of every comparison.
+   */
+  static WriteRequirements of(String keyColumn, boolean keyIsBytes, String orderColumn, String valueColumn,
+      int virtualPartitions) {
     Expression key = column(keyColumn);
     Expression vp = Expressions.apply(KplexFunctions.VPARTITION, key, Expressions.literal(virtualPartitions));
-    Expression keyBytes = Expressions.apply(KplexFunctions.KEY, key);
+    Expression keyBytes = keyIsBytes ? key : Expressions.apply(KplexFunctions.KEY, key);
     return new WriteRequirements(
         Distributions.clustered(new Expression[] {vp}),
         new SortOrder[] {
