@@ -6,26 +6,16 @@ user with ``sql/pageviews_by_user.sql``, and check the result with a plain consu
 """
 from __future__ import annotations
 
-import re
 import time
 from pathlib import Path
 
 from kplex import datagen, verify
 from kplex.errors import translated
 from kplex.session import kplex_session, last_write_summary
+from kplex.sqltools.script import read_script
 
 JOB = Path(__file__).resolve().parent / "sql" / "pageviews_by_user.sql"
 SOURCE, TARGET, V, P = "pageviews", "pageviews_by_user", 9, 3
-
-
-def statements(sql: str) -> list[str]:
-    """The statements of a SQL file: comments dropped, split at ``;`` ending a line.
-
-    >>> statements("-- c\\nSELECT 1;\\nSELECT 2;\\n")
-    ['SELECT 1', 'SELECT 2']
-    """
-    body = "\n".join(line for line in sql.splitlines() if not line.lstrip().startswith("--"))
-    return [s.strip() for s in re.split(r";\s*(?:\n|$)", body) if s.strip()]
 
 
 def run_demo(bootstrap: str, records: int = 10_000, master: str = "local[2]") -> bool:
@@ -49,7 +39,7 @@ def run_demo(bootstrap: str, records: int = 10_000, master: str = "local[2]") ->
     try:
         spark.sql(f"DROP TABLE IF EXISTS kplex.{TARGET}")
         print(f"2. running {JOB.name}:")
-        for statement in statements(JOB.read_text()):
+        for statement in (st.text for st in read_script(JOB).statements):
             print("   " + statement.replace("\n", "\n   ") + ";")
             started = time.monotonic()
             with translated():
