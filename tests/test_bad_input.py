@@ -54,6 +54,23 @@ def test_a_bad_write_fails_naming_the_culprit_and_leaves_nothing_visible(
     assert verify.read_topic(bootstrap, table) == []
 
 
+@pytest.mark.parametrize("column,select", [
+    ("key", "kplex_key(IF(id = 40000, NULL, CAST(id AS STRING))), kplex_order(id)"),
+    ("order", "kplex_key(CAST(id AS STRING)), kplex_order(IF(id = 40000, NULL, id))"),
+], ids=["NULL key", "NULL order"])
+def test_a_refused_null_fails_an_at_least_once_write_before_any_task_sends(
+        spark, bootstrap, fresh_name, column, select):
+    # At least once has no transaction to abort: the NULL must stop the write before
+    # any writer task starts, not only the task that holds it (9 virtual partitions over
+    # 4 shuffle partitions: the other tasks have thousands of good rows to send).
+    name = fresh_name("alo_null")
+    spark.sql(f"CREATE TABLE kplex.{name} TBLPROPERTIES ('kplex.virtual_partitions' = '9',"
+              " 'kplex.physical_partitions' = '3', 'kplex.delivery' = 'at_least_once')")
+    with pytest.raises(errors.NullKeyError if column == "key" else errors.NullOrderError), translated():
+        spark.sql(f"INSERT INTO kplex.{name} SELECT {select}, CAST('v' AS BINARY) AS value FROM range(50000)")
+    assert verify.read_topic(bootstrap, name, isolation="read_uncommitted") == []
+
+
 @pytest.mark.parametrize("props,culprit", [
     ("'kplex.physical_partitions' = '3'", "kplex.virtual_partitions"),
     ("'kplex.virtual_partitions' = '3'", "kplex.physical_partitions"),

@@ -77,7 +77,7 @@ class LateRecordError(KplexError):
 
 
 class ExpressionError(KplexError):
-    """A key or order expression of a read-time table that cannot be evaluated."""
+    """A key or order expression that cannot be evaluated: a read-time table's, or a malformed JSON pointer."""
 
     code = "BAD_EXPRESSION"
 
@@ -109,6 +109,7 @@ _BY_CODE: dict[str, type[KplexError]] = {
     "COMMIT_FAILED": WriteFailedError,
     "LATE_RECORD": LateRecordError,
     "BAD_EXPRESSION": ExpressionError,
+    "JSON_POINTER": ExpressionError,
     "READ_ONLY": ReadOnlyTableError,
     "BAD_VIRTUAL_TABLE": OptionError,
 }

@@ -556,6 +556,9 @@ def _partitions_of(consumer: Consumer, topic: str, timeout: float) -> list[int]:
     return sorted(metadata.partitions)
 
 
+_LSO_GRACE_S = 3.0
+
+
 def _read_all(consumer: Consumer, topic: str, timeout: float) -> tuple[list[Record], int]:
     deadline = time.monotonic() + timeout
     ends: dict[int, int] = {}
@@ -572,8 +575,21 @@ def _read_all(consumer: Consumer, topic: str, timeout: float) -> tuple[list[Reco
     consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in ends])
 
     records: list[Record] = []
+    # read_committed ends a partition at its last stable offset. Right after a
+    # transaction commits, the coordinator may not have written its marker yet, so
+    # the LSO can lag the high watermark briefly: an end-of-partition short of the
+    # high watermark counts only once the position has not moved for a while
+    # (an open transaction, e.g. of a killed writer, holds it back for good).
+    short_eof: dict[int, tuple[int, float]] = {}
     while ends:
-        if time.monotonic() > deadline:
+        now = time.monotonic()
+        for p, (_, since) in list(short_eof.items()):
+            if now - since >= _LSO_GRACE_S:
+                ends.pop(p, None)
+                short_eof.pop(p)
+        if not ends:
+            break
+        if now > deadline:
             raise TimeoutError(
                 f"reading {topic!r} took over {timeout}s; partitions not finished: "
                 f"{ {p: end for p, end in sorted(ends.items())} }"
@@ -583,9 +599,13 @@ def _read_all(consumer: Consumer, topic: str, timeout: float) -> tuple[list[Reco
             error = msg.error()
             if error is not None:
                 if error.code() == KafkaError._PARTITION_EOF:
-                    ends.pop(p, None)
+                    if p in ends and msg.offset() < ends[p]:
+                        short_eof[p] = (msg.offset(), time.monotonic())
+                    else:
+                        ends.pop(p, None)
                     continue
                 raise KafkaException(error)
+            short_eof.pop(p, None)
             end = ends.get(p)
             if end is None or msg.offset() >= end:
                 continue  # written after the read started, or partition done

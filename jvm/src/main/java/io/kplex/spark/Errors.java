@@ -17,6 +17,10 @@ final class Errors {
         + "' to 'drop' or 'first'.");
   }
 
+  static KplexException badJsonPointer(String pointer, String problem) {
+    return new KplexException("JSON_POINTER", "JSON pointer '" + pointer + "' is malformed: " + problem + ".");
+  }
+
   static KplexException unsupportedOrderType(String column, String type) {
     return new KplexException("ORDER_TYPE", "the order column `" + column + "` has type " + type
         + "; kplex orders by TIMESTAMP, TIMESTAMP_NTZ, DATE or an integral type (TINYINT..BIGINT)."

@@ -149,4 +149,13 @@ final class KeyBytes {
       gen.writeString(value.toString());
     }
   }
+
+  /** Key bytes as an error message shows them: quoted text if printable, else hex. */
+  static String printable(byte[] key) {
+    String s = new String(key, StandardCharsets.UTF_8);
+    if (s.chars().allMatch(c -> c >= 32 && c != 0xFFFD)) return "'" + s + "'";
+    StringBuilder hex = new StringBuilder("0x");
+    for (byte x : key) hex.append(String.format("%02x", x));
+    return hex.toString();
+  }
 }

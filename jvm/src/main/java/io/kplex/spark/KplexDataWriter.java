@@ -100,7 +100,7 @@ final class KplexDataWriter implements DataWriter<InternalRow> {
         dropped++;
         return;
       } else if (conf.nullOrder.equals("fail")) {
-        throw Errors.nullOrder(schema.name(schema.order), printable(keyBytes));
+        throw Errors.nullOrder(schema.name(schema.order), KeyBytes.printable(keyBytes));
       }
       orderValue = Long.MIN_VALUE;
     } else {
@@ -142,17 +142,6 @@ final class KplexDataWriter implements DataWriter<InternalRow> {
       if (name.equals(VP_HEADER) || name.equals(ORDER_HEADER)) continue;
       headers.add(name, h.isNullAt(1) ? null : h.getBinary(1));
     }
-  }
-
-  private static String printable(byte[] key) {
-    String s = new String(key, StandardCharsets.UTF_8);
-    return s.chars().allMatch(c -> c >= 32 && c != 0xFFFD) ? "'" + s + "'" : "0x" + hex(key);
-  }
-
-  private static String hex(byte[] b) {
-    StringBuilder s = new StringBuilder();
-    for (byte x : b) s.append(String.format("%02x", x));
-    return s.toString();
   }
 
   @Override

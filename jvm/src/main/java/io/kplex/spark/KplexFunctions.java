@@ -39,6 +39,9 @@ public final class KplexFunctions {
   public static final String KEY = "kplex_key";
   public static final String ORDER = "kplex_order";
   public static final String VPARTITION = "kplex_vpartition";
+  public static final String JSON = "kplex_json";
+  /** Internal: the distribution every kplex write plans (see {@link WriteRequirements}). */
+  public static final String WRITE_VPARTITION = "kplex_write_vpartition";
 
   /** Column metadata key naming the kplex function that produced a column. */
   static final String ROLE = "kplex.function";
@@ -53,6 +56,11 @@ public final class KplexFunctions {
         KplexFunctions::bindOrder));
     ALL.put(VPARTITION, new Unbound(VPARTITION, "kplex_vpartition(key, V) - the virtual partition"
         + " (murmur2(kplex_key(key)) & 0x7fffffff) % V.", KplexFunctions::bindVPartition));
+    ALL.put(JSON, new Unbound(JSON, KplexJson.DESCRIPTION, KplexJson::bind));
+    ALL.put(WRITE_VPARTITION, new Unbound(WRITE_VPARTITION, "kplex_write_vpartition(key, V, order,"
+        + " null_key, null_order, key_column, order_column) - kplex_vpartition(key, V) as a kplex write"
+        + " plans it, refusing the NULL keys and orders its policies refuse before anything is written.",
+        KplexFunctions::bindWriteVPartition));
   }
 
   interface Binder {
@@ -121,6 +129,37 @@ public final class KplexFunctions {
         });
   }
 
+  /**
+   * The write's distribution. Spark evaluates it for every row in the shuffle that feeds
+   * the writers, so a NULL key or order that the policies refuse fails the whole write
+   * before any writer task has started: nothing is sent, in either delivery mode. A row
+   * the writer will drop goes to virtual partition 0.
+   */
+  static BoundFunction bindWriteVPartition(StructType input) {
+    StructField[] f = input.fields();
+    OrderValues.Reader count = f.length == 7 ? OrderValues.readerFor(f[1].dataType()) : null;
+    OrderValues.Reader order = f.length == 7 ? OrderValues.readerFor(f[2].dataType()) : null;
+    if (count == null || order == null) {
+      throw new UnsupportedOperationException(WRITE_VPARTITION + " takes (key, V, order, null_key, null_order,"
+          + " key_column, order_column), as a kplex write plans it; call kplex_vpartition(key, V) instead");
+    }
+    KeyBytes.Encoder key = KeyBytes.encoderFor(f[0].dataType());
+    DataType[] types = new DataType[f.length];
+    for (int i = 0; i < f.length; i++) types[i] = f[i].dataType();
+    return new Scalar(WRITE_VPARTITION, types, DataTypes.IntegerType, true, row -> {
+      boolean nullOrder = row.isNullAt(2);
+      if (row.isNullAt(0)) {
+        if (row.getUTF8String(3).toString().equals("drop")) return 0;
+        throw Errors.nullKey(row.getUTF8String(5).toString(), nullOrder ? Long.MIN_VALUE : order.read(row, 2));
+      }
+      byte[] keyBytes = key.encode(row, 0);
+      if (nullOrder && row.getUTF8String(4).toString().equals("fail")) {
+        throw Errors.nullOrder(row.getUTF8String(6).toString(), KeyBytes.printable(keyBytes));
+      }
+      return Placement.virtualPartition(keyBytes, (int) count.read(row, 1));
+    });
+  }
+
   interface Eval extends java.io.Serializable {
     Object apply(InternalRow args);
   }
@@ -131,17 +170,26 @@ public final class KplexFunctions {
     @Override public Object apply(InternalRow args) { return encoder.encode(args, 0); }
   }
 
-  /** A bound kplex function; NULL in any argument gives NULL (the writer names it). */
+  /**
+   * A bound kplex function; unless it {@code seesNulls}, NULL in any argument gives NULL
+   * (the writer names it).
+   */
   static final class Scalar implements ScalarFunction<Object> {
     private final String name;
     private final DataType[] inputs;
     private final DataType result;
+    private final boolean seesNulls;
     private final Eval eval;
 
     Scalar(String name, DataType[] inputs, DataType result, Eval eval) {
+      this(name, inputs, result, false, eval);
+    }
+
+    Scalar(String name, DataType[] inputs, DataType result, boolean seesNulls, Eval eval) {
       this.name = name;
       this.inputs = inputs;
       this.result = result;
+      this.seesNulls = seesNulls;
       this.eval = eval;
     }
 
@@ -161,7 +209,7 @@ public final class KplexFunctions {
 
     @Override
     public Object produceResult(InternalRow args) {
-      for (int i = 0; i < inputs.length; i++) {
+      for (int i = 0; i < inputs.length && !seesNulls; i++) {
         if (args.isNullAt(i)) {
           return null;
         }
@@ -181,6 +229,10 @@ public final class KplexFunctions {
 
     @Override
     public Expression apply(Seq<Expression> args) {
+      if (function.name().equals(JSON) && args.length() == 2 && args.apply(1).foldable()) {
+        Object pointer = args.apply(1).eval(null);
+        if (pointer != null) JsonPointer.parse(pointer.toString()); // a bad literal fails the query here
+      }
       StructType input = new StructType();
       for (int i = 0; i < args.length(); i++) {
         Expression arg = args.apply(i);

@@ -19,7 +19,7 @@ final class KplexWrite implements RequiresDistributionAndOrdering {
     this.queryId = queryId;
     this.requirements = WriteRequirements.of(schema.name(schema.key),
         schema.type(schema.key) instanceof BinaryType, schema.name(schema.order),
-        schema.name(schema.value), conf.virtualPartitions);
+        schema.name(schema.value), conf.virtualPartitions, conf.nullKey, conf.nullOrder);
   }
 
   @Override public Distribution requiredDistribution() { return requirements.distribution; }

@@ -17,13 +17,18 @@ import scala.jdk.javaapi.CollectionConverters;
  * small immutable value that {@link KplexWrite} just returns.
  *
  * <ul>
- *   <li>Distribution: clustered by {@code kplex_vpartition(key, V)}, strictly (AQE may
- *       coalesce tasks but never split a virtual partition over two tasks: two writers
- *       of one virtual partition would interleave and break its order, G2).</li>
- *   <li>Ordering inside a task: virtual partition, then order value, then canonical
- *       key bytes, then value: a total order over distinct records, so the same input
- *       gives the same sequence (G2's deterministic tie-break). NULLs sort first, so a
- *       task meets a NULL key or order before it has sent anything.</li>
+ *   <li>Distribution: clustered by {@code kplex_write_vpartition(key, V, order, ...)}, which is
+ *       {@code kplex_vpartition(key, V)} plus the NULL checks of the write's policies,
+ *       strictly (AQE may coalesce tasks but never split a virtual partition over two
+ *       tasks: two writers of one virtual partition would interleave and break its order,
+ *       G2). Spark evaluates it in the shuffle before the writers start, so a refused NULL
+ *       fails the write before anything is sent.</li>
+ *   <li>Ordering inside a task: order value, then canonical key bytes, then value. A task
+ *       holds whole virtual partitions, and each one's records, a subsequence of the
+ *       task's, come out in this order: a total order over distinct records, so the same
+ *       input gives the same sequence (G2's deterministic tie-break). The order value
+ *       goes first because Spark's sorter compares a prefix of the first key (here the
+ *       64-bit order value itself) before it reads the rows; NULL orders sort first.</li>
  * </ul>
  */
 final class WriteRequirements {
@@ -41,15 +46,16 @@ final class WriteRequirements {
    * kplex_key on both rows of every comparison.
    */
   static WriteRequirements of(String keyColumn, boolean keyIsBytes, String orderColumn, String valueColumn,
-      int virtualPartitions) {
+      int virtualPartitions, String nullKey, String nullOrder) {
     Expression key = column(keyColumn);
-    Expression vp = Expressions.apply(KplexFunctions.VPARTITION, key, Expressions.literal(virtualPartitions));
+    Expression order = column(orderColumn);
+    Expression vp = Expressions.apply(KplexFunctions.WRITE_VPARTITION, key,
+        Expressions.literal(virtualPartitions), order, Expressions.literal(nullKey),
+        Expressions.literal(nullOrder), Expressions.literal(keyColumn), Expressions.literal(orderColumn));
     Expression keyBytes = keyIsBytes ? key : Expressions.apply(KplexFunctions.KEY, key);
     return new WriteRequirements(
         Distributions.clustered(new Expression[] {vp}),
-        new SortOrder[] {
-          ascending(vp), ascending(column(orderColumn)), ascending(keyBytes), ascending(column(valueColumn))
-        });
+        new SortOrder[] {ascending(order), ascending(keyBytes), ascending(column(valueColumn))});
   }
 
   private static SortOrder ascending(Expression e) {
