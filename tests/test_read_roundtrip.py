@@ -6,6 +6,7 @@ and ``kplex.verify.read_topic`` (a plain consumer reading headers).
 """
 from __future__ import annotations
 
+import re
 import uuid
 from collections import defaultdict
 
@@ -117,3 +118,36 @@ def test_a_read_can_be_bounded_by_kafka_timestamps(spark, bootstrap, fresh_name)
     assert sorted(int(r.timestamp.timestamp() * 1000) for r in df.collect()) == expected
     python = TableReader(bootstrap, topic, start_timestamp=lo, end_timestamp=hi)
     assert sorted(r.timestamp for r in python) == expected
+
+
+def test_a_plain_topic_read_in_more_pieces_than_partitions_has_every_record_once(spark, bootstrap, source):
+    # minPartitions (Spark's Kafka source's option) cuts each partition's offset range into
+    # pieces; the pieces must tile it: no record lost at a cut, none read twice.
+    df = spark.read.format("kplex").option("table", source).option("minPartitions", "7").load()
+    assert df.rdd.getNumPartitions() >= 7
+    rows = df.select("partition", "offset", "key", "value", "headers").collect()
+    stored = {(r.partition, r.offset): r for r in verify.read_topic(bootstrap, source)}
+    assert len(rows) == len(stored) == 600
+    assert {(r.partition, r.offset) for r in rows} == set(stored)
+    for row in rows:
+        plain = stored[(row.partition, row.offset)]
+        assert (bytes(row.key), bytes(row.value)) == (plain.key, plain.value)
+        assert {h.key: bytes(h.value) for h in row.headers} == plain.headers
+
+
+def test_a_plain_topic_read_builds_only_the_columns_the_query_uses(spark, bootstrap, source):
+    df = spark.read.format("kplex").option("table", source).load().select("value", "offset")
+    plan = df._jdf.queryExecution().executedPlan().toString()
+    scanned = re.search(r"BatchScan \S+\[([^\]]*)\]", plan).group(1)
+    assert [c.split("#")[0] for c in scanned.split(", ")] == ["value", "offset"], plan
+    stored = sorted((r.offset, r.value) for r in verify.read_topic(bootstrap, source))
+    assert sorted((r.offset, bytes(r.value)) for r in df.collect()) == stored
+    assert spark.read.format("kplex").option("table", source).load().count() == 600
+
+
+def test_a_bad_min_partitions_is_named(spark, source):
+    from kplex import errors
+    from kplex.errors import translated
+    with pytest.raises(errors.OptionError) as raised, translated():
+        spark.read.format("kplex").option("table", source).option("minPartitions", "0").load().collect()
+    assert "minPartitions" in str(raised.value)

@@ -141,3 +141,25 @@ spark.stop()
     assert "executors 2" in result.stdout
     report = verify.check_derived_topic(bootstrap, messy_pageviews, target, 9, 3)
     assert report.ok, report.summary()
+
+
+def test_order_headers_and_timestamps_spell_every_order_value_exactly(spark, bootstrap, fresh_name):
+    # The kplex.order header is the order value in decimal ASCII (SPEC): negative, zero,
+    # every digit count up to the 64-bit extremes; a TIMESTAMP order is also the record's
+    # timestamp in epoch milliseconds.
+    orders = [-(2**63) + 1, -10**18, -99, -1, 0, 1, 9, 10, 99, 100, 12345, 10**15, 2**63 - 1]
+    orders += [10**k - 1 for k in range(2, 19)] + [10**k for k in range(2, 19)]
+    table = fresh_name("orders")
+    create(spark, table, 3, 3)
+    values = ", ".join(f"({o})" for o in orders)
+    spark.sql(f"INSERT INTO kplex.{table} SELECT kplex_key(CAST(o AS STRING)), kplex_order(o),"
+              f" CAST(CAST(o AS STRING) AS BINARY) AS value FROM VALUES {values} AS t(o)")
+    written = {int(r.value): r.headers["kplex.order"] for r in verify.read_topic(bootstrap, table)}
+    assert written == {o: str(o).encode() for o in orders}
+
+    timed = fresh_name("timed")
+    create(spark, timed, 3, 3)
+    spark.sql(f"INSERT INTO kplex.{timed} SELECT kplex_key(CAST(ms AS STRING)), kplex_order(timestamp_millis(ms)),"
+              " CAST(CAST(ms AS STRING) AS BINARY) AS value FROM VALUES (0), (1), (1700000000123) AS t(ms)")
+    for r in verify.read_topic(bootstrap, timed):
+        assert r.timestamp == int(r.value) and r.headers["kplex.order"] == r.value

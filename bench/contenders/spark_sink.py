@@ -15,8 +15,10 @@ from common import Timer, arguments, emit, spark_conf, spark_metrics
 
 from kplex.session import kplex_session
 
-# The same expressions as kplex's INSERT, plus the sort kplex asks Spark for
-# (virtual partition, order value, key bytes, value: a total order).
+# The same expressions as kplex's INSERT (the same JSON extraction, so that the two
+# differ only in how they write), plus the sort kplex asks Spark for inside each task
+# (order value, key bytes, value: a total order, which is every virtual partition's
+# order too).
 PROJECT = """
 SELECT CAST(userid AS BINARY) AS key,
        value,
@@ -26,18 +28,22 @@ SELECT CAST(userid AS BINARY) AS key,
        array(named_struct('key', 'kplex.vp', 'value', CAST(CAST(vp AS STRING) AS BINARY)),
              named_struct('key', 'kplex.order', 'value', CAST(CAST(viewtime AS STRING) AS BINARY)))
          AS headers
-FROM (SELECT value,
-             get_json_object(CAST(value AS STRING), '$.userid') AS userid,
-             kplex_vpartition(get_json_object(CAST(value AS STRING), '$.userid'), {v}) AS vp,
-             CAST(get_json_object(CAST(value AS STRING), '$.viewtime') AS BIGINT) AS viewtime
-      FROM source)
+FROM (SELECT value, userid, kplex_vpartition(userid, {v}) AS vp, viewtime
+      FROM (SELECT value, {userid} AS userid, CAST({viewtime} AS BIGINT) AS viewtime FROM source))
 """
+EXTRACT = {
+    "kplex_json": ("kplex_json(value, '/userid')", "kplex_json(value, '/viewtime')"),
+    "get_json_object": ("get_json_object(CAST(value AS STRING), '$.userid')",
+                        "get_json_object(CAST(value AS STRING), '$.viewtime')"),
+}
 
 
 def main() -> None:
     parser = arguments(__doc__)
     parser.add_argument("--producer-conf", default="{}",
                         help="JSON of Kafka producer settings (without the kafka. prefix)")
+    parser.add_argument("--parse", choices=sorted(EXTRACT), default="kplex_json",
+                        help="how userid and viewtime are read out of the JSON value")
     args = parser.parse_args()
     name = f"spark-sink-{args.target}"
     conf = spark_conf(args, name)
@@ -50,9 +56,10 @@ def main() -> None:
      .option("endingOffsets", "latest")
      .load()
      .createOrReplaceTempView("source"))
-    out = (spark.sql(PROJECT.format(p=args.p, v=args.v))
+    userid, viewtime = EXTRACT[args.parse]
+    out = (spark.sql(PROJECT.format(p=args.p, v=args.v, userid=userid, viewtime=viewtime))
            .repartition("vp")
-           .sortWithinPartitions("vp", "viewtime", "key", "value")
+           .sortWithinPartitions("viewtime", "key", "value")
            .select("key", "value", "partition", "headers"))
     writer = (out.write.format("kafka")
               .option("kafka.bootstrap.servers", args.bootstrap)

@@ -7,6 +7,8 @@ import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.Callback;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.internals.RecordHeader;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.util.ArrayData;
@@ -15,8 +17,8 @@ import org.apache.spark.sql.connector.write.WriterCommitMessage;
 import org.apache.spark.sql.types.BinaryType;
 
 /**
- * Writes one task's rows, already clustered by virtual partition and sorted by order
- * value, with one Kafka producer. Sends are asynchronous: the first failed send is
+ * Writes one task's rows (whole virtual partitions, sorted by order value, so each
+ * virtual partition's rows come in its order) with one Kafka producer. Sends are asynchronous: the first failed send is
  * recorded by the callback, {@link #write} fails fast on it, and {@link #commit} checks,
  * flushes and checks again, so nothing is reported committed before it is on the broker.
  * Exactly once: the rows go into a Kafka transaction that this task opens and leaves
@@ -33,7 +35,7 @@ final class KplexDataWriter implements DataWriter<InternalRow> {
   private final OrderValues.Reader order;
   private final boolean timeOrder;
   private final boolean binaryValue;
-  private final byte[][] vpHeaders;
+  private final Header[] vpHeaders;
   private final long[] rowsPerVp;
   private final KafkaProducer<byte[], byte[]> producer;
   private final Callback callback = (metadata, e) -> {
@@ -58,7 +60,7 @@ final class KplexDataWriter implements DataWriter<InternalRow> {
     this.order = OrderValues.readerFor(schema.type(schema.order));
     this.timeOrder = OrderValues.isTime(schema.type(schema.order));
     this.binaryValue = schema.type(schema.value) instanceof BinaryType;
-    this.vpHeaders = new byte[conf.virtualPartitions][];
+    this.vpHeaders = new Header[conf.virtualPartitions];
     this.rowsPerVp = new long[conf.virtualPartitions];
     Map<String, Object> props = conf.kafka.producer();
     this.transactionalId = conf.exactlyOnce()
@@ -107,12 +109,16 @@ final class KplexDataWriter implements DataWriter<InternalRow> {
       orderValue = order.read(row, schema.order);
     }
     int vp = Placement.virtualPartition(keyBytes, conf.virtualPartitions);
-    RecordHeaders headers = new RecordHeaders();
+    RecordHeaders headers;
+    Header orderHeader = new RecordHeader(ORDER_HEADER, ascii(orderValue));
     if (schema.headers >= 0 && !row.isNullAt(schema.headers)) {
+      headers = new RecordHeaders();
       addUserHeaders(headers, row.getArray(schema.headers));
+      headers.add(vpHeader(vp));
+      headers.add(orderHeader);
+    } else {
+      headers = new RecordHeaders(new Header[] {vpHeader(vp), orderHeader});
     }
-    headers.add(VP_HEADER, vpHeader(vp));
-    headers.add(ORDER_HEADER, Long.toString(orderValue).getBytes(StandardCharsets.US_ASCII));
     byte[] value = row.isNullAt(schema.value) ? null
         : binaryValue ? row.getBinary(schema.value) : row.getUTF8String(schema.value).getBytes();
     Long timestamp = timeOrder && orderValue >= 0 ? orderValue : null;
@@ -125,13 +131,30 @@ final class KplexDataWriter implements DataWriter<InternalRow> {
     }
   }
 
-  private byte[] vpHeader(int vp) {
-    byte[] h = vpHeaders[vp];
+  /** The kplex.vp header of a virtual partition, made once: the producer only reads headers. */
+  private Header vpHeader(int vp) {
+    Header h = vpHeaders[vp];
     if (h == null) {
-      h = Integer.toString(vp).getBytes(StandardCharsets.US_ASCII);
+      h = new RecordHeader(VP_HEADER, Integer.toString(vp).getBytes(StandardCharsets.US_ASCII));
       vpHeaders[vp] = h;
     }
     return h;
+  }
+
+  /** The decimal ASCII digits of v, as Long.toString(v) spells them, without the String. */
+  static byte[] ascii(long v) {
+    if (v == Long.MIN_VALUE) return Long.toString(v).getBytes(StandardCharsets.US_ASCII);
+    boolean negative = v < 0;
+    long rest = Math.abs(v);
+    int digits = 1;
+    for (long t = rest; t >= 10; t /= 10) digits++;
+    byte[] out = new byte[digits + (negative ? 1 : 0)];
+    for (int i = out.length - 1; i >= (negative ? 1 : 0); i--) {
+      out[i] = (byte) ('0' + rest % 10);
+      rest /= 10;
+    }
+    if (negative) out[0] = '-';
+    return out;
   }
 
   private static void addUserHeaders(RecordHeaders headers, ArrayData array) {

@@ -24,6 +24,7 @@ import org.apache.spark.sql.types.ShortType;
 import org.apache.spark.sql.types.ByteType;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
+import org.apache.spark.unsafe.types.UTF8String;
 import scala.collection.immutable.Seq;
 import scala.runtime.AbstractFunction1;
 
@@ -93,6 +94,9 @@ public final class KplexFunctions {
 
   static BoundFunction bindKey(StructType input) {
     DataType type = single(input, KEY);
+    if (type instanceof org.apache.spark.sql.types.StringType || type instanceof org.apache.spark.sql.types.BinaryType) {
+      return new BytesKey(type);
+    }
     return new Scalar(KEY, new DataType[] {type}, DataTypes.BinaryType, new KeyEval(KeyBytes.encoderFor(type)));
   }
 
@@ -216,6 +220,40 @@ public final class KplexFunctions {
       }
       return eval.apply(args);
     }
+  }
+
+  /**
+   * kplex_key of a STRING (its UTF-8) or BINARY (itself), the common keys, called by
+   * Spark's generated code through its {@code invoke} methods, with no row built per call.
+   */
+  public static final class BytesKey implements ScalarFunction<byte[]> {
+    private static final long serialVersionUID = 1L;
+    private final DataType input;
+
+    BytesKey(DataType input) {
+      this.input = input;
+    }
+
+    public byte[] invoke(UTF8String key) {
+      return key == null ? null : key.getBytes();
+    }
+
+    public byte[] invoke(byte[] key) {
+      return key;
+    }
+
+    @Override
+    public byte[] produceResult(InternalRow args) {
+      if (args.isNullAt(0)) return null;
+      return input instanceof org.apache.spark.sql.types.BinaryType ? args.getBinary(0)
+          : args.getUTF8String(0).getBytes();
+    }
+
+    @Override public DataType[] inputTypes() { return new DataType[] {input}; }
+    @Override public DataType resultType() { return DataTypes.BinaryType; }
+    @Override public String name() { return KEY; }
+    @Override public String canonicalName() { return "kplex." + KEY + "(" + input.catalogString() + ")"; }
+    @Override public String toString() { return canonicalName(); }
   }
 
   /** Builds the Catalyst expression of a session function call: binds, then resolves. */

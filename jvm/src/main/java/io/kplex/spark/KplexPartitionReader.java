@@ -28,14 +28,19 @@ final class KplexPartitionReader implements PartitionReader<InternalRow> {
   private final KafkaConsumer<byte[], byte[]> consumer;
   private final TopicPartition tp;
   private final UTF8String topic;
+  private final int[] columns;
   private Iterator<ConsumerRecord<byte[], byte[]>> batch = java.util.Collections.emptyIterator();
   private InternalRow current;
   private long lastProgress = System.currentTimeMillis();
   private long read;
 
-  /** {@code vp} < 0: every record, as a topic row; otherwise that virtual partition's, as derived rows. */
-  KplexPartitionReader(KafkaConf kafka, OffsetRange range, int vp) {
+  /**
+   * {@code vp} < 0: every record, as a topic row of {@code columns}; otherwise that
+   * virtual partition's, as derived rows.
+   */
+  KplexPartitionReader(KafkaConf kafka, OffsetRange range, int vp, int[] columns) {
     this.range = range;
+    this.columns = columns;
     this.vp = vp;
     this.tp = new TopicPartition(range.topic, range.partition);
     this.topic = UTF8String.fromString(range.topic);
@@ -54,7 +59,7 @@ final class KplexPartitionReader implements PartitionReader<InternalRow> {
         }
         read++;
         if (vp < 0) {
-          current = RecordRows.row(r, topic, RecordRows.TOPIC_COLUMNS);
+          current = RecordRows.row(r, topic, columns);
           return true;
         }
         Integer recordVp = RecordRows.vpHeader(r);

@@ -20,7 +20,8 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * A bounded read (read_committed) between the offsets {@link ReadBounds} resolves when
  * the scan is planned, by default from the earliest offset to the last stable one.
  * <ul>
- *   <li>Plain topic: one Spark input partition per physical partition.</li>
+ *   <li>Plain topic: one Spark input partition per physical partition, or per piece of
+ *       one ({@link #split}), with only the columns the query uses.</li>
  *   <li>kplex-written table: one input partition per virtual partition, reading its
  *       physical partition vp % P and keeping its records, in their stored order (G2).</li>
  *   <li>Read-time table: one input partition per virtual partition, merging every source
@@ -33,17 +34,24 @@ final class KplexScan implements Scan, Batch {
   private final ReadConf conf;
   private final CaseInsensitiveStringMap options;
   private final Set<Integer> vps;
+  /** The columns a plain topic's read builds, as indexes into TOPIC_SCHEMA. */
+  private final int[] columns;
 
-  KplexScan(KplexTable table, ReadConf conf, CaseInsensitiveStringMap options, Set<Integer> vps) {
+  /** Offsets of a piece a plain topic's partition is split into by default, at least. */
+  static final long MIN_SPLIT_OFFSETS = 50_000;
+
+  KplexScan(KplexTable table, ReadConf conf, CaseInsensitiveStringMap options, Set<Integer> vps,
+      StructType required) {
     this.table = table;
     this.conf = conf;
     this.options = options;
     this.vps = vps;
+    this.columns = conf.kind == ReadConf.Kind.TOPIC ? RecordRows.columns(required) : null;
   }
 
   @Override
   public StructType readSchema() {
-    return table.schema();
+    return columns == null ? table.schema() : RecordRows.schema(columns);
   }
 
   @Override
@@ -74,9 +82,7 @@ final class KplexScan implements Scan, Batch {
       }
       switch (conf.kind) {
         case TOPIC:
-          for (OffsetRange r : ranges) {
-            if (r.until > r.from) parts.add(r);
-          }
+          parts.addAll(split(ranges, minPartitions(), options.containsKey(MIN_PARTITIONS) ? 1 : MIN_SPLIT_OFFSETS));
           break;
         case DERIVED:
           if (ranges.size() != conf.physicalPartitions) {
@@ -101,9 +107,51 @@ final class KplexScan implements Scan, Batch {
     return parts.toArray(new InputPartition[0]);
   }
 
+  /** Spark's Kafka source's name for the same read option. */
+  static final String MIN_PARTITIONS = "minPartitions";
+
+  /**
+   * The read option {@code minPartitions}, else twice Spark's default parallelism: with
+   * one task per partition, 3 partitions on 2 cores would leave a core idle for a third
+   * of the read.
+   */
+  private int minPartitions() {
+    String text = options.get(MIN_PARTITIONS);
+    if (text == null) {
+      return 2 * org.apache.spark.SparkContext.getOrCreate().defaultParallelism();
+    }
+    try {
+      int n = Integer.parseInt(text.trim());
+      if (n >= 1) return n;
+    } catch (NumberFormatException e) {
+      // named below
+    }
+    throw Errors.badOption(MIN_PARTITIONS, text, "an integer >= 1 (the fewest read tasks of a plain topic)");
+  }
+
+  /**
+   * The non-empty ranges, each cut into equal pieces of at most total / {@code want}
+   * offsets (at least {@code minOffsets}), so that there are about {@code want} of them.
+   */
+  static List<OffsetRange> split(List<OffsetRange> ranges, int want, long minOffsets) {
+    long total = 0;
+    for (OffsetRange r : ranges) total += Math.max(0, r.until - r.from);
+    long most = Math.max(minOffsets, Math.max(1, (total + want - 1) / want));
+    List<OffsetRange> out = new ArrayList<>();
+    for (OffsetRange r : ranges) {
+      long length = r.until - r.from;
+      if (length <= 0) continue;
+      long pieces = (length + most - 1) / most;
+      for (long i = 0; i < pieces; i++) {
+        out.add(new OffsetRange(r.topic, r.partition, r.from + length * i / pieces, r.from + length * (i + 1) / pieces));
+      }
+    }
+    return out;
+  }
+
   @Override
   public PartitionReaderFactory createReaderFactory() {
-    return new KplexReaderFactory(conf);
+    return new KplexReaderFactory(conf, columns);
   }
 
   @Override

@@ -6,21 +6,25 @@ import java.util.TreeSet;
 import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.connector.read.SupportsPushDownFilters;
+import org.apache.spark.sql.connector.read.SupportsPushDownRequiredColumns;
 import org.apache.spark.sql.sources.EqualTo;
 import org.apache.spark.sql.sources.Filter;
 import org.apache.spark.sql.sources.In;
+import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 /**
  * Plans a read: resolves its settings ({@link ReadConf}) and keeps the virtual partitions
  * that {@code WHERE vpartition = n} or {@code vpartition IN (...)} select, so that only
- * those are read. Spark still applies every filter to the rows.
+ * those are read. Spark still applies every filter to the rows. A plain topic's read
+ * builds only the columns the query uses.
  */
-final class KplexScanBuilder implements ScanBuilder, SupportsPushDownFilters {
+final class KplexScanBuilder implements ScanBuilder, SupportsPushDownFilters, SupportsPushDownRequiredColumns {
   private final KplexTable table;
   private final CaseInsensitiveStringMap options;
   private TreeSet<Integer> vps;
   private final List<Filter> pushed = new ArrayList<>();
+  private StructType required;
 
   KplexScanBuilder(KplexTable table, CaseInsensitiveStringMap options) {
     this.table = table;
@@ -63,7 +67,12 @@ final class KplexScanBuilder implements ScanBuilder, SupportsPushDownFilters {
   }
 
   @Override
+  public void pruneColumns(StructType requiredSchema) {
+    this.required = requiredSchema;
+  }
+
+  @Override
   public Scan build() {
-    return new KplexScan(table, ReadConf.resolve(table, options.asCaseSensitiveMap()), options, vps);
+    return new KplexScan(table, ReadConf.resolve(table, options.asCaseSensitiveMap()), options, vps, required);
   }
 }
