@@ -101,16 +101,28 @@ def _messages(bootstrap: str, topic: str, isolation: str = "read_committed",
             return
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in sorted(pending)])
         deadline = time.monotonic() + timeout
+        # An end of partition short of the high watermark (read_committed: a commit
+        # marker not written yet) ends it only when nothing more came for a while.
+        short_eof: dict[int, float] = {}
         while pending:
-            if time.monotonic() > deadline:
+            now = time.monotonic()
+            for p, since in list(short_eof.items()):
+                if now - since >= 3.0:
+                    pending.discard(p)
+                    del short_eof[p]
+            if now > deadline:
                 raise TimeoutError(f"reading {topic!r} took over {timeout} s")
             for msg in consumer.consume(num_messages=20_000, timeout=0.2):
                 err = msg.error()
                 if err is not None:
                     if err.code() == KafkaError._PARTITION_EOF:
-                        pending.discard(msg.partition())
+                        if msg.offset() < ends.get(msg.partition(), 0):
+                            short_eof[msg.partition()] = time.monotonic()
+                        else:
+                            pending.discard(msg.partition())
                         continue
                     raise KafkaException(err)
+                short_eof.pop(msg.partition(), None)
                 if msg.partition() not in pending:
                     continue
                 if msg.offset() + 1 >= ends[msg.partition()]:

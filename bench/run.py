@@ -198,6 +198,7 @@ class Row:
     examples: list[str] = field(default_factory=list)
     log: str = ""
     result: dict[str, Any] = field(default_factory=dict)
+    runs: list[float] = field(default_factory=list)  # records/s of every repeat (--repeat)
 
     @property
     def records_per_cpu_s(self) -> float:
@@ -253,8 +254,25 @@ class Bench:
         self.env = {**os.environ, "KPLEX_PYTHON": str(python_path), "PYTHONUNBUFFERED": "1"}
         self.admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
 
+    def settle(self, quiet_share: float = 0.1, longest_s: float = 60.0) -> None:
+        """Wait until the broker is idle (below quiet_share of a core for a second), so
+        that one contender's run does not pay for the last one's log flushes."""
+        if not self.broker:
+            return
+        deadline = time.monotonic() + longest_s
+        while time.monotonic() < deadline:
+            try:
+                before = procmon.cpu_seconds(self.broker)
+                time.sleep(1.0)
+                if procmon.cpu_seconds(self.broker) - before < quiet_share:
+                    return
+            except (OSError, ValueError):
+                return
+        say(f"the broker was still busy after {longest_s:.0f} s; running anyway")
+
     def run_one(self, c: Contender, size: int, src: sourcegen.Source,
                 fingerprint: check.SourceFingerprint | None) -> Row:
+        self.settle()
         target = f"out_{size}_{c.script.split('.')[0]}_{uuid.uuid4().hex[:8]}"
         if not c.kplex_table:
             from kplex.datagen import ensure_topic
@@ -355,15 +373,16 @@ def _checks(row: Row) -> str:
 
 def results_table(rows: list[Row]) -> list[str]:
     lines = [
-        "| records | contender | V | records/s | MiB/s | job s | wall s | CPU s (+ broker) "
+        "| records | contender | V | records/s | runs: min–max records/s | MiB/s | job s | wall s | CPU s (+ broker) "
         "| peak RSS MiB (tree: per process) | broker RSS MiB | Spark heap peak / spill MiB | load | checks |",
-        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | --- |",
+        "| ---: | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | --- |",
     ]
     for r in rows:
+        spread = (f"{len(r.runs)}: {min(r.runs):,.0f}–{max(r.runs):,.0f}" if len(r.runs) > 1 else "1")
         roles = ", ".join(f"{k} {v}" for k, v in r.peak_by_role.items())
         spark = "–" if r.jvm_heap_peak_mib is None else f"{r.jvm_heap_peak_mib:,.0f} / {r.spill_disk_mib:,.0f}"
         lines.append(
-            f"| {r.size:,} | {r.name} | {r.v or '–'} | {_num(r.records_per_s)} | {_num(r.mib_per_s, '{:,.1f}')} "
+            f"| {r.size:,} | {r.name} | {r.v or '–'} | {_num(r.records_per_s)} | {spread} | {_num(r.mib_per_s, '{:,.1f}')} "
             f"| {_num(r.job_s, '{:,.1f}')} | {_num(r.wall_s, '{:,.1f}')} "
             f"| {_num(r.cpu_s)} (+ {_num(r.broker_cpu_s)}) | {_num(r.peak_tree_mib)}: {roles} "
             f"| {_num(r.broker_peak_mib)} | {spark} | {_num(r.load, '{:.1f}')} | {_checks(r)} |")
@@ -586,6 +605,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--large-vs", default="", help="kplex V values for sizes above 1M (default: --vs)")
     p.add_argument("--large-only", default="", help="--only for sizes above 1M (default: --only)")
     p.add_argument("--reference-v", type=int, default=9, help="V of the non-kplex contenders")
+    p.add_argument("--repeat", type=int, default=1,
+                   help="runs of every contender; the table shows the median run and the spread")
+    p.add_argument("--large-repeat", type=int, default=0, help="--repeat for sizes above 1M (default: --repeat)")
+    p.add_argument("--repeat-only", default="",
+                   help="repeat only the contenders these select (as --only); the others run once")
     p.add_argument("--partitions", type=int, default=3, help="P, of the source and of every output")
     p.add_argument("--users", type=int, default=100_000)
     p.add_argument("--memory", default="1g", help="spark.driver.memory of every Spark contender")
@@ -652,12 +676,24 @@ def main(argv: list[str] | None = None) -> int:
             large = size > 1_000_000
             size_vs = [int(v) for v in args.large_vs.split(",") if v] if large and args.large_vs else vs
             only = args.large_only if large and args.large_only else args.only
-            for c in contenders(size_vs, deliveries, args.reference_v, args.smoke, jars,
-                                round(src.mean_value_bytes), args.parse_variants):
-                if only and not any(_selects(o, c.name) for o in only.split(",") if o):
-                    continue
-                rows.append(bench.run_one(c, size, src, fingerprint))
-                write_results(out, rows, meta(args, command, started, info, load_start, jar_sha, sources))
+            chosen = [c for c in contenders(size_vs, deliveries, args.reference_v, args.smoke, jars,
+                                            round(src.mean_value_bytes), args.parse_variants)
+                      if not only or any(_selects(o, c.name) for o in only.split(",") if o)]
+            # Repeats go round the contenders (all once, then all again), so that a
+            # slow spell of the machine does not land on one contender's every run.
+            repeats = args.large_repeat if large and args.large_repeat else args.repeat
+            runs: list[list[Row]] = [[] for _ in chosen]
+            for repeat in range(repeats):
+                for i, c in enumerate(chosen):
+                    if repeat and not all(r.passed for r in runs[i]):
+                        continue  # a failed contender is reported as it failed, not rerun
+                    if repeat and args.repeat_only and not any(
+                            _selects(o, c.name) for o in args.repeat_only.split(",") if o):
+                        continue
+                    runs[i].append(bench.run_one(c, size, src, fingerprint))
+                    done = [median_run(r) for r in runs if r]
+                    write_results(out, rows + done, meta(args, command, started, info, load_start, jar_sha, sources))
+            rows += [median_run(r) for r in runs if r]
             if args.profile and size == next((s for s in sizes if s >= 1_000_000), sizes[0]):
                 run_profile(bench, src, args, workdir)
         del bench.admin  # before the broker stops, or librdkafka logs the disconnect
@@ -677,6 +713,15 @@ def meta(args: argparse.Namespace, command: str, started: dt.datetime, info: dic
                 load_end=procmon.loadavg(), jar_sha=jar_sha, sources=[asdict(s) for s in sources],
                 partitions=args.partitions, users=args.users, memory=args.memory,
                 reference_v=args.reference_v, full_check_up_to=args.full_check_up_to)
+
+
+def median_run(runs: list[Row]) -> Row:
+    """The run that stands for a contender: a failed one if any failed, else the one with
+    the median records/s (the lower middle of an even count); ``runs`` lists them all."""
+    failed = [r for r in runs if not r.passed]
+    row = failed[0] if failed else sorted(runs, key=lambda r: r.records_per_s)[(len(runs) - 1) // 2]
+    row.runs = [r.records_per_s for r in runs if r.ok_run]
+    return row
 
 
 def _selects(token: str, name: str) -> bool:

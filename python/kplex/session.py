@@ -44,7 +44,7 @@ def configure_spark_with_kplex(
     """Set the configuration that kplex needs on a session builder, and return it.
 
     Adds the bundled jars to ``spark.jars``, the SQL extension that registers
-    ``kplex_key``, ``kplex_order`` and ``kplex_vpartition``, and the ``kplex``
+    ``kplex_key``, ``kplex_order``, ``kplex_vpartition`` and ``kplex_json``, and the ``kplex``
     catalog pointing at ``bootstrap`` (default: ``$KPLEX_BOOTSTRAP``).
 
     >>> builder = configure_spark_with_kplex(SparkSession.builder, "127.0.0.1:9092")

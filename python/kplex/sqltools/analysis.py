@@ -51,7 +51,7 @@ __all__ = [
 CATALOG = "kplex"
 
 #: The SQL functions of kplex and how many arguments each takes.
-FUNCTIONS: dict[str, int] = {"kplex_key": 1, "kplex_order": 1, "kplex_vpartition": 2}
+FUNCTIONS: dict[str, int] = {"kplex_key": 1, "kplex_order": 1, "kplex_vpartition": 2, "kplex_json": 2}
 
 KEY_COLUMN = "key"
 ORDER_COLUMNS = ("order_value", "order")

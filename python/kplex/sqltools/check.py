@@ -182,7 +182,7 @@ def _functions(ctx: _Context) -> Iterator[Diagnostic]:
         if name in a.FUNCTIONS:
             want, got = a.FUNCTIONS[name], len(call.expressions)
             if want != got:
-                usage = "(key, V)" if name == "kplex_vpartition" else "(<expr>)"
+                usage = {"kplex_vpartition": "(key, V)", "kplex_json": "(json, '/pointer')"}.get(name, "(<expr>)")
                 yield ctx.at(call, f"{name} takes {want} argument(s) {usage}, got {got}")
             continue
         guess = difflib.get_close_matches(name, list(a.FUNCTIONS), n=1, cutoff=0.75)
