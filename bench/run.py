@@ -36,6 +36,7 @@ import hashlib
 import json
 import os
 import platform
+import shlex
 import shutil
 import signal
 import subprocess
@@ -643,7 +644,7 @@ def main(argv: list[str] | None = None) -> int:
         return render(args.render, args.out)
     # A plain SIGTERM would skip the clean-up that stops the broker.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    command = "python bench/run.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "python bench/run.py " + shlex.join(argv if argv is not None else sys.argv[1:])
     started = dt.datetime.now(dt.timezone.utc)
     load_start = procmon.loadavg()
     workdir = (args.workdir or Path(tempfile.mkdtemp(prefix="kplex-bench-"))).resolve()

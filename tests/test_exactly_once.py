@@ -287,3 +287,26 @@ def test_a_broker_stopped_mid_write_loses_and_doubles_nothing(spark, source, boo
         expected = verify.read_topic(bootstrap, source)
         report = verify.check_records(expected, verify.read_topic(cluster.bootstrap, target), 9, 3)
         assert report.ok, report.summary()
+
+
+def test_an_exactly_once_insert_returns_only_once_its_records_are_visible(spark, bootstrap, fresh_name):
+    # Kafka acknowledges a commit before the markers are on the partitions; the INSERT
+    # waits for them, so the last stable offset (what read_committed consumers read up
+    # to) has reached the end of every partition when it returns.
+    from confluent_kafka import IsolationLevel, TopicPartition as TP
+    from confluent_kafka.admin import AdminClient, OffsetSpec
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for _ in range(3):
+        table = fresh_name("visible")
+        spark.sql(f"CREATE TABLE kplex.{table} TBLPROPERTIES ('kplex.virtual_partitions' = '6',"
+                  " 'kplex.physical_partitions' = '3')")
+        spark.sql(f"INSERT INTO kplex.{table} SELECT kplex_key(CAST(id % 50 AS STRING)), kplex_order(id),"
+                  " CAST(CAST(id AS STRING) AS BINARY) AS value FROM range(3000)")
+        partitions = [TP(table, p) for p in range(3)]
+        stable = admin.list_offsets({tp: OffsetSpec.latest() for tp in partitions},
+                                    isolation_level=IsolationLevel.READ_COMMITTED)
+        high = admin.list_offsets({tp: OffsetSpec.latest() for tp in partitions},
+                                  isolation_level=IsolationLevel.READ_UNCOMMITTED)
+        for tp in partitions:
+            assert stable[tp].result().offset == high[tp].result().offset > 0

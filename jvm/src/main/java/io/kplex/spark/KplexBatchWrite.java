@@ -30,11 +30,17 @@ final class KplexBatchWrite implements BatchWrite {
   public void commit(WriterCommitMessage[] messages) {
     if (conf.exactlyOnce()) {
       List<Transactions.Txn> txns = new ArrayList<>();
+      long[] last = new long[conf.physicalPartitions];
+      java.util.Arrays.fill(last, -1L);
       for (WriterCommitMessage m : messages) {
-        Transactions.Txn txn = ((KplexCommitMessage) m).txn;
-        if (txn != null) txns.add(txn);
+        KplexCommitMessage k = (KplexCommitMessage) m;
+        if (k.txn != null) txns.add(k.txn);
+        for (int p = 0; p < last.length; p++) last[p] = Math.max(last[p], k.lastOffsets[p]);
       }
       Transactions.commit(conf, queryId, txns);
+      // Kafka acknowledges a commit before its markers are on the partitions: wait for
+      // them, so that a read_committed consumer started after the INSERT sees its rows.
+      Transactions.awaitVisible(conf, last);
     }
     WriteSummary.record(conf, messages);
   }

@@ -38,9 +38,13 @@ final class KplexDataWriter implements DataWriter<InternalRow> {
   private final Header[] vpHeaders;
   private final long[] rowsPerVp;
   private final KafkaProducer<byte[], byte[]> producer;
-  private final Callback callback = (metadata, e) -> {
-    if (e != null) fail(e);
-  };
+  /**
+   * The offset of the last record acknowledged per physical partition (-1: none). Written
+   * by the producer's I/O thread in callbacks, read after {@code flush()}, which waits for
+   * every batch to complete after its callbacks ran.
+   */
+  private final long[] lastOffsets;
+  private final Callback callback = this::acknowledged;
   private volatile Exception failure;
   private long dropped;
 
@@ -62,6 +66,8 @@ final class KplexDataWriter implements DataWriter<InternalRow> {
     this.binaryValue = schema.type(schema.value) instanceof BinaryType;
     this.vpHeaders = new Header[conf.virtualPartitions];
     this.rowsPerVp = new long[conf.virtualPartitions];
+    this.lastOffsets = new long[conf.physicalPartitions];
+    java.util.Arrays.fill(lastOffsets, -1L);
     Map<String, Object> props = conf.kafka.producer();
     this.transactionalId = conf.exactlyOnce()
         ? Transactions.transactionalId(conf.table, partitionId, stageAttempt, attempt) : null;
@@ -73,6 +79,14 @@ final class KplexDataWriter implements DataWriter<InternalRow> {
     if (conf.exactlyOnce()) {
       producer.initTransactions();
       producer.beginTransaction();
+    }
+  }
+
+  private void acknowledged(org.apache.kafka.clients.producer.RecordMetadata metadata, Exception e) {
+    if (e != null) {
+      fail(e);
+    } else if (metadata.offset() > lastOffsets[metadata.partition()]) {
+      lastOffsets[metadata.partition()] = metadata.offset();
     }
   }
 
@@ -180,7 +194,7 @@ final class KplexDataWriter implements DataWriter<InternalRow> {
       var id = TransactionResumer.idAndEpoch(producer);
       txn = new Transactions.Txn(transactionalId, id.producerId, id.epoch);
     }
-    return new KplexCommitMessage(partitionId, rowsPerVp, dropped, txn);
+    return new KplexCommitMessage(partitionId, rowsPerVp, dropped, txn, lastOffsets);
   }
 
   @Override

@@ -8,6 +8,7 @@ import java.io.IOException;
 import java.io.Serializable;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -84,6 +85,44 @@ final class Transactions {
       fenceOpen(store, conf.table, keep);
       finish(conf, txns, true);
       store.publish(COMMITS_TOPIC, conf.table, null);
+    }
+  }
+
+  /** How long a commit waits for its markers before it returns anyway (with a warning). */
+  static final long VISIBLE_WAIT_MS = 30_000;
+
+  /**
+   * Waits until every partition's last stable offset is past {@code lastOffsets[p]} (-1:
+   * nothing written there): the commit markers are written, read_committed consumers see
+   * the records.
+   */
+  static void awaitVisible(WriteConf conf, long[] lastOffsets) {
+    Map<org.apache.kafka.common.TopicPartition, org.apache.kafka.clients.admin.OffsetSpec> specs = new HashMap<>();
+    for (int p = 0; p < lastOffsets.length; p++) {
+      if (lastOffsets[p] >= 0) {
+        specs.put(new org.apache.kafka.common.TopicPartition(conf.topic, p),
+            org.apache.kafka.clients.admin.OffsetSpec.latest());
+      }
+    }
+    if (specs.isEmpty()) return;
+    long deadline = System.currentTimeMillis() + VISIBLE_WAIT_MS;
+    try (TableStore store = new TableStore(conf.kafka, COMMITS_TOPIC)) {
+      while (true) {
+        var stable = store.call(() -> store.admin().listOffsets(specs,
+            new org.apache.kafka.clients.admin.ListOffsetsOptions(org.apache.kafka.common.IsolationLevel.READ_COMMITTED))
+            .all().get(KafkaConf.ADMIN_TIMEOUT_MS, TimeUnit.MILLISECONDS));
+        specs.keySet().removeIf(tp -> stable.get(tp).offset() > lastOffsets[tp.partition()]);
+        if (specs.isEmpty()) return;
+        if (System.currentTimeMillis() > deadline) {
+          LOG.warn("kplex: table {} is committed, but after {} s the commit markers of {} are not"
+              + " visible yet; read_committed consumers will see the records once they are",
+              conf.table, VISIBLE_WAIT_MS / 1000, specs.keySet());
+          return;
+        }
+        Thread.sleep(10);
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
     }
   }
 
