@@ -68,7 +68,8 @@ from common import parse_result  # noqa: E402
 CONNECTOR_JARS = ("spark-sql-kafka-0-10", "spark-token-provider-kafka-0-10", "commons-pool2", "kafka-clients")
 MIB = 2**20
 # kplex's producer settings (KafkaConf.producer()), for the tuned Spark sink.
-KPLEX_PRODUCER = {"linger.ms": "10", "batch.size": str(256 * 1024), "buffer.memory": str(64 << 20)}
+KPLEX_PRODUCER = {"linger.ms": "10", "batch.size": str(256 * 1024), "buffer.memory": str(64 << 20),
+                  "compression.type": "lz4"}
 # Targets: (name, numerator, denominator, minimum ratio).
 MIN_ALO_VS_SPARK = 1.0
 MIN_EOS_VS_ALO = 0.8
@@ -216,11 +217,10 @@ class Row:
 
 
 def contenders(sizes_v: list[int], deliveries: list[str], reference_v: int, smoke: bool,
-               extra_jars: str, record_size: int, parse_variants: tuple[str, ...] = ()) -> list[Contender]:
+               extra_jars: str, parse_variants: tuple[str, ...] = (), uncompressed: bool = False) -> list[Contender]:
     all_g = ("G1", "G2", "G3", "G4", "G5")
     out = [
-        Contender("ceiling (ProducerPerformance)", "ceiling.py", args=["--record-size", str(record_size)],
-                  checked=False),
+        Contender("ceiling (ProducerPerformance)", "ceiling.py", checked=False),
         Contender("spark-sink", "spark_sink.py", v=reference_v, delivery="at_least_once",
                   args=["--extra-jars", extra_jars], claims=("G1", "G2", "G4", "G5")),
     ]
@@ -236,6 +236,14 @@ def contenders(sizes_v: list[int], deliveries: list[str], reference_v: int, smok
             claims = all_g if delivery == "exactly_once" else ("G1", "G2", "G4", "G5")
             out.append(Contender(f"kplex {delivery}", "kplex_insert.py", v=v, delivery=delivery,
                                  args=["--delivery", delivery], claims=claims, kplex_table=True))
+    if uncompressed:
+        # kplex's producer default is lz4 (KafkaConf.producer()); this row shows what it saves.
+        for delivery in deliveries:
+            claims = all_g if delivery == "exactly_once" else ("G1", "G2", "G4", "G5")
+            out.append(Contender(f"kplex {delivery} (compression.type=none)", "kplex_insert.py", v=reference_v,
+                                 delivery=delivery, args=["--delivery", delivery, "--producer-conf",
+                                                          json.dumps({"compression.type": "none"})],
+                                 claims=claims, kplex_table=True))
     for parse in parse_variants:
         for delivery in deliveries:
             claims = all_g if delivery == "exactly_once" else ("G1", "G2", "G4", "G5")
@@ -397,7 +405,7 @@ def _find(rows: list[Row], size: int, name: str, v: int | None = None) -> Row | 
     return None
 
 
-Ratio = tuple[int, str, "tuple[float, float] | None", float, str]
+Ratio = tuple[int, str, "tuple[float, float] | None", "float | None", str]
 
 
 def ratios(rows: list[Row], reference_v: int) -> list[Ratio]:
@@ -429,6 +437,12 @@ def ratios(rows: list[Row], reference_v: int) -> list[Ratio]:
                     MIN_KPLEX_VS_CEILING, ""))
         out.append((size, f"kplex exactly-once V={reference_v} / ceiling", ratio(eos, ceiling),
                     MIN_KPLEX_VS_CEILING, ""))
+        for delivery in ("at_least_once", "exactly_once"):
+            plain = _find(rows, size, f"kplex {delivery} (compression.type=none)", reference_v)
+            lz4 = alo if delivery == "at_least_once" else eos
+            if plain and lz4:
+                out.append((size, f"kplex {delivery.replace('_', '-')} V={reference_v}, lz4 (default) / "
+                            "compression.type=none", ratio(lz4, plain), None, "the producer default, by measurement"))
         for parse in PARSE_VARIANTS:
             for delivery in ("at_least_once", "exactly_once"):
                 variant = _find(rows, size, f"kplex {delivery} ({parse})", reference_v)
@@ -451,8 +465,9 @@ def ratio_table(items: list[Ratio]) -> list[str]:
     for size, what, value, minimum, note in items:
         cells = []
         for v in value or (None, None):
-            cells += ["–", "–"] if v is None else [f"{v:.2f}×", "yes" if v >= minimum else "**no**"]
-        target = f"≥ {minimum:.2f}" + (f" ({note})" if note else "")
+            met = "–" if minimum is None else "yes" if v is not None and v >= minimum else "**no**"
+            cells += ["–", "–"] if v is None else [f"{v:.2f}×", met]
+        target = (f"≥ {minimum:.2f}" if minimum is not None else "no target") + (f" ({note})" if note else "")
         lines.append(f"| {size:,} | {what} | {' | '.join(cells)} | {target} |")
     return lines
 
@@ -567,8 +582,12 @@ def write_results(path: Path, rows: list[Row], meta: Meta) -> None:
         "reads the JSON the same way. *kplex ... (get_json_object)* and *(json_tuple)* (with `--parse-variants`) "
         "run the same INSERT with Spark's own JSON functions instead, which parse the whole value through a "
         "`java.io.Reader` (get_json_object once per call, so twice per row; json_tuple once per row).",
-        "- *ceiling* sends unkeyed records of the same size and count with kplex's producer settings; nothing "
-        "is read, parsed, sorted or placed. Its output is checked by count only.",
+        "- *ceiling* sends as many unkeyed records with kplex's producer settings, their values picked at random "
+        "from 10,000 values of the source (`--payload-file`: with `--record-size` every record would be the same "
+        "bytes, which lz4 shrinks to almost nothing); nothing is read, parsed, sorted or placed. Its output is "
+        "checked by count only.",
+        "- *kplex ... (compression.type=none)* (with `--uncompressed`) is the same INSERT with the producer's "
+        "compression off; kplex's default is lz4.",
         f"- Checks: `kplex.verify.check_derived_topic` up to {args.full_check_up_to:,} records, above that the "
         "streaming equivalent in bench/check.py (same guarantees, O(keys) memory).",
     ]
@@ -619,6 +638,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--workdir", type=Path, help="logs, broker data (default: a new dir in /tmp)")
     p.add_argument("--out", type=Path, help="results file (default bench/RESULTS.md; with --smoke, in the workdir)")
     p.add_argument("--keep-topics", action="store_true")
+    p.add_argument("--uncompressed", action="store_true",
+                   help="add kplex runs (V=reference) with compression.type=none instead of kplex's lz4 default")
     p.add_argument("--parse-variants", default="",
                    help="add kplex runs (V=reference) whose query reads the JSON with Spark's own functions "
                         f"instead of kplex_json: comma-separated, of {','.join(PARSE_VARIANTS)}")
@@ -678,7 +699,7 @@ def main(argv: list[str] | None = None) -> int:
             size_vs = [int(v) for v in args.large_vs.split(",") if v] if large and args.large_vs else vs
             only = args.large_only if large and args.large_only else args.only
             chosen = [c for c in contenders(size_vs, deliveries, args.reference_v, args.smoke, jars,
-                                            round(src.mean_value_bytes), args.parse_variants)
+                                            args.parse_variants, args.uncompressed)
                       if not only or any(_selects(o, c.name) for o in only.split(",") if o)]
             # Repeats go round the contenders (all once, then all again), so that a
             # slow spell of the machine does not land on one contender's every run.

@@ -146,3 +146,22 @@ def test_a_write_keyed_with_kplex_json_places_records_as_get_json_object_does(sp
     placed = [[(r.partition, r.offset, r.key, r.value) for r in verify.read_topic(bootstrap, t)]
               for t in (by_pointer, by_path)]
     assert placed[0] == placed[1] and len(placed[0]) == 3_000
+
+
+@pytest.mark.parametrize("order,compiled,expected", [
+    ("CAST(kplex_json(value, '/viewtime') AS BIGINT)", True, 1700000000123),
+    ("timestamp_millis(CAST(kplex_json(value, '/viewtime') AS BIGINT))", True, 1700000000123),
+    ("CAST(kplex_json(value, '/n') AS INT)", False, 42),   # widened to BIGINT by the bound function
+])
+def test_kplex_order_of_a_bigint_or_timestamp_leaves_its_argument_to_generated_code(
+        spark, order, compiled, expected):
+    # A bound V2 function is evaluated without generated code, and so is everything under it
+    # (here a CAST of a JSON field, and kplex_json called by reflection): kplex_order of a
+    # BIGINT or TIMESTAMP is the argument itself, tagged, so the whole projection compiles.
+    df = spark.sql(f"SELECT kplex_order({order}) AS o FROM (SELECT CAST(concat('{{\"viewtime\": ',"
+                   " 1700000000123 + id, ', \"n\": ', 42 + id, '}}') AS BINARY) AS value FROM range(1))")
+    plan = df._jdf.queryExecution().executedPlan().toString()
+    assert ("applyfunctionexpression" not in plan) == compiled, plan
+    assert df.schema["o"].metadata.get("kplex.function") == "kplex_order"
+    got = df.selectExpr("CAST(unix_millis(o) AS BIGINT) AS ms" if "timestamp" in order else "o AS ms").first()["ms"]
+    assert got == expected

@@ -1,15 +1,23 @@
 """Contender: the ceiling, Kafka's own producer benchmark (ProducerPerformance from
-kafka-tools, what kafka-producer-perf-test.sh runs), producing as many records of
-the source's mean value size, with kplex's producer settings.
+kafka-tools, what kafka-producer-perf-test.sh runs), producing as many records as
+the source holds, with kplex's producer settings. Its payloads are real values of
+the source (10,000 of them, each record one picked at random, as
+``--payload-file`` does), so that compression meets the same data as kplex's: with
+``--record-size`` every record would be the same bytes, which lz4 shrinks to almost
+nothing.
 
     python bench/contenders/ceiling.py --bootstrap B --source pageviews \\
-        --target perf --records 1000000 --record-size 150
+        --target perf --records 1000000
 """
 from __future__ import annotations
 
 import re
 import subprocess
 import sys
+import uuid
+from pathlib import Path
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from common import REPO, arguments, emit
 
@@ -23,18 +31,41 @@ PRODUCER_PROPS = {
     "linger.ms": "10",
     "batch.size": str(256 * 1024),
     "buffer.memory": str(64 << 20),
+    "compression.type": "lz4",
 }
+PAYLOADS = 10_000
 _SUMMARY = re.compile(r"(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\)")
+
+
+def write_payloads(bootstrap: str, topic: str, path: Path, count: int) -> None:
+    """The first ``count`` values of a topic, one per line (JSON values hold no newline)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"kplex-bench-{uuid.uuid4().hex}",
+                         "enable.auto.commit": False, "log_level": 3})
+    consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    values: list[bytes] = []
+    try:
+        while len(values) < count:
+            batch = consumer.consume(min(count - len(values), 1000), timeout=10.0)
+            if not batch:
+                break
+            values += [m.value() for m in batch if m.error() is None and m.value() and b"\n" not in m.value()]
+    finally:
+        consumer.close()
+    if not values:
+        sys.exit(f"no values to use as payloads in topic {topic}")
+    path.write_bytes(b"\n".join(values[:count]))
 
 
 def main() -> None:
     parser = arguments(__doc__)
-    parser.add_argument("--record-size", type=int, default=150)
     args = parser.parse_args()
+    payloads = args.workdir / f"payloads-{args.source}.txt"
+    if not payloads.exists():
+        write_payloads(args.bootstrap, args.source, payloads, PAYLOADS)
     props = [f"bootstrap.servers={args.bootstrap}"] + [f"{k}={v}" for k, v in PRODUCER_PROPS.items()]
     command = ["java", "-Xmx512M", "-cp", f"{kafka_libs()}/*", "org.apache.kafka.tools.ProducerPerformance",
                "--topic", args.target, "--num-records", str(args.records),
-               "--record-size", str(args.record_size), "--throughput", "-1",
+               "--payload-file", str(payloads), "--throughput", "-1",
                "--producer-props", *props]
     run = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     print(run.stdout)

@@ -5,6 +5,7 @@
 """
 from __future__ import annotations
 
+import json
 import time
 
 from common import Timer, arguments, emit, spark_conf, spark_metrics
@@ -44,9 +45,13 @@ def main() -> None:
     parser.add_argument("--delivery", choices=["exactly_once", "at_least_once"], default="exactly_once")
     parser.add_argument("--parse", choices=sorted(INSERTS), default="kplex_json",
                         help="how the query reads userid and viewtime out of the JSON value")
+    parser.add_argument("--producer-conf", default="{}",
+                        help="JSON of Kafka producer settings over kplex's defaults (without the kafka. prefix)")
     args = parser.parse_args()
     name = f"kplex-{args.target}"
     conf = spark_conf(args, name)
+    for key, value in json.loads(args.producer_conf).items():
+        conf[f"spark.sql.catalog.kplex.kafka.{key}"] = str(value)
     spark = kplex_session(args.bootstrap, master=args.master, conf=conf, app_name=name)
     spark.sparkContext.setLogLevel("WARN")
     properties = {

@@ -79,6 +79,9 @@ public final class KafkaConf implements Serializable {
     p.put(ProducerConfig.LINGER_MS_CONFIG, 10);
     p.put(ProducerConfig.BATCH_SIZE_CONFIG, 256 * 1024);
     p.put(ProducerConfig.BUFFER_MEMORY_CONFIG, 64L << 20);
+    // lz4: less CPU for the broker and the producer's I/O thread, which share the cores
+    // with the tasks (bench/RESULTS.md, the "compression.type=none" rows).
+    p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, "lz4");
     p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, 60_000);
     p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 120_000);
     p.putAll(clientProps);

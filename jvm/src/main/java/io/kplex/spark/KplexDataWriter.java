@@ -2,6 +2,9 @@ package io.kplex.spark;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
 import java.util.Map;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.Callback;
@@ -9,7 +12,6 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeader;
-import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.util.ArrayData;
 import org.apache.spark.sql.connector.write.DataWriter;
@@ -123,15 +125,15 @@ final class KplexDataWriter implements DataWriter<InternalRow> {
       orderValue = order.read(row, schema.order);
     }
     int vp = Placement.virtualPartition(keyBytes, conf.virtualPartitions);
-    RecordHeaders headers;
+    // A Collection: ProducerRecord copies it into its own headers in one step.
+    List<Header> headers;
     Header orderHeader = new RecordHeader(ORDER_HEADER, ascii(orderValue));
     if (schema.headers >= 0 && !row.isNullAt(schema.headers)) {
-      headers = new RecordHeaders();
-      addUserHeaders(headers, row.getArray(schema.headers));
+      headers = userHeaders(row.getArray(schema.headers));
       headers.add(vpHeader(vp));
       headers.add(orderHeader);
     } else {
-      headers = new RecordHeaders(new Header[] {vpHeader(vp), orderHeader});
+      headers = Arrays.asList(vpHeader(vp), orderHeader);
     }
     byte[] value = row.isNullAt(schema.value) ? null
         : binaryValue ? row.getBinary(schema.value) : row.getUTF8String(schema.value).getBytes();
@@ -155,30 +157,40 @@ final class KplexDataWriter implements DataWriter<InternalRow> {
     return h;
   }
 
-  /** The decimal ASCII digits of v, as Long.toString(v) spells them, without the String. */
+  /**
+   * The decimal ASCII digits of v, as Long.toString(v) spells them, without the String:
+   * counted by comparisons, then written two digits per division.
+   */
   static byte[] ascii(long v) {
     if (v == Long.MIN_VALUE) return Long.toString(v).getBytes(StandardCharsets.US_ASCII);
-    boolean negative = v < 0;
+    int sign = v < 0 ? 1 : 0;
     long rest = Math.abs(v);
     int digits = 1;
-    for (long t = rest; t >= 10; t /= 10) digits++;
-    byte[] out = new byte[digits + (negative ? 1 : 0)];
-    for (int i = out.length - 1; i >= (negative ? 1 : 0); i--) {
-      out[i] = (byte) ('0' + rest % 10);
-      rest /= 10;
+    for (long bound = 10; digits < 19 && rest >= bound; bound *= 10) digits++;
+    byte[] out = new byte[sign + digits];
+    int i = out.length;
+    while (rest >= 100) {
+      int pair = (int) (rest % 100);
+      rest /= 100;
+      out[--i] = (byte) ('0' + pair % 10);
+      out[--i] = (byte) ('0' + pair / 10);
     }
-    if (negative) out[0] = '-';
+    out[--i] = (byte) ('0' + rest % 10);
+    if (rest >= 10) out[--i] = (byte) ('0' + rest / 10);
+    if (sign == 1) out[0] = '-';
     return out;
   }
 
-  private static void addUserHeaders(RecordHeaders headers, ArrayData array) {
+  private static List<Header> userHeaders(ArrayData array) {
+    List<Header> headers = new ArrayList<>(array.numElements() + 2);
     for (int i = 0; i < array.numElements(); i++) {
       InternalRow h = array.getStruct(i, 2);
       if (h.isNullAt(0)) continue;
       String name = h.getUTF8String(0).toString();
       if (name.equals(VP_HEADER) || name.equals(ORDER_HEADER)) continue;
-      headers.add(name, h.isNullAt(1) ? null : h.getBinary(1));
+      headers.add(new RecordHeader(name, h.isNullAt(1) ? null : h.getBinary(1)));
     }
+    return headers;
   }
 
   @Override

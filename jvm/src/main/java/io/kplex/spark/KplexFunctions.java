@@ -277,7 +277,9 @@ public final class KplexFunctions {
         input = input.add(arg.sql(), arg.dataType(), arg.nullable());
       }
       BoundFunction bound = function.bind(input);
-      Expression call = V2ExpressionUtils$.MODULE$.resolveScalarFunction((ScalarFunction<?>) bound, args);
+      Expression call = passThrough(function, args)
+          ? args.apply(0)
+          : V2ExpressionUtils$.MODULE$.resolveScalarFunction((ScalarFunction<?>) bound, args);
       // Named like the call and tagged with its role, so that a kplex write finds its key
       // and order columns even when the user renames them.
       StringBuilder name = new StringBuilder(function.name()).append('(');
@@ -288,6 +290,19 @@ public final class KplexFunctions {
       return new Alias(call, name.toString(), NamedExpression$.MODULE$.newExprId(), none,
           scala.Option.apply(role), none);
     }
+  }
+
+  /**
+   * kplex_order of a BIGINT or TIMESTAMP is its argument unchanged: the call is then just
+   * the tagged alias, and Spark generates code for the argument. As a bound function it
+   * would be an ApplyFunctionExpression, which Spark evaluates without generated code, and
+   * with it every expression under it (a CAST of a JSON field, say): interpreted, and
+   * magic methods called by reflection (seen in bench/PROFILE.md before this).
+   */
+  static boolean passThrough(UnboundFunction function, Seq<Expression> args) {
+    if (!function.name().equals(ORDER) || args.length() != 1) return false;
+    DataType type = args.apply(0).dataType();
+    return type instanceof LongType || type instanceof org.apache.spark.sql.types.TimestampType;
   }
 
   static ExpressionInfo info(UnboundFunction f) {
