@@ -41,7 +41,8 @@ def write_payloads(bootstrap: str, topic: str, path: Path, count: int) -> None:
     """The first ``count`` values of a topic, one per line (JSON values hold no newline)."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"kplex-bench-{uuid.uuid4().hex}",
                          "enable.auto.commit": False, "log_level": 3})
-    consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    partitions = consumer.list_topics(topic, timeout=10.0).topics[topic].partitions
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
     values: list[bytes] = []
     try:
         while len(values) < count:
