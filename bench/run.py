@@ -62,14 +62,11 @@ import check  # noqa: E402
 import procmon  # noqa: E402
 import jfr_summary  # noqa: E402
 import source as sourcegen  # noqa: E402
-from common import parse_result  # noqa: E402
+from common import KPLEX_PRODUCER, parse_result  # noqa: E402
 
 # Spark's Kafka connector jars passed with spark.jars (the rest is in pyspark already).
 CONNECTOR_JARS = ("spark-sql-kafka-0-10", "spark-token-provider-kafka-0-10", "commons-pool2", "kafka-clients")
 MIB = 2**20
-# kplex's producer settings (KafkaConf.producer()), for the tuned Spark sink.
-KPLEX_PRODUCER = {"linger.ms": "10", "batch.size": str(256 * 1024), "buffer.memory": str(64 << 20),
-                  "compression.type": "lz4"}
 # Targets: (name, numerator, denominator, minimum ratio).
 MIN_ALO_VS_SPARK = 1.0
 MIN_EOS_VS_ALO = 0.8

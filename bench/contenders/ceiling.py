@@ -19,20 +19,13 @@ from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-from common import REPO, arguments, emit
+from common import KPLEX_PRODUCER, REPO, arguments, emit
 
 sys.path.insert(0, str(REPO / "scripts"))
 from local_kafka import kafka_libs  # noqa: E402
 
 # KafkaConf.producer()'s defaults, so that the ceiling is what kplex's producer could reach.
-PRODUCER_PROPS = {
-    "acks": "all",
-    "enable.idempotence": "true",
-    "linger.ms": "10",
-    "batch.size": str(256 * 1024),
-    "buffer.memory": str(64 << 20),
-    "compression.type": "lz4",
-}
+PRODUCER_PROPS = {"acks": "all", "enable.idempotence": "true", **KPLEX_PRODUCER}
 PAYLOADS = 10_000
 _SUMMARY = re.compile(r"(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\)")
 

@@ -21,6 +21,10 @@ REPO = BENCH.parent
 sys.path.insert(0, os.environ.get("KPLEX_PYTHON") or str(REPO / "python"))
 
 RESULT_PREFIX = "BENCH_RESULT "
+# kplex's producer defaults beyond acks/idempotence (KafkaConf.producer()): the ceiling and
+# the tuned Spark sink run with them too, to separate the engine from the tuning.
+KPLEX_PRODUCER = {"linger.ms": "10", "batch.size": str(256 * 1024), "buffer.memory": str(64 << 20),
+                  "compression.type": "lz4"}
 
 
 def emit(result: dict[str, Any]) -> None:
