@@ -127,6 +127,7 @@ props.put("bootstrap.servers", {bootstrap!r})
 admin = jvm.org.apache.kafka.clients.admin.Admin.create(props)
 ids = sorted(t.transactionalId() for t in admin.listTransactions().all().get()
              if t.transactionalId().startswith("kplex.{target}."))
+print("EXECUTORS", spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1)
 print("TXNS", " ".join(ids))
 admin.close()
 spark.stop()
@@ -178,12 +179,17 @@ def test_speculative_copies_of_a_slow_task_change_nothing(bootstrap, source, fre
     result = run_script(cluster_job(bootstrap, source, target, {
         "spark.sql.shuffle.partitions": "3", "spark.sql.adaptive.coalescePartitions.enabled": "false",
         "spark.driver.host": "127.0.0.1", "spark.speculation": "true",
+        # Schedule only once both executors are up: with one, there is no other host to
+        # put a speculative copy on (standalone mode waits for none by default).
+        "spark.scheduler.minRegisteredResourcesRatio": "1.0",
+        "spark.scheduler.maxRegisteredResourcesWaitingTime": "120s",
         "spark.speculation.interval": "200ms", "spark.speculation.quantile": "0.5",
         "spark.speculation.multiplier": "1.5", "spark.speculation.minTaskRuntime": "500ms",
         "spark.kplex.testing.sleep_ms": "1500"}, master=two_host_cluster))
     assert result.returncode == 0, why(result)
     txns = result.stdout.split("TXNS", 1)[1].split()
-    assert any(not t.endswith(".0") for t in txns), txns  # a second (speculative) attempt did run
+    # a second (speculative) attempt did run
+    assert any(not t.endswith(".0") for t in txns), (txns, result.stdout.split("TXNS", 1)[0][-300:])
     assert_exactly_once(bootstrap, source, target)
 
 
