@@ -214,7 +214,8 @@ class Row:
 
 
 def contenders(sizes_v: list[int], deliveries: list[str], reference_v: int, smoke: bool,
-               extra_jars: str, parse_variants: tuple[str, ...] = (), uncompressed: bool = False) -> list[Contender]:
+               extra_jars: str, parse_variants: tuple[str, ...] = (), uncompressed: bool = False,
+               warm: bool = False) -> list[Contender]:
     all_g = ("G1", "G2", "G3", "G4", "G5")
     out = [
         Contender("ceiling (ProducerPerformance)", "ceiling.py", checked=False),
@@ -240,6 +241,14 @@ def contenders(sizes_v: list[int], deliveries: list[str], reference_v: int, smok
             out.append(Contender(f"kplex {delivery} (compression.type=none)", "kplex_insert.py", v=reference_v,
                                  delivery=delivery, args=["--delivery", delivery, "--producer-conf",
                                                           json.dumps({"compression.type": "none"})],
+                                 claims=claims, kplex_table=True))
+    if warm:
+        # The same INSERT as the second statement of a session: shows what the fresh JVM
+        # every other row starts in (its JIT compiler's CPU) costs.
+        for delivery in deliveries:
+            claims = all_g if delivery == "exactly_once" else ("G1", "G2", "G4", "G5")
+            out.append(Contender(f"kplex {delivery} (warm session)", "kplex_insert.py", v=reference_v,
+                                 delivery=delivery, args=["--delivery", delivery, "--warm"],
                                  claims=claims, kplex_table=True))
     for parse in parse_variants:
         for delivery in deliveries:
@@ -585,6 +594,10 @@ def write_results(path: Path, rows: list[Row], meta: Meta) -> None:
         "checked by count only.",
         "- *kplex ... (compression.type=none)* (with `--uncompressed`) is the same INSERT with the producer's "
         "compression off; kplex's default is lz4.",
+        "- *kplex ... (warm session)* (with `--warm`) times the same INSERT as the second of its session: the "
+        "first, untimed, writes the same rows to another table, so the JVM's JIT compiler has done most of its "
+        "work (every other Spark row starts a fresh JVM, as a `spark-submit` does). Its spill figure is the timed "
+        "INSERT's; its CPU s and wall s include both.",
         f"- Checks: `kplex.verify.check_derived_topic` up to {args.full_check_up_to:,} records, above that the "
         "streaming equivalent in bench/check.py (same guarantees, O(keys) memory).",
     ]
@@ -637,6 +650,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--keep-topics", action="store_true")
     p.add_argument("--uncompressed", action="store_true",
                    help="add kplex runs (V=reference) with compression.type=none instead of kplex's lz4 default")
+    p.add_argument("--warm", action="store_true",
+                   help="add kplex runs (V=reference) timed as the second INSERT of their session")
     p.add_argument("--parse-variants", default="",
                    help="add kplex runs (V=reference) whose query reads the JSON with Spark's own functions "
                         f"instead of kplex_json: comma-separated, of {','.join(PARSE_VARIANTS)}")
@@ -696,7 +711,7 @@ def main(argv: list[str] | None = None) -> int:
             size_vs = [int(v) for v in args.large_vs.split(",") if v] if large and args.large_vs else vs
             only = args.large_only if large and args.large_only else args.only
             chosen = [c for c in contenders(size_vs, deliveries, args.reference_v, args.smoke, jars,
-                                            args.parse_variants, args.uncompressed)
+                                            args.parse_variants, args.uncompressed, args.warm)
                       if not only or any(_selects(o, c.name) for o in only.split(",") if o)]
             # Repeats go round the contenders (all once, then all again), so that a
             # slow spell of the machine does not land on one contender's every run.

@@ -79,8 +79,9 @@ def spark_conf(args: argparse.Namespace, name: str) -> dict[str, str]:
     return conf
 
 
-def spark_metrics(eventlog_dir: str) -> dict[str, Any]:
-    """Spill and memory figures summed over the tasks of the event log(s) in a dir."""
+def spark_metrics(eventlog_dir: str, since_epoch: float = 0.0) -> dict[str, Any]:
+    """Spill and memory figures summed over the tasks of the event log(s) in a dir that
+    were launched at or after ``since_epoch`` (the heap peak is the whole session's)."""
     spilled_disk = spilled_mem = peak_exec = 0
     heap_peak = 0
     tasks = 0
@@ -91,6 +92,8 @@ def spark_metrics(eventlog_dir: str) -> dict[str, Any]:
             for line in f:
                 if '"SparkListenerTaskEnd"' in line:
                     event = json.loads(line)
+                    if (event.get("Task Info") or {}).get("Launch Time", 0) < since_epoch * 1000:
+                        continue
                     m = event.get("Task Metrics") or {}
                     tasks += 1
                     spilled_disk += m.get("Disk Bytes Spilled", 0)
