@@ -18,7 +18,7 @@ import os
 import threading
 from pathlib import Path
 
-__all__ = ["TreeMonitor", "cpu_seconds", "rss_kib", "descendants", "role_of", "loadavg"]
+__all__ = ["TreeMonitor", "cpu_seconds", "thread_cpu_seconds", "rss_kib", "descendants", "role_of", "loadavg"]
 
 # Roles that no longer change (spark-submit is a shell script that execs the JVM).
 _FINAL_ROLES = {"spark-jvm", "perf-jvm", "pyspark-worker", "broker"}
@@ -40,14 +40,34 @@ def _status(pid: int) -> dict[str, int]:
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
+def _stat(path: str) -> tuple[str, float] | None:
+    """(command name, user + system CPU seconds) of a /proc .../stat file, None once gone."""
+    try:
+        stat = Path(path).read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2:].split()
+    return stat[stat.index("(") + 1:stat.rindex(")")], (int(fields[11]) + int(fields[12])) / _TICKS
+
+
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time ``pid`` has used so far (0 once it is gone)."""
+    stat = _stat(f"/proc/{pid}/stat")
+    return stat[1] if stat else 0.0
+
+
+def thread_cpu_seconds(pid: int) -> dict[tuple[int, str], float]:
+    """CPU time each live thread of ``pid`` has used so far, by (thread id, thread name)."""
+    out: dict[tuple[int, str], float] = {}
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        tids = os.listdir(f"/proc/{pid}/task")
     except OSError:
-        return 0.0
-    fields = stat[stat.rindex(")") + 2:].split()
-    return (int(fields[11]) + int(fields[12])) / _TICKS
+        return out
+    for tid in tids:
+        stat = _stat(f"/proc/{pid}/task/{tid}/stat")
+        if stat:
+            out[(int(tid), stat[0])] = stat[1]
+    return out
 
 
 def rss_kib(pid: int) -> int:

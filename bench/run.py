@@ -216,46 +216,39 @@ class Row:
 def contenders(sizes_v: list[int], deliveries: list[str], reference_v: int, smoke: bool,
                extra_jars: str, parse_variants: tuple[str, ...] = (), uncompressed: bool = False,
                warm: bool = False) -> list[Contender]:
-    all_g = ("G1", "G2", "G3", "G4", "G5")
+    at_least_once = ("G1", "G2", "G4", "G5")  # what the at-least-once writers claim
+    claims = {"at_least_once": at_least_once, "exactly_once": ("G1", "G2", "G3", "G4", "G5")}
     out = [
         Contender("ceiling (ProducerPerformance)", "ceiling.py", checked=False),
         Contender("spark-sink", "spark_sink.py", v=reference_v, delivery="at_least_once",
-                  args=["--extra-jars", extra_jars], claims=("G1", "G2", "G4", "G5")),
+                  args=["--extra-jars", extra_jars], claims=at_least_once),
     ]
     if not smoke:
         out.append(Contender("spark-sink (kplex producer conf)", "spark_sink.py", v=reference_v,
                              delivery="at_least_once",
                              args=["--extra-jars", extra_jars, "--producer-conf", json.dumps(KPLEX_PRODUCER)],
-                             claims=("G1", "G2", "G4", "G5")))
+                             claims=at_least_once))
     out.append(Contender("python confluent-kafka", "python_rekey.py", v=reference_v, delivery="at_least_once",
                          claims=("G1", "G4", "G5")))
     for v in sizes_v:
         for delivery in deliveries:
-            claims = all_g if delivery == "exactly_once" else ("G1", "G2", "G4", "G5")
             out.append(Contender(f"kplex {delivery}", "kplex_insert.py", v=v, delivery=delivery,
-                                 args=["--delivery", delivery], claims=claims, kplex_table=True))
+                                 args=["--delivery", delivery], claims=claims[delivery], kplex_table=True))
+    # Variants of the same INSERT at the reference V: (name suffix, extra arguments).
+    variants: list[tuple[str, list[str]]] = []
     if uncompressed:
         # kplex's producer default is lz4 (KafkaConf.producer()); this row shows what it saves.
-        for delivery in deliveries:
-            claims = all_g if delivery == "exactly_once" else ("G1", "G2", "G4", "G5")
-            out.append(Contender(f"kplex {delivery} (compression.type=none)", "kplex_insert.py", v=reference_v,
-                                 delivery=delivery, args=["--delivery", delivery, "--producer-conf",
-                                                          json.dumps({"compression.type": "none"})],
-                                 claims=claims, kplex_table=True))
+        variants.append(("compression.type=none", ["--producer-conf", json.dumps({"compression.type": "none"})]))
     if warm:
         # The same INSERT as the second statement of a session: shows what the fresh JVM
         # every other row starts in (its JIT compiler's CPU) costs.
+        variants.append(("warm session", ["--warm"]))
+    variants += [(parse, ["--parse", parse]) for parse in parse_variants]
+    for suffix, extra in variants:
         for delivery in deliveries:
-            claims = all_g if delivery == "exactly_once" else ("G1", "G2", "G4", "G5")
-            out.append(Contender(f"kplex {delivery} (warm session)", "kplex_insert.py", v=reference_v,
-                                 delivery=delivery, args=["--delivery", delivery, "--warm"],
-                                 claims=claims, kplex_table=True))
-    for parse in parse_variants:
-        for delivery in deliveries:
-            claims = all_g if delivery == "exactly_once" else ("G1", "G2", "G4", "G5")
-            out.append(Contender(f"kplex {delivery} ({parse})", "kplex_insert.py", v=reference_v,
-                                 delivery=delivery, args=["--delivery", delivery, "--parse", parse],
-                                 claims=claims, kplex_table=True))
+            out.append(Contender(f"kplex {delivery} ({suffix})", "kplex_insert.py", v=reference_v,
+                                 delivery=delivery, args=["--delivery", delivery, *extra],
+                                 claims=claims[delivery], kplex_table=True))
     return out
 
 
@@ -443,18 +436,17 @@ def ratios(rows: list[Row], reference_v: int) -> list[Ratio]:
                     MIN_KPLEX_VS_CEILING, ""))
         out.append((size, f"kplex exactly-once V={reference_v} / ceiling", ratio(eos, ceiling),
                     MIN_KPLEX_VS_CEILING, ""))
-        for delivery in ("at_least_once", "exactly_once"):
+        for delivery, default in (("at_least_once", alo), ("exactly_once", eos)):
+            label = f"kplex {delivery.replace('_', '-')} V={reference_v}"
             plain = _find(rows, size, f"kplex {delivery} (compression.type=none)", reference_v)
-            lz4 = alo if delivery == "at_least_once" else eos
-            if plain and lz4:
-                out.append((size, f"kplex {delivery.replace('_', '-')} V={reference_v}, lz4 (default) / "
-                            "compression.type=none", ratio(lz4, plain), None, "the producer default, by measurement"))
-        for delivery in ("at_least_once", "exactly_once"):
+            if plain and default:
+                out.append((size, f"{label}, lz4 (default) / compression.type=none", ratio(default, plain),
+                            None, "the producer default, by measurement"))
             warm = _find(rows, size, f"kplex {delivery} (warm session)", reference_v)
             if warm and ceiling:
                 # Its CPU s covers both INSERTs of the session: no per-CPU ratio.
-                out.append((size, f"kplex {delivery.replace('_', '-')} V={reference_v}, second INSERT of a "
-                            "session / ceiling", (warm.records_per_s / ceiling.records_per_s, None),
+                out.append((size, f"{label}, second INSERT of a session / ceiling",
+                            (warm.records_per_s / ceiling.records_per_s, None),
                             MIN_KPLEX_VS_CEILING, "the JVM's code compiled already"))
         for parse in PARSE_VARIANTS:
             for delivery in ("at_least_once", "exactly_once"):

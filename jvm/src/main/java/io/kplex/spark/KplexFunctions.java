@@ -20,6 +20,7 @@ import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.DateType;
 import org.apache.spark.sql.types.IntegerType;
 import org.apache.spark.sql.types.LongType;
+import org.apache.spark.sql.types.TimestampType;
 import org.apache.spark.sql.types.ShortType;
 import org.apache.spark.sql.types.ByteType;
 import org.apache.spark.sql.types.StructField;
@@ -105,7 +106,9 @@ public final class KplexFunctions {
     if (!OrderValues.isSupported(type)) {
       throw Errors.unsupportedOrderType(ORDER + "(" + input.fields()[0].name() + ")", type.sql());
     }
-    if (type instanceof DateType) {
+    if (type instanceof LongType || type instanceof TimestampType) {
+      return Scalar.identity(ORDER, type);
+    } else if (type instanceof DateType) {
       return new Scalar(ORDER, new DataType[] {type}, DataTypes.TimestampType,
           row -> row.getInt(0) * OrderValues.MICROS_PER_DAY);
     } else if (OrderValues.isTime(type)) {
@@ -184,17 +187,36 @@ public final class KplexFunctions {
     private final DataType result;
     private final boolean seesNulls;
     private final Eval eval;
+    /** Returns its one argument unchanged: the Builder leaves the argument itself in the plan. */
+    final boolean identity;
 
     Scalar(String name, DataType[] inputs, DataType result, Eval eval) {
-      this(name, inputs, result, false, eval);
+      this(name, inputs, result, false, eval, false);
     }
 
     Scalar(String name, DataType[] inputs, DataType result, boolean seesNulls, Eval eval) {
+      this(name, inputs, result, seesNulls, eval, false);
+    }
+
+    private Scalar(String name, DataType[] inputs, DataType result, boolean seesNulls, Eval eval,
+        boolean identity) {
       this.name = name;
       this.inputs = inputs;
       this.result = result;
       this.seesNulls = seesNulls;
       this.eval = eval;
+      this.identity = identity;
+    }
+
+    /**
+     * A function of one argument that is the argument (kplex_order of a BIGINT or TIMESTAMP).
+     * The call is then just the Builder's tagged alias, and Spark generates code for the
+     * argument: as a bound function it would be an ApplyFunctionExpression, which Spark
+     * evaluates without generated code, and with it every expression under it (a CAST of a
+     * JSON field, say): interpreted, and magic methods called by reflection.
+     */
+    static Scalar identity(String name, DataType type) {
+      return new Scalar(name, new DataType[] {type}, type, false, row -> row.get(0, type), true);
     }
 
     @Override public DataType[] inputTypes() { return inputs; }
@@ -277,7 +299,7 @@ public final class KplexFunctions {
         input = input.add(arg.sql(), arg.dataType(), arg.nullable());
       }
       BoundFunction bound = function.bind(input);
-      Expression call = passThrough(function, args)
+      Expression call = bound instanceof Scalar s && s.identity
           ? args.apply(0)
           : V2ExpressionUtils$.MODULE$.resolveScalarFunction((ScalarFunction<?>) bound, args);
       // Named like the call and tagged with its role, so that a kplex write finds its key
@@ -290,19 +312,6 @@ public final class KplexFunctions {
       return new Alias(call, name.toString(), NamedExpression$.MODULE$.newExprId(), none,
           scala.Option.apply(role), none);
     }
-  }
-
-  /**
-   * kplex_order of a BIGINT or TIMESTAMP is its argument unchanged: the call is then just
-   * the tagged alias, and Spark generates code for the argument. As a bound function it
-   * would be an ApplyFunctionExpression, which Spark evaluates without generated code, and
-   * with it every expression under it (a CAST of a JSON field, say): interpreted, and
-   * magic methods called by reflection (seen in bench/PROFILE.md before this).
-   */
-  static boolean passThrough(UnboundFunction function, Seq<Expression> args) {
-    if (!function.name().equals(ORDER) || args.length() != 1) return false;
-    DataType type = args.apply(0).dataType();
-    return type instanceof LongType || type instanceof org.apache.spark.sql.types.TimestampType;
   }
 
   static ExpressionInfo info(UnboundFunction f) {
