@@ -1,7 +1,7 @@
-"""Checks of a contender's output topic: kplex.verify for small runs, a streaming
+"""Checks of a contender's output topic: kplex.testing.verify for small runs, a streaming
 equivalent for big ones.
 
-:func:`kplex.verify.check_derived_topic` keeps both topics in memory as Python
+:func:`kplex.testing.verify.check_derived_topic` keeps both topics in memory as Python
 objects (about 1 KiB a record), fine up to a few hundred thousand records. For
 millions, :func:`stream_check` reads each topic once and keeps only a few
 numbers per key and per virtual partition. It checks the same guarantees on the
@@ -24,19 +24,16 @@ True
 """
 from __future__ import annotations
 
-import sys
 import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Iterator
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, TopicPartition
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
-from kplex.placement import virtual_partition  # noqa: E402
-from kplex.verify import check_derived_topic  # noqa: E402
+from kplex.placement import virtual_partition
+from kplex.testing.verify import check_derived_topic
 
 __all__ = ["CheckResult", "SourceFingerprint", "source_fingerprint", "stream_check", "check_output"]
 
@@ -213,7 +210,7 @@ def stream_check(bootstrap: str, source: SourceFingerprint, derived_topic: str,
 
 def full_check(bootstrap: str, source_topic: str, derived_topic: str,
                virtual_partitions: int, physical_partitions: int) -> CheckResult:
-    """kplex.verify.check_derived_topic, its violations counted per guarantee."""
+    """kplex.testing.verify.check_derived_topic, its violations counted per guarantee."""
     started = time.monotonic()
     report = check_derived_topic(bootstrap, source_topic, derived_topic,
                                  virtual_partitions, physical_partitions)

@@ -29,13 +29,13 @@ _START = re.compile(r"startTime = (\d\d):(\d\d):(\d\d(?:\.\d+)?)")
 # is not needed: the markers are on disjoint paths of a task's stack).
 PHASES = [
     ("kafka producer send (in task)", ("KafkaProducer.send", "KafkaProducer.doSend")),
-    ("kplex writer (key/vp/headers)", ("io.kplex.spark.KplexDataWriter",)),
-    ("kplex functions (kplex_key/vpartition)", ("io.kplex.spark.KplexFunctions", "io.kplex.spark.KeyBytes",
-                                                "io.kplex.spark.Placement")),
+    ("kplex writer (key/vp/headers)", ("io.kplex.spark.write.KplexDataWriter",)),
+    ("kplex functions (kplex_key/vpartition)", ("io.kplex.spark.functions.KplexFunctions", "io.kplex.spark.wire.KeyBytes",
+                                                "io.kplex.spark.wire.Placement")),
     ("sort (UnsafeExternalSorter)", ("UnsafeExternalSorter", "UnsafeInMemorySorter", "UnsafeSorterSpill",
                                      "UnsafeExternalRowSorter", "SortExec")),
     ("JSON (get_json_object)", ("GetJsonObject", "JsonParser", "jackson")),
-    ("kplex source read", ("io.kplex.spark.KplexPartitionReader", "KafkaConsumer")),
+    ("kplex source read", ("io.kplex.spark.read.KplexPartitionReader", "KafkaConsumer")),
     ("shuffle write/read", ("ShuffleWriter", "ShuffleExternalSorter", "ShuffleBlockFetcher",
                             "ShuffledRowRDD", "UnsafeRowSerializer")),
 ]

@@ -1,6 +1,6 @@
 """The benchmark's source topic: the seed article's pageviews, padded to ~150 bytes.
 
-Same record shape as :mod:`kplex.datagen` (``viewtime`` from a clock that advances
+Same record shape as :mod:`kplex.testing.datagen` (``viewtime`` from a clock that advances
 0..500 ms per record, so every source partition is in ``viewtime`` order; keyed by
 ``pageid``, placed by murmur2), plus three fields that bring a value to about 150
 bytes, the size the benchmark is specified for::
@@ -19,16 +19,13 @@ source is built before every run.
 from __future__ import annotations
 
 import random
-import sys
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Iterator
 
 from confluent_kafka import KafkaException, Producer, TopicPartition, Consumer
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
-from kplex.datagen import ARTICLE_START_MS, ensure_topic, user_name  # noqa: E402
+from kplex.testing.datagen import ARTICLE_START_MS, ensure_topic, user_name
 
 __all__ = ["Source", "make_source", "padded_pageviews", "topic_count"]
 

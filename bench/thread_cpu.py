@@ -17,11 +17,11 @@ import threading
 import time
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parent
-sys.path.insert(0, str(BENCH))
-sys.path.insert(0, str(BENCH / "contenders"))
+import procmon  # next to this script
 
-import procmon  # noqa: E402
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH / "contenders"))  # common.py, shared with the contender scripts
+
 from common import parse_result  # noqa: E402
 
 JVM_ROLES = {"spark-jvm", "broker", "perf-jvm", "jvm"}

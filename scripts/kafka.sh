@@ -6,6 +6,6 @@
 #   scripts/kafka.sh stop [--dir DIR]
 #   scripts/kafka.sh jars                              # prints the broker jars' directory
 #
-# All the work is in local_kafka.py; see its docstring.
+# All the work is in kplex.testing.local_kafka (python/kplex/testing/local_kafka.py).
 set -euo pipefail
 exec "${PYTHON:-python3}" "$(dirname "${BASH_SOURCE[0]}")/local_kafka.py" "$@"

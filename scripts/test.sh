@@ -1,7 +1,17 @@
 #!/usr/bin/env bash
-# Installs everything (scripts/setup.sh), then runs the whole test suite against a
-# real Kafka broker (the local one, or $KPLEX_BOOTSTRAP) and real Spark.
+# Installs everything (scripts/setup.sh), runs the JVM unit tests (gradle test: JUnit,
+# no Spark job, no broker), then the whole pytest suite against a real Kafka broker (the
+# local one, or $KPLEX_BOOTSTRAP) and real Spark, then the core tests on the other Spark
+# versions kplex supports ($KPLEX_OTHER_SPARK, default 4.0.1; empty to skip).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec "${PYTHON:-python3}" -m pytest tests -q -p no:cacheprovider "$@"
+echo "test: JVM unit tests (gradle test)" >&2
+gradle -q --offline test 2>/dev/null || gradle -q test
+"${PYTHON:-python3}" -m pytest tests -q -p no:cacheprovider "$@"
+# Then the core tests on every other Spark kplex supports (not when pytest got arguments).
+if [ $# -eq 0 ]; then
+  for version in ${KPLEX_OTHER_SPARK-4.0.1}; do
+    bash scripts/test_spark_version.sh "$version"
+  done
+fi

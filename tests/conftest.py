@@ -2,21 +2,15 @@
 
 The broker is, in order of preference: the address in ``KPLEX_BOOTSTRAP``; a
 testcontainers Kafka container when a Docker engine answers; the project's own
-local Apache Kafka (scripts/local_kafka.py), which is what runs here and in CI.
+local Apache Kafka (kplex.testing.local_kafka), which is what runs here and in CI.
 """
 from __future__ import annotations
 
 import os
-import sys
 import uuid
-from pathlib import Path
 from typing import Callable, Iterator
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-sys.path.insert(0, str(ROOT / "python"))
 
 # Task retries (up to 4 attempts) even in local mode, so injected failures are retried.
 MASTER = os.environ.get("KPLEX_TEST_MASTER", "local[2,4]")
@@ -42,10 +36,27 @@ def bootstrap() -> Iterator[str]:
         with KafkaContainer().with_kraft() as kafka:
             yield kafka.get_bootstrap_server()
     else:
-        from local_kafka import LocalKafka
+        from kplex.testing.local_kafka import LocalKafka
 
         with LocalKafka(brokers=1) as cluster:
             yield cluster.bootstrap
+
+
+@pytest.fixture(scope="session")
+def secured_kafka():
+    """A second local broker with a SASL_SSL listener (SCRAM users, TLS) and ACLs
+    (kplex.testing.local_kafka, secured=True); its open listener is the harness's super
+    user. kplex's own topics exist, as a cluster operator would have made them."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from kplex.testing.local_kafka import LocalKafka
+
+    with LocalKafka(brokers=1, secured=True) as cluster:
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        for future in admin.create_topics([NewTopic(t, 1, config={"cleanup.policy": "compact"})
+                                           for t in ("_kplex_tables", "_kplex_commits")]).values():
+            future.result(30)
+        yield cluster
 
 
 @pytest.fixture(scope="session")

@@ -12,8 +12,8 @@ from typing import Iterable
 
 from confluent_kafka import Producer
 
-from kplex import datagen, verify
 from kplex.reader import KplexRecord
+from kplex.testing import datagen, verify
 
 USERID = """get_json_object(CAST(value AS STRING), "$.userid")"""
 VIEWTIME = """CAST(get_json_object(CAST(value AS STRING), "$.viewtime") AS BIGINT)"""

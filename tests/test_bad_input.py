@@ -11,8 +11,9 @@ import time
 import pytest
 from confluent_kafka.admin import AdminClient, NewPartitions
 
-from kplex import errors, verify
+from kplex import errors
 from kplex.errors import translated
+from kplex.testing import verify
 
 GOOD_KEY = "kplex_key(CAST(id AS STRING))"
 GOOD_ORDER = "kplex_order(CAST(id AS BIGINT))"

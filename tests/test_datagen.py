@@ -1,4 +1,4 @@
-"""kplex.datagen's record generator (no broker needed)."""
+"""kplex.testing.datagen's record generator (no broker needed)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from kplex.datagen import ARTICLE_START_MS, PageviewsSummary, pageview_records, user_name
+from kplex.testing.datagen import ARTICLE_START_MS, PageviewsSummary, pageview_records, user_name
 
 
 def parsed(records: int, **options: object) -> list[dict]:

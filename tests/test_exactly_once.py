@@ -2,7 +2,7 @@
 
 Faults are real: tasks that throw after their rows reached the broker, an executor
 JVM that halts, a driver process killed with SIGKILL, a broker stopped mid-write.
-Counting is done by a plain confluent-kafka consumer (kplex.verify), which also
+Counting is done by a plain confluent-kafka consumer (kplex.testing.verify), which also
 checks per-virtual-partition order (G2) in every case.
 """
 from __future__ import annotations
@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from kplex import datagen, verify
 from kplex.errors import translated
+from kplex.testing import datagen, verify
 
 ROOT = Path(__file__).resolve().parents[1]
 ROWS = 2_000
@@ -175,8 +175,10 @@ def two_host_cluster(tmp_path_factory):
 
 
 def test_speculative_copies_of_a_slow_task_change_nothing(bootstrap, source, fresh_name, two_host_cluster):
-    target = fresh_name("speculative")
-    result = run_script(cluster_job(bootstrap, source, target, {
+    """Whether Spark launches a speculative copy is the scheduler's call (timing, free
+    executors): every run must be exactly once, and at least one of up to three runs must
+    have had a second attempt, or the test proved nothing and fails."""
+    conf = {
         "spark.sql.shuffle.partitions": "3", "spark.sql.adaptive.coalescePartitions.enabled": "false",
         "spark.driver.host": "127.0.0.1", "spark.speculation": "true",
         # Schedule only once both executors are up: with one, there is no other host to
@@ -185,12 +187,21 @@ def test_speculative_copies_of_a_slow_task_change_nothing(bootstrap, source, fre
         "spark.scheduler.maxRegisteredResourcesWaitingTime": "120s",
         "spark.speculation.interval": "200ms", "spark.speculation.quantile": "0.5",
         "spark.speculation.multiplier": "1.5", "spark.speculation.minTaskRuntime": "500ms",
-        "spark.kplex.testing.sleep_ms": "1500"}, master=two_host_cluster))
-    assert result.returncode == 0, why(result)
-    txns = result.stdout.split("TXNS", 1)[1].split()
-    # a second (speculative) attempt did run
-    assert any(not t.endswith(".0") for t in txns), (txns, result.stdout.split("TXNS", 1)[0][-300:])
-    assert_exactly_once(bootstrap, source, target)
+        # Judge the straggler by its run time alone, not by the record rates that reach
+        # the driver only with executor heartbeats.
+        "spark.speculation.efficiency.enabled": "false",
+        "spark.kplex.testing.sleep_ms": "1500"}
+    runs = []
+    for _ in range(3):
+        target = fresh_name("speculative")
+        result = run_script(cluster_job(bootstrap, source, target, conf, master=two_host_cluster))
+        assert result.returncode == 0, why(result)
+        assert_exactly_once(bootstrap, source, target)
+        txns = result.stdout.split("TXNS", 1)[1].split()
+        runs.append((txns, result.stdout.split("TXNS", 1)[0][-300:]))
+        if any(not t.endswith(".0") for t in txns):  # a second (speculative) attempt ran
+            return
+    pytest.fail(f"no run had a speculative attempt: {runs}")
 
 
 def test_an_executor_jvm_killed_mid_write_changes_nothing(spark, bootstrap, source, fresh_name):
@@ -275,7 +286,7 @@ def test_the_recover_command_unblocks_read_committed_consumers(spark, bootstrap,
 
 
 def test_a_broker_stopped_mid_write_loses_and_doubles_nothing(spark, source, bootstrap, fresh_name, faults):
-    from local_kafka import LocalKafka
+    from kplex.testing.local_kafka import LocalKafka
 
     with LocalKafka(brokers=3) as cluster:
         spark.conf.set("spark.sql.catalog.kplex3", "io.kplex.spark.KplexCatalog")
@@ -316,3 +327,22 @@ def test_an_exactly_once_insert_returns_only_once_its_records_are_visible(spark,
                                   isolation_level=IsolationLevel.READ_UNCOMMITTED)
         for tp in partitions:
             assert stable[tp].result().offset == high[tp].result().offset > 0
+
+
+def test_a_driver_dead_between_two_commits_is_finished_by_the_next_read(spark, bootstrap, source, fresh_name):
+    target = fresh_name("halfcommit")
+    create(spark, target)
+    done = run_script(f"""
+from kplex.session import kplex_session
+spark = kplex_session({bootstrap!r}, master="local[2]", conf={{"spark.sql.shuffle.partitions": "4",
+                      "spark.sql.adaptive.coalescePartitions.enabled": "false",  # 4 tasks, 4 transactions
+                      "spark.kplex.testing.halt_after_commits": "1"}})
+spark.sql('''{INSERT.format(catalog="kplex", target=target, source=source)}''')
+""")
+    assert done.returncode != 0, why(done)  # the driver JVM halted after committing one task's transaction
+    partial = len(verify.read_topic(bootstrap, target))
+    assert 0 < partial < ROWS, partial  # half visible: what the window looks like
+    # Any session touching the table finishes the commit first: here a read, in another driver.
+    assert spark.sql(f"SELECT count(*) FROM kplex.{target}").first()[0] == ROWS
+    assert_exactly_once(bootstrap, source, target)
+    assert stable_offsets_reach_the_end(bootstrap, target)

@@ -11,8 +11,9 @@ import json
 
 import pytest
 
-from kplex import datagen, errors, verify
+from kplex import errors
 from kplex.errors import translated
+from kplex.testing import datagen, verify
 
 DOCUMENTS = [
     '{"userid":"User_5","viewtime":1700000000123,"pageid":"Page_1"}',

@@ -1,4 +1,4 @@
-"""The local broker manager, scripts/local_kafka.py, against real Kafka brokers.
+"""The local broker manager, kplex.testing.local_kafka (and scripts/kafka.sh), against real Kafka brokers.
 
 Each cluster here is its own (module fixtures), separate from the suite's
 shared broker: these tests stop brokers and start them again.
@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 from typing import Iterator
@@ -17,10 +16,9 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
-sys.path.insert(0, str(SCRIPTS))
+from kplex.testing.local_kafka import LocalKafka, cluster_settings
 
-from local_kafka import LocalKafka, cluster_settings  # noqa: E402
+SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 
 TIMEOUT_S = 60
 

@@ -28,10 +28,10 @@ ROOT = Path(__file__).resolve().parents[1]
 KPLEX = f"{sys.executable} -m kplex read"
 
 
-def run(command: str, bootstrap: str, timeout: float = 240) -> subprocess.CompletedProcess:
+def run(command: str, bootstrap: str, timeout: float = 240, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT / "python"), KPLEX_BOOTSTRAP=bootstrap)
     return subprocess.run(["bash", "-o", "pipefail", "-c", command], capture_output=True, text=True,
-                          timeout=timeout, env=env, cwd=ROOT)
+                          timeout=timeout, env=env, cwd=cwd)
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +91,7 @@ def test_the_seed_articles_check_passes_on_a_cross_partition_timeline(bootstrap,
     produce(bootstrap, topic, clickstream(6, 600, max_lag_ms=1_000, seed=9))
     extract = f"""{sys.executable} -c 'import sys, json; [print(json.loads(l)["_time"]) for l in sys.stdin]'"""
     done = run(f"{KPLEX} {topic} --order /_time --max-delay-ms 1000 | {extract} > times"
-               " && wc -l < times && diff times <(sort -n times)", bootstrap)
+               " && wc -l < times && diff times <(sort -n times)", bootstrap, cwd=tmp_path)  # times goes there
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.strip() == "600"  # diff printed nothing
 

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from kplex import verify
 from kplex.errors import LateRecordError, translated
-from kplex.reader import TableReader, read_metrics
+from kplex.reader import TableReader
+from kplex.session import read_metrics
+from kplex.testing import verify
 from read_support import clickstream, create_virtual, produce
 
 TIME = """CAST(get_json_object(CAST(value AS STRING), "$._time") AS BIGINT)"""

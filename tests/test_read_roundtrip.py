@@ -2,7 +2,7 @@
 
 Tables are written by kplex (INSERT) and read by three doors that share no code path
 with each other beyond Kafka: Spark's kplex source, ``kplex.reader`` (confluent-kafka),
-and ``kplex.verify.read_topic`` (a plain consumer reading headers).
+and ``kplex.testing.verify.read_topic`` (a plain consumer reading headers).
 """
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from collections import defaultdict
 import pytest
 from pyspark.sql.functions import spark_partition_id
 
-from kplex import verify
-from kplex.reader import TableReader, iter_virtual_partition, read_metrics
+from kplex.reader import TableReader, iter_virtual_partition
+from kplex.session import read_metrics
+from kplex.testing import verify
 from read_support import (
     consumer_sequences,
     create_materialized,

@@ -10,9 +10,9 @@ import uuid
 
 import pytest
 
-from kplex import verify
 from kplex.errors import ExpressionError, OptionError, ReadOnlyTableError, translated
 from kplex.reader import TableReader, read_table_definition
+from kplex.testing import verify
 from read_support import (
     USERID,
     consumer_sequences,

@@ -1,7 +1,7 @@
 """Issue 2: INSERT INTO kplex.<table> SELECT ..., end to end on a real broker.
 
 Every check reads the derived topic back with a plain confluent-kafka consumer
-(kplex.verify), never through kplex's own reader.
+(kplex.testing.verify), never through kplex's own reader.
 """
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from kplex import datagen, verify
 from kplex.session import jars, last_write_summary
+from kplex.testing import datagen, verify
 
 ROOT = Path(__file__).resolve().parents[1]
 JOB = (ROOT / "sql" / "pageviews_by_user.sql").read_text()
@@ -124,8 +124,6 @@ def test_tasks_in_separate_executor_jvms_write_consistently(bootstrap, messy_pag
     """local-cluster[2,1,1024]: two executor JVMs, each with its own producers."""
     target = fresh_name("cluster")
     script = f"""
-import sys
-sys.path.insert(0, {str(ROOT / 'python')!r})
 from kplex.session import kplex_session, last_write_summary
 spark = kplex_session({bootstrap!r}, master="local-cluster[2,1,1024]",
                       conf={{"spark.sql.shuffle.partitions": "6"}})

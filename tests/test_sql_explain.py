@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from kplex.sqltools.cli import main
-from kplex.sqltools.definitions import TableDefinition, definitions_from_records, read_table_definitions
+from kplex.sqltools.definitions import ExplainedTable, definitions_from_records, read_table_definitions
 from kplex.sqltools.explain import explain_file, explain_text, mapping_lines
 from sql_cases import Case, cases
 
 
-def stored(case: Case) -> dict[str, TableDefinition] | None:
+def stored(case: Case) -> dict[str, ExplainedTable] | None:
     """What a broker would hold for the case: its ``.stored.jsonl``, if any."""
     path = case.sidecar(".stored.jsonl")
     if not path.exists():

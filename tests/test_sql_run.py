@@ -189,7 +189,7 @@ def derived(bootstrap: str, topic: str) -> tuple[list, dict]:
     """Every record as (partition, vp, order, key, value), sorted, and each
     virtual partition's values in order: offsets left out, since transaction
     markers may sit elsewhere when the same rows are written by other tasks."""
-    from kplex.verify import read_topic, virtual_partition_sequences
+    from kplex.testing.verify import read_topic, virtual_partition_sequences
 
     records = read_topic(bootstrap, topic)
     rows = sorted((r.partition, r.headers.get("kplex.vp"), r.headers.get("kplex.order"), r.key, r.value)
@@ -200,7 +200,7 @@ def derived(bootstrap: str, topic: str) -> tuple[list, dict]:
 @pytest.mark.parametrize("job", ["repartition_pageviews.json", "repartition_pageviews.toml"])
 def test_a_seed_job_translated_gives_the_same_topic_as_the_hand_written_sql(
         spark, bootstrap: str, fresh_name, tmp_path: Path, job: str) -> None:
-    from kplex import datagen
+    from kplex.testing import datagen
 
     source, hand, translated = fresh_name("pageviews"), fresh_name("by_user_hand"), fresh_name("by_user_job")
     datagen.generate_pageviews(bootstrap, source, 2_000, partitions=3, users=20, seed=5, out_of_order_ms=2_000)
@@ -224,7 +224,7 @@ def test_the_clickstream_job_translated_prints_the_same_timeline_as_the_hand_wri
         spark, bootstrap: str, fresh_name, tmp_path: Path) -> None:
     from confluent_kafka import Producer
 
-    from kplex.datagen import ensure_topic
+    from kplex.testing.datagen import ensure_topic
 
     source = fresh_name("clickstream")
     ensure_topic(bootstrap, source, 6)
@@ -251,9 +251,9 @@ def test_a_failing_third_statement_leaves_the_first_two_statements_effects_on_th
         spark, bootstrap: str, fresh_name, tmp_path: Path) -> None:
     from confluent_kafka.admin import AdminClient
 
-    from kplex import datagen
+    from kplex.testing import datagen
     from kplex.sqltools.definitions import read_table_definitions
-    from kplex.verify import read_topic
+    from kplex.testing.verify import read_topic
 
     source, kept, never = fresh_name("pageviews"), fresh_name("kept"), fresh_name("never")
     datagen.generate_pageviews(bootstrap, source, 300, partitions=3, seed=3)

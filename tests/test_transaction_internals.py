@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from py4j.java_gateway import get_field
 
-from kplex import verify
+from kplex.testing import verify
 
 
 def test_the_bundled_kafka_clients_has_the_internals_exactly_once_needs(spark):
@@ -32,13 +32,13 @@ def test_a_transaction_left_open_by_one_producer_is_committed_by_another(spark, 
     for i in range(5):
         writer.send(kafka.ProducerRecord(topic, bytearray(b"k"), bytearray(f"v{i}".encode())))
     writer.flush()
-    id_and_epoch = jvm.io.kplex.spark.TransactionResumer.idAndEpoch(writer)
+    id_and_epoch = jvm.io.kplex.spark.txn.TransactionResumer.idAndEpoch(writer)
     writer.close(jvm.java.time.Duration.ZERO)  # gone, transaction still open
     assert verify.read_topic(bootstrap, topic) == []
 
     committer = producer()
     producer_id, epoch = (get_field(id_and_epoch, name) for name in ("producerId", "epoch"))
-    jvm.io.kplex.spark.TransactionResumer.resume(committer, producer_id, epoch)
+    jvm.io.kplex.spark.txn.TransactionResumer.resume(committer, producer_id, epoch)
     committer.commitTransaction()
     committer.close()
     assert [r.value for r in verify.read_topic(bootstrap, topic)] == [f"v{i}".encode() for i in range(5)]

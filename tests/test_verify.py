@@ -1,4 +1,4 @@
-"""kplex.verify.check_records on hand-made record lists (no broker needed).
+"""kplex.testing.verify.check_records on hand-made record lists (no broker needed).
 
 A small reference writer below derives a correct topic from a source; each
 mutation then breaks exactly one invariant, and the checker must name it.
@@ -15,7 +15,7 @@ from typing import Callable
 import pytest
 
 from kplex.placement import canonical_int_key, canonical_key, virtual_partition
-from kplex.verify import (
+from kplex.testing.verify import (
     ORDER_HEADER,
     VP_HEADER,
     Record,

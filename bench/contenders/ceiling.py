@@ -7,7 +7,10 @@ the source (10,000 of them, each record one picked at random, as
 nothing.
 
     python bench/contenders/ceiling.py --bootstrap B --source pageviews \\
-        --target perf --records 1000000
+        --target perf --records 1000000 [--kafka-libs DIR]
+
+``--kafka-libs`` is the directory of the Kafka jars (bench/run.py passes the broker's);
+by default :func:`kplex.testing.local_kafka.kafka_libs` resolves them.
 """
 from __future__ import annotations
 
@@ -19,10 +22,7 @@ from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-from common import KPLEX_PRODUCER, REPO, arguments, emit
-
-sys.path.insert(0, str(REPO / "scripts"))
-from local_kafka import kafka_libs  # noqa: E402
+from common import KPLEX_PRODUCER, arguments, emit
 
 # KafkaConf.producer()'s defaults, so that the ceiling is what kplex's producer could reach.
 PRODUCER_PROPS = {"acks": "all", "enable.idempotence": "true", **KPLEX_PRODUCER}
@@ -52,12 +52,18 @@ def write_payloads(bootstrap: str, topic: str, path: Path, count: int) -> None:
 
 def main() -> None:
     parser = arguments(__doc__)
+    parser.add_argument("--kafka-libs", type=Path, help="the Kafka jars' directory (default: resolved"
+                        " by kplex.testing.local_kafka)")
     args = parser.parse_args()
+    if args.kafka_libs is None:
+        from kplex.testing.local_kafka import kafka_libs
+
+        args.kafka_libs = kafka_libs()
     payloads = args.workdir / f"payloads-{args.source}.txt"
     if not payloads.exists():
         write_payloads(args.bootstrap, args.source, payloads, PAYLOADS)
     props = [f"bootstrap.servers={args.bootstrap}"] + [f"{k}={v}" for k, v in PRODUCER_PROPS.items()]
-    command = ["java", "-Xmx512M", "-cp", f"{kafka_libs()}/*", "org.apache.kafka.tools.ProducerPerformance",
+    command = ["java", "-Xmx512M", "-cp", f"{args.kafka_libs}/*", "org.apache.kafka.tools.ProducerPerformance",
                "--topic", args.target, "--num-records", str(args.records),
                "--payload-file", str(payloads), "--throughput", "-1",
                "--producer-props", *props]

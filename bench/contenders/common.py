@@ -14,11 +14,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-BENCH = Path(__file__).resolve().parent.parent
-REPO = BENCH.parent
 # bench/run.py points KPLEX_PYTHON at a snapshot of python/ (package and jars) taken
-# when the run starts, so that a rebuild in the work tree cannot change a run midway.
-sys.path.insert(0, os.environ.get("KPLEX_PYTHON") or str(REPO / "python"))
+# when the run starts, so that a rebuild in the work tree cannot change a run midway;
+# without it, the installed kplex (pip install -e python) is used.
+if os.environ.get("KPLEX_PYTHON"):
+    sys.path.insert(0, os.environ["KPLEX_PYTHON"])
 
 RESULT_PREFIX = "BENCH_RESULT "
 # kplex's producer defaults beyond acks/idempotence (KafkaConf.producer()): the ceiling and

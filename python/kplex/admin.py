@@ -6,13 +6,20 @@
 """
 from __future__ import annotations
 
+from typing import Mapping
+
 from kplex.errors import translated
 from kplex.session import kplex_session
 
 
-def recover(bootstrap: str, table: str, metadata_topic: str = "_kplex_tables") -> str:
+def recover(bootstrap: str, table: str, metadata_topic: str = "_kplex_tables",
+            kafka_options: Mapping[str, str] | None = None) -> str:
     """Finish a commit that a dead driver left half done, and fence (Kafka aborts) every
-    open transaction of ``table``, so read_committed consumers are not held back."""
-    spark = kplex_session(bootstrap, master="local[1]", app_name="kplex-recover")
+    open transaction of ``table``, so read_committed consumers are not held back.
+    ``kafka_options`` are Java client settings (credentials: ``security.protocol``,
+    ``sasl.jaas.config``, ...), as the catalog's ``kafka.*`` settings."""
+    spark = kplex_session(bootstrap, master="local[1]", app_name="kplex-recover",
+                          conf={"spark.sql.catalog.kplex.metadata_topic": metadata_topic},
+                          kafka_options=kafka_options)
     with translated():
-        return spark._jvm.io.kplex.spark.KplexAdmin.recover(bootstrap, table, metadata_topic)  # noqa: SLF001
+        return spark._jvm.io.kplex.spark.KplexAdmin.recover(spark._jsparkSession, "kplex", table)  # noqa: SLF001

@@ -3,33 +3,43 @@
     $ kplex demo --bootstrap 127.0.0.1:9092
     $ kplex datagen --topic pageviews --records 100000 --partitions 3
     $ kplex sql run sql/pageviews_by_user.sql
+    $ kplex read pageviews_by_user --vp 3
     $ kplex recover --table pageviews_by_user
+    $ kplex server connect --port 15002
+
+``demo`` and ``datagen`` load their tools (:mod:`kplex.testing`) when they run. The
+``sql``, ``translate`` and ``read`` commands come from modules with a
+``register(subparsers)`` function (:data:`COMMAND_MODULES`); a module that fails to
+import stops the command with an error naming it, never leaves its commands out.
 """
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
+from types import ModuleType
 from typing import Sequence
 
+from kplex import kafka_config
 from kplex.errors import KplexError
+
+#: Modules that add sub-commands to ``kplex`` with ``register(subparsers)``.
+COMMAND_MODULES = ("kplex.sqltools.cli", "kplex.reader_cli")
 
 
 def _bootstrap(args: argparse.Namespace) -> str:
-    bootstrap = args.bootstrap or os.environ.get("KPLEX_BOOTSTRAP")
-    if not bootstrap:
-        raise SystemExit("kplex: no broker: pass --bootstrap HOST:PORT or set KPLEX_BOOTSTRAP")
-    return bootstrap
+    return kafka_config.from_args(args)[0]
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from kplex.demo import run_demo
+    from kplex.testing.demo import run_demo
 
     return 0 if run_demo(_bootstrap(args), records=args.records, master=args.master) else 1
 
 
 def _datagen(args: argparse.Namespace) -> int:
-    from kplex.datagen import generate_pageviews
+    from kplex.testing.datagen import generate_pageviews
 
     summary = generate_pageviews(_bootstrap(args), args.topic, args.records, partitions=args.partitions,
                                  users=args.users, out_of_order_ms=args.out_of_order_ms,
@@ -41,8 +51,26 @@ def _datagen(args: argparse.Namespace) -> int:
 def _recover(args: argparse.Namespace) -> int:
     from kplex.admin import recover
 
-    print(recover(_bootstrap(args), args.table))
+    bootstrap, settings = kafka_config.from_args(args)
+    print(recover(bootstrap, args.table, kafka_options=settings))
     return 0
+
+
+def _server(args: argparse.Namespace) -> int:
+    from kplex.servers import exec_server
+
+    bootstrap, settings = kafka_config.from_args(args)
+    exec_server(args.kind, bootstrap, args.port, args.host, args.master, args.conf, kafka_options=settings)
+    return 0  # not reached: the server replaced this process
+
+
+def _command_module(name: str) -> ModuleType:
+    """The module ``name`` of some sub-commands; failing to import it is an error, never skipped."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as error:
+        raise SystemExit(f"kplex: cannot load the commands of module {name}: "
+                         f"{type(error).__name__}: {error}") from error
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -69,16 +97,25 @@ def build_parser() -> argparse.ArgumentParser:
     gen.set_defaults(handler=_datagen)
 
     rec = sub.add_parser("recover", help="finish or abort what a crashed write left open")
-    rec.add_argument("--bootstrap")
+    kafka_config.add_arguments(rec)
     rec.add_argument("--table", required=True)
     rec.set_defaults(handler=_recover)
 
-    for module in ("kplex.sqltools.cli", "kplex.reader_cli"):
-        try:
-            registrar = __import__(module, fromlist=["register"])
-        except ImportError:
-            continue
-        registrar.register(sub)
+    server = sub.add_parser("server", help="run a Spark Connect or Thrift (JDBC) server with kplex on it",
+                            description="Start a Spark Connect server (sc://HOST:PORT) or Spark's Thrift"
+                                        " JDBC/ODBC server (jdbc:hive2://HOST:PORT) with kplex's jars,"
+                                        " SQL functions and catalog. Runs in the foreground until stopped.")
+    server.add_argument("kind", choices=("connect", "thrift"))
+    kafka_config.add_arguments(server)
+    server.add_argument("--port", type=int, help="default 15002 (connect) or 10000 (thrift)")
+    server.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    server.add_argument("--master", default="local[*]")
+    server.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="another Spark setting, e.g. spark.sql.catalog.kplex.kafka.security.protocol=SASL_SSL")
+    server.set_defaults(handler=_server)
+
+    for name in COMMAND_MODULES:
+        _command_module(name).register(sub)
     return parser
 
 

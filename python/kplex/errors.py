@@ -17,9 +17,15 @@ from typing import Iterator
 
 
 class KplexError(Exception):
-    """Base class of every kplex error."""
+    """Base class of every kplex error.
+
+    Raised from the JVM, its message is kplex's own (``[KPLEX_<CODE>] what is wrong and
+    what to do``); the JVM side's full text, Java trace included, is in ``java_trace``.
+    """
 
     code = "ERROR"
+    #: The JVM exception's full text (with its Java stack trace), when it came from the JVM.
+    java_trace: str | None = None
 
 
 class NullKeyError(KplexError):
@@ -70,6 +76,19 @@ class WriteFailedError(KplexError):
     code = "WRITE_FAILED"
 
 
+class NotAuthorizedError(KplexError):
+    """The principal lacks an ACL the operation needs (the message names the resource)."""
+
+    code = "NOT_AUTHORIZED"
+
+
+class NotAuthenticatedError(KplexError):
+    """The broker did not accept the login (wrong password, unknown user, TLS trust); the
+    message names the principal, never the secret."""
+
+    code = "NOT_AUTHENTICATED"
+
+
 class LateRecordError(KplexError):
     """A record of a read-time table came later than its ``kplex.max_delay_ms`` allows."""
 
@@ -80,6 +99,13 @@ class ExpressionError(KplexError):
     """A key or order expression that cannot be evaluated: a read-time table's, or a malformed JSON pointer."""
 
     code = "BAD_EXPRESSION"
+
+
+class DefinitionError(KplexError):
+    """A stored table definition this kplex cannot read: not JSON, not of format
+    ``kplex-table``, or of a newer format version."""
+
+    code = "DEFINITION_FORMAT"
 
 
 class ReadOnlyTableError(KplexError):
@@ -107,11 +133,18 @@ _BY_CODE: dict[str, type[KplexError]] = {
     "UNREACHABLE": BrokerUnreachableError,
     "SEND_FAILED": WriteFailedError,
     "COMMIT_FAILED": WriteFailedError,
+    "COMMIT_RETRIABLE": WriteFailedError,
+    "COMMIT_TIMED_OUT": WriteFailedError,
+    "COMMIT_FENCED": WriteFailedError,
+    "COMMIT_EXPIRED": WriteFailedError,
+    "NOT_AUTHORIZED": NotAuthorizedError,
+    "NOT_AUTHENTICATED": NotAuthenticatedError,
     "LATE_RECORD": LateRecordError,
     "BAD_EXPRESSION": ExpressionError,
     "JSON_POINTER": ExpressionError,
     "READ_ONLY": ReadOnlyTableError,
     "BAD_VIRTUAL_TABLE": OptionError,
+    "DEFINITION_FORMAT": DefinitionError,
 }
 
 _CODE = re.compile(r"\[KPLEX_([A-Z_]+)\]\s*([^\n]*)")
@@ -137,6 +170,74 @@ def translate(exc: BaseException) -> BaseException:
         error.__cause__ = exc
         return error
     return exc
+
+
+def _kplex_error_of(converted: BaseException, java_trace: str | None = None) -> BaseException:
+    """``converted`` (pyspark's own exception for a JVM error) as a kplex error, when it is one."""
+    if isinstance(converted, KplexError):
+        return converted
+    mapped = translate(converted)
+    if isinstance(mapped, KplexError):
+        mapped.__cause__ = None
+        mapped.java_trace = java_trace if java_trace is not None else str(converted)
+    return mapped
+
+
+def _classic_java_trace(java_exception: object) -> str | None:
+    try:
+        from pyspark import SparkContext
+
+        jvm = SparkContext._jvm  # noqa: SLF001 - py4j gateway
+        return None if jvm is None else str(jvm.org.apache.spark.util.Utils.exceptionString(java_exception))
+    except Exception:  # noqa: BLE001 - the trace is a courtesy
+        return None
+
+
+_INSTALLED = False
+
+
+def install_exception_conversion() -> None:
+    """Makes pyspark raise kplex's JVM errors as :mod:`kplex.errors` exceptions, in classic
+    and Spark Connect sessions, as delta-spark does for its own: no ``translated()`` needed.
+
+    Importing :mod:`kplex` calls it. pyspark turns every JVM (or Connect server) error
+    into a Python exception through one function per kind of session; kplex wraps each,
+    so that an error whose text carries ``[KPLEX_<CODE>]`` (also inside a failed task's
+    error) becomes the matching class here, its message kplex's, the rest in
+    ``java_trace``. Anything else passes through unchanged.
+
+    >>> import kplex                                   # doctest: +SKIP
+    >>> spark.sql("INSERT INTO kplex.t SELECT ...")    # doctest: +SKIP
+    Traceback (most recent call last):
+    kplex.errors.NullKeyError: [KPLEX_NULL_KEY] NULL key in column `kplex_key(userid)` ...
+    """
+    global _INSTALLED
+    if _INSTALLED:
+        return
+    _INSTALLED = True
+    try:
+        from pyspark.errors.exceptions import captured
+    except ImportError:
+        return
+    classic = captured.convert_exception
+
+    def convert_classic(e: object) -> BaseException:
+        converted = classic(e)
+        return _kplex_error_of(converted, _classic_java_trace(e) if "[KPLEX_" in str(converted) else None)
+
+    captured.convert_exception = convert_classic
+    try:  # Spark Connect's client needs grpc and pandas: patch it where it is installed
+        from pyspark.errors.exceptions import connect
+        from pyspark.sql.connect.client import core
+    except ImportError:
+        return
+    remote = connect.convert_exception
+
+    def convert_remote(*args: object, **kwargs: object) -> BaseException:
+        return _kplex_error_of(remote(*args, **kwargs))
+
+    connect.convert_exception = convert_remote
+    core.convert_exception = convert_remote  # bound by name when core was imported
 
 
 @contextmanager

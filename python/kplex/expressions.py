@@ -56,6 +56,7 @@ import sqlglot
 from sqlglot import exp
 
 from kplex.errors import ExpressionError
+from kplex.jsonpointer import spark_extract
 
 __all__ = ["ExpressionError", "SourceRecord", "compile_key", "compile_order", "pointer_or_expression"]
 
@@ -95,8 +96,6 @@ def pointer_or_expression(text: str, cast: str | None = None) -> str:
     'timestamp'
     """
     if text.startswith("/"):
-        from kplex.sqltools.jsonpointer import spark_extract
-
         return spark_extract(text, cast=cast)
     return text
 

@@ -17,6 +17,8 @@ import struct
 from typing import Any
 
 __all__ = [
+    "VP_HEADER",
+    "ORDER_HEADER",
     "murmur2",
     "to_positive",
     "virtual_partition",
@@ -25,6 +27,11 @@ __all__ = [
     "canonical_int_key",
     "canonical_bigint_key",
 ]
+
+#: The headers of a kplex record that say where it landed and where it sorts (G5):
+#: the virtual partition and the order value, ASCII decimal.
+VP_HEADER = "kplex.vp"
+ORDER_HEADER = "kplex.order"
 
 _SEED = 0x9747B28C
 _M = 0x5BD1E995

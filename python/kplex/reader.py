@@ -15,7 +15,9 @@ Three kinds of table, told apart by the definition stored in ``_kplex_tables``:
   ad-hoc read-time table instead, e.g. one global event-time order of all partitions.
 
 Reads are bounded: from the earliest offset (or ``start_timestamp``) to the last stable
-offset when the read starts (or ``end_timestamp``), ``read_committed``.
+offset when the read starts (or ``end_timestamp``), ``read_committed``. The stored
+definitions are read by :mod:`kplex.definitions`; late records of a read-time table
+are handled by :mod:`kplex.late`.
 
 >>> for rec in iter_virtual_partition("localhost:9092", "pageviews_by_user", 3):  # doctest: +SKIP
 ...     print(rec.order, rec.value)
@@ -25,26 +27,26 @@ offset when the read starts (or ``end_timestamp``), ``read_committed``.
 
 from __future__ import annotations
 
-import json
-import logging
 import time
-import uuid
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Iterator, Mapping
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
+from kplex.clients import access_error, consumer as _consumer, partitions as _partitions
+from kplex.definitions import TABLES_TOPIC, TableDefinition, read_definition, read_table_definition
 from kplex.errors import (
+    DefinitionError,
     KplexError,
-    LateRecordError,
     OptionError,
     PartitionMismatchError,
     UnknownTableError,
 )
 from kplex.expressions import SourceRecord, compile_key, compile_order, pointer_or_expression
+from kplex.late import LateRecords
 from kplex.merge import EventTimeMerge, Pending
-from kplex.placement import virtual_partition
+from kplex.placement import ORDER_HEADER, VP_HEADER, virtual_partition
 
 __all__ = [
     "TABLES_TOPIC",
@@ -55,22 +57,14 @@ __all__ = [
     "iter_table",
     "iter_virtual_partition",
     "open_table",
-    "read_metrics",
     "read_table_definition",
 ]
 
-TABLES_TOPIC = "_kplex_tables"
-VP_HEADER = "kplex.vp"
-ORDER_HEADER = "kplex.order"
 LATE_POLICIES = ("fail", "drop", "side_topic")
 #: A read that makes no progress for this long is an error, not a hang.
 STALL_S = 120.0
 #: With more records than this waiting for the watermark, only partitions holding it are read.
 MAX_BUFFERED = 100_000
-
-_QUIET = logging.getLogger("kplex.reader.librdkafka")
-_QUIET.addHandler(logging.NullHandler())
-_QUIET.propagate = False
 
 
 @dataclass(frozen=True)
@@ -142,96 +136,35 @@ class TableInfo:
     properties: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
-    def from_definition(cls, data: Mapping[str, Any]) -> TableInfo:
-        """From the JSON value stored in ``_kplex_tables``.
+    def from_definition(cls, definition: TableDefinition) -> TableInfo:
+        """From the definition stored in ``_kplex_tables`` (:mod:`kplex.definitions`).
 
-        >>> TableInfo.from_definition({"name": "t", "topic": "src", "virtual_partitions": 4,
-        ...     "physical_partitions": 2, "properties": {"kplex.source": "src"}}).kind
+        >>> from kplex.definitions import parse_definition
+        >>> TableInfo.from_definition(parse_definition(b'{"format": "kplex-table", "version": 1,'
+        ...     b' "name": "t", "topic": "src", "virtual_partitions": 4, "physical_partitions": 2,'
+        ...     b' "properties": {"kplex.source": "src"}}')).kind
         'virtual'
         """
-        props = {str(k): str(v) for k, v in (data.get("properties") or {}).items()}
+        props = dict(definition.properties)
         virtual = "kplex.source" in props
+        if definition.virtual_partitions is None or definition.virtual_partitions < 1:
+            raise DefinitionError(f"[KPLEX_DEFINITION_FORMAT] the stored definition of table"
+                                        f" {definition.name} has no virtual_partitions >= 1.")
         return cls(
-            name=str(data["name"]),
-            topic=props.get("kplex.source") or str(data.get("topic") or data["name"]),
+            name=definition.name,
+            topic=props.get("kplex.source") or definition.topic,
             kind="virtual" if virtual else "derived",
-            virtual_partitions=int(data["virtual_partitions"]),
-            physical_partitions=int(data.get("physical_partitions") or 0),
+            virtual_partitions=definition.virtual_partitions,
+            physical_partitions=definition.physical_partitions or 0,
             key=props.get("kplex.key", "key" if virtual else None),
             order=props.get("kplex.order", "timestamp" if virtual else None),
             max_delay_ms=int(props.get("kplex.max_delay_ms", "0")),
             late_policy=props.get("kplex.late_policy", "fail"),
             late_topic=props.get("kplex.late_topic"),
-            null_key=str(data.get("null_key") or props.get("kplex.null_key", "fail")),
-            null_order=str(data.get("null_order") or props.get("kplex.null_order", "fail")),
+            null_key=definition.null_key,
+            null_order=definition.null_order,
             properties=props,
         )
-
-
-def _consumer(bootstrap: str, config: Mapping[str, Any] | None) -> Consumer:
-    settings: dict[str, Any] = {
-        "bootstrap.servers": bootstrap,
-        "group.id": f"kplex-read-{uuid.uuid4().hex}",
-        "enable.auto.commit": False,
-        "enable.auto.offset.store": False,
-        "enable.partition.eof": True,
-        "isolation.level": "read_committed",
-        "auto.offset.reset": "earliest",
-        "logger": _QUIET,
-    }
-    settings.update(config or {})
-    return Consumer(settings)
-
-
-def _partitions(consumer: Consumer, topic: str, timeout: float) -> list[int] | None:
-    try:
-        metadata = consumer.list_topics(topic, timeout=timeout).topics.get(topic)
-    except KafkaException as e:
-        raise KplexError(f"no Kafka broker answered: {e}") from None
-    if metadata is None or metadata.error is not None:
-        if metadata is not None and metadata.error.code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
-            raise KafkaException(metadata.error)
-        return None
-    return sorted(metadata.partitions)
-
-
-def read_table_definition(bootstrap: str, table: str, *, metadata_topic: str = TABLES_TOPIC,
-                          timeout: float = 15.0, config: Mapping[str, Any] | None = None,
-                          ) -> dict[str, Any] | None:
-    """The stored definition of ``table`` (the JSON of ``_kplex_tables``), None if it has none.
-
-    >>> read_table_definition("localhost:9092", "pageviews_by_user")["virtual_partitions"]  # doctest: +SKIP
-    9
-    """
-    consumer = _consumer(bootstrap, config)
-    try:
-        if not _partitions(consumer, metadata_topic, timeout):
-            return None
-        tp = TopicPartition(metadata_topic, 0)
-        low, high = consumer.get_watermark_offsets(tp, timeout=timeout, cached=False)
-        if high <= low:
-            return None
-        consumer.assign([TopicPartition(metadata_topic, 0, low)])
-        latest: bytes | None = None
-        wanted = table.encode("utf-8")
-        deadline = time.monotonic() + timeout
-        done = False
-        while not done:
-            if time.monotonic() > deadline:
-                raise KplexError(f"timed out reading the table definitions in {metadata_topic!r}.")
-            for msg in consumer.consume(num_messages=1000, timeout=0.5):
-                if msg.error() is not None:
-                    if msg.error().code() == KafkaError._PARTITION_EOF:
-                        done = True
-                        continue
-                    raise KafkaException(msg.error())
-                if msg.key() == wanted:
-                    latest = msg.value()
-                if msg.offset() + 1 >= high:
-                    done = True
-        return None if latest is None else json.loads(latest)
-    finally:
-        consumer.close()
 
 
 def open_table(bootstrap: str, table: str, *, key: str | None = None, order: str | None = None,
@@ -249,14 +182,14 @@ def open_table(bootstrap: str, table: str, *, key: str | None = None, order: str
     >>> open_table("localhost:9092", "clickstream", order="/_time", max_delay_ms=1000)  # doctest: +SKIP
     TableInfo(name='clickstream', topic='clickstream', kind='virtual', virtual_partitions=1, ...)
     """
-    data = read_table_definition(bootstrap, table, metadata_topic=metadata_topic, timeout=timeout,
+    definition = read_definition(bootstrap, table, metadata_topic=metadata_topic, timeout=timeout,
                                  config=config)
     overrides = {k: v for k, v in (("max_delay_ms", max_delay_ms), ("late_policy", late_policy),
                                    ("late_topic", late_topic)) if v is not None}
     defining = {k for k, v in (("key", key), ("order", order),
                                ("virtual_partitions", virtual_partitions)) if v is not None}
-    if data is not None:
-        info = TableInfo.from_definition(data)
+    if definition is not None:
+        info = TableInfo.from_definition(definition)
         if defining:
             raise OptionError(f"{sorted(defining)} are part of table {table}'s definition;"
                               " a read may only set max_delay_ms, late_policy and late_topic.")
@@ -321,7 +254,7 @@ class _Feed:
                 continue
             if error is not None:
                 if error.code() != KafkaError._PARTITION_EOF:
-                    raise KafkaException(error)
+                    raise access_error(self.consumer, error, "READ", f"topic '{self.topic}'") or KafkaException(error)
                 self._end(p, ended)
             elif msg.offset() >= self.ends[p]:
                 self._end(p, ended)
@@ -467,7 +400,7 @@ class TableReader:
         for p in partitions:
             if p not in feed.open:
                 merge.end(index[p])
-        late = _LateRecords(self.bootstrap, self.info, self.config, self.stats)
+        late = LateRecords(self.bootstrap, self.info, self.config, self.stats)
         try:
             while True:
                 while (record := merge.poll()) is not None:
@@ -490,7 +423,7 @@ class TableReader:
             late.close()
 
     def _merge_one(self, merge: EventTimeMerge[KplexRecord], source: int, msg: Message,
-                   late: _LateRecords) -> None:
+                   late: LateRecords) -> None:
         coordinates = self._coordinates(msg)
         src = SourceRecord(msg.key(), msg.value(), coordinates["topic"], coordinates["partition"],
                            coordinates["offset"], coordinates["timestamp"])
@@ -518,88 +451,6 @@ class TableReader:
                       KplexRecord(vp=vp, order=order, key=key, value=msg.value(), **coordinates))
 
 
-def _ensure_late_topic(bootstrap: str, topic: str, config: Mapping[str, Any], timeout: float = 30.0) -> None:
-    """Create the side topic for late records (one partition) if it does not exist, as Spark does."""
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    settings = {"bootstrap.servers": bootstrap, "logger": _QUIET}
-    settings.update({k: v for k, v in config.items() if k.startswith(("security.", "sasl.", "ssl."))})
-    admin = AdminClient(settings)
-    if topic in admin.list_topics(timeout=timeout).topics:
-        return
-    try:
-        admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=-1)])[topic].result(timeout)
-    except KafkaException as e:
-        if e.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-            raise
-
-
-class _LateRecords:
-    """``kplex.late_policy`` for the reader: fail, drop (counted), or send to the side topic."""
-
-    def __init__(self, bootstrap: str, info: TableInfo, config: Mapping[str, Any], stats: ReadStats) -> None:
-        self.bootstrap = bootstrap
-        self.info = info
-        self.config = config
-        self.stats = stats
-        self.producer: Producer | None = None
-        self.errors: list[KafkaError] = []
-
-    def handle(self, msg: Message, vp: int, order: int, partition_max: int | None) -> None:
-        policy = self.info.late_policy
-        if policy == "drop":
-            self.stats.late_dropped += 1
-        elif policy == "side_topic":
-            self.send(msg, vp, order)
-            self.stats.late_to_side_topic += 1
-        else:
-            raise LateRecordError(
-                f"[KPLEX_LATE_RECORD] table {self.info.name}: the record at {msg.topic()}-"
-                f"{msg.partition()} offset {msg.offset()} has order value {order},"
-                f" {None if partition_max is None else partition_max - order} ms behind the largest"
-                f" order value seen before it on that partition ({partition_max}), beyond"
-                f" 'kplex.max_delay_ms' = {self.info.max_delay_ms}. Raise 'kplex.max_delay_ms', or"
-                " set 'kplex.late_policy' to 'drop' or 'side_topic' (with 'kplex.late_topic').")
-
-    def send(self, msg: Message, vp: int, order: int) -> None:
-        """The source record as it was, plus kplex.vp, kplex.order and where it came from."""
-        if self.producer is None:
-            _ensure_late_topic(self.bootstrap, self.info.late_topic or "", self.config)
-            settings = {"bootstrap.servers": self.bootstrap, "enable.idempotence": True,
-                        "logger": _QUIET}
-            settings.update({k: v for k, v in self.config.items() if not k.startswith(("group.", "isolation."))})
-            self.producer = Producer(settings)
-        headers = list(msg.headers() or ()) + [
-            (VP_HEADER, str(vp).encode()), (ORDER_HEADER, str(order).encode()),
-            ("kplex.source_partition", str(msg.partition()).encode()),
-            ("kplex.source_offset", str(msg.offset()).encode())]
-        kind, ts = msg.timestamp()
-        extra = {"timestamp": ts} if ts >= 0 else {}
-        while True:
-            try:
-                self.producer.produce(self.info.late_topic, key=msg.key(), value=msg.value(),
-                                      headers=headers, on_delivery=self._delivered, **extra)
-                break
-            except BufferError:
-                self.producer.poll(0.1)
-        self.producer.poll(0)
-
-    def _delivered(self, err: KafkaError | None, _msg: Message) -> None:
-        if err is not None:
-            self.errors.append(err)
-
-    def flush(self) -> None:
-        if self.producer is not None:
-            if self.producer.flush(60) or self.errors:
-                raise KplexError(f"[KPLEX_SEND_FAILED] sending late records to"
-                                 f" {self.info.late_topic!r} failed: {self.errors[:1] or 'timeout'}")
-
-    def close(self) -> None:
-        if self.producer is not None:
-            self.producer.flush(5)
-            self.producer = None
-
-
 def iter_virtual_partition(bootstrap: str, table: str | TableInfo, vp: int,
                            **options: Any) -> Iterator[KplexRecord]:
     """The records of virtual partition ``vp`` of ``table``, in order (see :class:`TableReader`).
@@ -614,14 +465,3 @@ def iter_table(bootstrap: str, table: str | TableInfo, vps: Iterable[int] | None
                **options: Any) -> Iterator[KplexRecord]:
     """The records of every (or the given) virtual partition; each one's in order."""
     return iter(TableReader(bootstrap, table, vps=vps, **options))
-
-
-def read_metrics(df: Any) -> dict[str, int]:
-    """The counters of the kplex scans of a DataFrame that has run (an action was called).
-
-    >>> df = spark.table("kplex.pageviews_by_user_live"); rows = df.collect()  # doctest: +SKIP
-    >>> read_metrics(df)  # doctest: +SKIP
-    {'kplexLateDropped': 3, 'kplexLateToSideTopic': 0, 'kplexRecordsRead': 27000}
-    """
-    jvm = df.sparkSession._jvm  # noqa: SLF001 - py4j gateway
-    return json.loads(jvm.io.kplex.spark.ReadMetrics.json(df._jdf))  # noqa: SLF001

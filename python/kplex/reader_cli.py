@@ -13,13 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-
-
-def _bootstrap(args: argparse.Namespace) -> str:
-    bootstrap = args.bootstrap or os.environ.get("KPLEX_BOOTSTRAP")
-    if not bootstrap:
-        raise SystemExit("kplex: no broker: pass --bootstrap HOST:PORT or set KPLEX_BOOTSTRAP")
-    return bootstrap
+from kplex import kafka_config
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
@@ -40,8 +34,10 @@ def _read(args: argparse.Namespace) -> int:
     from kplex.fanout import serve_fifos, write_partition_files, write_records
     from kplex.reader import TableReader
 
-    bootstrap = _bootstrap(args)
+    bootstrap, settings = kafka_config.from_args(args)
     options = _options(args)
+    if settings:
+        options["config"] = kafka_config.librdkafka(settings)
     vps = args.vp or None
     try:
         if args.out_dir is None:
@@ -75,7 +71,7 @@ def register(subparsers: Any) -> None:
         description="Read a kplex table, a read-time table or a plain topic, each virtual"
                     " partition in its order, to stdout, files or FIFOs (one per virtual partition).")
     read.add_argument("table", help="table or topic name")
-    read.add_argument("--bootstrap", help="Kafka address (default $KPLEX_BOOTSTRAP)")
+    kafka_config.add_arguments(read)
     read.add_argument("--vp", type=int, action="append",
                       help="a virtual partition to read (repeatable; default all)")
     read.add_argument("--out-dir", type=Path,

@@ -2,6 +2,8 @@
 
 Example:
     >>> from pyspark.sql import SparkSession
+
+from kplex.errors import KplexError
     >>> from kplex import configure_spark_with_kplex
     >>> builder = SparkSession.builder.master("local[2]")
     >>> spark = configure_spark_with_kplex(builder, bootstrap="127.0.0.1:9092").getOrCreate()
@@ -12,13 +14,42 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from pyspark.sql import SparkSession
+
+from kplex.errors import KplexError
+
+#: Spark's default ``spark.redaction.regex`` plus the Kafka client settings that carry
+#: credentials without saying "password" in their names (the JAAS line of SASL/SCRAM and
+#: OAuth, PEM keys): settings whose key matches are hidden from the UI, the event log and
+#: Spark's own logs.
+REDACTION_REGEX = "(?i)secret|password|token|access[.]?key|jaas|ssl[.]keystore[.](key|certificate)"
 
 CATALOG_CLASS = "io.kplex.spark.KplexCatalog"
 EXTENSIONS_CLASS = "io.kplex.spark.KplexExtensions"
 JARS_DIR = Path(__file__).resolve().parent / "jars"
+
+
+#: The Spark (major, minor) versions whose jars the plugin is built and tested against: one
+#: jar (Scala 2.13) serves both. Spark 3.5 (Scala 2.12) is not supported: README, "Spark versions".
+SUPPORTED_SPARK = ((4, 0), (4, 1))
+
+
+def check_spark_version(version: str | None = None) -> None:
+    """Raises a clear error unless ``version`` (default: the installed pyspark's) is supported.
+
+    >>> check_spark_version("4.1.1")
+    """
+    if version is None:
+        import pyspark
+
+        version = pyspark.__version__
+    parts = tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
+    if parts not in SUPPORTED_SPARK:
+        supported = " and ".join(f"{a}.{b}" for a, b in SUPPORTED_SPARK)
+        raise KplexError(f"[KPLEX_SPARK_VERSION] kplex runs on Spark {supported} (Scala 2.13); this is Spark"
+                         f" {version}. Install pyspark>=4.0,<4.2, or see the README's 'Spark versions'.")
 
 
 def jars() -> list[str]:
@@ -35,6 +66,18 @@ def jars() -> list[str]:
     return found
 
 
+def is_remote(spark_or_builder: Any) -> bool:
+    """Whether a session (or a builder) is Spark Connect's: a client of a server JVM
+    that this process cannot reach through py4j, and whose static settings (``spark.jars``,
+    ``spark.sql.extensions``) are the server's to set.
+    """
+    if isinstance(spark_or_builder, SparkSession.Builder):
+        options = spark_or_builder._options  # noqa: SLF001 - Builder has no getter
+        return bool(options.get("spark.remote") or os.environ.get("SPARK_REMOTE")
+                    or os.environ.get("SPARK_CONNECT_MODE_ENABLED") == "1")
+    return type(spark_or_builder).__module__.startswith("pyspark.sql.connect")
+
+
 def configure_spark_with_kplex(
     builder: SparkSession.Builder,
     bootstrap: str | None = None,
@@ -44,19 +87,29 @@ def configure_spark_with_kplex(
     """Set the configuration that kplex needs on a session builder, and return it.
 
     Adds the bundled jars to ``spark.jars``, the SQL extension that registers
-    ``kplex_key``, ``kplex_order``, ``kplex_vpartition`` and ``kplex_json``, and the ``kplex``
-    catalog pointing at ``bootstrap`` (default: ``$KPLEX_BOOTSTRAP``).
+    ``kplex_key``, ``kplex_order``, ``kplex_vpartition`` and ``kplex_json``, the ``kplex``
+    catalog pointing at ``bootstrap`` (default: ``$KPLEX_BOOTSTRAP``), and a
+    ``spark.redaction.regex`` that also hides Kafka credentials (:data:`REDACTION_REGEX`).
+
+    On a Spark Connect builder (``SparkSession.builder.remote("sc://...")``) the jars and
+    the extension are the server's (``kplex server connect`` starts one with them), so
+    only the catalog's settings, which a session may change, are set.
 
     >>> builder = configure_spark_with_kplex(SparkSession.builder, "127.0.0.1:9092")
     """
     bootstrap = bootstrap or os.environ.get("KPLEX_BOOTSTRAP")
-    existing = builder._options.get("spark.jars", "")  # noqa: SLF001 - Builder has no getter
-    jar_list = ",".join(j for j in [existing, *jars()] if j)
-    extensions = builder._options.get("spark.sql.extensions", "")  # noqa: SLF001
-    ext_list = ",".join(e for e in [extensions, EXTENSIONS_CLASS] if e and EXTENSIONS_CLASS not in extensions)
-    builder = (builder.config("spark.jars", jar_list)
-               .config("spark.sql.extensions", ext_list or EXTENSIONS_CLASS)
-               .config(f"spark.sql.catalog.{catalog}", CATALOG_CLASS))
+    if not is_remote(builder):
+        check_spark_version()
+        existing = builder._options.get("spark.jars", "")  # noqa: SLF001 - Builder has no getter
+        jar_list = ",".join(j for j in [existing, *jars()] if j)
+        extensions = builder._options.get("spark.sql.extensions", "")  # noqa: SLF001
+        ext_list = ",".join(e for e in [extensions, EXTENSIONS_CLASS] if e and EXTENSIONS_CLASS not in extensions)
+        builder = (builder.config("spark.jars", jar_list)
+                   .config("spark.sql.extensions", ext_list or EXTENSIONS_CLASS))
+        redaction = builder._options.get("spark.redaction.regex")  # noqa: SLF001
+        builder = builder.config("spark.redaction.regex",
+                                 REDACTION_REGEX if not redaction else f"{redaction}|{REDACTION_REGEX}")
+    builder = builder.config(f"spark.sql.catalog.{catalog}", CATALOG_CLASS)
     if bootstrap:
         builder = builder.config(f"spark.sql.catalog.{catalog}.kafka.bootstrap.servers", bootstrap)
     for key, value in (kafka_options or {}).items():
@@ -69,6 +122,7 @@ def kplex_session(
     master: str | None = None,
     conf: dict[str, str] | None = None,
     app_name: str = "kplex",
+    kafka_options: Mapping[str, str] | None = None,
 ) -> SparkSession:
     """A SparkSession with kplex configured (the one the CLI uses).
 
@@ -80,7 +134,7 @@ def kplex_session(
     builder = builder.config("spark.ui.enabled", "false")
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
-    spark = configure_spark_with_kplex(builder, bootstrap).getOrCreate()
+    spark = configure_spark_with_kplex(builder, bootstrap, kafka_options=dict(kafka_options or {})).getOrCreate()
     register_functions(spark)
     return spark
 
@@ -89,18 +143,60 @@ def register_functions(spark: SparkSession) -> None:
     """Register kplex's SQL functions in a running session.
 
     Needed only where ``spark.sql.extensions`` could not be set before the session
-    started (a shared Databricks cluster, say); the jars must be on its classpath.
+    started (a shared Databricks cluster, say); the jars must be on its classpath. A
+    Spark Connect server must have the extension itself: this checks that it does.
 
     >>> register_functions(spark)  # doctest: +SKIP
     """
-    spark._jvm.io.kplex.spark.KplexFunctions.register(spark._jsparkSession)  # noqa: SLF001
+    if is_remote(spark):
+        found = {row[0] for row in spark.sql("SHOW FUNCTIONS LIKE 'kplex_*'").collect()}
+        if "kplex_key" not in found:
+            raise KplexError("[KPLEX_NO_EXTENSION] the Spark Connect server has no kplex functions: start it"
+                             f" with spark.sql.extensions={EXTENSIONS_CLASS} and kplex's jars"
+                             " (`kplex server connect` does), or call them as kplex.kplex_key(...).")
+        return
+    spark._jvm.io.kplex.spark.KplexAdmin.registerFunctions(spark._jsparkSession)  # noqa: SLF001
+
+
+#: The session setting in which the JVM keeps the session's last committed kplex write.
+LAST_WRITE_KEY = "kplex.last_write"
 
 
 def last_write_summary(spark: SparkSession) -> dict[str, Any] | None:
-    """What the last committed kplex write of this session's driver wrote.
+    """What the last committed kplex write of this session wrote (rows per virtual
+    partition, dropped rows), or None. Works on Spark Connect too: the JVM keeps it in
+    the session setting ``kplex.last_write`` (``SET kplex.last_write`` over JDBC).
 
     >>> last_write_summary(spark)  # doctest: +SKIP
     {'table': 'pageviews_by_user', 'rows': 1000, 'rows_per_vp': {'0': 117, ...}, ...}
     """
-    raw = spark._jvm.io.kplex.spark.WriteSummary.lastJson()  # noqa: SLF001
+    raw = spark.conf.get(LAST_WRITE_KEY, None)
+    if raw is None and not is_remote(spark):
+        raw = spark._jvm.io.kplex.spark.KplexAdmin.lastWriteJson()  # noqa: SLF001 - this driver's last
     return json.loads(raw) if raw else None
+
+
+READ_METRICS = ("kplexLateDropped", "kplexLateToSideTopic", "kplexRecordsRead")
+
+
+def read_metrics(df: Any) -> dict[str, int]:
+    """The counters of the kplex scans of a DataFrame that has run (an action was called).
+
+    >>> df = spark.table("kplex.pageviews_by_user_live"); rows = df.collect()  # doctest: +SKIP
+    >>> read_metrics(df)  # doctest: +SKIP
+    {'kplexLateDropped': 3, 'kplexLateToSideTopic': 0, 'kplexRecordsRead': 27000}
+    """
+    if is_remote(df.sparkSession):
+        info = df.executionInfo
+        if info is None or info.metrics is None:
+            raise KplexError("[KPLEX_NOT_EXECUTED] read_metrics needs a DataFrame that has run:"
+                             " call an action (collect, count, ...) on it first.")
+        totals = dict.fromkeys(READ_METRICS, 0)
+        _, nodes = info.metrics.extract_graph()  # the plan nodes the server reported
+        for node in nodes.values():
+            for metric in node.metrics:
+                if metric.name in totals:
+                    totals[metric.name] += int(metric.value)
+        return totals
+    jvm = df.sparkSession._jvm  # noqa: SLF001 - py4j gateway
+    return json.loads(jvm.io.kplex.spark.KplexAdmin.readMetricsJson(df._jdf))  # noqa: SLF001

@@ -20,6 +20,7 @@ import logging
 # the findings of kplex come as diagnostics, not log lines.
 logging.getLogger("sqlglot").setLevel(logging.ERROR)
 
+from kplex.jsonpointer import PointerError, json_path  # noqa: E402
 from kplex.sqltools.check import CheckResult, check_file, check_script, check_text  # noqa: E402
 from kplex.sqltools.diagnostics import Diagnostic  # noqa: E402
 from kplex.sqltools.errors import (  # noqa: E402
@@ -31,9 +32,8 @@ from kplex.sqltools.errors import (  # noqa: E402
     StatementFailed,
     UntranslatableJob,
 )
-from kplex.sqltools.definitions import TableDefinition, read_table_definitions  # noqa: E402
+from kplex.sqltools.definitions import ExplainedTable, read_table_definitions  # noqa: E402
 from kplex.sqltools.explain import explain_file, explain_text  # noqa: E402
-from kplex.sqltools.jsonpointer import PointerError, json_path  # noqa: E402
 from kplex.sqltools.run import RunSummary, run_file  # noqa: E402
 from kplex.sqltools.script import Script, Statement, load_script, read_script  # noqa: E402
 from kplex.sqltools.translate import translate_file, translate_job  # noqa: E402
@@ -43,6 +43,7 @@ __all__ = [
     "CheckFailed",
     "CheckResult",
     "Diagnostic",
+    "ExplainedTable",
     "NoBootstrap",
     "PointerError",
     "RunSummary",
@@ -51,7 +52,6 @@ __all__ = [
     "SqlToolError",
     "Statement",
     "StatementFailed",
-    "TableDefinition",
     "UntranslatableJob",
     "check_file",
     "check_script",

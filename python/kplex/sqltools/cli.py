@@ -28,6 +28,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from kplex import kafka_config
 from kplex.sqltools.check import check_file
 from kplex.sqltools.errors import (
     CheckFailed,
@@ -76,6 +77,7 @@ def register(subparsers: Any) -> None:
     _common(run)
     run.add_argument("--bootstrap", help="Kafka bootstrap servers (default: $KPLEX_BOOTSTRAP, "
                      "then the file's '-- kplex.bootstrap = ...' comment)")
+    kafka_config.add_arguments(run, bootstrap=False)
     run.add_argument("--master", help="Spark master URL (default: Spark's own, e.g. local[*])")
     run.add_argument("--conf", action="append", metavar="KEY=VALUE", help="a Spark setting (repeatable)")
     run.add_argument("--spark-log-level", default="FATAL", metavar="LEVEL",
@@ -94,6 +96,7 @@ def register(subparsers: Any) -> None:
     _common(explain)
     explain.add_argument("--bootstrap", help="read stored table definitions from this Kafka cluster "
                          "(default: $KPLEX_BOOTSTRAP, then the file's '-- kplex.bootstrap' comment)")
+    kafka_config.add_arguments(explain, bootstrap=False)
     explain.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for the broker (default 5)")
     explain.set_defaults(func=explain_command, handler=explain_command)
 
@@ -136,7 +139,10 @@ def check_command(args: argparse.Namespace) -> int:
 
 @_handled
 def explain_command(args: argparse.Namespace) -> int:
-    print(explain_file(args.file, _pairs(args.var, "--var"), args.dialect, args.bootstrap, args.timeout))
+    settings = kafka_config.load(args.kafka_config)
+    bootstrap = args.bootstrap or kafka_config.bootstrap_of(settings)
+    settings.pop("bootstrap.servers", None)
+    print(explain_file(args.file, _pairs(args.var, "--var"), args.dialect, bootstrap, args.timeout, settings))
     return 0
 
 
@@ -150,8 +156,12 @@ def run_command(args: argparse.Namespace) -> int:
             script = require_clean(check_script(read_script(args.file, variables, args.dialect))).script
             print(";\n\n".join(spark_statements(script)) + ";")
             return 0
-        run_file(args.file, variables=variables, dialect=args.dialect, bootstrap=args.bootstrap,
-                 master=args.master, conf=_pairs(args.conf, "--conf"), spark_log_level=args.spark_log_level)
+        settings = kafka_config.load(args.kafka_config)
+        bootstrap = args.bootstrap or kafka_config.bootstrap_of(settings)
+        settings.pop("bootstrap.servers", None)
+        run_file(args.file, variables=variables, dialect=args.dialect, bootstrap=bootstrap,
+                 master=args.master, conf=_pairs(args.conf, "--conf"), spark_log_level=args.spark_log_level,
+                 kafka_settings=settings)
     except (CheckFailed, StatementFailed) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

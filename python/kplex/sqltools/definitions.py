@@ -1,69 +1,55 @@
-"""Table definitions of the kplex catalog: from ``TBLPROPERTIES`` in a file, or
-as stored in Kafka.
+"""The tables ``kplex sql explain`` knows: from ``TBLPROPERTIES`` in a file, or as
+stored in Kafka.
 
-kplex stores each table's definition in the compacted topic ``_kplex_tables``
-(one partition; record key = table name in UTF-8; value = UTF-8 JSON; the last
-record of a key wins, a null value drops the table)::
+Stored definitions are parsed by :mod:`kplex.definitions` (the one parser of the
+records of ``_kplex_tables``); this module keeps what explain shows of them and
+where each came from. :func:`read_table_definitions` reads the topic with a plain
+Kafka consumer, so no Spark is needed.
 
-    {"format": "kplex-table", "version": 1, "name": "pageviews_by_user",
-     "topic": "pageviews_by_user", "virtual_partitions": 9,
-     "physical_partitions": 3, "delivery": "exactly_once", "key": null,
-     "order": null, "null_key": "fail", "null_order": "fail",
-     "created_ms": 1700000000000}
-
-:func:`read_table_definitions` reads that topic with a plain Kafka consumer,
-from the beginning of partition 0 to its end, so no Spark is needed.
-
->>> d = TableDefinition.from_properties("t", {"kplex.virtual_partitions": "9", "kplex.physical_partitions": "3"}, "file")
+>>> d = ExplainedTable.from_properties("t", {"kplex.virtual_partitions": "9", "kplex.physical_partitions": "3"}, "file")
 >>> d.virtual_partitions, d.physical_partitions, d.delivery, d.topic
 (9, 3, 'exactly_once', 't')
->>> TableDefinition.from_json(b'{"format":"kplex-table","version":1,"name":"t","virtual_partitions":4,"physical_partitions":2}', "broker").virtual_partitions
+>>> from kplex.definitions import parse_definition
+>>> stored = parse_definition(b'{"format":"kplex-table","version":1,"name":"t","virtual_partitions":4,"physical_partitions":2}')
+>>> ExplainedTable.from_definition(stored, "broker").virtual_partitions
 4
 """
 
 from __future__ import annotations
 
-import json
-import logging
-import time
-import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Iterable, Mapping
 
+from kplex.definitions import (
+    FORMAT,
+    FORMAT_VERSION,
+    TABLES_TOPIC,
+    TableDefinition,
+    latest_values,
+    parse_definition,
+    read_stored_values,
+)
+from kplex.errors import BrokerUnreachableError, DefinitionError
 from kplex.sqltools.errors import BrokerUnavailable
 from kplex.sqltools.properties import parse_int
 
-__all__ = ["TABLES_TOPIC", "TableDefinition", "read_table_definitions", "definitions_from_records"]
-
-TABLES_TOPIC = "_kplex_tables"
-FORMAT = "kplex-table"
-
-_QUIET = logging.getLogger("kplex.sqltools.librdkafka")
-_QUIET.addHandler(logging.NullHandler())
-_QUIET.propagate = False
+__all__ = ["TABLES_TOPIC", "ExplainedTable", "read_table_definitions", "definitions_from_records"]
 
 
 @dataclass(frozen=True)
-class TableDefinition:
-    """What kplex knows about one table; ``origin`` says where it was read."""
+class ExplainedTable(TableDefinition):
+    """What explain knows about one table: a definition whose V and P are None unless
+    they are >= 1, and ``origin``, where it was read."""
 
-    name: str
-    topic: str
-    virtual_partitions: int | None
-    physical_partitions: int | None
-    origin: str
-    delivery: str = "exactly_once"
-    key: str | None = None
-    order: str | None = None
-    null_key: str = "fail"
-    null_order: str = "fail"
-    source: str | None = None
+    origin: str = ""
 
     @classmethod
-    def from_properties(cls, name: str, properties: Mapping[str, str], origin: str) -> TableDefinition:
-        """The definition a ``CREATE TABLE kplex.<name> TBLPROPERTIES (...)`` asks for."""
+    def from_properties(cls, name: str, properties: Mapping[str, str], origin: str) -> ExplainedTable:
+        """The table a ``CREATE TABLE kplex.<name> TBLPROPERTIES (...)`` asks for."""
         p = {k.lower(): v.strip() for k, v in properties.items()}
         return cls(
+            format=FORMAT,
+            version=FORMAT_VERSION,
             name=name,
             topic=p.get("kplex.topic") or name,
             virtual_partitions=_positive(parse_int(p.get("kplex.virtual_partitions", ""))),
@@ -75,37 +61,35 @@ class TableDefinition:
             null_key=p.get("kplex.null_key", "fail").lower(),
             null_order=p.get("kplex.null_order", "fail").lower(),
             source=p.get("kplex.source"),
+            properties=p,
         )
 
     @classmethod
-    def from_json(cls, value: bytes | str, origin: str) -> TableDefinition:
-        """The definition stored as one record value of ``_kplex_tables``."""
-        data: dict[str, Any] = json.loads(value)
-        if data.get("format") != FORMAT:
-            raise ValueError(f"not a kplex table definition (format {data.get('format')!r})")
-        name = str(data["name"])
-        return cls(
-            name=name,
-            topic=str(data.get("topic") or name),
-            virtual_partitions=_positive(data.get("virtual_partitions")),
-            physical_partitions=_positive(data.get("physical_partitions")),
-            origin=origin,
-            delivery=str(data.get("delivery") or "exactly_once"),
-            key=data.get("key"),
-            order=data.get("order"),
-            null_key=str(data.get("null_key") or "fail"),
-            null_order=str(data.get("null_order") or "fail"),
-            source=data.get("source"),
-        )
+    def from_definition(cls, definition: TableDefinition, origin: str) -> ExplainedTable:
+        """The table a definition stored in ``_kplex_tables`` describes."""
+        stored = {f.name: getattr(definition, f.name) for f in fields(TableDefinition)}
+        return cls(**{**stored, "virtual_partitions": _positive(definition.virtual_partitions),
+                      "physical_partitions": _positive(definition.physical_partitions)}, origin=origin)
 
 
 def _positive(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
 
 
+def _explained(values: Mapping[str, bytes], origin: str) -> dict[str, ExplainedTable]:
+    """The tables of the latest stored values; values it cannot read are skipped."""
+    tables: dict[str, ExplainedTable] = {}
+    for name, value in values.items():
+        try:
+            tables[name] = ExplainedTable.from_definition(parse_definition(value), origin)
+        except DefinitionError:
+            continue
+    return tables
+
+
 def definitions_from_records(
     records: Iterable[tuple[bytes | None, bytes | None]], origin: str
-) -> dict[str, TableDefinition]:
+) -> dict[str, ExplainedTable]:
     """Fold (key, value) records of ``_kplex_tables`` in offset order: the last
     record of a key wins, a tombstone drops it, unreadable values are skipped.
 
@@ -113,75 +97,24 @@ def definitions_from_records(
     >>> sorted(definitions_from_records([(b"a", v), (b"b", v.replace(b'"a"', b'"b"')), (b"a", None)], "x"))
     ['b']
     """
-    tables: dict[str, TableDefinition] = {}
-    for key, value in records:
-        if key is None:
-            continue
-        name = key.decode("utf-8", errors="replace")
-        if value is None:
-            tables.pop(name, None)
-            continue
-        try:
-            tables[name] = TableDefinition.from_json(value, origin)
-        except (ValueError, KeyError, TypeError):
-            continue
-    return tables
+    return _explained(latest_values(records), origin)
 
 
 def read_table_definitions(
-    bootstrap: str, timeout: float = 5.0, topic: str = TABLES_TOPIC
-) -> dict[str, TableDefinition]:
+    bootstrap: str, timeout: float = 5.0, topic: str = TABLES_TOPIC, config: Mapping[str, Any] | None = None
+) -> dict[str, ExplainedTable]:
     """Every table definition stored on the cluster at ``bootstrap`` (in
     ``topic``: the catalog's ``metadata_topic`` option, ``_kplex_tables`` by default).
 
     Raises :class:`BrokerUnavailable` when the cluster does not answer within
-    ``timeout`` seconds. A cluster without the topic has no tables.
+    ``timeout`` seconds. A cluster without the topic has no tables. ``config`` adds
+    librdkafka settings (credentials: :func:`kplex.kafka_config.librdkafka`).
 
     >>> read_table_definitions("localhost:9092")["pageviews_by_user"].virtual_partitions  # doctest: +SKIP
     9
     """
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
-
-    consumer = Consumer({
-        "bootstrap.servers": bootstrap,
-        "group.id": f"kplex-sql-explain-{uuid.uuid4().hex}",
-        "enable.auto.commit": False,
-        "enable.partition.eof": True,
-        "allow.auto.create.topics": False,
-        "isolation.level": "read_committed",
-        "logger": _QUIET,
-        "error_cb": lambda _error: None,
-    })
-    origin = f"stored definition on {bootstrap}"
     try:
-        try:
-            metadata = consumer.list_topics(timeout=timeout)  # all topics: never auto-creates
-            found = metadata.topics.get(topic)
-            if found is None or found.error is not None or 0 not in found.partitions:
-                return {}
-            partition = TopicPartition(topic, 0)
-            low, high = consumer.get_watermark_offsets(partition, timeout=timeout)
-        except KafkaException as error:
-            raise BrokerUnavailable(f"Kafka at {bootstrap} did not answer within {timeout:g} s: {error}") from error
-        if high <= low:
-            return {}
-        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
-        records: list[tuple[bytes | None, bytes | None]] = []
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            message = consumer.poll(0.2)
-            if message is None:
-                continue
-            error = message.error()
-            if error is not None:
-                if error.code() == KafkaError._PARTITION_EOF:
-                    break
-                raise BrokerUnavailable(f"cannot read {topic} on {bootstrap}: {error}")
-            records.append((message.key(), message.value()))
-            if message.offset() >= high - 1:
-                break
-        else:
-            raise BrokerUnavailable(f"reading {topic} on {bootstrap} took longer than {timeout:g} s")
-        return definitions_from_records(records, origin)
-    finally:
-        consumer.close()
+        values = read_stored_values(bootstrap, topic=topic, timeout=timeout, config=config)
+    except BrokerUnreachableError as error:
+        raise BrokerUnavailable(str(error)) from error
+    return _explained(values, f"stored definition on {bootstrap}")

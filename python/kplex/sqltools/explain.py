@@ -41,9 +41,10 @@ from typing import Mapping
 
 from sqlglot import exp
 
+from kplex.kafka_config import librdkafka
 from kplex.sqltools import analysis as a
 from kplex.sqltools.bootstrap import resolve_bootstrap
-from kplex.sqltools.definitions import TableDefinition, read_table_definitions
+from kplex.sqltools.definitions import ExplainedTable, read_table_definitions
 from kplex.sqltools.errors import BrokerUnavailable
 from kplex.sqltools.script import Script, Statement, load_script, read_script
 
@@ -67,7 +68,7 @@ class _Broker:
     """What the broker said: its tables, or why there are none to show."""
 
     bootstrap: str | None
-    tables: dict[str, TableDefinition] | None
+    tables: dict[str, ExplainedTable] | None
     note: str
 
 
@@ -75,7 +76,7 @@ class _Broker:
 class _State:
     """Definitions created so far in the file, by table name."""
 
-    created: dict[str, tuple[TableDefinition, int, bool]] = field(default_factory=dict)
+    created: dict[str, tuple[ExplainedTable, int, bool]] = field(default_factory=dict)
     catalog: str | None = None
 
 
@@ -85,15 +86,17 @@ def explain_file(
     dialect: str | None = None,
     bootstrap: str | None = None,
     timeout: float = 5.0,
+    kafka_settings: Mapping[str, str] | None = None,
 ) -> str:
     """Explain the SQL file at ``path``, reading stored definitions from the
-    broker when one is given and reachable."""
+    broker when one is given and reachable; ``kafka_settings`` are Java client settings
+    (credentials), as ``--kafka-config`` gives them."""
     script = read_script(path, variables, dialect)
-    return explain_script(script, _ask_broker(script, bootstrap, timeout))
+    return explain_script(script, _ask_broker(script, bootstrap, timeout, kafka_settings))
 
 
 def explain_text(text: str, path: str = "<sql>", variables: Mapping[str, str] | None = None,
-                 dialect: str | None = None, stored: Mapping[str, TableDefinition] | None = None,
+                 dialect: str | None = None, stored: Mapping[str, ExplainedTable] | None = None,
                  bootstrap: str = "broker") -> str:
     """Explain SQL text; ``stored`` stands for the definitions a broker would hold."""
     script = load_script(text, path, variables, dialect)
@@ -108,12 +111,13 @@ _NO_BROKER = ("none given (--bootstrap, KPLEX_BOOTSTRAP or a '-- kplex.bootstrap
               "V and P come from the file")
 
 
-def _ask_broker(script: Script, bootstrap: str | None, timeout: float) -> _Broker:
+def _ask_broker(script: Script, bootstrap: str | None, timeout: float,
+                kafka_settings: Mapping[str, str] | None = None) -> _Broker:
     address, origin = resolve_bootstrap(bootstrap, script.text)
     if address is None:
         return _Broker(None, None, _NO_BROKER)
     try:
-        tables = read_table_definitions(address, timeout)
+        tables = read_table_definitions(address, timeout, config=librdkafka(kafka_settings or {}))
     except BrokerUnavailable as error:
         return _Broker(address, None, f"{address} (from {origin}) not reachable: V and P come from the file ({error})")
     return _Broker(address, tables, f"{address} (from {origin}; {len(tables)} stored table definition(s))")
@@ -167,7 +171,7 @@ def _row(label: str, text: str) -> str:
 def _explain_create(statement: Statement, create: a.KplexCreate, state: _State, broker: _Broker) -> list[str]:
     props = {name: value for name, value, _ in create.properties}
     origin = f"TBLPROPERTIES of statement {statement.number}"
-    mine = TableDefinition.from_properties(create.table, props, origin)
+    mine = ExplainedTable.from_properties(create.table, props, origin)
     exists = "IF NOT EXISTS " if create.if_not_exists else ""
     lines = [f"statement {statement.number}, line {statement.line}: CREATE TABLE {exists}kplex.{create.table}"]
     stored = (broker.tables or {}).get(create.table)
@@ -228,7 +232,7 @@ def _explain_write(
     return lines
 
 
-def _definition_for(table: str, state: _State, broker: _Broker) -> TableDefinition | None:
+def _definition_for(table: str, state: _State, broker: _Broker) -> ExplainedTable | None:
     if table in state.created:
         return state.created[table][0]
     return (broker.tables or {}).get(table)
@@ -255,13 +259,13 @@ def _role_text(script: Script, statement: Statement, roles: a.Roles, role: str, 
     return f"column {name}" + ("" if shown == name else f" = {shown}")
 
 
-def _vp_text(d: TableDefinition) -> str:
+def _vp_text(d: ExplainedTable) -> str:
     v = d.virtual_partitions if d.virtual_partitions is not None else "?"
     p = d.physical_partitions if d.physical_partitions is not None else "?"
     return f"{v} virtual on {p} physical"
 
 
-def _partition_rows(d: TableDefinition) -> list[str]:
+def _partition_rows(d: ExplainedTable) -> list[str]:
     v, p = d.virtual_partitions, d.physical_partitions
     rows = [_row("partitions", f"{_vp_text(d)} ({d.origin})")]
     if v is None or p is None:

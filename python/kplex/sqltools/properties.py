@@ -86,10 +86,15 @@ REQUIRED = tuple(name for name, spec in PROPERTIES.items() if spec.required)
 
 
 def parse_int(value: str) -> int | None:
-    """The integer ``value`` spells in decimal, or None (``'9'`` → 9, ``'9.0'`` → None)."""
+    """The 32-bit integer ``value`` spells in decimal, or None, as the catalog reads
+    numbers (Java's ``Integer.parseInt``): ``'9'`` → 9, ``'9.0'`` → None,
+    ``'3000000000'`` → None."""
     text = value.strip()
     digits = text[1:] if text[:1] in "+-" else text
-    return int(text) if digits.isdigit() else None
+    if not (digits.isascii() and digits.isdigit()):
+        return None
+    number = int(text)
+    return number if -2**31 <= number < 2**31 else None
 
 
 def suggest(name: str) -> str | None:
@@ -114,6 +119,10 @@ def name_problem(name: str) -> tuple[str, str] | None:
     """
     if name.lower() in PROPERTIES:
         return None
+    if name.lower().startswith("kafka."):
+        return "error", (f"table property '{name}' is a Kafka client setting: kplex does not store those with a"
+                         f" table, whose definition any Kafka consumer can read. Set it on the catalog"
+                         f" (spark.sql.catalog.kplex.{name}) or as a write or read option")
     guess = suggest(name)
     if guess:
         return "error", f"unknown table property '{name}'; did you mean '{guess}'?"
@@ -126,8 +135,8 @@ def name_problem(name: str) -> tuple[str, str] | None:
 def validate(properties: Mapping[str, str], creating: bool = True) -> list[str]:
     """Every error in a kplex table's properties, as messages (empty when fine).
 
-    ``creating`` adds the required properties of a new derived topic; a
-    read-time virtual table (one with ``kplex.source``) requires none.
+    ``creating`` adds the required properties of a new table; a read-time virtual
+    table (one with ``kplex.source``) requires only ``kplex.virtual_partitions``.
     """
     problems = [p[1] for p in (problem_of(n, v) for n, v in properties.items()) if p and p[0] == "error"]
     return problems + (list(missing_required(properties).values()) if creating else [])
@@ -143,8 +152,8 @@ def problem_of(name: str, value: str) -> tuple[str, str] | None:
 
 
 def missing_required(names: Collection[str]) -> dict[str, str]:
-    """The required properties a new derived topic lacks: name → message."""
+    """The required properties a new table lacks: name → message. A read-time table
+    (``kplex.source``) needs V only: its P is its source's partition count."""
     lowered = {n.lower() for n in names}
-    if SOURCE in lowered:
-        return {}
-    return {n: f"missing table property '{n}' (required)" for n in REQUIRED if n not in lowered}
+    required = (VIRTUAL_PARTITIONS,) if SOURCE in lowered else REQUIRED
+    return {n: f"missing table property '{n}' (required)" for n in required if n not in lowered}

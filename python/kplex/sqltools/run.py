@@ -107,6 +107,7 @@ def run_file(
     out: TextIO | None = None,
     progress: TextIO | None = None,
     write_summary: Callable[[Any], dict | None] | None = None,
+    kafka_settings: Mapping[str, str] | None = None,
 ) -> RunSummary:
     """Check, then run the SQL file at ``path``; ``session`` reuses a Spark
     session with kplex configured, else one is made for ``bootstrap``
@@ -122,7 +123,9 @@ def run_file(
         if address is None:
             raise NoBootstrap(f"{script.path}: which Kafka cluster? Pass --bootstrap HOST:PORT, set {ENV_VAR}, "
                               "or write '-- kplex.bootstrap = HOST:PORT' in the file")
-        session = _make_session(address, master, dict(conf or {}), spark_log_level)
+        # Credentials travel as the catalog's kafka.* settings.
+        catalog = {f"spark.sql.catalog.kplex.kafka.{k}": v for k, v in (kafka_settings or {}).items()}
+        session = _make_session(address, master, {**catalog, **(conf or {})}, spark_log_level)
     return run_script(script, session, out=out, progress=progress,
                       write_summary=write_summary or _session_write_summary)
 

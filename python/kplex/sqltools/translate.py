@@ -31,7 +31,7 @@ job field                       kplex SQL
                                 prints on standard output
 ==============================  ===================================================
 
-JSON pointers become Spark JSON paths as :mod:`kplex.sqltools.jsonpointer`
+JSON pointers become Spark JSON paths as :mod:`kplex.jsonpointer`
 documents. Any other field, or a value these rules cannot express, is an
 error naming every such field (:class:`UntranslatableJob`).
 
@@ -58,8 +58,8 @@ from typing import Any, Mapping
 
 from sqlglot import exp
 
+from kplex.jsonpointer import PointerError, spark_extract
 from kplex.sqltools.errors import UntranslatableJob
-from kplex.sqltools.jsonpointer import PointerError, spark_extract
 
 __all__ = ["translate_file", "translate_job", "load_job", "default_physical_partitions"]
 

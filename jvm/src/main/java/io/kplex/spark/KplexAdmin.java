@@ -1,24 +1,64 @@
 package io.kplex.spark;
 
+import io.kplex.spark.catalog.TableDefinition;
+import io.kplex.spark.catalog.TableStore;
+import io.kplex.spark.conf.KplexOptions;
+import io.kplex.spark.conf.WriteConf;
+import io.kplex.spark.errors.Errors;
+import io.kplex.spark.functions.KplexFunctions;
+import io.kplex.spark.kafka.KafkaConf;
+import io.kplex.spark.read.ReadMetrics;
+import io.kplex.spark.txn.ExactlyOnceCommitter;
+import io.kplex.spark.txn.WriterLease;
+import io.kplex.spark.txn.TransactionResumer;
+import io.kplex.spark.write.WriteSummary;
 import java.util.HashMap;
 import java.util.Map;
 
-/** Operator commands that need no Spark job; the {@code kplex} CLI calls them. */
+/**
+ * What the Python package calls through py4j, in one place: operator commands that need
+ * no Spark job (the {@code kplex} CLI's), and the session helpers of {@code kplex}
+ * ({@code register_functions}, {@code last_write_summary}, {@code read_metrics}).
+ */
 public final class KplexAdmin {
   private KplexAdmin() {}
 
   /**
    * Finishes a commit a dead driver left half done and fences (Kafka aborts) every open
-   * transaction of the table, so nothing pins its topic's last stable offset.
+   * transaction of the table, so nothing pins its topic's last stable offset. The Kafka
+   * settings (credentials too) are those of the session's catalog {@code catalog}.
    */
-  public static String recover(String bootstrap, String table, String metadataTopic) {
+  public static String recover(org.apache.spark.sql.SparkSession session, String catalog, String table) {
     Map<String, String> options = new HashMap<>();
-    options.put(KplexOptions.BOOTSTRAP, bootstrap);
+    String prefix = "spark.sql.catalog." + catalog + ".";
+    scala.jdk.javaapi.CollectionConverters.asJava(session.conf().getAll()).forEach((k, v) -> {
+      if (k.startsWith(prefix)) options.put(k.substring(prefix.length()), v);
+    });
     KafkaConf kafka = KafkaConf.from(options);
+    String metadataTopic = options.getOrDefault(KplexOptions.METADATA_TOPIC, KplexOptions.DEFAULT_METADATA_TOPIC);
     try (TableStore store = new TableStore(kafka, metadataTopic)) {
       TableDefinition def = store.definition(table).orElseThrow(() -> Errors.notAKplexTable(table));
-      return Transactions.recover(new WriteConf(def, options, Map.of()));
+      WriteConf conf = new WriteConf(def, options, Map.of());
+      // Under the table's writer lease: a live write is never fenced (its error names it).
+      try (WriterLease lease = WriterLease.acquire(conf.kafka, conf.table, "kplex recover")) {
+        return new ExactlyOnceCommitter(conf.kafka, conf.table, conf.topic, null).recover();
+      }
     }
+  }
+
+  /** Registers kplex's SQL functions in a session built without {@code spark.sql.extensions}. */
+  public static void registerFunctions(org.apache.spark.sql.classic.SparkSession session) {
+    KplexFunctions.register(session);
+  }
+
+  /** JSON of the last kplex write committed in this driver JVM, or null. */
+  public static String lastWriteJson() {
+    return WriteSummary.lastJson();
+  }
+
+  /** JSON of the kplex read metrics of an executed DataFrame's scans. */
+  public static String readMetricsJson(org.apache.spark.sql.Dataset<?> df) {
+    return ReadMetrics.json(df);
   }
 
   /** Throws if the kafka-clients internals that exactly-once needs are missing. */

@@ -1,5 +1,15 @@
 package io.kplex.spark;
 
+import io.kplex.spark.catalog.KplexTable;
+import io.kplex.spark.catalog.TableDefinition;
+import io.kplex.spark.catalog.TableStore;
+import io.kplex.spark.catalog.VirtualTables;
+import io.kplex.spark.conf.KplexOptions;
+import io.kplex.spark.errors.Errors;
+import io.kplex.spark.errors.KplexException;
+import io.kplex.spark.functions.KplexFunctions;
+import io.kplex.spark.kafka.KafkaConf;
+import io.kplex.spark.txn.PendingCommits;
 import java.util.Map;
 import java.util.Optional;
 import java.util.TreeSet;
@@ -70,12 +80,16 @@ public class KplexCatalog implements TableCatalog, FunctionCatalog {
     try (TableStore store = store()) {
       Optional<TableDefinition> def = store.definition(table);
       if (def.isPresent()) {
-        return new KplexTable(table, def.get().topic(), def, options, metadataTopic);
+        if (!def.get().isVirtual()) {
+          // Whatever touches the table finishes a commit a dead driver left half done.
+          PendingCommits.finishQuietly(store, table, def.get().topic());
+        }
+        return new KplexTable(table, def.get().topic(), def, options, metadataTopic).withCatalog(this);
       }
       // A missing topic still loads, as a table whose reads and writes fail naming the
       // topic: with NoSuchTableException, Spark would go on to read `kplex.<name>` as a
       // file in the kplex format and fail with an error that names neither.
-      return new KplexTable(table, table, Optional.empty(), options, metadataTopic);
+      return new KplexTable(table, table, Optional.empty(), options, metadataTopic).withCatalog(this);
     }
   }
 
@@ -83,7 +97,7 @@ public class KplexCatalog implements TableCatalog, FunctionCatalog {
   public boolean tableExists(Identifier ident) {
     String table = tableName(ident);
     try (TableStore store = store()) {
-      return store.definition(table).isPresent() || store.partitionCount(table).isPresent();
+      return store.definition(table).isPresent() || store.visible(table);
     }
   }
 
@@ -97,7 +111,7 @@ public class KplexCatalog implements TableCatalog, FunctionCatalog {
           throw new TableAlreadyExistsException(ident);
         }
         TableDefinition def = VirtualTables.create(table, properties, store);
-        return new KplexTable(table, def.topic(), Optional.of(def), options, metadataTopic);
+        return new KplexTable(table, def.topic(), Optional.of(def), options, metadataTopic).withCatalog(this);
       }
     }
     TableDefinition def = TableDefinition.create(table, properties);
@@ -114,7 +128,7 @@ public class KplexCatalog implements TableCatalog, FunctionCatalog {
       }
       store.putDefinition(def);
     }
-    return new KplexTable(table, def.topic(), Optional.of(def), options, metadataTopic);
+    return new KplexTable(table, def.topic(), Optional.of(def), options, metadataTopic).withCatalog(this);
   }
 
   @Override
@@ -136,7 +150,7 @@ public class KplexCatalog implements TableCatalog, FunctionCatalog {
     try (TableStore store = store()) {
       Optional<TableDefinition> def = store.definition(table);
       if (def.isEmpty()) {
-        if (store.partitionCount(table).isPresent()) {
+        if (store.visible(table)) {
           throw new KplexException("NOT_A_KPLEX_TABLE", "'" + table + "' is a plain Kafka topic;"
               + " kplex only drops tables it created. Delete the topic with Kafka's tools.");
         }

@@ -1,6 +1,11 @@
 package io.kplex.spark;
 
+import io.kplex.spark.functions.KplexFunctions;
+import io.kplex.spark.stream.StreamingSinkCatalog;
+import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.SparkSessionExtensions;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.rules.Rule;
 import org.apache.spark.sql.catalyst.FunctionIdentifier;
 import org.apache.spark.sql.connector.catalog.functions.UnboundFunction;
 import scala.Tuple3;
@@ -18,6 +23,12 @@ public final class KplexExtensions extends AbstractFunction1<SparkSessionExtensi
       extensions.injectFunction(new Tuple3<>(new FunctionIdentifier(f.name()), KplexFunctions.info(f),
           new KplexFunctions.Builder(f)));
     }
+    extensions.injectResolutionRule(new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {
+      @Override
+      public Rule<LogicalPlan> apply(SparkSession session) {
+        return new StreamingSinkCatalog();
+      }
+    });
     return BoxedUnit.UNIT;
   }
 }

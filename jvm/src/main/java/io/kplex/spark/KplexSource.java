@@ -1,9 +1,14 @@
 package io.kplex.spark;
 
+import io.kplex.spark.catalog.KplexTable;
+import io.kplex.spark.conf.KplexOptions;
+import io.kplex.spark.errors.KplexException;
 import java.util.Map;
 import org.apache.spark.sql.connector.catalog.Identifier;
 import org.apache.spark.sql.connector.catalog.SupportsCatalogOptions;
 import org.apache.spark.sql.connector.catalog.Table;
+import org.apache.spark.sql.connector.catalog.TableCatalog;
+import io.kplex.spark.errors.Errors;
 import org.apache.spark.sql.connector.expressions.Transform;
 import org.apache.spark.sql.sources.DataSourceRegister;
 import org.apache.spark.sql.types.StructType;
@@ -46,9 +51,29 @@ public final class KplexSource implements SupportsCatalogOptions, DataSourceRegi
     return KplexTable.TOPIC_SCHEMA;
   }
 
+  /**
+   * Streaming reads and writes ({@code readStream.format("kplex")}, {@code writeStream.format("kplex")})
+   * come here rather than through {@link #extractCatalog}: the table is loaded from the kplex
+   * catalog all the same.
+   */
   @Override
   public Table getTable(StructType schema, Transform[] partitioning, Map<String, String> properties) {
-    throw new KplexException("NO_CATALOG", "the kplex format needs the kplex catalog:"
-        + " set spark.sql.catalog.kplex=io.kplex.spark.KplexCatalog (configure_spark_with_kplex does it).");
+    CaseInsensitiveStringMap options = new CaseInsensitiveStringMap(properties);
+    String catalog = extractCatalog(options);
+    org.apache.spark.sql.connector.catalog.CatalogPlugin plugin;
+    try {
+      plugin = org.apache.spark.sql.classic.SparkSession.active().sessionState().catalogManager().catalog(catalog);
+    } catch (RuntimeException e) {
+      plugin = null;
+    }
+    if (!(plugin instanceof TableCatalog)) {
+      throw new KplexException("NO_CATALOG", "the kplex format needs the kplex catalog:"
+          + " set spark.sql.catalog." + catalog + "=io.kplex.spark.KplexCatalog (configure_spark_with_kplex does it).");
+    }
+    try {
+      return ((TableCatalog) plugin).loadTable(extractIdentifier(options));
+    } catch (org.apache.spark.sql.catalyst.analysis.NoSuchTableException e) {
+      throw Errors.unknownTopic(extractIdentifier(options).name());
+    }
   }
 }

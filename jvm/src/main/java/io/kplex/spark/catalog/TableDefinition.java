@@ -1,0 +1,118 @@
+package io.kplex.spark.catalog;
+
+import io.kplex.spark.conf.KplexOptions;
+import io.kplex.spark.conf.TableProperties;
+import io.kplex.spark.errors.KplexException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.Serializable;
+import java.nio.charset.StandardCharsets;
+import java.util.Iterator;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * The durable definition of a kplex table, stored as JSON in the compacted metadata
+ * topic (docs/contract.md, G5). Immutable; {@link #properties()} keeps every kplex.*
+ * table property as given, the named fields are the parsed, validated view of them.
+ *
+ * <pre>
+ * {"format":"kplex-table","version":1,"name":"pageviews_by_user","topic":"pageviews_by_user",
+ *  "virtual_partitions":9,"physical_partitions":3,"delivery":"exactly_once","key":null,
+ *  "order":null,"null_key":"fail","null_order":"fail","created_ms":1700000000000,
+ *  "properties":{"kplex.virtual_partitions":"9", ...}}
+ * </pre>
+ * A read-time table also has {@code "source"}: the topic it is computed from.
+ */
+public final class TableDefinition implements Serializable {
+  public static final int FORMAT_VERSION = 1;
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  private final String name;
+  private final String topic;
+  private final int virtualPartitions;
+  private final int physicalPartitions;
+  private final long createdMs;
+  private final Map<String, String> properties;
+
+  private TableDefinition(String name, Map<String, String> properties, long createdMs) {
+    this.name = name;
+    this.properties = Map.copyOf(properties);
+    String source = properties.get(KplexOptions.SOURCE);
+    this.topic = properties.getOrDefault(KplexOptions.TOPIC, source != null ? source : name);
+    this.virtualPartitions = TableProperties.requirePositive(properties, KplexOptions.VIRTUAL_PARTITIONS, name);
+    // A read-time table (kplex.source) has no topic of its own: P is the source's partition
+    // count, recorded by the catalog when it creates the table (0 if unknown).
+    this.physicalPartitions = source != null && !properties.containsKey(KplexOptions.PHYSICAL_PARTITIONS)
+        ? 0 : TableProperties.requirePositive(properties, KplexOptions.PHYSICAL_PARTITIONS, name);
+    this.createdMs = createdMs;
+  }
+
+  /** Validates the kplex.* entries of {@code tableProperties} (others are ignored). */
+  public static TableDefinition create(String name, Map<String, String> tableProperties) {
+    Map<String, String> props = TableProperties.validate(tableProperties, name);
+    return new TableDefinition(name, props, System.currentTimeMillis());
+  }
+
+  public String name() { return name; }
+  public String topic() { return topic; }
+  public int virtualPartitions() { return virtualPartitions; }
+  public int physicalPartitions() { return physicalPartitions; }
+  public Map<String, String> properties() { return properties; }
+  /** A read-time table: virtual partitions computed from topic {@link #source()} when read. */
+  public boolean isVirtual() { return properties.containsKey(KplexOptions.SOURCE); }
+  public String source() { return properties.get(KplexOptions.SOURCE); }
+  public String property(String key, String orElse) { return properties.getOrDefault(key, orElse); }
+  public short replicationFactor() {
+    return Short.parseShort(properties.getOrDefault(KplexOptions.REPLICATION_FACTOR, "-1"));
+  }
+
+  public byte[] toJson() {
+    ObjectNode node = JSON.createObjectNode();
+    node.put("format", "kplex-table");
+    node.put("version", FORMAT_VERSION);
+    node.put("name", name);
+    node.put("topic", topic);
+    if (isVirtual()) {
+      node.put("source", source());
+    }
+    node.put("virtual_partitions", virtualPartitions);
+    node.put("physical_partitions", physicalPartitions);
+    node.put("delivery", properties.getOrDefault(KplexOptions.DELIVERY, KplexOptions.EXACTLY_ONCE));
+    node.put("key", properties.get(KplexOptions.KEY));
+    node.put("order", properties.get(KplexOptions.ORDER));
+    node.put("null_key", properties.getOrDefault(KplexOptions.NULL_KEY, "fail"));
+    node.put("null_order", properties.getOrDefault(KplexOptions.NULL_ORDER, "fail"));
+    node.put("created_ms", createdMs);
+    ObjectNode props = node.putObject("properties");
+    new TreeMap<>(properties).forEach(props::put);
+    return node.toString().getBytes(StandardCharsets.UTF_8);
+  }
+
+  public static TableDefinition fromJson(byte[] bytes) {
+    try {
+      JsonNode node = JSON.readTree(bytes);
+      int version = node.path("version").asInt(-1);
+      if (!"kplex-table".equals(node.path("format").asText()) || version > FORMAT_VERSION) {
+        throw new KplexException("DEFINITION_FORMAT", "table definition of format '"
+            + node.path("format").asText() + "' version " + version
+            + " is not understood by this kplex (format version " + FORMAT_VERSION + "): upgrade kplex.");
+      }
+      Map<String, String> props = new TreeMap<>();
+      for (Iterator<Map.Entry<String, JsonNode>> it = node.path("properties").fields(); it.hasNext(); ) {
+        Map.Entry<String, JsonNode> e = it.next();
+        props.put(e.getKey(), e.getValue().asText());
+      }
+      return new TableDefinition(node.path("name").asText(), props, node.path("created_ms").asLong());
+    } catch (java.io.IOException e) {
+      throw new KplexException("DEFINITION_FORMAT", "unreadable table definition: " + e.getMessage(), e);
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "kplex table " + name + " (" + (isVirtual() ? "read-time view of topic " : "topic ") + topic
+        + ", V=" + virtualPartitions + ", P=" + physicalPartitions + ")";
+  }
+}

@@ -1,0 +1,57 @@
+package io.kplex.spark.catalog;
+
+import io.kplex.spark.kafka.CompactedTopic;
+import io.kplex.spark.kafka.KafkaConf;
+import io.kplex.spark.kafka.KafkaTopics;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * Kafka as the catalog's storage: topics are tables, and kplex table definitions live
+ * in a compacted topic (one record per table, keyed by name; a tombstone drops it).
+ */
+public final class TableStore extends KafkaTopics {
+  private final CompactedTopic definitions;
+
+  public TableStore(KafkaConf kafka, String metadataTopic) {
+    super(kafka);
+    this.definitions = new CompactedTopic(this, metadataTopic);
+  }
+
+  public String metadataTopic() {
+    return definitions.name();
+  }
+
+  /** All live table definitions, by table name. */
+  public Map<String, TableDefinition> definitions() {
+    Map<String, TableDefinition> defs = new HashMap<>();
+    definitions.readAll().forEach((name, json) -> defs.put(name, TableDefinition.fromJson(json)));
+    return defs;
+  }
+
+  public Optional<TableDefinition> definition(String name) {
+    return Optional.ofNullable(definitions().get(name));
+  }
+
+  public void putDefinition(TableDefinition def) {
+    definitions.put(def.name(), def.toJson());
+  }
+
+  public void removeDefinition(String name) {
+    definitions.put(name, null);
+  }
+
+  /** Topic names, internal ones (starting with '_') left out. */
+  public List<String> tableNames() {
+    List<String> names = new ArrayList<>();
+    for (String t : topics()) {
+      if (!t.startsWith("_")) {
+        names.add(t);
+      }
+    }
+    return names;
+  }
+}

@@ -1,0 +1,103 @@
+package io.kplex.spark.catalog;
+
+import io.kplex.spark.conf.KplexOptions;
+import io.kplex.spark.errors.Errors;
+import io.kplex.spark.kafka.KafkaTopics;
+import io.kplex.spark.read.ReadExpressions;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * Read-time tables ({@code kplex.source} set): a definition over an existing topic that
+ * computes key, order and virtual partition while it is read, with no topic of its own.
+ * The original kplex's "derive" jobs, as a table:
+ *
+ * <pre>
+ * CREATE TABLE kplex.pageviews_by_user TBLPROPERTIES (
+ *   'kplex.source' = 'pageviews', 'kplex.virtual_partitions' = '9',
+ *   'kplex.key' = 'get_json_object(CAST(value AS STRING), "$.userid")',
+ *   'kplex.order' = 'CAST(get_json_object(CAST(value AS STRING), "$.viewtime") AS BIGINT)',
+ *   'kplex.max_delay_ms' = '30000', 'kplex.late_policy' = 'drop')
+ * </pre>
+ *
+ * Key and order are Spark SQL expressions over the source's columns (defaults: the
+ * record's {@code key} and {@code timestamp}); {@link ReadExpressions} evaluates them.
+ * The stored definition carries every default explicitly, and P is the source's
+ * partition count, so a plain consumer can redo the computation (docs/contract.md, G5).
+ */
+public final class VirtualTables {
+  private VirtualTables() {}
+
+  public static boolean isVirtual(Map<String, String> tableProperties) {
+    return tableProperties.keySet().stream().anyMatch(k -> k.equalsIgnoreCase(KplexOptions.SOURCE));
+  }
+
+  /** Checks that only a read-time table needs; called by {@link TableProperties#validate}. */
+  public static void validate(Map<String, String> props, String table) {
+    String source = props.get(KplexOptions.SOURCE);
+    if (source.isBlank()) {
+      throw Errors.virtualNeeds(table, "'" + KplexOptions.SOURCE + "' must name the topic to read.");
+    }
+    String topic = props.get(KplexOptions.TOPIC);
+    if (topic != null && !topic.equals(source)) {
+      throw Errors.virtualNeeds(table, "it reads topic '" + source + "' and has no topic of its own:"
+          + " leave '" + KplexOptions.TOPIC + "' out.");
+    }
+    if ("first".equals(props.get(KplexOptions.NULL_ORDER))) {
+      throw Errors.virtualNeeds(table, "'" + KplexOptions.NULL_ORDER + "' = 'first' cannot be honoured"
+          + " by a merge that has already released records; use 'fail' or 'drop'.");
+    }
+    if ("side_topic".equals(props.get(KplexOptions.LATE_POLICY))) {
+      String late = props.get(KplexOptions.LATE_TOPIC);
+      if (late == null || late.isBlank()) {
+        throw Errors.virtualNeeds(table, "'" + KplexOptions.LATE_POLICY + "' = 'side_topic' needs '"
+            + KplexOptions.LATE_TOPIC + "', the topic that receives late records.");
+      }
+      if (late.equals(source)) {
+        throw Errors.virtualNeeds(table, "the late topic must not be the source topic.");
+      }
+    }
+  }
+
+  /**
+   * Validates and stores the definition of a read-time table; creates no topic except
+   * the late-record topic of {@code late_policy = side_topic} when it is missing.
+   */
+  public static TableDefinition create(String table, Map<String, String> given, TableStore store) {
+    Map<String, String> props = new TreeMap<>();
+    given.forEach((k, v) -> props.put(k.toLowerCase(Locale.ROOT).startsWith("kplex.")
+        ? k.toLowerCase(Locale.ROOT) : k, v));
+    String source = props.getOrDefault(KplexOptions.SOURCE, "").trim();
+    if (source.equals(table) || (!source.isEmpty() && store.visible(table))) {
+      throw Errors.virtualNeeds(table, "a topic named '" + table + "' exists; a read-time table"
+          + " needs a name of its own.");
+    }
+    int partitions = source.isEmpty() ? 1
+        : store.partitionCount(source).orElseThrow(() -> Errors.unknownTopic(source));
+    String p = props.get(KplexOptions.PHYSICAL_PARTITIONS);
+    if (p != null && !p.trim().equals(Integer.toString(partitions))) {
+      throw Errors.virtualNeeds(table, "topic '" + source + "' has " + partitions + " partitions, not '"
+          + KplexOptions.PHYSICAL_PARTITIONS + "' = " + p + "; leave it out.");
+    }
+    props.put(KplexOptions.PHYSICAL_PARTITIONS, Integer.toString(partitions));
+    props.putIfAbsent(KplexOptions.KEY, KplexOptions.DEFAULT_VIRTUAL_KEY);
+    props.putIfAbsent(KplexOptions.ORDER, KplexOptions.DEFAULT_VIRTUAL_ORDER);
+    props.putIfAbsent(KplexOptions.MAX_DELAY_MS, "0");
+    props.putIfAbsent(KplexOptions.LATE_POLICY, "fail");
+    TableDefinition def = TableDefinition.create(table, props);
+    if (ReadExpressions.sessionAvailable()) {
+      ReadExpressions.compile(table, def.property(KplexOptions.KEY, null), def.property(KplexOptions.ORDER, null));
+    }
+    if ("side_topic".equals(def.property(KplexOptions.LATE_POLICY, "fail"))) {
+      ensureLateTopic(store, def.property(KplexOptions.LATE_TOPIC, null));
+    }
+    store.putDefinition(def);
+    return def;
+  }
+
+  /** Creates the side topic for late records (one partition) if it does not exist. */
+  public static void ensureLateTopic(KafkaTopics kafka, String topic) {
+    kafka.ensureTopic(topic, 1, Map.of());
+  }
+}

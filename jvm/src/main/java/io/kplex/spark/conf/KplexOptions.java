@@ -1,0 +1,62 @@
+package io.kplex.spark.conf;
+
+import java.util.List;
+
+/**
+ * Every key a user can set on a kplex table (TBLPROPERTIES) or on a single write
+ * ({@code df.write.option(...)}), in one place. How the layers combine is decided by
+ * {@link WriteConf}; what values mean is documented in the README.
+ */
+public final class KplexOptions {
+  private KplexOptions() {}
+
+  public static final String VIRTUAL_PARTITIONS = "kplex.virtual_partitions";
+  public static final String PHYSICAL_PARTITIONS = "kplex.physical_partitions";
+  public static final String REPLICATION_FACTOR = "kplex.replication_factor";
+  public static final String TOPIC = "kplex.topic";
+  public static final String DELIVERY = "kplex.delivery";
+  public static final String KEY = "kplex.key";
+  public static final String ORDER = "kplex.order";
+  public static final String NULL_KEY = "kplex.null_key";
+  public static final String NULL_ORDER = "kplex.null_order";
+  // Read-time (virtual) tables.
+  public static final String SOURCE = "kplex.source";
+  public static final String MAX_DELAY_MS = "kplex.max_delay_ms";
+  public static final String LATE_POLICY = "kplex.late_policy";
+  public static final String LATE_TOPIC = "kplex.late_topic";
+  /** Read-time tables: their default key (the source record's key) and order (its timestamp). */
+  public static final String DEFAULT_VIRTUAL_KEY = "key";
+  public static final String DEFAULT_VIRTUAL_ORDER = "timestamp";
+
+  // Options of a read (spark.read.option(...) or SELECT ... FROM kplex.t WITH (...)), as
+  // Spark's Kafka source names them. Offsets JSON: {"topic":{"0":23,"1":-2}}, -2 = earliest,
+  // -1 = latest; timestamps in epoch milliseconds (the first record at or after it).
+  public static final String STARTING_OFFSETS = "startingOffsets";
+  public static final String ENDING_OFFSETS = "endingOffsets";
+  public static final String STARTING_TIMESTAMP = "startingTimestamp";
+  public static final String ENDING_TIMESTAMP = "endingTimestamp";
+  /** Table properties a read may override on a read-time table (the rest are fixed). */
+  public static final List<String> READ_OVERRIDES = List.of(MAX_DELAY_MS, LATE_POLICY, LATE_TOPIC,
+      NULL_KEY, NULL_ORDER);
+
+  /** The table name for {@code df.write.format("kplex").option("table", ...)}. */
+  public static final String TABLE = "table";
+  /** Passed to every Kafka client with the prefix removed (Spark's Kafka connector does the same). */
+  public static final String KAFKA_PREFIX = "kafka.";
+  public static final String BOOTSTRAP = "kafka.bootstrap.servers";
+  /** The compacted topic holding table definitions. */
+  public static final String METADATA_TOPIC = "metadata_topic";
+  public static final String DEFAULT_METADATA_TOPIC = "_kplex_tables";
+
+  public static final String EXACTLY_ONCE = "exactly_once";
+  public static final String AT_LEAST_ONCE = "at_least_once";
+
+  public static final List<String> TABLE_PROPERTIES = List.of(
+      VIRTUAL_PARTITIONS, PHYSICAL_PARTITIONS, REPLICATION_FACTOR, TOPIC, DELIVERY, KEY, ORDER,
+      NULL_KEY, NULL_ORDER, SOURCE, MAX_DELAY_MS, LATE_POLICY, LATE_TOPIC);
+
+  public static final List<String> DELIVERIES = List.of(EXACTLY_ONCE, AT_LEAST_ONCE);
+  public static final List<String> NULL_KEY_POLICIES = List.of("fail", "drop");
+  public static final List<String> NULL_ORDER_POLICIES = List.of("fail", "drop", "first");
+  public static final List<String> LATE_POLICIES = List.of("fail", "drop", "side_topic");
+}

@@ -1,0 +1,225 @@
+package io.kplex.spark.errors;
+
+import io.kplex.spark.conf.KplexOptions;
+import java.util.List;
+
+/** Every error text of kplex, in one place: what is wrong and what to do. */
+public final class Errors {
+  private Errors() {}
+
+  public static KplexException nullKey(String column, long orderValue) {
+    return new KplexException("NULL_KEY", "NULL key in column `" + column + "` (row with order value "
+        + orderValue + "). Filter such rows out, or set '" + KplexOptions.NULL_KEY + "' = 'drop'.");
+  }
+
+  public static KplexException nullOrder(String column, String keyText) {
+    return new KplexException("NULL_ORDER", "NULL order value in column `" + column + "` for row key "
+        + keyText + ". Filter such rows out, or set '" + KplexOptions.NULL_ORDER
+        + "' to 'drop' or 'first'.");
+  }
+
+  public static KplexException badJsonPointer(String pointer, String problem) {
+    return new KplexException("JSON_POINTER", "JSON pointer '" + pointer + "' is malformed: " + problem + ".");
+  }
+
+  public static KplexException unsupportedOrderType(String column, String type) {
+    return new KplexException("ORDER_TYPE", "the order column `" + column + "` has type " + type
+        + "; kplex orders by TIMESTAMP, TIMESTAMP_NTZ, DATE or an integral type (TINYINT..BIGINT)."
+        + " CAST it, e.g. kplex_order(CAST(x AS BIGINT)).");
+  }
+
+  public static KplexException missingColumn(String role, String how, List<String> columns) {
+    return new KplexException("MISSING_COLUMN", "the data written has no " + role + " column: "
+        + how + ". Columns present: " + columns + ".");
+  }
+
+  public static KplexException ambiguousColumn(String role, List<String> candidates) {
+    return new KplexException("AMBIGUOUS_COLUMN", "more than one " + role + " column: " + candidates
+        + ". Select exactly one.");
+  }
+
+  public static KplexException unexpectedColumns(List<String> extra) {
+    return new KplexException("UNEXPECTED_COLUMN", "columns " + extra + " are not written by kplex:"
+        + " select the key (kplex_key), the order (kplex_order), value and optionally headers.");
+  }
+
+  public static KplexException badColumnType(String role, String column, String type, String expected) {
+    return new KplexException("COLUMN_TYPE", "the " + role + " column `" + column + "` has type " + type
+        + "; expected " + expected + ".");
+  }
+
+  public static KplexException badOption(String key, String value, String expected) {
+    return new KplexException("BAD_OPTION", "option '" + key + "' = '" + value + "' is invalid: "
+        + expected + ".");
+  }
+
+  public static KplexException missingOption(String key, String table, String expected) {
+    return new KplexException("MISSING_OPTION", "table " + table + " needs '" + key + "' ("
+        + expected + "), e.g. CREATE TABLE kplex." + table + " TBLPROPERTIES ('"
+        + KplexOptions.VIRTUAL_PARTITIONS + "' = '9', '" + KplexOptions.PHYSICAL_PARTITIONS
+        + "' = '3').");
+  }
+
+  public static KplexException unknownProperty(String key, String suggestion) {
+    return new KplexException("UNKNOWN_PROPERTY", "unknown kplex table property '" + key + "'"
+        + (suggestion == null ? "" : "; did you mean '" + suggestion + "'?")
+        + " Known properties: " + KplexOptions.TABLE_PROPERTIES + ".");
+  }
+
+  /**
+   * A Kafka client setting given as a table property. Table definitions are stored in a
+   * topic any consumer can read, so a credential there would be public: refused, the value
+   * never repeated.
+   */
+  public static KplexException kafkaTableProperty(String key) {
+    return new KplexException("BAD_OPTION", "table property '" + key + "' is a Kafka client setting: kplex"
+        + " does not store those with a table, whose definition any Kafka consumer can read. Set it on"
+        + " the catalog (spark.sql.catalog.kplex." + key + "), or as a write or read option"
+        + " (.option(\"" + key + "\", ...)).");
+  }
+
+  public static KplexException unknownTopic(String topic) {
+    return new KplexException("UNKNOWN_TOPIC", "topic '" + topic + "' does not exist on the broker."
+        + " Create it, or CREATE TABLE kplex." + topic + " TBLPROPERTIES (...) to make a kplex table.");
+  }
+
+  public static KplexException notAKplexTable(String topic) {
+    return new KplexException("NOT_A_KPLEX_TABLE", "topic '" + topic + "' is a plain Kafka topic,"
+        + " not a kplex table, so kplex does not know its virtual partitions. Write into a table made"
+        + " with CREATE TABLE kplex.<name> TBLPROPERTIES ('" + KplexOptions.VIRTUAL_PARTITIONS
+        + "' = 'V', '" + KplexOptions.PHYSICAL_PARTITIONS + "' = 'P').");
+  }
+
+  public static KplexException partitionMismatch(String topic, int actual, int expected) {
+    return new KplexException("PARTITION_MISMATCH", "topic '" + topic + "' has " + actual
+        + " partitions but its kplex table says " + KplexOptions.PHYSICAL_PARTITIONS + " = "
+        + expected + ". Someone changed the topic; writing would break key affinity."
+        + " Recreate the table, or restore the partition count.");
+  }
+
+  public static KplexException unreachable(String bootstrap, Throwable cause) {
+    return new KplexException("UNREACHABLE", "no Kafka broker answered at '" + bootstrap
+        + "' (" + cause.getClass().getSimpleName() + ": " + cause.getMessage()
+        + "). Check spark.sql.catalog.kplex.kafka.bootstrap.servers or the 'kafka.bootstrap.servers'"
+        + " option.", cause);
+  }
+
+  public static KplexException noBootstrap() {
+    return new KplexException("NO_BOOTSTRAP", "no Kafka address: set"
+        + " spark.sql.catalog.kplex.kafka.bootstrap.servers (configure_spark_with_kplex does it)"
+        + " or the 'kafka.bootstrap.servers' option.");
+  }
+
+  public static KplexException namespace(String ident) {
+    return new KplexException("NAMESPACE", "kplex tables have no namespace: use kplex.<topic>, not "
+        + ident + ".");
+  }
+
+  /**
+   * A task's transaction could not be committed. {@code code} and {@code meaning} say which
+   * kind of failure it was (fenced, expired, timed out, not authorized: CommitFailure).
+   */
+  public static KplexException commitFailed(String code, String meaning, String txn, String table,
+      int attempts, Throwable cause) {
+    return new KplexException(code, "committing transaction " + txn + " of table " + table + " failed"
+        + (attempts > 1 ? " after " + attempts + " attempts" : "") + ": " + meaning + " ("
+        + cause.getClass().getSimpleName() + ": " + cause.getMessage() + ").", cause);
+  }
+
+  public static KplexException sendFailed(String topic, Throwable cause) {
+    return new KplexException("SEND_FAILED", "writing to topic '" + topic + "' failed: "
+        + cause.getMessage(), cause);
+  }
+
+  // Reading, and read-time (virtual) tables.
+
+  public static KplexException lateRecord(String table, String topic, int partition, long offset, long order,
+      long partitionMax, long maxDelayMs) {
+    return new KplexException("LATE_RECORD", "table " + table + ": the record at " + topic + "-"
+        + partition + " offset " + offset + " has order value " + order + ", "
+        + lateness(partitionMax, order) + " behind the largest order value seen before it on that"
+        + " partition (" + partitionMax + "), beyond '" + KplexOptions.MAX_DELAY_MS + "' = " + maxDelayMs
+        + ". Raise '" + KplexOptions.MAX_DELAY_MS + "', or set '" + KplexOptions.LATE_POLICY
+        + "' to 'drop' or 'side_topic' (with '" + KplexOptions.LATE_TOPIC + "').");
+  }
+
+  private static String lateness(long max, long order) {
+    long d = max - order;
+    return d < 0 ? "far" : d + " ms";
+  }
+
+  public static KplexException virtualReadOnly(String table, String source) {
+    return new KplexException("READ_ONLY", "table " + table + " is a read-time view of topic '"
+        + source + "' (" + KplexOptions.SOURCE + "): it has no topic of its own to write to."
+        + " INSERT into the source topic, or into a table made with CREATE TABLE kplex.<name>"
+        + " TBLPROPERTIES ('" + KplexOptions.VIRTUAL_PARTITIONS + "' = 'V', '"
+        + KplexOptions.PHYSICAL_PARTITIONS + "' = 'P').");
+  }
+
+  public static KplexException badExpression(String property, String text, String table, String problem) {
+    return new KplexException("BAD_EXPRESSION", "table " + table + ": '" + property + "' = '" + text
+        + "' is not a usable Spark SQL expression over the source columns (key, value, topic,"
+        + " partition, offset, timestamp, headers): " + problem);
+  }
+
+  public static KplexException virtualNeeds(String table, String problem) {
+    return new KplexException("BAD_VIRTUAL_TABLE", "read-time table " + table + " (with '"
+        + KplexOptions.SOURCE + "'): " + problem);
+  }
+
+  public static KplexException fixedByDefinition(String option, String table, boolean virtual) {
+    return new KplexException("BAD_OPTION", "option '" + option + "' cannot be set on a read of " + table
+        + (virtual ? ": it is part of the table's definition. A read may set "
+            + KplexOptions.READ_OVERRIDES + "."
+            : ": read-time settings apply to read-time tables only. To read a topic in event-time"
+            + " order, CREATE TABLE kplex.<name> TBLPROPERTIES ('" + KplexOptions.SOURCE + "' = '<topic>', '"
+            + KplexOptions.VIRTUAL_PARTITIONS + "' = '1', '" + KplexOptions.ORDER + "' = '<expression>')."));
+  }
+
+  public static KplexException badBounds(String problem) {
+    return new KplexException("BAD_OPTION", "read bounds: " + problem + " Use '"
+        + KplexOptions.STARTING_OFFSETS + "'/'" + KplexOptions.ENDING_OFFSETS
+        + "' ('earliest', 'latest' or {\"topic\":{\"0\":23}}) or '" + KplexOptions.STARTING_TIMESTAMP
+        + "'/'" + KplexOptions.ENDING_TIMESTAMP + "' (epoch milliseconds).");
+  }
+
+  public static KplexException lateTopicFailed(String topic, Throwable cause) {
+    return new KplexException("SEND_FAILED", "sending a late record to side topic '" + topic
+        + "' failed: " + cause.getMessage(), cause);
+  }
+
+  public static KplexException dataLoss(String what, String option) {
+    return new KplexException("DATA_LOSS", what + ". The query cannot read them any more; restart it"
+        + " from a new checkpoint, or set the read option '" + option + "' = 'false' to skip them.");
+  }
+
+  public static KplexException virtualStream(String table) {
+    return new KplexException("STREAM", "table " + table + " is a read-time table; a streaming query reads"
+        + " its source topic (readStream.table(\"kplex.<source>\")) and writes a kplex table, which keeps"
+        + " every virtual partition in order across micro-batches.");
+  }
+
+  public static KplexException lateRecord(String table, String key, long order, long bound, long maxDelayMs) {
+    return new KplexException("LATE_RECORD", "a record for table " + table + " with key " + key
+        + " and order value " + order + " arrived after records up to " + bound + " were written: more than "
+        + KplexOptions.MAX_DELAY_MS + " = " + maxDelayMs + " behind the largest order value seen. Raise '"
+        + KplexOptions.MAX_DELAY_MS + "', or set '" + KplexOptions.LATE_POLICY + "' to 'drop' or 'side_topic'.");
+  }
+
+  public static KplexException streamingPlacement(int vp, int task, int tasks) {
+    return new KplexException("STREAM_PLACEMENT", "virtual partition " + vp + " reached task " + task + " of "
+        + tasks + ", not the task Spark's hash partitioning gives it: this Spark distributes a streaming"
+        + " write differently from what kplex expects, and order across micro-batches cannot be kept.");
+  }
+
+  public static KplexException noCheckpoint(String table) {
+    return new KplexException("MISSING_OPTION", "the streaming write into " + table + " needs a checkpoint:"
+        + " .option(\"checkpointLocation\", \"<dir>\") (kplex keeps the records it holds back there).");
+  }
+
+  public static KplexException tableBusy(String table, String query) {
+    return new KplexException("TABLE_BUSY", "table " + table + " is being written by another query (Spark query id "
+        + query + "); kplex lets one write at a time into a table. Nothing was written: run this write"
+        + " again once that one has finished.");
+  }
+}

@@ -1,0 +1,338 @@
+package io.kplex.spark.functions;
+
+import io.kplex.spark.errors.Errors;
+import io.kplex.spark.wire.KeyBytes;
+import io.kplex.spark.wire.OrderValues;
+import io.kplex.spark.wire.Placement;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.apache.spark.sql.catalyst.FunctionIdentifier;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.Alias;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.NamedExpression$;
+import org.apache.spark.sql.types.Metadata;
+import org.apache.spark.sql.types.MetadataBuilder;
+import scala.jdk.javaapi.CollectionConverters;
+import org.apache.spark.sql.catalyst.expressions.ExpressionInfo;
+import org.apache.spark.sql.catalyst.expressions.V2ExpressionUtils$;
+import org.apache.spark.sql.connector.catalog.functions.BoundFunction;
+import org.apache.spark.sql.connector.catalog.functions.ScalarFunction;
+import org.apache.spark.sql.connector.catalog.functions.UnboundFunction;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.DateType;
+import org.apache.spark.sql.types.IntegerType;
+import org.apache.spark.sql.types.LongType;
+import org.apache.spark.sql.types.TimestampType;
+import org.apache.spark.sql.types.ShortType;
+import org.apache.spark.sql.types.ByteType;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.unsafe.types.UTF8String;
+import scala.collection.immutable.Seq;
+import scala.runtime.AbstractFunction1;
+
+/**
+ * The SQL functions of kplex, evaluated in the JVM: {@code kplex_key(x)} (canonical key
+ * bytes), {@code kplex_order(x)} (a checked order value) and
+ * {@code kplex_vpartition(key, V)}. They are V2 functions of the kplex catalog and are
+ * also registered as session functions by {@link KplexExtensions} and {@link #register}.
+ */
+public final class KplexFunctions {
+  private KplexFunctions() {}
+
+  public static final String KEY = "kplex_key";
+  public static final String ORDER = "kplex_order";
+  public static final String VPARTITION = "kplex_vpartition";
+  public static final String JSON = "kplex_json";
+  /** Internal: the distribution every kplex write plans (see {@link WriteRequirements}). */
+  public static final String WRITE_VPARTITION = "kplex_write_vpartition";
+
+  /** Column metadata key naming the kplex function that produced a column. */
+  public static final String ROLE = "kplex.function";
+
+  public static final Map<String, UnboundFunction> ALL = new LinkedHashMap<>();
+  static {
+    ALL.put(KEY, new Unbound(KEY, "kplex_key(expr) - the canonical key bytes of expr: STRING as"
+        + " UTF-8, INT and BIGINT big-endian, BINARY as is, others compact JSON with sorted fields.",
+        KplexFunctions::bindKey));
+    ALL.put(ORDER, new Unbound(ORDER, "kplex_order(expr) - marks expr as the order of a kplex write;"
+        + " TIMESTAMP, TIMESTAMP_NTZ and DATE become TIMESTAMP, integral types BIGINT.",
+        KplexFunctions::bindOrder));
+    ALL.put(VPARTITION, new Unbound(VPARTITION, "kplex_vpartition(key, V) - the virtual partition"
+        + " (murmur2(kplex_key(key)) & 0x7fffffff) % V.", KplexFunctions::bindVPartition));
+    ALL.put(JSON, new Unbound(JSON, KplexJson.DESCRIPTION, KplexJson::bind));
+    ALL.put(WRITE_VPARTITION, new Unbound(WRITE_VPARTITION, "kplex_write_vpartition(key, V, order,"
+        + " null_key, null_order, key_column, order_column) - kplex_vpartition(key, V) as a kplex write"
+        + " plans it, refusing the NULL keys and orders its policies refuse before anything is written.",
+        KplexFunctions::bindWriteVPartition));
+  }
+
+  interface Binder {
+    BoundFunction bind(StructType input);
+  }
+
+  static final class Unbound implements UnboundFunction {
+    private final String name;
+    private final String description;
+    private final Binder binder;
+
+    Unbound(String name, String description, Binder binder) {
+      this.name = name;
+      this.description = description;
+      this.binder = binder;
+    }
+
+    @Override public String name() { return name; }
+    @Override public String description() { return description; }
+    @Override public BoundFunction bind(StructType input) { return binder.bind(input); }
+  }
+
+  private static DataType single(StructType input, String function) {
+    if (input.fields().length != 1) {
+      throw new UnsupportedOperationException(function + " takes exactly one argument, got "
+          + input.fields().length);
+    }
+    return input.fields()[0].dataType();
+  }
+
+  static BoundFunction bindKey(StructType input) {
+    DataType type = single(input, KEY);
+    if (type instanceof org.apache.spark.sql.types.StringType || type instanceof org.apache.spark.sql.types.BinaryType) {
+      return new BytesKey(type);
+    }
+    return new Scalar(KEY, new DataType[] {type}, DataTypes.BinaryType, new KeyEval(KeyBytes.encoderFor(type)));
+  }
+
+  static BoundFunction bindOrder(StructType input) {
+    DataType type = single(input, ORDER);
+    if (!OrderValues.isSupported(type)) {
+      throw Errors.unsupportedOrderType(ORDER + "(" + input.fields()[0].name() + ")", type.sql());
+    }
+    if (type instanceof LongType || type instanceof TimestampType) {
+      return Scalar.identity(ORDER, type);
+    } else if (type instanceof DateType) {
+      return new Scalar(ORDER, new DataType[] {type}, DataTypes.TimestampType,
+          row -> row.getInt(0) * OrderValues.MICROS_PER_DAY);
+    } else if (OrderValues.isTime(type)) {
+      return new Scalar(ORDER, new DataType[] {type}, DataTypes.TimestampType, row -> row.getLong(0));
+    }
+    OrderValues.Reader reader = OrderValues.readerFor(type);
+    return new Scalar(ORDER, new DataType[] {type}, DataTypes.LongType, row -> reader.read(row, 0));
+  }
+
+  static BoundFunction bindVPartition(StructType input) {
+    StructField[] f = input.fields();
+    if (f.length != 2 || !(f[1].dataType() instanceof IntegerType || f[1].dataType() instanceof LongType
+        || f[1].dataType() instanceof ShortType || f[1].dataType() instanceof ByteType)) {
+      throw new UnsupportedOperationException(VPARTITION + "(key, V) takes a key and an integer V");
+    }
+    KeyBytes.Encoder key = KeyBytes.encoderFor(f[0].dataType());
+    OrderValues.Reader count = OrderValues.readerFor(f[1].dataType());
+    return new Scalar(VPARTITION, new DataType[] {f[0].dataType(), f[1].dataType()}, DataTypes.IntegerType,
+        row -> {
+          long v = count.read(row, 1);
+          if (v < 1 || v > Integer.MAX_VALUE) {
+            throw Errors.badOption("V of " + VPARTITION, Long.toString(v), "an integer >= 1");
+          }
+          return Placement.virtualPartition(key.encode(row, 0), (int) v);
+        });
+  }
+
+  /**
+   * The write's distribution. Spark evaluates it for every row in the shuffle that feeds
+   * the writers, so a NULL key or order that the policies refuse fails the whole write
+   * before any writer task has started: nothing is sent, in either delivery mode. A row
+   * the writer will drop goes to virtual partition 0.
+   */
+  static BoundFunction bindWriteVPartition(StructType input) {
+    StructField[] f = input.fields();
+    OrderValues.Reader count = f.length == 7 ? OrderValues.readerFor(f[1].dataType()) : null;
+    OrderValues.Reader order = f.length == 7 ? OrderValues.readerFor(f[2].dataType()) : null;
+    if (count == null || order == null) {
+      throw new UnsupportedOperationException(WRITE_VPARTITION + " takes (key, V, order, null_key, null_order,"
+          + " key_column, order_column), as a kplex write plans it; call kplex_vpartition(key, V) instead");
+    }
+    KeyBytes.Encoder key = KeyBytes.encoderFor(f[0].dataType());
+    DataType[] types = new DataType[f.length];
+    for (int i = 0; i < f.length; i++) types[i] = f[i].dataType();
+    return new Scalar(WRITE_VPARTITION, types, DataTypes.IntegerType, true, row -> {
+      boolean nullOrder = row.isNullAt(2);
+      if (row.isNullAt(0)) {
+        if (row.getUTF8String(3).toString().equals("drop")) return 0;
+        throw Errors.nullKey(row.getUTF8String(5).toString(), nullOrder ? Long.MIN_VALUE : order.read(row, 2));
+      }
+      byte[] keyBytes = key.encode(row, 0);
+      if (nullOrder && row.getUTF8String(4).toString().equals("fail")) {
+        throw Errors.nullOrder(row.getUTF8String(6).toString(), KeyBytes.printable(keyBytes));
+      }
+      return Placement.virtualPartition(keyBytes, (int) count.read(row, 1));
+    });
+  }
+
+  interface Eval extends java.io.Serializable {
+    Object apply(InternalRow args);
+  }
+
+  static final class KeyEval implements Eval {
+    private final KeyBytes.Encoder encoder;
+    KeyEval(KeyBytes.Encoder encoder) { this.encoder = encoder; }
+    @Override public Object apply(InternalRow args) { return encoder.encode(args, 0); }
+  }
+
+  /**
+   * A bound kplex function; unless it {@code seesNulls}, NULL in any argument gives NULL
+   * (the writer names it).
+   */
+  static final class Scalar implements ScalarFunction<Object> {
+    private final String name;
+    private final DataType[] inputs;
+    private final DataType result;
+    private final boolean seesNulls;
+    private final Eval eval;
+    /** Returns its one argument unchanged: the Builder leaves the argument itself in the plan. */
+    final boolean identity;
+
+    Scalar(String name, DataType[] inputs, DataType result, Eval eval) {
+      this(name, inputs, result, false, eval, false);
+    }
+
+    Scalar(String name, DataType[] inputs, DataType result, boolean seesNulls, Eval eval) {
+      this(name, inputs, result, seesNulls, eval, false);
+    }
+
+    private Scalar(String name, DataType[] inputs, DataType result, boolean seesNulls, Eval eval,
+        boolean identity) {
+      this.name = name;
+      this.inputs = inputs;
+      this.result = result;
+      this.seesNulls = seesNulls;
+      this.eval = eval;
+      this.identity = identity;
+    }
+
+    /**
+     * A function of one argument that is the argument (kplex_order of a BIGINT or TIMESTAMP).
+     * The call is then just the Builder's tagged alias, and Spark generates code for the
+     * argument: as a bound function it would be an ApplyFunctionExpression, which Spark
+     * evaluates without generated code, and with it every expression under it (a CAST of a
+     * JSON field, say): interpreted, and magic methods called by reflection.
+     */
+    static Scalar identity(String name, DataType type) {
+      return new Scalar(name, new DataType[] {type}, type, false, row -> row.get(0, type), true);
+    }
+
+    @Override public DataType[] inputTypes() { return inputs; }
+    @Override public DataType resultType() { return result; }
+    @Override public String name() { return name; }
+    @Override public String canonicalName() {
+      StringBuilder s = new StringBuilder("kplex." + name + "(");
+      for (int i = 0; i < inputs.length; i++) s.append(i == 0 ? "" : ",").append(inputs[i].catalogString());
+      return s.append(")").toString();
+    }
+
+    @Override
+    public String toString() {
+      return canonicalName();
+    }
+
+    @Override
+    public Object produceResult(InternalRow args) {
+      for (int i = 0; i < inputs.length && !seesNulls; i++) {
+        if (args.isNullAt(i)) {
+          return null;
+        }
+      }
+      return eval.apply(args);
+    }
+  }
+
+  /**
+   * kplex_key of a STRING (its UTF-8) or BINARY (itself), the common keys, called by
+   * Spark's generated code through its {@code invoke} methods, with no row built per call.
+   */
+  public static final class BytesKey implements ScalarFunction<byte[]> {
+    private static final long serialVersionUID = 1L;
+    private final DataType input;
+
+    BytesKey(DataType input) {
+      this.input = input;
+    }
+
+    public byte[] invoke(UTF8String key) {
+      return key == null ? null : key.getBytes();
+    }
+
+    public byte[] invoke(byte[] key) {
+      return key;
+    }
+
+    @Override
+    public byte[] produceResult(InternalRow args) {
+      if (args.isNullAt(0)) return null;
+      return input instanceof org.apache.spark.sql.types.BinaryType ? args.getBinary(0)
+          : args.getUTF8String(0).getBytes();
+    }
+
+    @Override public DataType[] inputTypes() { return new DataType[] {input}; }
+    @Override public DataType resultType() { return DataTypes.BinaryType; }
+    @Override public String name() { return KEY; }
+    @Override public String canonicalName() { return "kplex." + KEY + "(" + input.catalogString() + ")"; }
+    @Override public String toString() { return canonicalName(); }
+  }
+
+  /** Builds the Catalyst expression of a session function call: binds, then resolves. */
+  public static final class Builder extends AbstractFunction1<Seq<Expression>, Expression>
+      implements java.io.Serializable {
+    private final UnboundFunction function;
+
+    public Builder(UnboundFunction function) {
+      this.function = function;
+    }
+
+    @Override
+    public Expression apply(Seq<Expression> args) {
+      if (function.name().equals(JSON) && args.length() == 2 && args.apply(1).foldable()) {
+        Object pointer = args.apply(1).eval(null);
+        if (pointer != null) JsonPointer.parse(pointer.toString()); // a bad literal fails the query here
+      }
+      StructType input = new StructType();
+      for (int i = 0; i < args.length(); i++) {
+        Expression arg = args.apply(i);
+        input = input.add(arg.sql(), arg.dataType(), arg.nullable());
+      }
+      BoundFunction bound = function.bind(input);
+      Expression call = bound instanceof Scalar s && s.identity
+          ? args.apply(0)
+          : V2ExpressionUtils$.MODULE$.resolveScalarFunction((ScalarFunction<?>) bound, args);
+      // Named like the call and tagged with its role, so that a kplex write finds its key
+      // and order columns even when the user renames them.
+      StringBuilder name = new StringBuilder(function.name()).append('(');
+      for (int i = 0; i < args.length(); i++) name.append(i == 0 ? "" : ", ").append(args.apply(i).sql());
+      name.append(')');
+      Metadata role = new MetadataBuilder().putString(ROLE, function.name()).build();
+      Seq<String> none = CollectionConverters.asScala(java.util.List.<String>of()).toSeq();
+      return new Alias(call, name.toString(), NamedExpression$.MODULE$.newExprId(), none,
+          scala.Option.apply(role), none);
+    }
+  }
+
+  public static ExpressionInfo info(UnboundFunction f) {
+    return new ExpressionInfo(KplexFunctions.class.getName(), null, f.name(), f.description(), "");
+  }
+
+  /**
+   * Registers the functions in a running session (for sessions built without
+   * {@code spark.sql.extensions}, e.g. on Databricks); the Python wrapper calls it. A
+   * function the extension already registered is left alone (re-registering it would log
+   * a "replaced a previously registered function" warning).
+   */
+  public static void register(org.apache.spark.sql.classic.SparkSession session) {
+    for (UnboundFunction f : ALL.values()) {
+      if (session.sessionState().functionRegistry().functionExists(new FunctionIdentifier(f.name()))) continue;
+      session.sessionState().functionRegistry().registerFunction(
+          new FunctionIdentifier(f.name()), info(f), new Builder(f));
+    }
+  }
+}

@@ -1,0 +1,84 @@
+package io.kplex.spark.kafka;
+
+import io.kplex.spark.errors.KplexException;
+import java.util.Set;
+import java.util.stream.Collectors;
+import org.apache.kafka.common.errors.AuthenticationException;
+import org.apache.kafka.common.errors.AuthorizationException;
+import org.apache.kafka.common.errors.ClusterAuthorizationException;
+import org.apache.kafka.common.errors.GroupAuthorizationException;
+import org.apache.kafka.common.errors.SslAuthenticationException;
+import org.apache.kafka.common.errors.TopicAuthorizationException;
+import org.apache.kafka.common.errors.TransactionalIdAuthorizationException;
+
+/**
+ * Turns Kafka's authentication and authorization failures into errors that name the
+ * principal (never its secret), the resource and the operation, so that an operator
+ * knows which ACL to grant. Kafka's own exceptions say only "Not authorized to access
+ * topics: [t]" or "Transactional Id authorization failed."
+ */
+public final class AccessErrors {
+  private AccessErrors() {}
+
+  /**
+   * The kplex error for an access failure found in {@code t} or its causes, or null.
+   * {@code operation} (READ, WRITE, DESCRIBE, CREATE, DELETE) and {@code resource} (for
+   * example "topic 'a'") say what kplex was doing; a topic named by Kafka's exception wins.
+   */
+  public static KplexException of(KafkaConf kafka, Throwable t, String operation, String resource) {
+    for (Throwable c = t; c != null; c = c.getCause() == c ? null : c.getCause()) {
+      if (c instanceof KplexException k && (k.code().equals("NOT_AUTHORIZED") || k.code().equals("NOT_AUTHENTICATED"))) {
+        return k;
+      }
+      if (c instanceof AuthenticationException) {
+        return notAuthenticated(kafka, (AuthenticationException) c);
+      }
+      if (c instanceof AuthorizationException) {
+        return notAuthorized(kafka, (AuthorizationException) c, operation, resource);
+      }
+    }
+    return null;
+  }
+
+  /** {@code t} as an access error if it is one, else as it is (unchecked) or wrapped. */
+  public static RuntimeException rethrow(KafkaConf kafka, Throwable t, String operation, String resource) {
+    KplexException access = of(kafka, t, operation, resource);
+    if (access != null) return access;
+    return t instanceof RuntimeException r ? r : new KplexException("KAFKA", t.toString(), t);
+  }
+
+  public static KplexException notAuthorized(KafkaConf kafka, Throwable cause, String operation, String resource) {
+    String what = resource;
+    if (cause instanceof TopicAuthorizationException topics && !topics.unauthorizedTopics().isEmpty()) {
+      what = quoted("topic", topics.unauthorizedTopics());
+    } else if (cause instanceof GroupAuthorizationException group && group.groupId() != null) {
+      what = "consumer group '" + group.groupId() + "'";
+    } else if (cause instanceof ClusterAuthorizationException) {
+      what = "the cluster";
+    } else if (cause instanceof TransactionalIdAuthorizationException && (what == null || !what.contains("transactional"))) {
+      what = "its transactional ids";
+    }
+    String op = operation == null ? "use" : operation;
+    return new KplexException("NOT_AUTHORIZED", "principal " + kafka.principal() + " is not allowed to "
+        + op + " " + (what == null ? "a resource kplex needs" : what) + " on " + kafka.bootstrap()
+        + ": grant it an ACL for " + op + " on " + (what == null ? "it" : what)
+        + " (the README's 'Secured Kafka' lists every ACL kplex needs). Kafka said: "
+        + cause.getMessage(), cause);
+  }
+
+  public static KplexException notAuthenticated(KafkaConf kafka, AuthenticationException cause) {
+    String hint = cause instanceof SslAuthenticationException
+        ? "the TLS handshake failed: check kafka.ssl.truststore.* (the broker's CA) and kafka.ssl.endpoint.identification.algorithm"
+        : "wrong password, unknown user or a SASL mechanism the broker does not enable: check kafka.sasl.mechanism and kafka.sasl.jaas.config";
+    return new KplexException("NOT_AUTHENTICATED", "the broker at " + kafka.bootstrap()
+        + " did not authenticate principal " + kafka.principal() + " (" + kafka.securityProtocol()
+        + (kafka.securityProtocol().toUpperCase(java.util.Locale.ROOT).startsWith("SASL") ? ", " + kafka.saslMechanism() : "")
+        + "): "
+        + hint + ". Kafka said: " + cause.getMessage(), cause);
+  }
+
+  private static String quoted(String kind, Set<String> names) {
+    return kind + (names.size() > 1 ? "s " : " ")
+        + names.stream().sorted().map(n -> "'" + n + "'").collect(Collectors.joining(", "));
+  }
+}

@@ -1,0 +1,112 @@
+package io.kplex.spark.kafka;
+
+import io.kplex.spark.errors.KplexException;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.config.TopicConfig;
+
+/**
+ * A one-partition compacted topic used as a key-value map: the latest record of a key
+ * is its value, a tombstone deletes it. kplex keeps its table definitions
+ * ({@code _kplex_tables}) and its pending commits ({@code _kplex_commits}) this way.
+ */
+public final class CompactedTopic {
+  private final KafkaTopics kafka;
+  private final String topic;
+
+  public CompactedTopic(KafkaTopics kafka, String topic) {
+    this.kafka = kafka;
+    this.topic = topic;
+  }
+
+  public String name() {
+    return topic;
+  }
+
+  /** The latest value of every key (read to the end offset), deleted keys left out; empty if no topic. */
+  public Map<String, byte[]> readAll() {
+    Map<String, byte[]> latest = new HashMap<>();
+    if (kafka.partitionCount(topic).isEmpty()) {
+      return latest;
+    }
+    TopicPartition tp = new TopicPartition(topic, 0);
+    kafka.call("READ", "topic '" + topic + "'", () -> {
+      try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(kafka.conf().consumer())) {
+        consumer.assign(List.of(tp));
+        consumer.seekToBeginning(List.of(tp));
+        long end = consumer.endOffsets(List.of(tp)).get(tp);
+        long deadline = System.currentTimeMillis() + KafkaConf.ADMIN_TIMEOUT_MS;
+        while (consumer.position(tp) < end) {
+          if (System.currentTimeMillis() > deadline) {
+            throw new KplexException("METADATA", "timed out reading topic '" + topic + "'.");
+          }
+          for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(200))) {
+            latest.put(new String(r.key(), StandardCharsets.UTF_8), r.value());
+          }
+        }
+      }
+      return null;
+    });
+    latest.values().removeIf(v -> v == null);
+    return latest;
+  }
+
+  /**
+   * The latest value of every key whose name starts with {@code prefix}, with the offset at
+   * which the key was last (re)created, i.e. its first record after its last tombstone.
+   */
+  public Map<String, Map.Entry<Long, byte[]>> readPrefix(String prefix) {
+    Map<String, Map.Entry<Long, byte[]>> latest = new HashMap<>();
+    if (kafka.partitionCount(topic).isEmpty()) {
+      return latest;
+    }
+    TopicPartition tp = new TopicPartition(topic, 0);
+    kafka.call("READ", "topic '" + topic + "'", () -> {
+      try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(kafka.conf().consumer())) {
+        consumer.assign(List.of(tp));
+        consumer.seekToBeginning(List.of(tp));
+        long end = consumer.endOffsets(List.of(tp)).get(tp);
+        long deadline = System.currentTimeMillis() + KafkaConf.ADMIN_TIMEOUT_MS;
+        while (consumer.position(tp) < end) {
+          if (System.currentTimeMillis() > deadline) {
+            throw new KplexException("METADATA", "timed out reading topic '" + topic + "'.");
+          }
+          for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(200))) {
+            String key = new String(r.key(), StandardCharsets.UTF_8);
+            if (!key.startsWith(prefix)) continue;
+            if (r.value() == null) {
+              latest.remove(key);
+            } else {
+              Map.Entry<Long, byte[]> was = latest.get(key);
+              latest.put(key, Map.entry(was == null ? r.offset() : was.getKey(), r.value()));
+            }
+          }
+        }
+      }
+      return null;
+    });
+    return latest;
+  }
+
+  /** Writes (or, with a null value, deletes) one key, synchronously; creates the topic if needed. */
+  public void put(String key, byte[] value) {
+    // Short segments: the log cleaner only compacts closed ones, and readers read it all.
+    kafka.ensureTopic(topic, 1, Map.of(TopicConfig.CLEANUP_POLICY_CONFIG, TopicConfig.CLEANUP_POLICY_COMPACT,
+        TopicConfig.SEGMENT_MS_CONFIG, "600000"));
+    kafka.call("WRITE", "topic '" + topic + "'", () -> {
+      try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(kafka.conf().producer())) {
+        return producer.send(new ProducerRecord<>(topic, 0, key.getBytes(StandardCharsets.UTF_8), value))
+            .get(KafkaConf.ADMIN_TIMEOUT_MS, TimeUnit.MILLISECONDS);
+      }
+    });
+  }
+}

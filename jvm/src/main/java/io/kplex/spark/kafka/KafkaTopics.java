@@ -1,0 +1,206 @@
+package io.kplex.spark.kafka;
+
+import io.kplex.spark.errors.Errors;
+import io.kplex.spark.errors.KplexException;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.DescribeTopicsOptions;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.common.acl.AclOperation;
+import org.apache.kafka.common.errors.TopicAuthorizationException;
+import org.apache.kafka.common.errors.TopicExistsException;
+import org.apache.kafka.common.errors.TransactionalIdNotFoundException;
+import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
+
+/**
+ * One Kafka admin connection and the topic operations kplex needs. Every call goes
+ * through {@link #call}, which turns a broker that does not answer into an
+ * "unreachable" error within {@link KafkaConf#ADMIN_TIMEOUT_MS}, not a hang.
+ */
+public class KafkaTopics implements AutoCloseable {
+  private static final long TIMEOUT_MS = KafkaConf.ADMIN_TIMEOUT_MS;
+
+  private final KafkaConf kafka;
+  private Admin admin;
+
+  public KafkaTopics(KafkaConf kafka) {
+    this.kafka = kafka;
+  }
+
+  public KafkaConf conf() {
+    return kafka;
+  }
+
+  public synchronized Admin admin() {
+    if (admin == null) {
+      admin = Admin.create(kafka.admin());
+    }
+    return admin;
+  }
+
+  /** Every topic name, internal ones included. */
+  public Set<String> topics() {
+    return call(() -> new TreeSet<>(admin().listTopics().names().get(TIMEOUT_MS, TimeUnit.MILLISECONDS)));
+  }
+
+  /** The partition count of a topic, or empty if the topic does not exist. */
+  public Optional<Integer> partitionCount(String topic) {
+    return describe(topic).map(d -> d.partitions().size());
+  }
+
+  /**
+   * Whether a topic of that name exists as far as this principal can tell: one it may not
+   * DESCRIBE counts as absent (Kafka answers alike for both, so as not to tell).
+   */
+  public boolean visible(String topic) {
+    try {
+      return partitionCount(topic).isPresent();
+    } catch (KplexException e) {
+      if (e.code().equals("NOT_AUTHORIZED")) return false;
+      throw e;
+    }
+  }
+
+  public Optional<TopicDescription> describe(String topic) {
+    return call("DESCRIBE", "topic '" + topic + "'", () -> {
+      try {
+        return Optional.of(admin().describeTopics(List.of(topic)).allTopicNames()
+            .get(TIMEOUT_MS, TimeUnit.MILLISECONDS).get(topic));
+      } catch (ExecutionException e) {
+        if (e.getCause() instanceof UnknownTopicOrPartitionException) {
+          return Optional.empty();
+        }
+        throw e;
+      }
+    });
+  }
+
+  public void createTopic(String topic, int partitions, short replication, Map<String, String> configs) {
+    call("CREATE", "topic '" + topic + "'", () -> {
+      NewTopic t = new NewTopic(topic, Optional.of(partitions),
+          replication < 1 ? Optional.empty() : Optional.of(replication)).configs(configs);
+      admin().createTopics(List.of(t)).all().get(TIMEOUT_MS, TimeUnit.MILLISECONDS);
+      return null;
+    });
+  }
+
+  /** Creates the topic unless it exists (a concurrent creation is fine). */
+  public void ensureTopic(String topic, int partitions, Map<String, String> configs) {
+    if (partitionCount(topic).isPresent()) {
+      return;
+    }
+    try {
+      createTopic(topic, partitions, (short) -1, configs);
+    } catch (KplexException e) {
+      if (!(e.getCause() instanceof TopicExistsException)) {
+        throw e;
+      }
+    }
+  }
+
+  public void deleteTopic(String topic) {
+    call("DELETE", "topic '" + topic + "'",
+        () -> admin().deleteTopics(List.of(topic)).all().get(TIMEOUT_MS, TimeUnit.MILLISECONDS));
+  }
+
+  /** A Kafka call that may block or fail. */
+  public interface KafkaCall<T> {
+    T run() throws Exception;
+  }
+
+  /**
+   * The operations this principal may perform on a topic (KIP-430), or empty if the
+   * broker does not say. Lets a write or read fail before it starts, naming the ACL.
+   */
+  public Optional<Set<AclOperation>> authorizedOperations(String topic) {
+    return call("DESCRIBE", "topic '" + topic + "'", () -> {
+      TopicDescription d = admin().describeTopics(List.of(topic),
+          new DescribeTopicsOptions().includeAuthorizedOperations(true)).allTopicNames()
+          .get(TIMEOUT_MS, TimeUnit.MILLISECONDS).get(topic);
+      return Optional.ofNullable(d.authorizedOperations());
+    });
+  }
+
+  /** Fails naming the principal, the operation and the topic unless the ACLs allow it. */
+  public void requireAllowed(String topic, AclOperation operation) {
+    authorizedOperations(topic).ifPresent(allowed -> {
+      if (!allowed.contains(operation) && !allowed.contains(AclOperation.ALL)) {
+        throw AccessErrors.notAuthorized(kafka, new TopicAuthorizationException(
+            "the broker lists " + allowed + " as this principal's operations on '" + topic + "'"),
+            operation.name(), "topic '" + topic + "'");
+      }
+    });
+  }
+
+  /**
+   * Fails naming the principal and the id prefix unless it may use transactional ids that
+   * start with {@code prefix}: asks for a transaction that does not exist (DescribeTransactions,
+   * which WRITE on the id allows), so that an exactly-once write fails before any task starts.
+   */
+  public void requireTransactionalIds(String prefix) {
+    String ids = "transactional ids '" + prefix + "*' (a PREFIXED ACL on '" + prefix + "')";
+    call("WRITE", ids, () -> {
+      try {
+        return admin().describeTransactions(List.of(prefix + "kplex-acl-probe")).all()
+            .get(TIMEOUT_MS, TimeUnit.MILLISECONDS);
+      } catch (ExecutionException e) {
+        if (e.getCause() instanceof TransactionalIdNotFoundException) return null;
+        throw e;
+      }
+    });
+  }
+
+  /** Runs a Kafka call, turning timeouts into an "unreachable broker" error. */
+  public <T> T call(KafkaCall<T> body) {
+    return call(null, null, body);
+  }
+
+  /**
+   * Runs a Kafka call, turning timeouts into an "unreachable broker" error, and a refused
+   * login or a missing ACL into an error naming the principal, {@code operation} and
+   * {@code resource} ({@link AccessErrors}).
+   */
+  public <T> T call(String operation, String resource, KafkaCall<T> body) {
+    try {
+      return body.run();
+    } catch (TimeoutException | org.apache.kafka.common.errors.TimeoutException e) {
+      throw Errors.unreachable(kafka.bootstrap(), e);
+    } catch (ExecutionException e) {
+      Throwable cause = e.getCause();
+      if (cause instanceof org.apache.kafka.common.errors.TimeoutException) {
+        throw Errors.unreachable(kafka.bootstrap(), cause);
+      }
+      throw failure(cause, operation, resource);
+    } catch (KplexException e) {
+      throw e;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new KplexException("INTERRUPTED", "interrupted while talking to Kafka", e);
+    } catch (Exception e) {
+      throw failure(e, operation, resource);
+    }
+  }
+
+  private KplexException failure(Throwable cause, String operation, String resource) {
+    KplexException access = AccessErrors.of(kafka, cause, operation, resource);
+    return access != null ? access
+        : new KplexException("KAFKA", cause.getClass().getSimpleName() + ": " + cause.getMessage(), cause);
+  }
+
+  @Override
+  public synchronized void close() {
+    if (admin != null) {
+      admin.close(Duration.ofSeconds(5));
+      admin = null;
+    }
+  }
+}

@@ -1,0 +1,314 @@
+package io.kplex.spark.read;
+
+import io.kplex.spark.catalog.KplexTable;
+import io.kplex.spark.catalog.TableStore;
+import io.kplex.spark.conf.KplexOptions;
+import io.kplex.spark.conf.ReadConf;
+import io.kplex.spark.errors.Errors;
+import io.kplex.spark.stream.HeldRelease;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.PartitionInfo;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.acl.AclOperation;
+import org.apache.spark.sql.connector.read.InputPartition;
+import org.apache.spark.sql.connector.read.PartitionReaderFactory;
+import org.apache.spark.sql.connector.read.streaming.MicroBatchStream;
+import org.apache.spark.sql.connector.read.streaming.Offset;
+import org.apache.spark.sql.connector.read.streaming.ReadAllAvailable;
+import org.apache.spark.sql.connector.read.streaming.ReadLimit;
+import org.apache.spark.sql.connector.read.streaming.ReadMaxRows;
+import org.apache.spark.sql.connector.read.streaming.ReportsSourceMetrics;
+import org.apache.spark.sql.connector.read.streaming.SupportsTriggerAvailableNow;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A streaming read of a topic (a plain topic, or a kplex-written table read by physical
+ * partition), offsets per partition as Spark's Kafka source keeps them, read_committed:
+ * a micro-batch sees only committed transactions, so a kplex table written exactly once
+ * streams exactly once into the next query.
+ * <ul>
+ *   <li>{@code startingOffsets}: {@code latest} (default, as Spark's Kafka source),
+ *       {@code earliest} or offsets JSON; {@code startingTimestamp} in epoch ms;</li>
+ *   <li>{@code maxOffsetsPerTrigger}: at most this many offsets per micro-batch, shared
+ *       over the partitions in proportion to their backlog;</li>
+ *   <li>{@code Trigger.AvailableNow}: reads up to the last stable offsets of its start;</li>
+ *   <li>partitions added to the topic are read from their beginning;</li>
+ *   <li>{@code idleReleaseMs} (default 10000; 0: never): after this long without a
+ *       new record (or at the end of Trigger.AvailableNow), one more micro-batch, without
+ *       records, tells a kplex sink to release every record it holds back;</li>
+ *   <li>{@code failOnDataLoss} (default true): offsets removed before they were read
+ *       (retention, a deleted topic or partition) fail the query, naming the partition and
+ *       offsets; {@code false} skips to what is left, logged.</li>
+ * </ul>
+ */
+final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAvailableNow, ReportsSourceMetrics {
+  private static final Logger LOG = LoggerFactory.getLogger(KplexMicroBatchStream.class);
+  static final String MAX_OFFSETS_PER_TRIGGER = "maxOffsetsPerTrigger";
+  static final String FAIL_ON_DATA_LOSS = "failOnDataLoss";
+  /** After this long without a new record, a micro-batch releases what a kplex sink holds back. */
+  static final String IDLE_RELEASE_MS = "idleReleaseMs";
+  static final long DEFAULT_IDLE_RELEASE_MS = 10_000;
+
+  private final KplexTable table;
+  private final ReadConf conf;
+  private final CaseInsensitiveStringMap options;
+  private final int[] columns;
+  private final boolean failOnDataLoss;
+  private final long maxOffsetsPerTrigger;
+  private KafkaConsumer<byte[], byte[]> consumer;
+  private TableStore store;
+  /** Trigger.AvailableNow: the offsets to stop at, taken when the query starts. */
+  private SourceOffset availableNow;
+  private SourceOffset latestSeen;
+  private final long idleReleaseMs;
+  /** When the offsets last moved, and whether records came since the last release. */
+  private long lastDataAt = System.currentTimeMillis();
+  private boolean dataSinceFlush = true;
+
+  KplexMicroBatchStream(KplexTable table, ReadConf conf, CaseInsensitiveStringMap options, int[] columns) {
+    this.table = table;
+    this.conf = conf;
+    this.options = options;
+    this.columns = columns;
+    this.failOnDataLoss = !"false".equalsIgnoreCase(options.getOrDefault(FAIL_ON_DATA_LOSS, "true").trim());
+    this.maxOffsetsPerTrigger = positiveLong(MAX_OFFSETS_PER_TRIGGER, options.get(MAX_OFFSETS_PER_TRIGGER),
+        "a number of offsets > 0 per micro-batch");
+    this.idleReleaseMs = options.containsKey(IDLE_RELEASE_MS) && options.get(IDLE_RELEASE_MS).trim().equals("0") ? 0
+        : options.containsKey(IDLE_RELEASE_MS) ? positiveLong(IDLE_RELEASE_MS, options.get(IDLE_RELEASE_MS),
+            "milliseconds > 0 (0: never)") : DEFAULT_IDLE_RELEASE_MS;
+  }
+
+  private static long positiveLong(String key, String text, String expected) {
+    if (text == null) return -1;
+    try {
+      long n = Long.parseLong(text.trim());
+      if (n > 0) return n;
+    } catch (NumberFormatException e) {
+      // named below
+    }
+    throw Errors.badOption(key, text, expected);
+  }
+
+  private synchronized KafkaConsumer<byte[], byte[]> consumer() {
+    if (consumer == null) {
+      store = new TableStore(conf.kafka, table.metadataTopic());
+      consumer = new KafkaConsumer<>(conf.kafka.consumer());
+      store.requireAllowed(conf.topic, AclOperation.READ);
+    }
+    return consumer;
+  }
+
+  private List<TopicPartition> partitions() {
+    List<PartitionInfo> infos = store.call("READ", "topic '" + conf.topic + "'",
+        () -> consumer().partitionsFor(conf.topic));
+    if (infos == null || infos.isEmpty()) {
+      throw Errors.unknownTopic(conf.topic);
+    }
+    List<TopicPartition> tps = new ArrayList<>();
+    for (PartitionInfo p : infos) tps.add(new TopicPartition(p.topic(), p.partition()));
+    tps.sort(java.util.Comparator.comparingInt(TopicPartition::partition));
+    return tps;
+  }
+
+  /** The last stable offset of every partition now. */
+  private SourceOffset latest() {
+    KafkaConsumer<byte[], byte[]> c = consumer();
+    List<TopicPartition> tps = partitions();
+    Map<TopicPartition, Long> end = store.call("READ", "topic '" + conf.topic + "'", () -> c.endOffsets(tps));
+    Map<Integer, Long> next = new TreeMap<>();
+    end.forEach((tp, o) -> next.put(tp.partition(), o));
+    return new SourceOffset(conf.topic, next);
+  }
+
+  private Map<Integer, Long> earliest(List<TopicPartition> tps) {
+    KafkaConsumer<byte[], byte[]> c = consumer();
+    Map<TopicPartition, Long> begin = store.call("READ", "topic '" + conf.topic + "'", () -> c.beginningOffsets(tps));
+    Map<Integer, Long> out = new HashMap<>();
+    begin.forEach((tp, o) -> out.put(tp.partition(), o));
+    return out;
+  }
+
+  @Override
+  public Offset initialOffset() {
+    if (!options.containsKey(KplexOptions.STARTING_OFFSETS) && !options.containsKey(KplexOptions.STARTING_TIMESTAMP)) {
+      return latest();
+    }
+    List<TopicPartition> tps = partitions();
+    Map<TopicPartition, long[]> bounds = ReadBounds.resolve(consumer(), store, conf.topic, tps, options);
+    Map<Integer, Long> next = new TreeMap<>();
+    bounds.forEach((tp, b) -> next.put(tp.partition(), b[0]));
+    return new SourceOffset(conf.topic, next);
+  }
+
+  @Override
+  public ReadLimit getDefaultReadLimit() {
+    return maxOffsetsPerTrigger > 0 ? ReadLimit.maxRows(maxOffsetsPerTrigger) : ReadLimit.allAvailable();
+  }
+
+  @Override
+  public void prepareForTriggerAvailableNow() {
+    availableNow = latest();
+  }
+
+  @Override
+  public Offset latestOffset() {
+    throw new UnsupportedOperationException("latestOffset(Offset, ReadLimit) is used");
+  }
+
+  @Override
+  public Offset latestOffset(Offset startOffset, ReadLimit limit) {
+    SourceOffset start = (SourceOffset) startOffset;
+    SourceOffset end = availableNow != null ? availableNow : latest();
+    latestSeen = end;
+    Map<Integer, Long> from = new TreeMap<>(start.next);
+    List<Integer> added = new ArrayList<>();
+    for (Integer p : end.next.keySet()) if (!from.containsKey(p)) added.add(p);
+    if (!added.isEmpty()) {
+      List<TopicPartition> tps = new ArrayList<>();
+      for (Integer p : added) tps.add(new TopicPartition(conf.topic, p));
+      LOG.info("kplex: topic {} has new partitions {}: reading them from their beginning", conf.topic, added);
+      from.putAll(earliest(tps));
+    }
+    Map<Integer, Long> until = new TreeMap<>();
+    for (Map.Entry<Integer, Long> e : end.next.entrySet()) {
+      until.put(e.getKey(), Math.max(from.get(e.getKey()), e.getValue()));
+    }
+    if (limit instanceof ReadMaxRows) {
+      until = capped(from, until, ((ReadMaxRows) limit).maxRows());
+    } else if (!(limit instanceof ReadAllAvailable) && maxOffsetsPerTrigger > 0) {
+      until = capped(from, until, maxOffsetsPerTrigger);
+    }
+    // Partitions that vanished stay in the offset so that planning reports the loss.
+    for (Map.Entry<Integer, Long> e : start.next.entrySet()) until.putIfAbsent(e.getKey(), e.getValue());
+    if (!until.equals(start.next)) {
+      lastDataAt = System.currentTimeMillis();
+      dataSinceFlush = true;
+      return new SourceOffset(conf.topic, until, start.flushes);
+    }
+    // No new record: once the input is idle (AvailableNow at its end, or nothing for
+    // idleReleaseMs), one more micro-batch tells a kplex sink to release what it holds.
+    boolean idle = availableNow != null
+        || (idleReleaseMs > 0 && System.currentTimeMillis() - lastDataAt >= idleReleaseMs);
+    if (idle && dataSinceFlush) {
+      dataSinceFlush = false;
+      return start.flushed();
+    }
+    return start;
+  }
+
+  /** At most {@code max} offsets in all, shared in proportion to each partition's backlog. */
+  static Map<Integer, Long> capped(Map<Integer, Long> from, Map<Integer, Long> until, long max) {
+    long total = 0;
+    for (Map.Entry<Integer, Long> e : until.entrySet()) total += e.getValue() - from.get(e.getKey());
+    if (total <= max) return until;
+    Map<Integer, Long> out = new TreeMap<>();
+    long given = 0;
+    for (Map.Entry<Integer, Long> e : until.entrySet()) {
+      long backlog = e.getValue() - from.get(e.getKey());
+      long share = (long) Math.floor((double) backlog * max / total);
+      given += share;
+      out.put(e.getKey(), from.get(e.getKey()) + share);
+    }
+    // Hand the rounding remainder to partitions with backlog left, in partition order.
+    for (Map.Entry<Integer, Long> e : out.entrySet()) {
+      if (given >= max) break;
+      if (e.getValue() < until.get(e.getKey())) {
+        e.setValue(e.getValue() + 1);
+        given++;
+      }
+    }
+    return out;
+  }
+
+  @Override
+  public InputPartition[] planInputPartitions(Offset startOffset, Offset endOffset) {
+    SourceOffset start = (SourceOffset) startOffset;
+    SourceOffset end = (SourceOffset) endOffset;
+    if (end.flushes > start.flushes) {
+      HeldRelease.signal();
+    }
+    List<TopicPartition> now = partitions();
+    Map<Integer, Long> begin = earliest(now);
+    List<InputPartition> parts = new ArrayList<>();
+    for (Map.Entry<Integer, Long> e : end.next.entrySet()) {
+      int p = e.getKey();
+      long from = start.next.containsKey(p) ? start.next.get(p) : begin.getOrDefault(p, 0L);
+      long until = e.getValue();
+      if (!begin.containsKey(p)) {
+        lost(p, from, until, "the partition no longer exists");
+        continue;
+      }
+      if (begin.get(p) > from) {
+        lost(p, from, Math.min(until, begin.get(p)), "the broker deleted them (retention or truncation)");
+        from = Math.min(until, begin.get(p));
+      }
+      if (until > from) {
+        if (conf.kind == ReadConf.Kind.DERIVED) {
+          parts.add(new VirtualRange(VirtualRange.ALL, new OffsetRange[] {new OffsetRange(conf.topic, p, from, until)}));
+        } else {
+          parts.add(new OffsetRange(conf.topic, p, from, until));
+        }
+      }
+    }
+    return parts.toArray(new InputPartition[0]);
+  }
+
+  private void lost(int partition, long from, long until, String why) {
+    String what = "topic '" + conf.topic + "' partition " + partition + ": offsets [" + from + ", " + until
+        + ") were not read because " + why;
+    if (failOnDataLoss) {
+      throw Errors.dataLoss(what, FAIL_ON_DATA_LOSS);
+    }
+    LOG.warn("kplex: {}; skipped ({} = false)", what, FAIL_ON_DATA_LOSS);
+  }
+
+  @Override
+  public PartitionReaderFactory createReaderFactory() {
+    return new KplexReaderFactory(conf, columns);
+  }
+
+  @Override
+  public Offset deserializeOffset(String json) {
+    return SourceOffset.parse(conf.topic, json);
+  }
+
+  @Override
+  public Map<String, String> metrics(java.util.Optional<Offset> latestConsumed) {
+    Map<String, String> m = new HashMap<>();
+    if (latestConsumed.isPresent() && latestSeen != null) {
+      Map<Integer, Long> done = ((SourceOffset) latestConsumed.get()).next;
+      long behind = 0;
+      for (Map.Entry<Integer, Long> e : latestSeen.next.entrySet()) {
+        behind += Math.max(0, e.getValue() - done.getOrDefault(e.getKey(), 0L));
+      }
+      m.put("offsetsBehindLatest", Long.toString(behind));
+    }
+    return m;
+  }
+
+  @Override
+  public void commit(Offset end) {
+    // Nothing to do: the checkpoint holds the offsets; no consumer group is used.
+  }
+
+  @Override
+  public synchronized void stop() {
+    if (consumer != null) {
+      consumer.close(java.time.Duration.ZERO);
+      store.close();
+      consumer = null;
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "KplexMicroBatchStream(" + conf + ")";
+  }
+}

@@ -1,0 +1,103 @@
+package io.kplex.spark.read;
+
+import io.kplex.spark.errors.KplexException;
+import io.kplex.spark.kafka.KafkaConf;
+import io.kplex.spark.wire.KplexHeaders;
+import java.time.Duration;
+import java.util.Iterator;
+import java.util.List;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.connector.metric.CustomTaskMetric;
+import org.apache.spark.sql.connector.read.PartitionReader;
+import org.apache.spark.unsafe.types.UTF8String;
+
+/**
+ * Reads one offset range of one physical partition with a plain consumer
+ * (read_committed): a plain topic's partition, or, with {@code vp >= 0}, the records of
+ * one virtual partition of a kplex-written topic (header {@code kplex.vp}), which sit in
+ * order on their physical partition (G2). Offsets may have gaps (transaction markers,
+ * aborted records): the range ends when the consumer's position reaches its end, not
+ * after a number of records.
+ */
+final class KplexPartitionReader implements PartitionReader<InternalRow> {
+  private static final Duration POLL = Duration.ofMillis(500);
+  static final long STALL_MS = 120_000;
+
+  private final OffsetRange range;
+  private final int vp;
+  private final KafkaConsumer<byte[], byte[]> consumer;
+  private final TopicPartition tp;
+  private final UTF8String topic;
+  private final int[] columns;
+  private Iterator<ConsumerRecord<byte[], byte[]>> batch = java.util.Collections.emptyIterator();
+  private InternalRow current;
+  private long lastProgress = System.currentTimeMillis();
+  private long read;
+
+  /**
+   * {@code vp} = -1: every record, as a topic row of {@code columns}; {@link VirtualRange#ALL}:
+   * every kplex-written record, as derived rows; otherwise that virtual partition's.
+   */
+  KplexPartitionReader(KafkaConf kafka, OffsetRange range, int vp, int[] columns) {
+    this.range = range;
+    this.columns = columns;
+    this.vp = vp;
+    this.tp = new TopicPartition(range.topic, range.partition);
+    this.topic = UTF8String.fromString(range.topic);
+    this.consumer = new KafkaConsumer<>(kafka.consumer());
+    consumer.assign(List.of(tp));
+    consumer.seek(tp, range.from);
+  }
+
+  @Override
+  public boolean next() {
+    while (true) {
+      while (batch.hasNext()) {
+        ConsumerRecord<byte[], byte[]> r = batch.next();
+        if (r.offset() >= range.until) {
+          return false;
+        }
+        read++;
+        if (vp == -1) {
+          current = RecordRows.row(r, topic, columns);
+          return true;
+        }
+        Integer recordVp = KplexHeaders.vp(r.headers());
+        if (recordVp != null && (recordVp == vp || vp == VirtualRange.ALL)) {
+          current = RecordRows.derived(r, topic, recordVp);
+          return true;
+        }
+      }
+      if (range.from >= range.until || consumer.position(tp) >= range.until) {
+        return false;
+      }
+      List<ConsumerRecord<byte[], byte[]>> records = consumer.poll(POLL).records(tp);
+      if (!records.isEmpty()) {
+        lastProgress = System.currentTimeMillis();
+      } else if (System.currentTimeMillis() - lastProgress > STALL_MS) {
+        throw new KplexException("READ_STALLED", "no progress reading " + range + " at offset "
+            + consumer.position(tp) + " for " + STALL_MS / 1000 + " s.");
+      }
+      batch = records.iterator();
+    }
+  }
+
+  @Override
+  public InternalRow get() {
+    return current;
+  }
+
+  @Override
+  public CustomTaskMetric[] currentMetricsValues() {
+    return ReadMetrics.values(read, 0, 0);
+  }
+
+  @Override
+  public void close() {
+    // Nothing to commit: do not wait for the fetch still parked at the broker.
+    consumer.close(Duration.ZERO);
+  }
+}

@@ -1,0 +1,31 @@
+package io.kplex.spark.read;
+
+import io.kplex.spark.conf.ReadConf;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.connector.read.InputPartition;
+import org.apache.spark.sql.connector.read.PartitionReader;
+import org.apache.spark.sql.connector.read.PartitionReaderFactory;
+
+/** Picks the reader of an input partition: a physical range, or one virtual partition. */
+final class KplexReaderFactory implements PartitionReaderFactory {
+  private final ReadConf conf;
+  private final int[] columns;
+
+  /** {@code columns}: those a plain topic's rows hold (indexes into TOPIC_SCHEMA). */
+  KplexReaderFactory(ReadConf conf, int[] columns) {
+    this.conf = conf;
+    this.columns = columns;
+  }
+
+  @Override
+  public PartitionReader<InternalRow> createReader(InputPartition partition) {
+    if (partition instanceof OffsetRange) {
+      return new KplexPartitionReader(conf.kafka, (OffsetRange) partition, -1, columns);
+    }
+    VirtualRange range = (VirtualRange) partition;
+    if (conf.kind == ReadConf.Kind.VIRTUAL) {
+      return new VirtualPartitionReader(conf, range);
+    }
+    return new KplexPartitionReader(conf.kafka, range.sources[0], range.vp, null);
+  }
+}

@@ -1,0 +1,188 @@
+package io.kplex.spark.read;
+
+import io.kplex.spark.catalog.KplexTable;
+import io.kplex.spark.catalog.TableStore;
+import io.kplex.spark.catalog.VirtualTables;
+import io.kplex.spark.conf.ReadConf;
+import io.kplex.spark.errors.Errors;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import org.apache.kafka.common.acl.AclOperation;
+import java.util.Set;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.PartitionInfo;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.spark.sql.connector.metric.CustomMetric;
+import org.apache.spark.sql.connector.read.Batch;
+import org.apache.spark.sql.connector.read.InputPartition;
+import org.apache.spark.sql.connector.read.PartitionReaderFactory;
+import org.apache.spark.sql.connector.read.Scan;
+import org.apache.spark.sql.connector.read.streaming.MicroBatchStream;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+
+/**
+ * A bounded read (read_committed) between the offsets {@link ReadBounds} resolves when
+ * the scan is planned, by default from the earliest offset to the last stable one.
+ * <ul>
+ *   <li>Plain topic: one Spark input partition per physical partition, or per piece of
+ *       one ({@link #split}), with only the columns the query uses.</li>
+ *   <li>kplex-written table: one input partition per virtual partition, reading its
+ *       physical partition vp % P and keeping its records, in their stored order (G2).</li>
+ *   <li>Read-time table: one input partition per virtual partition, merging every source
+ *       partition in event-time order ({@link VirtualPartitionReader}); each task reads
+ *       the whole source range, so the source is read V times.</li>
+ * </ul>
+ */
+final class KplexScan implements Scan, Batch {
+  private final KplexTable table;
+  private final ReadConf conf;
+  private final CaseInsensitiveStringMap options;
+  private final Set<Integer> vps;
+  /** The columns a plain topic's read builds, as indexes into TOPIC_SCHEMA. */
+  private final int[] columns;
+
+  /** Offsets of a piece a plain topic's partition is split into by default, at least. */
+  static final long MIN_SPLIT_OFFSETS = 50_000;
+
+  KplexScan(KplexTable table, ReadConf conf, CaseInsensitiveStringMap options, Set<Integer> vps,
+      StructType required) {
+    this.table = table;
+    this.conf = conf;
+    this.options = options;
+    this.vps = vps;
+    this.columns = conf.kind == ReadConf.Kind.TOPIC ? RecordRows.columns(required) : null;
+  }
+
+  @Override
+  public StructType readSchema() {
+    return columns == null ? table.schema() : RecordRows.schema(columns);
+  }
+
+  @Override
+  public Batch toBatch() {
+    return this;
+  }
+
+  @Override
+  public InputPartition[] planInputPartitions() {
+    List<InputPartition> parts = new ArrayList<>();
+    try (TableStore store = new TableStore(conf.kafka, table.metadataTopic());
+         KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(conf.kafka.consumer())) {
+      List<TopicPartition> tps = store.call("READ", "topic '" + conf.topic + "'", () -> {
+        List<TopicPartition> list = new ArrayList<>();
+        List<PartitionInfo> infos = consumer.partitionsFor(conf.topic);
+        if (infos == null || infos.isEmpty()) {
+          throw Errors.unknownTopic(conf.topic);
+        }
+        for (PartitionInfo p : infos) list.add(new TopicPartition(p.topic(), p.partition()));
+        return list;
+      });
+      tps.sort(Comparator.comparingInt(TopicPartition::partition));
+      // Fail in the driver, naming the ACL, rather than in every task (secured Kafka).
+      store.requireAllowed(conf.topic, AclOperation.READ);
+      Map<TopicPartition, long[]> bounds = ReadBounds.resolve(consumer, store, conf.topic, tps, options);
+      List<OffsetRange> ranges = new ArrayList<>();
+      for (TopicPartition tp : tps) {
+        long[] b = bounds.get(tp);
+        ranges.add(new OffsetRange(tp.topic(), tp.partition(), b[0], b[1]));
+      }
+      switch (conf.kind) {
+        case TOPIC:
+          parts.addAll(split(ranges, minPartitions(), options.containsKey(MIN_PARTITIONS) ? 1 : MIN_SPLIT_OFFSETS));
+          break;
+        case DERIVED:
+          if (ranges.size() != conf.physicalPartitions) {
+            throw Errors.partitionMismatch(conf.topic, ranges.size(), conf.physicalPartitions);
+          }
+          for (int vp = 0; vp < conf.virtualPartitions; vp++) {
+            if (vps == null || vps.contains(vp)) {
+              parts.add(new VirtualRange(vp, new OffsetRange[] {ranges.get(vp % conf.physicalPartitions)}));
+            }
+          }
+          break;
+        default:
+          if ("side_topic".equals(conf.latePolicy)) {
+            VirtualTables.ensureLateTopic(store, conf.lateTopic);
+          }
+          OffsetRange[] all = ranges.toArray(new OffsetRange[0]);
+          for (int vp = 0; vp < conf.virtualPartitions; vp++) {
+            if (vps == null || vps.contains(vp)) parts.add(new VirtualRange(vp, all));
+          }
+      }
+    }
+    return parts.toArray(new InputPartition[0]);
+  }
+
+  /** Spark's Kafka source's name for the same read option. */
+  static final String MIN_PARTITIONS = "minPartitions";
+
+  /**
+   * The read option {@code minPartitions}, else twice Spark's default parallelism: with
+   * one task per partition, 3 partitions on 2 cores would leave a core idle for a third
+   * of the read.
+   */
+  private int minPartitions() {
+    String text = options.get(MIN_PARTITIONS);
+    if (text == null) {
+      return 2 * org.apache.spark.SparkContext.getOrCreate().defaultParallelism();
+    }
+    try {
+      int n = Integer.parseInt(text.trim());
+      if (n >= 1) return n;
+    } catch (NumberFormatException e) {
+      // named below
+    }
+    throw Errors.badOption(MIN_PARTITIONS, text, "an integer >= 1 (the fewest read tasks of a plain topic)");
+  }
+
+  /**
+   * The non-empty ranges, each cut into equal pieces of at most total / {@code want}
+   * offsets (at least {@code minOffsets}), so that there are about {@code want} of them.
+   */
+  static List<OffsetRange> split(List<OffsetRange> ranges, int want, long minOffsets) {
+    long total = 0;
+    for (OffsetRange r : ranges) total += Math.max(0, r.until - r.from);
+    long most = Math.max(minOffsets, Math.max(1, (total + want - 1) / want));
+    List<OffsetRange> out = new ArrayList<>();
+    for (OffsetRange r : ranges) {
+      long length = r.until - r.from;
+      if (length <= 0) continue;
+      long pieces = (length + most - 1) / most;
+      for (long i = 0; i < pieces; i++) {
+        out.add(new OffsetRange(r.topic, r.partition, r.from + length * i / pieces, r.from + length * (i + 1) / pieces));
+      }
+    }
+    return out;
+  }
+
+  @Override
+  public MicroBatchStream toMicroBatchStream(String checkpointLocation) {
+    if (conf.kind == ReadConf.Kind.VIRTUAL) {
+      throw Errors.virtualStream(table.name());
+    }
+    return new KplexMicroBatchStream(table, conf, options, columns);
+  }
+
+  @Override
+  public PartitionReaderFactory createReaderFactory() {
+    return new KplexReaderFactory(conf, columns);
+  }
+
+  @Override
+  public CustomMetric[] supportedCustomMetrics() {
+    return ReadMetrics.supported();
+  }
+
+  @Override
+  public String description() {
+    return "kplex scan of " + conf + (vps == null ? "" : ", virtual partitions " + vps);
+  }
+
+  @Override
+  public String toString() {
+    return description();
+  }
+}

@@ -1,0 +1,128 @@
+package io.kplex.spark.read;
+
+import io.kplex.spark.catalog.TableStore;
+import io.kplex.spark.conf.KplexOptions;
+import io.kplex.spark.errors.Errors;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndTimestamp;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+
+/**
+ * Where a bounded read starts and ends on each partition, from the read's options (named
+ * as in Spark's Kafka source):
+ * <ul>
+ *   <li>{@code startingOffsets}: {@code earliest} (default), {@code latest}, or
+ *       {@code {"topic":{"0":23,"1":-2}}} (-2 earliest, -1 latest; partitions left out
+ *       start at the earliest);</li>
+ *   <li>{@code endingOffsets} (exclusive): {@code latest} (default: the last stable
+ *       offset when the read is planned), {@code earliest}, or the same JSON (partitions
+ *       left out end at the latest);</li>
+ *   <li>{@code startingTimestamp} / {@code endingTimestamp}: epoch ms; on every partition
+ *       the first offset whose record timestamp is at or after it (the end if none), so
+ *       the read covers [start, end) by Kafka timestamp when timestamps rise.</li>
+ * </ul>
+ * Offsets of a read-time table are those of its source topic. The result is clamped to
+ * what the partition holds.
+ */
+final class ReadBounds {
+  private ReadBounds() {}
+
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  /** [from, until) per partition. */
+  static Map<TopicPartition, long[]> resolve(KafkaConsumer<byte[], byte[]> consumer, TableStore store,
+      String topic, List<TopicPartition> tps, CaseInsensitiveStringMap options) {
+    Map<TopicPartition, Long> begin = store.call("READ", "topic '" + topic + "'", () -> consumer.beginningOffsets(tps));
+    Map<TopicPartition, Long> end = store.call("READ", "topic '" + topic + "'", () -> consumer.endOffsets(tps));
+    Map<TopicPartition, Long> from = bound(consumer, store, topic, tps, options,
+        KplexOptions.STARTING_OFFSETS, KplexOptions.STARTING_TIMESTAMP, begin, end, begin);
+    Map<TopicPartition, Long> until = bound(consumer, store, topic, tps, options,
+        KplexOptions.ENDING_OFFSETS, KplexOptions.ENDING_TIMESTAMP, begin, end, end);
+    Map<TopicPartition, long[]> ranges = new HashMap<>();
+    for (TopicPartition tp : tps) {
+      long lo = begin.get(tp);
+      long hi = end.get(tp);
+      long f = Math.max(lo, Math.min(hi, from.get(tp)));
+      long u = Math.max(f, Math.min(hi, until.get(tp)));
+      ranges.put(tp, new long[] {f, u});
+    }
+    return ranges;
+  }
+
+  private static Map<TopicPartition, Long> bound(KafkaConsumer<byte[], byte[]> consumer, TableStore store,
+      String topic, List<TopicPartition> tps, CaseInsensitiveStringMap options, String offsetsKey,
+      String timestampKey, Map<TopicPartition, Long> begin, Map<TopicPartition, Long> end,
+      Map<TopicPartition, Long> byDefault) {
+    String offsets = options.get(offsetsKey);
+    String timestamp = options.get(timestampKey);
+    if (offsets != null && timestamp != null) {
+      throw Errors.badBounds("give '" + offsetsKey + "' or '" + timestampKey + "', not both.");
+    }
+    if (timestamp != null) {
+      long ts;
+      try {
+        ts = Long.parseLong(timestamp.trim());
+      } catch (NumberFormatException e) {
+        throw Errors.badBounds("'" + timestampKey + "' = '" + timestamp + "' is not a number.");
+      }
+      Map<TopicPartition, Long> query = new HashMap<>();
+      for (TopicPartition tp : tps) query.put(tp, ts);
+      Map<TopicPartition, OffsetAndTimestamp> found = store.call("READ", "topic '" + topic + "'", () -> consumer.offsetsForTimes(query));
+      Map<TopicPartition, Long> result = new HashMap<>();
+      for (TopicPartition tp : tps) {
+        OffsetAndTimestamp o = found.get(tp);
+        result.put(tp, o == null ? end.get(tp) : o.offset());
+      }
+      return result;
+    }
+    if (offsets == null) {
+      return byDefault;
+    }
+    String text = offsets.trim();
+    if (text.equalsIgnoreCase("earliest")) return begin;
+    if (text.equalsIgnoreCase("latest")) return end;
+    JsonNode node;
+    try {
+      node = JSON.readTree(text);
+    } catch (java.io.IOException e) {
+      throw Errors.badBounds("'" + offsetsKey + "' = '" + text + "' is not 'earliest', 'latest' or JSON.");
+    }
+    if (node == null || !node.isObject()) {
+      throw Errors.badBounds("'" + offsetsKey + "' = '" + text + "' is not a JSON object.");
+    }
+    Map<TopicPartition, Long> result = new HashMap<>(byDefault);
+    for (Iterator<Map.Entry<String, JsonNode>> it = node.fields(); it.hasNext(); ) {
+      Map.Entry<String, JsonNode> t = it.next();
+      if (!t.getKey().equals(topic)) {
+        throw Errors.badBounds("'" + offsetsKey + "' names topic '" + t.getKey() + "'; this read is of '"
+            + topic + "'.");
+      }
+      for (Iterator<Map.Entry<String, JsonNode>> ps = t.getValue().fields(); ps.hasNext(); ) {
+        Map.Entry<String, JsonNode> p = ps.next();
+        TopicPartition tp;
+        try {
+          tp = new TopicPartition(topic, Integer.parseInt(p.getKey()));
+        } catch (NumberFormatException e) {
+          throw Errors.badBounds("'" + offsetsKey + "': partition '" + p.getKey() + "' is not a number.");
+        }
+        if (!begin.containsKey(tp)) {
+          throw Errors.badBounds("'" + offsetsKey + "': topic '" + topic + "' has no partition "
+              + tp.partition() + ".");
+        }
+        if (!p.getValue().canConvertToLong()) {
+          throw Errors.badBounds("'" + offsetsKey + "': offset '" + p.getValue() + "' is not a number.");
+        }
+        long o = p.getValue().asLong();
+        result.put(tp, o == -2 ? begin.get(tp) : o == -1 ? end.get(tp) : o);
+      }
+    }
+    return result;
+  }
+}

@@ -1,0 +1,72 @@
+package io.kplex.spark.read;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.kplex.spark.errors.KplexException;
+import java.io.IOException;
+import java.util.Collections;
+import java.util.Iterator;
+import java.util.Map;
+import java.util.TreeMap;
+import org.apache.spark.sql.connector.read.streaming.Offset;
+
+/**
+ * Where a streaming read of one topic stands: the next offset to read per partition, as
+ * Spark's Kafka source writes it into the checkpoint ({@code {"topic":{"0":42,"1":17}}}).
+ */
+public final class SourceOffset extends Offset {
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  final String topic;
+  /** Partition -> next offset (exclusive end of what was read). */
+  final Map<Integer, Long> next;
+  /**
+   * How many times the input went idle with records held back: a micro-batch whose end
+   * has more than its start releases them ({@link io.kplex.spark.stream.HeldRelease}).
+   */
+  final long flushes;
+  private static final String FLUSHES = "kplex.flushes";
+
+  SourceOffset(String topic, Map<Integer, Long> next, long flushes) {
+    this.topic = topic;
+    this.next = Collections.unmodifiableMap(new TreeMap<>(next));
+    this.flushes = flushes;
+  }
+
+  SourceOffset(String topic, Map<Integer, Long> next) {
+    this(topic, next, 0);
+  }
+
+  SourceOffset flushed() {
+    return new SourceOffset(topic, next, flushes + 1);
+  }
+
+  @Override
+  public String json() {
+    ObjectNode root = JSON.createObjectNode();
+    ObjectNode parts = root.putObject(topic);
+    next.forEach((p, o) -> parts.put(Integer.toString(p), o));
+    if (flushes > 0) root.put(FLUSHES, flushes);
+    return root.toString();
+  }
+
+  static SourceOffset parse(String topic, String json) {
+    try {
+      JsonNode root = JSON.readTree(json);
+      JsonNode node = root.path(topic);
+      if (!node.isObject()) {
+        throw new KplexException("CHECKPOINT", "the checkpoint's offsets " + json + " are not of topic '"
+            + topic + "': this checkpoint belongs to a query that read another topic.");
+      }
+      Map<Integer, Long> next = new TreeMap<>();
+      for (Iterator<Map.Entry<String, JsonNode>> it = node.fields(); it.hasNext(); ) {
+        Map.Entry<String, JsonNode> e = it.next();
+        next.put(Integer.parseInt(e.getKey()), e.getValue().asLong());
+      }
+      return new SourceOffset(topic, next, root.path(FLUSHES).asLong(0));
+    } catch (IOException | NumberFormatException e) {
+      throw new KplexException("CHECKPOINT", "unreadable offsets in the checkpoint: " + json, e);
+    }
+  }
+}

@@ -1,0 +1,58 @@
+package io.kplex.spark.txn;
+
+import org.apache.kafka.common.errors.AuthorizationException;
+import org.apache.kafka.common.errors.InvalidPidMappingException;
+import org.apache.kafka.common.errors.InvalidProducerEpochException;
+import org.apache.kafka.common.errors.InvalidTxnStateException;
+import org.apache.kafka.common.errors.ProducerFencedException;
+import org.apache.kafka.common.errors.RetriableException;
+import org.apache.kafka.common.errors.TimeoutException;
+import org.apache.kafka.common.errors.UnknownProducerIdException;
+
+/**
+ * Why committing a task's transaction failed, each kind handled on purpose (as Flink's
+ * {@code KafkaCommitter} does): what the driver does about it, and what the error says.
+ */
+public enum CommitFailure {
+  /** A broker was briefly unable (leader moving, coordinator loading): try again. */
+  RETRIABLE("COMMIT_RETRIABLE", "Kafka could not take the commit for a while"),
+  /** No answer in time: try again until the commit's deadline. */
+  TIMED_OUT("COMMIT_TIMED_OUT", "no broker answered the commit in time"),
+  /** Another producer took over the transactional id: a newer write or `kplex recover` fenced it. */
+  FENCED("COMMIT_FENCED", "the transaction was fenced: a newer write of the table, or"
+      + " `kplex recover`, took over its transactional id and Kafka aborted it"),
+  /** The broker no longer knows the transaction: it outlived transaction.timeout.ms and was aborted. */
+  UNKNOWN_PRODUCER("COMMIT_EXPIRED", "the broker no longer knows this transaction: it"
+      + " outlived transaction.timeout.ms and Kafka aborted it. Raise kafka.transaction.timeout.ms"
+      + " (and the broker's transaction.max.timeout.ms) for longer writes"),
+  /** The principal may not write with this transactional id. */
+  NOT_AUTHORIZED("NOT_AUTHORIZED", "the principal is not allowed to commit it"),
+  /** Anything else. */
+  OTHER("COMMIT_FAILED", "committing it failed");
+
+  /** The error code ({@code [KPLEX_<code>]}) the write fails with. */
+  public final String code;
+  /** What happened, for the error message. */
+  public final String meaning;
+
+  CommitFailure(String code, String meaning) {
+    this.code = code;
+    this.meaning = meaning;
+  }
+
+  /** Whether the driver tries again with a fresh producer: only for transient failures. */
+  public boolean retry() {
+    return this == RETRIABLE || this == TIMED_OUT;
+  }
+
+  /** The kind of a failure thrown by resuming and committing a transaction. */
+  public static CommitFailure of(Throwable e) {
+    if (e instanceof ProducerFencedException || e instanceof InvalidProducerEpochException) return FENCED;
+    if (e instanceof UnknownProducerIdException || e instanceof InvalidPidMappingException
+        || e instanceof InvalidTxnStateException) return UNKNOWN_PRODUCER;
+    if (e instanceof AuthorizationException) return NOT_AUTHORIZED;
+    if (e instanceof TimeoutException) return TIMED_OUT;
+    if (e instanceof RetriableException) return RETRIABLE;
+    return OTHER;
+  }
+}

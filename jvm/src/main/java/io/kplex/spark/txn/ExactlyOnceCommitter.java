@@ -1,0 +1,116 @@
+package io.kplex.spark.txn;
+
+import io.kplex.spark.kafka.KafkaConf;
+import io.kplex.spark.kafka.KafkaTopics;
+import io.kplex.spark.testing.FaultInjection;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Exactly once across a whole Spark write (G3), on the driver. Each task writes inside
+ * its own Kafka transaction ({@link TransactionalIds}) and leaves it open, reporting a
+ * {@link TaskTransaction}; the driver then:
+ * <ol>
+ *   <li>records the transactions to commit in the {@link CommitLog} (so that a driver that
+ *       dies while committing is rolled forward later);</li>
+ *   <li>fences every other open transaction of the table (failed, lost and speculative
+ *       attempts): Kafka aborts them ({@link TransactionFencer});</li>
+ *   <li>commits each task's transaction by resuming it ({@link TransactionFinisher});</li>
+ *   <li>deletes the log record.</li>
+ * </ol>
+ * An aborted job fences all open transactions of the table. Every write first runs
+ * {@link #recover}: it finishes a commit that a dead driver left half done and fences
+ * whatever a crashed run left open, so no transaction pins the topic's last stable
+ * offset. One writer per table at a time: a new write fences a running one.
+ */
+public final class ExactlyOnceCommitter {
+  private static final Logger LOG = LoggerFactory.getLogger(ExactlyOnceCommitter.class);
+  /** kplex's transaction.timeout.ms: the broker's default transaction.max.timeout.ms (15 min). */
+  public static final int DEFAULT_TRANSACTION_TIMEOUT_MS = 900_000;
+
+  private final KafkaConf kafka;
+  private final String table;
+  private final String topic;
+  /** Test-only faults of the driver's commit (null: none). */
+  private final FaultInjection faults;
+
+  public ExactlyOnceCommitter(KafkaConf kafka, String table, String topic, FaultInjection faults) {
+    this.kafka = kafka;
+    this.table = table;
+    this.topic = topic;
+    this.faults = faults;
+  }
+
+  /** Commits the tasks' transactions, then waits until read_committed consumers see them. */
+  public void commit(String queryId, List<TaskTransaction> txns, long[] lastOffsets) {
+    commit(queryId, txns, lastOffsets, null);
+  }
+
+  /**
+   * {@code mark}: a streaming epoch's, recorded in the commit log once its transactions are
+   * committed (by this driver, or by whoever rolls an interrupted commit forward).
+   */
+  public void commit(String queryId, List<TaskTransaction> txns, long[] lastOffsets, EpochMark mark) {
+    try (KafkaTopics admin = new KafkaTopics(kafka)) {
+      CommitLog log = new CommitLog(admin);
+      log.begin(table, queryId, txns, mark);
+      finish(admin, txns);
+      if (mark != null) log.mark(mark);
+      log.end(table);
+      CommitVisibility.await(admin, table, topic, lastOffsets);
+    }
+  }
+
+  /** The last epoch {@code query} committed to this table (after rolling a pending commit forward). */
+  public EpochMark lastEpoch(String query) {
+    try (KafkaTopics admin = new KafkaTopics(kafka)) {
+      return new CommitLog(admin).lastEpoch(table, query).orElse(EpochMark.start(table, query));
+    }
+  }
+
+  /** Records an at-least-once epoch: its rows are flushed, there is no transaction to commit. */
+  public void mark(EpochMark mark) {
+    try (KafkaTopics admin = new KafkaTopics(kafka)) {
+      new CommitLog(admin).mark(mark);
+    }
+  }
+
+  /** Aborts a failed write: every open transaction of the table is fenced. */
+  public void abort() {
+    try (KafkaTopics admin = new KafkaTopics(kafka)) {
+      TransactionFencer.fenceOpen(admin, table, Set.of());
+    }
+  }
+
+  /** Rolls a half-done commit forward, then fences what is left open. Returns a report. */
+  public String recover() {
+    StringBuilder report = new StringBuilder();
+    try (KafkaTopics admin = new KafkaTopics(kafka)) {
+      CommitLog log = new CommitLog(admin);
+      Optional<CommitLog.Pending> pending = log.pending(table);
+      if (pending.isPresent()) {
+        List<TaskTransaction> txns = pending.get().transactions;
+        LOG.warn("kplex: finishing the commit of {} transactions that a previous driver of table {}"
+            + " left half done", txns.size(), table);
+        finish(admin, txns);
+        log.end(pending.get());
+        report.append("committed ").append(txns.size()).append(" transactions of an interrupted commit; ");
+      }
+      int fenced = TransactionFencer.fenceOpen(admin, table, Set.of());
+      report.append("fenced ").append(fenced).append(" open transactions");
+    }
+    return report.toString();
+  }
+
+  /** Fences every other open transaction of the table, then commits these. */
+  private void finish(KafkaTopics admin, List<TaskTransaction> txns) {
+    Set<String> keep = new HashSet<>();
+    for (TaskTransaction t : txns) keep.add(t.id());
+    TransactionFencer.fenceOpen(admin, table, keep);
+    new TransactionFinisher(kafka, table, faults).commitAll(txns);
+  }
+}

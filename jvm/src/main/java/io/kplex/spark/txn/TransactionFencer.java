@@ -1,0 +1,43 @@
+package io.kplex.spark.txn;
+
+import io.kplex.spark.kafka.KafkaConf;
+import io.kplex.spark.kafka.KafkaTopics;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.admin.ListTransactionsOptions;
+import org.apache.kafka.clients.admin.TransactionListing;
+import org.apache.kafka.clients.admin.TransactionState;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Fences open transactions of a table (Kafka aborts them): those of failed, lost and
+ * speculative task attempts, of a crashed run, or of a writer that a newer one replaces.
+ */
+final class TransactionFencer {
+  private static final Logger LOG = LoggerFactory.getLogger(TransactionFencer.class);
+
+  private TransactionFencer() {}
+
+  /** Fences every open transaction of {@code table} whose id is not in {@code keep}; returns how many. */
+  static int fenceOpen(KafkaTopics kafka, String table, Set<String> keep) {
+    List<String> stale = new ArrayList<>();
+    String ids = "the transactional ids " + TransactionalIds.prefix(table) + "*";
+    for (TransactionListing t : kafka.call("DESCRIBE", ids, () -> kafka.admin().listTransactions(
+        new ListTransactionsOptions().filterStates(List.of(TransactionState.ONGOING,
+            TransactionState.PREPARE_ABORT, TransactionState.PREPARE_COMMIT)))
+        .all().get(KafkaConf.ADMIN_TIMEOUT_MS, TimeUnit.MILLISECONDS))) {
+      if (TransactionalIds.belongsTo(table, t.transactionalId()) && !keep.contains(t.transactionalId())) {
+        stale.add(t.transactionalId());
+      }
+    }
+    if (!stale.isEmpty()) {
+      LOG.info("kplex: fencing {} open transactions of table {}: {}", stale.size(), table, stale);
+      kafka.call("WRITE", ids, () -> kafka.admin().fenceProducers(stale).all()
+          .get(KafkaConf.ADMIN_TIMEOUT_MS * 4L, TimeUnit.MILLISECONDS));
+    }
+    return stale.size();
+  }
+}

@@ -1,0 +1,106 @@
+package io.kplex.spark.txn;
+
+import io.kplex.spark.errors.KplexException;
+import java.lang.reflect.Field;
+import java.lang.reflect.Method;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.common.utils.ProducerIdAndEpoch;
+
+/**
+ * The one place where kplex reaches into kafka-clients' internals (the route Apache
+ * Flink's exactly-once Kafka sink takes): read a producer's id and epoch, and resume
+ * an open transaction in another producer, in another JVM, so the driver can commit or
+ * abort what a task wrote. No released Kafka offers a public API for this (KIP-939's
+ * prepare/complete calls are not in any release yet).
+ *
+ * <p>Checked against the kafka-clients version pinned in gradle.properties
+ * ({@code kafkaClientsVersion}); {@link #selfCheck()} fails loudly if the internals
+ * it needs are gone, and a test calls it.
+ */
+public final class TransactionResumer {
+  private TransactionResumer() {}
+
+  private static final String MANAGER = "org.apache.kafka.clients.producer.internals.TransactionManager";
+  private static final String STATE = MANAGER + "$State";
+
+  private static Field field(Class<?> owner, String name) throws ReflectiveOperationException {
+    Field f = owner.getDeclaredField(name);
+    f.setAccessible(true);
+    return f;
+  }
+
+  private static Object manager(KafkaProducer<?, ?> producer) throws ReflectiveOperationException {
+    return field(KafkaProducer.class, "transactionManager").get(producer);
+  }
+
+  /** The producer id and epoch of a transactional producer after initTransactions. */
+  public static ProducerIdAndEpoch idAndEpoch(KafkaProducer<?, ?> producer) {
+    try {
+      Object manager = manager(producer);
+      return (ProducerIdAndEpoch) field(manager.getClass(), "producerIdAndEpoch").get(manager);
+    } catch (ReflectiveOperationException e) {
+      throw incompatible(e);
+    }
+  }
+
+  /**
+   * Puts a fresh producer (same transactional.id, no initTransactions) into the open
+   * transaction of (producerId, epoch), so that commitTransaction / abortTransaction
+   * finish it.
+   */
+  public static void resume(KafkaProducer<?, ?> producer, long producerId, short epoch) {
+    try {
+      Object manager = manager(producer);
+      Class<?> type = manager.getClass();
+      synchronized (manager) {
+        Object partitions = field(type, "txnPartitionMap").get(manager);
+        transition(manager, "INITIALIZING");
+        Method reset = partitions.getClass().getDeclaredMethod("reset");
+        reset.setAccessible(true);
+        reset.invoke(partitions);
+        field(type, "producerIdAndEpoch").set(manager, new ProducerIdAndEpoch(producerId, epoch));
+        transition(manager, "READY");
+        transition(manager, "IN_TRANSACTION");
+        field(type, "transactionStarted").setBoolean(manager, true);
+      }
+    } catch (ReflectiveOperationException e) {
+      throw incompatible(e);
+    }
+  }
+
+  @SuppressWarnings({"unchecked", "rawtypes"})
+  private static void transition(Object manager, String state) throws ReflectiveOperationException {
+    Class<? extends Enum> states = (Class<? extends Enum>) Class.forName(STATE, true,
+        manager.getClass().getClassLoader());
+    Method transitionTo = manager.getClass().getDeclaredMethod("transitionTo", states);
+    transitionTo.setAccessible(true);
+    transitionTo.invoke(manager, Enum.valueOf(states, state));
+  }
+
+  /** Throws if this kafka-clients lacks any internal that {@link #resume} uses. */
+  public static void selfCheck() {
+    try {
+      Class<?> manager = Class.forName(MANAGER);
+      field(KafkaProducer.class, "transactionManager");
+      field(manager, "txnPartitionMap").getType().getDeclaredMethod("reset");
+      field(manager, "producerIdAndEpoch");
+      field(manager, "transactionStarted");
+      Class<?> states = Class.forName(STATE);
+      manager.getDeclaredMethod("transitionTo", states);
+      for (String s : new String[] {"INITIALIZING", "READY", "IN_TRANSACTION"}) {
+        boolean found = false;
+        for (Object c : states.getEnumConstants()) found |= ((Enum<?>) c).name().equals(s);
+        if (!found) throw new NoSuchFieldException(STATE + "." + s);
+      }
+    } catch (ReflectiveOperationException e) {
+      throw incompatible(e);
+    }
+  }
+
+  private static KplexException incompatible(ReflectiveOperationException e) {
+    return new KplexException("KAFKA_CLIENTS_INTERNALS", "this kafka-clients ("
+        + org.apache.kafka.common.utils.AppInfoParser.getVersion() + ") lacks the internals that"
+        + " exactly-once commits need (" + e + "). kplex ships and is tested with the version in"
+        + " gradle.properties; use its bundled jars, or kplex.delivery = 'at_least_once'.", e);
+  }
+}

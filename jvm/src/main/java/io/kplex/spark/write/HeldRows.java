@@ -1,0 +1,118 @@
+package io.kplex.spark.write;
+
+import io.kplex.spark.errors.KplexException;
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.io.Serializable;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FSDataOutputStream;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
+
+/**
+ * The records a streaming write holds back until the event-time watermark passes them,
+ * as files in the query's checkpoint ({@code <checkpoint>/kplex/held/<epoch>/part-<p>-<task>}),
+ * in Spark's own binary row format, read through Hadoop's file system (local, HDFS, S3...).
+ * A file is written by a task of epoch E and named in E's {@link io.kplex.spark.txn.EpochMark}
+ * only once E is committed, so a rerun of E rereads exactly what E-1 left: deterministic on
+ * replay, with no state store.
+ */
+final class HeldRows implements Serializable {
+  private static final int MAGIC = 0x4b504831;  // "KPH1"
+
+  /** The Hadoop configuration of the session, shipped as bytes (Configuration is Writable). */
+  private final byte[] hadoopConf;
+  final String dir;
+
+  HeldRows(Configuration conf, String dir) {
+    this.dir = dir;
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+    try (DataOutputStream out = new DataOutputStream(bytes)) {
+      conf.write(out);
+    } catch (IOException e) {
+      throw new IllegalStateException(e);
+    }
+    this.hadoopConf = bytes.toByteArray();
+  }
+
+  private Configuration conf() throws IOException {
+    Configuration conf = new Configuration(false);
+    conf.readFields(new DataInputStream(new ByteArrayInputStream(hadoopConf)));
+    return conf;
+  }
+
+  String path(long epoch, int partitionId, long taskId) {
+    return dir + "/held/" + epoch + "/part-" + partitionId + "-" + taskId;
+  }
+
+  void write(String file, int numFields, List<UnsafeRow> rows) {
+    try {
+      Path path = new Path(file);
+      FileSystem fs = path.getFileSystem(conf());
+      try (FSDataOutputStream out = fs.create(path, true)) {
+        out.writeInt(MAGIC);
+        out.writeInt(numFields);
+        out.writeInt(rows.size());
+        for (UnsafeRow row : rows) {
+          out.writeInt(row.getSizeInBytes());
+          row.writeToStream(out, new byte[4096]);
+        }
+      }
+    } catch (IOException e) {
+      throw new KplexException("HELD_STATE", "cannot write the held-back records to " + file + ": " + e, e);
+    }
+  }
+
+  List<UnsafeRow> read(String file, int numFields) {
+    try {
+      Path path = new Path(file);
+      FileSystem fs = path.getFileSystem(conf());
+      try (DataInputStream in = new DataInputStream(fs.open(path))) {
+        if (in.readInt() != MAGIC) throw new IOException("not a kplex held-records file");
+        int fields = in.readInt();
+        if (fields != numFields) {
+          throw new KplexException("HELD_STATE", "the held-back records in " + file + " have " + fields
+              + " columns, this query writes " + numFields + ": the query changed. Restart it from a new"
+              + " checkpoint (its held-back records are then not written).");
+        }
+        int n = in.readInt();
+        List<UnsafeRow> rows = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+          byte[] b = new byte[in.readInt()];
+          in.readFully(b);
+          UnsafeRow row = new UnsafeRow(numFields);
+          row.pointTo(b, b.length);
+          rows.add(row);
+        }
+        return rows;
+      }
+    } catch (IOException e) {
+      throw new KplexException("HELD_STATE", "cannot read the held-back records of " + file
+          + " (the query's checkpoint): " + e, e);
+    }
+  }
+
+  /** Removes the held files of epochs before {@code epoch} (best effort). */
+  void clean(long epoch) {
+    try {
+      Path root = new Path(dir + "/held");
+      FileSystem fs = root.getFileSystem(conf());
+      if (!fs.exists(root)) return;
+      for (org.apache.hadoop.fs.FileStatus s : fs.listStatus(root)) {
+        try {
+          if (Long.parseLong(s.getPath().getName()) < epoch) fs.delete(s.getPath(), true);
+        } catch (NumberFormatException e) {
+          // not ours
+        }
+      }
+    } catch (IOException e) {
+      // Old files only cost space; the next epoch tries again.
+    }
+  }
+}

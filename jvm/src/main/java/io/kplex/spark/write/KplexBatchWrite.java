@@ -1,0 +1,90 @@
+package io.kplex.spark.write;
+
+import io.kplex.spark.conf.WriteConf;
+import io.kplex.spark.txn.ExactlyOnceCommitter;
+import io.kplex.spark.txn.TaskTransaction;
+import io.kplex.spark.txn.WriterLease;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.spark.sql.connector.write.BatchWrite;
+import org.apache.spark.sql.connector.write.DataWriterFactory;
+import org.apache.spark.sql.connector.write.PhysicalWriteInfo;
+import org.apache.spark.sql.connector.write.WriterCommitMessage;
+
+/** The driver side of a kplex write: hands out writers, then commits or aborts the job. */
+final class KplexBatchWrite implements BatchWrite {
+  private final WriteConf conf;
+  private final WriteSchema schema;
+  private final String queryId;
+  private WriterLease lease;
+
+  KplexBatchWrite(WriteConf conf, WriteSchema schema, String queryId) {
+    this.conf = conf;
+    this.schema = schema;
+    this.queryId = queryId;
+  }
+
+  @Override
+  public DataWriterFactory createBatchWriterFactory(PhysicalWriteInfo info) {
+    // One writer per table: fail now, naming the other writer, if one is live.
+    lease = WriterLease.acquire(conf.kafka, conf.table, queryId);
+    // Before any task writes: finish or fence what an earlier, crashed write left open.
+    committer().recover();
+    return new KplexWriterFactory(conf, schema);
+  }
+
+  @Override
+  public void commit(WriterCommitMessage[] messages) {
+    try {
+      commitTasks(messages);
+    } finally {
+      release();
+    }
+  }
+
+  private void release() {
+    if (lease != null) {
+      lease.close();
+      lease = null;
+    }
+  }
+
+  private void commitTasks(WriterCommitMessage[] messages) {
+    if (conf.exactlyOnce()) {
+      List<TaskTransaction> txns = new ArrayList<>();
+      long[] last = new long[conf.physicalPartitions];
+      java.util.Arrays.fill(last, -1L);
+      for (WriterCommitMessage m : messages) {
+        KplexCommitMessage k = (KplexCommitMessage) m;
+        if (k.txn != null) txns.add(k.txn);
+        for (int p = 0; p < last.length; p++) last[p] = Math.max(last[p], k.lastOffsets[p]);
+      }
+      committer().commit(queryId, txns, last);
+    }
+    WriteSummary.record(conf, messages);
+  }
+
+  @Override
+  public void abort(WriterCommitMessage[] messages) {
+    if (lease == null) {
+      return;  // this write never started (another writer held the table): nothing to undo
+    }
+    try {
+      if (conf.exactlyOnce()) {
+        committer().abort();
+      }
+    } finally {
+      release();
+    }
+    // At least once: what tasks sent stays; a rerun writes it again.
+  }
+
+  private ExactlyOnceCommitter committer() {
+    return new ExactlyOnceCommitter(conf.kafka, conf.table, conf.topic, conf.faults);
+  }
+
+  @Override
+  public String toString() {
+    return "KplexBatchWrite(" + conf + ")";
+  }
+}

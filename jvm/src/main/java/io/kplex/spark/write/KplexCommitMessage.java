@@ -1,0 +1,26 @@
+package io.kplex.spark.write;
+
+import io.kplex.spark.txn.TaskTransaction;
+import org.apache.spark.sql.connector.write.WriterCommitMessage;
+
+/**
+ * What a task reports once its records are flushed: how many per virtual partition, its
+ * transaction, and the offset of its last record on each physical partition.
+ */
+final class KplexCommitMessage implements WriterCommitMessage {
+  final int partitionId;
+  final long[] rowsPerVp;
+  final long dropped;
+  /** The task's open transaction (exactly once), or null (at least once). */
+  final TaskTransaction txn;
+  /** Per physical partition, the offset of the task's last record there, or -1. */
+  final long[] lastOffsets;
+
+  KplexCommitMessage(int partitionId, long[] rowsPerVp, long dropped, TaskTransaction txn, long[] lastOffsets) {
+    this.partitionId = partitionId;
+    this.rowsPerVp = rowsPerVp;
+    this.dropped = dropped;
+    this.txn = txn;
+    this.lastOffsets = lastOffsets;
+  }
+}

@@ -1,0 +1,237 @@
+package io.kplex.spark.write;
+
+import io.kplex.spark.conf.WriteConf;
+import io.kplex.spark.errors.Errors;
+import io.kplex.spark.errors.KplexException;
+import io.kplex.spark.kafka.AccessErrors;
+import io.kplex.spark.testing.FaultInjection;
+import io.kplex.spark.txn.ExactlyOnceCommitter;
+import io.kplex.spark.txn.TaskTransaction;
+import io.kplex.spark.txn.TransactionResumer;
+import io.kplex.spark.txn.TransactionalIds;
+import io.kplex.spark.wire.KeyBytes;
+import io.kplex.spark.wire.KplexHeaders;
+import io.kplex.spark.wire.OrderValues;
+import io.kplex.spark.wire.Placement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.Callback;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.internals.RecordHeader;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.util.ArrayData;
+import org.apache.spark.sql.connector.write.DataWriter;
+import org.apache.spark.sql.connector.write.WriterCommitMessage;
+import org.apache.spark.sql.types.BinaryType;
+
+/**
+ * Writes one task's rows (whole virtual partitions, sorted by order value, so each
+ * virtual partition's rows come in its order) with one Kafka producer. Sends are asynchronous: the first failed send is
+ * recorded by the callback, {@link #write} fails fast on it, and {@link #commit} checks,
+ * flushes and checks again, so nothing is reported committed before it is on the broker.
+ * Exactly once: the rows go into a Kafka transaction that this task opens and leaves
+ * open; the driver commits it ({@link ExactlyOnceCommitter}).
+ */
+public final class KplexDataWriter implements DataWriter<InternalRow> {
+
+  private final WriteConf conf;
+  private final WriteSchema schema;
+  private final int partitionId;
+  private final KeyBytes.Encoder key;
+  private final OrderValues.Reader order;
+  private final boolean timeOrder;
+  private final boolean binaryValue;
+  private final Header[] vpHeaders;
+  private final long[] rowsPerVp;
+  private final KafkaProducer<byte[], byte[]> producer;
+  /**
+   * The offset of the last record acknowledged per physical partition (-1: none). Written
+   * by the producer's I/O thread in callbacks, read after {@code flush()}, which waits for
+   * every batch to complete after its callbacks ran.
+   */
+  private final long[] lastOffsets;
+  private final Callback callback = this::acknowledged;
+  private volatile Exception failure;
+  private long dropped;
+
+  private final String transactionalId;
+  private final FaultInjection faults;
+  private final int faultAttempt;
+  private long rows;
+  private TaskTransaction txn;
+
+  KplexDataWriter(WriteConf conf, WriteSchema schema, int partitionId, int stageAttempt, int attempt) {
+    this.conf = conf;
+    this.schema = schema;
+    this.partitionId = partitionId;
+    this.faultAttempt = stageAttempt == 0 ? attempt : -1;  // faults hit the first stage attempt only
+    this.faults = conf.faults.any() ? conf.faults : null;
+    this.key = KeyBytes.encoderFor(schema.type(schema.key));
+    this.order = OrderValues.readerFor(schema.type(schema.order));
+    this.timeOrder = OrderValues.isTime(schema.type(schema.order));
+    this.binaryValue = schema.type(schema.value) instanceof BinaryType;
+    this.vpHeaders = new Header[conf.virtualPartitions];
+    this.rowsPerVp = new long[conf.virtualPartitions];
+    this.lastOffsets = new long[conf.physicalPartitions];
+    java.util.Arrays.fill(lastOffsets, -1L);
+    Map<String, Object> props = conf.kafka.producer();
+    this.transactionalId = conf.exactlyOnce()
+        ? TransactionalIds.of(conf.table, partitionId, stageAttempt, attempt) : null;
+    if (transactionalId != null) {
+      props.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, transactionalId);
+      props.putIfAbsent(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, ExactlyOnceCommitter.DEFAULT_TRANSACTION_TIMEOUT_MS);
+    }
+    this.producer = new KafkaProducer<>(props);
+    if (conf.exactlyOnce()) {
+      try {
+        producer.initTransactions();
+        producer.beginTransaction();
+      } catch (RuntimeException e) {
+        producer.close(Duration.ZERO);
+        throw AccessErrors.rethrow(conf.kafka, e, "WRITE", "transactional id '" + transactionalId + "'");
+      }
+    }
+  }
+
+  private void acknowledged(org.apache.kafka.clients.producer.RecordMetadata metadata, Exception e) {
+    if (e != null) {
+      fail(e);
+    } else if (metadata.offset() > lastOffsets[metadata.partition()]) {
+      lastOffsets[metadata.partition()] = metadata.offset();
+    }
+  }
+
+  private synchronized void fail(Exception e) {
+    if (failure == null) failure = e;
+  }
+
+  private void checkFailure() {
+    if (failure != null) {
+      KplexException access = AccessErrors.of(conf.kafka, failure, "WRITE", "topic '" + conf.topic + "'");
+      throw access != null ? access : Errors.sendFailed(conf.topic, failure);
+    }
+  }
+
+  @Override
+  public void write(InternalRow row) {
+    checkFailure();
+    boolean nullOrder = row.isNullAt(schema.order);
+    if (row.isNullAt(schema.key)) {
+      if (conf.nullKey.equals("drop")) {
+        dropped++;
+        return;
+      }
+      throw Errors.nullKey(schema.name(schema.key), nullOrder ? Long.MIN_VALUE : order.read(row, schema.order));
+    }
+    byte[] keyBytes = key.encode(row, schema.key);
+    long orderValue;
+    if (nullOrder) {
+      if (conf.nullOrder.equals("drop")) {
+        dropped++;
+        return;
+      } else if (conf.nullOrder.equals("fail")) {
+        throw Errors.nullOrder(schema.name(schema.order), KeyBytes.printable(keyBytes));
+      }
+      orderValue = Long.MIN_VALUE;
+    } else {
+      orderValue = order.read(row, schema.order);
+    }
+    int vp = Placement.virtualPartition(keyBytes, conf.virtualPartitions);
+    // A Collection: ProducerRecord copies it into its own headers in one step.
+    List<Header> headers;
+    Header orderHeader = new RecordHeader(KplexHeaders.ORDER, KplexHeaders.ascii(orderValue));
+    if (schema.headers >= 0 && !row.isNullAt(schema.headers)) {
+      headers = userHeaders(row.getArray(schema.headers));
+      headers.add(vpHeader(vp));
+      headers.add(orderHeader);
+    } else {
+      headers = Arrays.asList(vpHeader(vp), orderHeader);
+    }
+    byte[] value = row.isNullAt(schema.value) ? null
+        : binaryValue ? row.getBinary(schema.value) : row.getUTF8String(schema.value).getBytes();
+    Long timestamp = timeOrder && orderValue >= 0 ? orderValue : null;
+    producer.send(new ProducerRecord<>(conf.topic, Placement.physicalPartition(vp, conf.physicalPartitions),
+        timestamp, keyBytes, value, headers), callback);
+    rowsPerVp[vp]++;
+    rows++;
+    if (faults != null) {
+      faults.afterRow(partitionId, faultAttempt, rows, producer::flush);
+    }
+  }
+
+  /**
+   * A streaming write's late record under {@code late_policy = side_topic}: sent as it came
+   * (canonical key, value) to {@code lateTopic}, inside this task's transaction.
+   */
+  void sendLate(InternalRow row, byte[] keyBytes, String lateTopic) {
+    checkFailure();
+    byte[] value = row.isNullAt(schema.value) ? null
+        : binaryValue ? row.getBinary(schema.value) : row.getUTF8String(schema.value).getBytes();
+    producer.send(new ProducerRecord<>(lateTopic, keyBytes, value), (m, e) -> {
+      if (e != null) fail(e);
+    });
+  }
+
+  /** The kplex.vp header of a virtual partition, made once: the producer only reads headers. */
+  private Header vpHeader(int vp) {
+    Header h = vpHeaders[vp];
+    if (h == null) {
+      h = new RecordHeader(KplexHeaders.VP, KplexHeaders.ascii(vp));
+      vpHeaders[vp] = h;
+    }
+    return h;
+  }
+
+  private static List<Header> userHeaders(ArrayData array) {
+    List<Header> headers = new ArrayList<>(array.numElements() + 2);
+    for (int i = 0; i < array.numElements(); i++) {
+      InternalRow h = array.getStruct(i, 2);
+      if (h.isNullAt(0)) continue;
+      String name = h.getUTF8String(0).toString();
+      if (KplexHeaders.isReserved(name)) continue;
+      headers.add(new RecordHeader(name, h.isNullAt(1) ? null : h.getBinary(1)));
+    }
+    return headers;
+  }
+
+  @Override
+  public WriterCommitMessage commit() {
+    if (faults != null) {
+      faults.beforeCommit(partitionId, faultAttempt);
+    }
+    checkFailure();
+    producer.flush();
+    checkFailure();
+    if (conf.exactlyOnce() && rows > 0) {
+      // A transaction with no record never started on the broker: nothing to commit.
+      var id = TransactionResumer.idAndEpoch(producer);
+      txn = new TaskTransaction(transactionalId, id.producerId, id.epoch);
+    }
+    return new KplexCommitMessage(partitionId, rowsPerVp, dropped, txn, lastOffsets);
+  }
+
+  @Override
+  public void abort() {
+    if (conf.exactlyOnce()) {
+      try {
+        producer.abortTransaction();
+      } catch (RuntimeException e) {
+        // Fenced or broken: the driver fences this transaction when it aborts the job.
+      }
+    }
+    // At least once: records already sent stay; the task's retry sends them again.
+  }
+
+  @Override
+  public void close() {
+    // A flushed transaction stays open for the driver to commit: close at once, since a
+    // graceful close would abort it.
+    producer.close(txn != null ? Duration.ZERO : Duration.ofSeconds(30));
+  }
+}

@@ -1,0 +1,177 @@
+package io.kplex.spark.write;
+
+import io.kplex.spark.conf.WriteConf;
+import io.kplex.spark.errors.Errors;
+import io.kplex.spark.stream.HeldRelease;
+import io.kplex.spark.txn.EpochMark;
+import io.kplex.spark.txn.ExactlyOnceCommitter;
+import io.kplex.spark.txn.TaskTransaction;
+import io.kplex.spark.txn.WriterLease;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Consumer;
+import org.apache.spark.sql.connector.write.PhysicalWriteInfo;
+import org.apache.spark.sql.connector.write.WriterCommitMessage;
+import org.apache.spark.sql.connector.write.streaming.StreamingDataWriterFactory;
+import org.apache.spark.sql.connector.write.streaming.StreamingWrite;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The driver side of a streaming query writing a kplex table: each micro-batch (epoch) is
+ * written as a batch write is, and committed as one ({@link ExactlyOnceCommitter}), with
+ * the epoch recorded in the commit log in the same step ({@link EpochMark}): Spark may call
+ * {@link #commit} twice for an epoch, or run it again after a driver restart, and a
+ * committed epoch writes nothing a second time. Order across epochs: see
+ * {@link StreamingDataWriter}; the bounds it uses come from the last epoch's mark.
+ */
+final class KplexStreamingWrite implements StreamingWrite {
+  private static final Logger LOG = LoggerFactory.getLogger(KplexStreamingWrite.class);
+
+  private final WriteConf conf;
+  private final WriteSchema schema;
+  private final String queryId;
+  private final HeldRows held;
+  private final Consumer<Map<String, String>> progress;
+  private final ExactlyOnceCommitter committer;
+  private boolean recovered;
+  private WriterLease lease;
+  /** Epoch -> the release bound its tasks were given (Long.MAX_VALUE: the source went idle). */
+  private final Map<Long, Long> releaseBounds = new ConcurrentHashMap<>();
+
+  KplexStreamingWrite(WriteConf conf, WriteSchema schema, String queryId, HeldRows held,
+      Consumer<Map<String, String>> progress) {
+    this.conf = conf;
+    this.schema = schema;
+    this.queryId = queryId;
+    this.held = held;
+    this.progress = progress;
+    this.committer = new ExactlyOnceCommitter(conf.kafka, conf.table, conf.topic, conf.faults);
+  }
+
+  @Override
+  public StreamingDataWriterFactory createStreamingWriterFactory(PhysicalWriteInfo info) {
+    // One writer per table, epoch by epoch: fail naming the other writer if one is live.
+    release();
+    lease = WriterLease.acquire(conf.kafka, conf.table, queryId);
+    if (!recovered) {
+      // Once per run of the query: finish what a killed driver left half committed, fence
+      // what its tasks left open, so nothing pins the topic's last stable offset.
+      committer.recover();
+      recovered = true;
+    }
+    EpochMark last = committer.lastEpoch(queryId);
+    boolean flush = HeldRelease.take();
+    long release = flush ? Long.MAX_VALUE : last.releaseBound();
+    releaseBounds.put(last.epoch() + 1, release);
+    held.clean(last.epoch());
+    return new StreamingWriterFactory(conf, schema, last, release, held, info.numPartitions());
+  }
+
+  private void release() {
+    if (lease != null) {
+      lease.close();
+      lease = null;
+    }
+  }
+
+  @Override
+  public void commit(long epochId, WriterCommitMessage[] messages) {
+    try {
+      commitEpoch(epochId, messages);
+    } finally {
+      release();
+    }
+  }
+
+  private void commitEpoch(long epochId, WriterCommitMessage[] messages) {
+    long started = System.nanoTime();
+    EpochMark last = committer.lastEpoch(queryId);
+    if (epochId <= last.epoch()) {
+      LOG.info("kplex: epoch {} of query {} is already committed to table {}: nothing more to write",
+          epochId, queryId, conf.table);
+      return;
+    }
+    List<TaskTransaction> txns = new ArrayList<>();
+    List<String> heldFiles = new ArrayList<>();
+    long[] lastOffsets = new long[conf.physicalPartitions];
+    Arrays.fill(lastOffsets, -1L);
+    List<WriterCommitMessage> written = new ArrayList<>();
+    long maxSeen = last.maxSeen();
+    long maxReleased = Long.MIN_VALUE;
+    long late = 0;
+    long heldRows = 0;
+    for (WriterCommitMessage m : messages) {
+      EpochCommitMessage e = (EpochCommitMessage) m;
+      if (e.written != null) {
+        written.add(e.written);
+        if (e.written.txn != null) txns.add(e.written.txn);
+        for (int p = 0; p < lastOffsets.length; p++) lastOffsets[p] = Math.max(lastOffsets[p], e.written.lastOffsets[p]);
+      }
+      if (e.heldFile != null) heldFiles.add(e.heldFile);
+      maxSeen = Math.max(maxSeen, e.maxSeen);
+      maxReleased = Math.max(maxReleased, e.maxReleased);
+      late += e.late;
+      heldRows += e.held;
+    }
+    long release = releaseBounds.getOrDefault(epochId, last.releaseBound());
+    long lateBound = Math.max(last.lateBound(), release == Long.MAX_VALUE ? maxReleased : release);
+    long watermark = maxSeen < Long.MIN_VALUE + conf.maxDelayMs ? Long.MIN_VALUE : maxSeen - conf.maxDelayMs;
+    EpochMark mark = new EpochMark(conf.table, queryId, epochId, lateBound, Math.max(lateBound, watermark),
+        maxSeen, heldFiles);
+    if (conf.exactlyOnce()) {
+      committer.commit(queryId, txns, lastOffsets, mark);
+    } else {
+      committer.mark(mark);
+    }
+    releaseBounds.remove(epochId);
+    WriteSummary.record(conf, written.toArray(new WriterCommitMessage[0]));
+    Map<String, String> figures = new LinkedHashMap<>();
+    figures.put("epoch", Long.toString(epochId));
+    figures.put("rowsPerVirtualPartition", rowsPerVp(written));
+    figures.put("lateRecords", Long.toString(late));
+    figures.put("heldRecords", Long.toString(heldRows));
+    figures.put("watermark", Long.toString(mark.releaseBound()));
+    figures.put("commitMs", Long.toString((System.nanoTime() - started) / 1_000_000));
+    progress.accept(figures);
+  }
+
+  private String rowsPerVp(List<WriterCommitMessage> written) {
+    long[] perVp = new long[conf.virtualPartitions];
+    for (WriterCommitMessage m : written) {
+      long[] rows = ((KplexCommitMessage) m).rowsPerVp;
+      for (int vp = 0; vp < perVp.length; vp++) perVp[vp] += rows[vp];
+    }
+    StringBuilder out = new StringBuilder("{");
+    for (int vp = 0; vp < perVp.length; vp++) {
+      if (perVp[vp] == 0) continue;
+      if (out.length() > 1) out.append(',');
+      out.append('"').append(vp).append("\":").append(perVp[vp]);
+    }
+    return out.append('}').toString();
+  }
+
+  @Override
+  public void abort(long epochId, WriterCommitMessage[] messages) {
+    releaseBounds.remove(epochId);
+    if (lease == null) {
+      return;  // never started (another writer held the table)
+    }
+    try {
+      if (conf.exactlyOnce()) {
+        committer.abort();
+      }
+    } finally {
+      release();
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "KplexStreamingWrite(" + conf + ", query " + queryId + ")";
+  }
+}

@@ -1,0 +1,65 @@
+package io.kplex.spark.write;
+
+import io.kplex.spark.conf.WriteConf;
+import io.kplex.spark.errors.Errors;
+import java.util.Map;
+import java.util.function.Consumer;
+import org.apache.spark.SparkContext;
+import org.apache.spark.sql.connector.write.streaming.StreamingWrite;
+import org.apache.spark.sql.connector.distributions.Distribution;
+import org.apache.spark.sql.connector.expressions.SortOrder;
+import org.apache.spark.sql.connector.write.BatchWrite;
+import org.apache.spark.sql.connector.write.RequiresDistributionAndOrdering;
+import org.apache.spark.sql.types.BinaryType;
+
+/** A planned kplex write: its requirements on Spark, and the batch write that runs it. */
+final class KplexWrite implements RequiresDistributionAndOrdering {
+  private final WriteConf conf;
+  private final WriteSchema schema;
+  private final String queryId;
+  private final WriteRequirements requirements;
+  /** Where a streaming write keeps its held-back records (null: none given). */
+  private final String checkpoint;
+  private final Consumer<Map<String, String>> progress;
+
+  KplexWrite(WriteConf conf, WriteSchema schema, String queryId, String checkpoint,
+      Consumer<Map<String, String>> progress) {
+    this.conf = conf;
+    this.schema = schema;
+    this.queryId = queryId;
+    this.checkpoint = checkpoint;
+    this.progress = progress;
+    this.requirements = WriteRequirements.of(schema.name(schema.key),
+        schema.type(schema.key) instanceof BinaryType, schema.name(schema.order),
+        schema.name(schema.value), conf.virtualPartitions, conf.nullKey, conf.nullOrder);
+  }
+
+  @Override public Distribution requiredDistribution() { return requirements.distribution; }
+  @Override public boolean distributionStrictlyRequired() { return true; }
+  @Override public SortOrder[] requiredOrdering() { return requirements.ordering; }
+
+  @Override
+  public BatchWrite toBatch() {
+    return new KplexBatchWrite(conf, schema, queryId);
+  }
+
+  @Override
+  public StreamingWrite toStreaming() {
+    if (checkpoint == null) {
+      throw Errors.noCheckpoint(conf.table);
+    }
+    HeldRows held = new HeldRows(SparkContext.getOrCreate().hadoopConfiguration(),
+        checkpoint.replaceAll("/+$", "") + "/kplex");
+    return new KplexStreamingWrite(conf, schema, queryId, held, progress);
+  }
+
+  @Override
+  public String description() {
+    return "kplex " + conf + " [" + schema + "]";
+  }
+
+  @Override
+  public String toString() {
+    return description();
+  }
+}

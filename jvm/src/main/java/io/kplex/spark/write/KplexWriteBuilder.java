@@ -1,0 +1,74 @@
+package io.kplex.spark.write;
+
+import io.kplex.spark.catalog.KplexTable;
+import io.kplex.spark.catalog.TableDefinition;
+import io.kplex.spark.catalog.TableStore;
+import io.kplex.spark.conf.WriteConf;
+import io.kplex.spark.errors.Errors;
+import java.util.Map;
+import io.kplex.spark.txn.TransactionalIds;
+import org.apache.kafka.common.acl.AclOperation;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.connector.write.LogicalWriteInfo;
+import org.apache.spark.sql.connector.write.Write;
+import org.apache.spark.sql.connector.write.WriteBuilder;
+
+/** Validates the written schema and the settings when the query is planned. */
+public final class KplexWriteBuilder implements WriteBuilder {
+  private final KplexTable table;
+  private final LogicalWriteInfo info;
+
+  public KplexWriteBuilder(KplexTable table, LogicalWriteInfo info) {
+    this.table = table;
+    this.info = info;
+  }
+
+  @Override
+  public Write build() {
+    TableDefinition def = table.definition().orElseThrow(() -> table.exists()
+        ? Errors.notAKplexTable(table.topic()) : Errors.unknownTopic(table.topic()));
+    WriteSchema schema = WriteSchema.resolve(info.schema());
+    Map<String, String> options = info.options().asCaseSensitiveMap();
+    WriteConf conf = new WriteConf(def, table.catalogOptions(), options, sessionSettings());
+    try (TableStore store = new TableStore(conf.kafka, table.metadataTopic())) {
+      int actual = store.partitionCount(conf.topic).orElseThrow(() -> Errors.unknownTopic(conf.topic));
+      if (actual != conf.physicalPartitions) {
+        throw Errors.partitionMismatch(conf.topic, actual, conf.physicalPartitions);
+      }
+      // Fail before any task starts if the principal may not write the topic (secured Kafka).
+      store.requireAllowed(conf.topic, AclOperation.WRITE);
+      if (conf.exactlyOnce()) {
+        store.requireTransactionalIds(TransactionalIds.prefix(conf.table));
+      }
+    }
+    return new KplexWrite(conf, schema, info.queryId(), checkpoint(options, info.queryId()), table::reportEpoch);
+  }
+
+  /**
+   * A streaming write's checkpoint: the query's {@code checkpointLocation} option, else the
+   * session's {@code spark.sql.streaming.checkpointLocation}/&lt;query id&gt;; null if neither.
+   */
+  private static String checkpoint(Map<String, String> options, String queryId) {
+    for (Map.Entry<String, String> e : options.entrySet()) {
+      if (e.getKey().equalsIgnoreCase("checkpointLocation")) return e.getValue();
+    }
+    String[] root = {null};
+    SparkSession.getActiveSession().foreach(session -> {
+      root[0] = session.conf().get("spark.sql.streaming.checkpointLocation", null);
+      return null;
+    });
+    return root[0] == null ? null : root[0] + "/" + queryId;
+  }
+
+  /** The active session's {@code spark.kplex.*} settings, as {@code kplex.*} keys. */
+  private static Map<String, String> sessionSettings() {
+    Map<String, String> settings = new java.util.HashMap<>();
+    SparkSession.getActiveSession().foreach(session -> {
+      scala.jdk.javaapi.CollectionConverters.asJava(session.conf().getAll()).forEach((k, v) -> {
+        if (k.startsWith("spark.kplex.")) settings.put(k.substring("spark.".length()), v);
+      });
+      return null;
+    });
+    return settings;
+  }
+}

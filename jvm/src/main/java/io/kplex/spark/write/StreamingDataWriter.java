@@ -1,0 +1,172 @@
+package io.kplex.spark.write;
+
+import io.kplex.spark.conf.WriteConf;
+import io.kplex.spark.errors.Errors;
+import io.kplex.spark.wire.KeyBytes;
+import io.kplex.spark.wire.OrderValues;
+import io.kplex.spark.wire.Placement;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.List;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
+import org.apache.spark.sql.connector.write.DataWriter;
+import org.apache.spark.sql.connector.write.WriterCommitMessage;
+import org.apache.spark.sql.types.BinaryType;
+import org.apache.spark.unsafe.hash.Murmur3_x86_32;
+
+/**
+ * One task of a streaming epoch: the batch writer ({@link KplexDataWriter}) behind an
+ * event-time gate that keeps each virtual partition in order across micro-batches (G2).
+ * The task's rows arrive sorted (order value, key bytes, value), as in a batch write; the
+ * records it held back in the previous epoch, sorted the same way, are merged in. Each
+ * record then:
+ * <ul>
+ *   <li>below the epoch's late bound (everything below it was released earlier): is late,
+ *       and meets {@code kplex.late_policy} (fail, drop and count, or the side topic);</li>
+ *   <li>below the release bound (the watermark: largest order value seen up to the last
+ *       epoch, minus {@code kplex.max_delay_ms}): is written now;</li>
+ *   <li>else: is held back, in a file of the query's checkpoint ({@link HeldRows}).</li>
+ * </ul>
+ * Rows with a NULL key, or a NULL order under 'fail'/'drop', go straight to the batch
+ * writer, which applies the NULL policies.
+ */
+final class StreamingDataWriter implements DataWriter<InternalRow> {
+  private final KplexDataWriter out;
+  private final WriteConf conf;
+  private final WriteSchema schema;
+  private final int partitionId;
+  private final int numPartitions;
+  private final String heldFile;
+  private final HeldRows held;
+  private final long lateBound;
+  private final long releaseBound;
+  private final KeyBytes.Encoder key;
+  private final boolean keyIsBytes;
+  private final OrderValues.Reader order;
+  private final boolean binaryValue;
+  private final UnsafeProjection toUnsafe;
+  private final ArrayDeque<Entry> previous;
+  private final List<UnsafeRow> holding = new ArrayList<>();
+  private long maxSeen = Long.MIN_VALUE;
+  private long maxReleased = Long.MIN_VALUE;
+  private long late;
+
+  /** A row with what it is ordered by. */
+  private record Entry(UnsafeRow row, long order, byte[] key, byte[] value) {}
+
+  private static final Comparator<Entry> ORDER = (a, b) -> {
+    int c = Long.compare(a.order, b.order);
+    if (c != 0) return c;
+    c = Arrays.compareUnsigned(a.key, b.key);
+    if (c != 0) return c;
+    if (a.value == null || b.value == null) return a.value == null ? (b.value == null ? 0 : -1) : 1;
+    return Arrays.compareUnsigned(a.value, b.value);
+  };
+
+  StreamingDataWriter(KplexDataWriter out, WriteConf conf, WriteSchema schema, int partitionId, int numPartitions,
+      long lateBound, long releaseBound, HeldRows held, List<String> heldBefore, String heldFile) {
+    this.out = out;
+    this.conf = conf;
+    this.schema = schema;
+    this.partitionId = partitionId;
+    this.numPartitions = numPartitions;
+    this.lateBound = lateBound;
+    this.releaseBound = releaseBound;
+    this.held = held;
+    this.heldFile = heldFile;
+    this.key = KeyBytes.encoderFor(schema.type(schema.key));
+    this.keyIsBytes = schema.type(schema.key) instanceof BinaryType;
+    this.order = OrderValues.readerFor(schema.type(schema.order));
+    this.binaryValue = schema.type(schema.value) instanceof BinaryType;
+    this.toUnsafe = UnsafeProjection.create(schema.schema);
+    List<Entry> mine = new ArrayList<>();
+    for (String file : heldBefore) {
+      for (UnsafeRow row : held.read(file, schema.schema.length())) {
+        Entry e = entry(row);
+        if (owner(Placement.virtualPartition(e.key, conf.virtualPartitions)) == partitionId) mine.add(e);
+      }
+    }
+    mine.sort(ORDER);
+    this.previous = new ArrayDeque<>(mine);
+  }
+
+  /** The task Spark's hash partitioning gives a virtual partition (pmod of Murmur3, seed 42). */
+  private int owner(int vp) {
+    int h = Murmur3_x86_32.hashInt(vp, 42);
+    return ((h % numPartitions) + numPartitions) % numPartitions;
+  }
+
+  private Entry entry(UnsafeRow row) {
+    long o = row.isNullAt(schema.order) ? Long.MIN_VALUE : order.read(row, schema.order);
+    byte[] k = keyIsBytes ? row.getBinary(schema.key) : key.encode(row, schema.key);
+    byte[] v = row.isNullAt(schema.value) ? null
+        : binaryValue ? row.getBinary(schema.value) : row.getUTF8String(schema.value).getBytes();
+    return new Entry(row, o, k, v);
+  }
+
+  @Override
+  public void write(InternalRow row) {
+    if (row.isNullAt(schema.key) || (row.isNullAt(schema.order) && !"first".equals(conf.nullOrder))) {
+      out.write(row);
+      return;
+    }
+    UnsafeRow unsafe = (row instanceof UnsafeRow ? (UnsafeRow) row : toUnsafe.apply(row)).copy();
+    Entry e = entry(unsafe);
+    int vp = Placement.virtualPartition(e.key, conf.virtualPartitions);
+    if (owner(vp) != partitionId) {
+      throw Errors.streamingPlacement(vp, partitionId, numPartitions);
+    }
+    maxSeen = Math.max(maxSeen, e.order);
+    while (!previous.isEmpty() && ORDER.compare(previous.peek(), e) <= 0) {
+      emit(previous.poll());
+    }
+    emit(e);
+  }
+
+  private void emit(Entry e) {
+    if (e.order < lateBound) {
+      late++;
+      switch (conf.latePolicy) {
+        case "drop":
+          return;
+        case "side_topic":
+          out.sendLate(e.row, e.key, conf.lateTopic);
+          return;
+        default:
+          throw Errors.lateRecord(conf.table, KeyBytes.printable(e.key), e.order, lateBound, conf.maxDelayMs);
+      }
+    }
+    if (e.order < releaseBound) {
+      out.write(e.row);
+      maxReleased = Math.max(maxReleased, e.order);
+    } else {
+      holding.add(e.row);
+    }
+  }
+
+  @Override
+  public WriterCommitMessage commit() {
+    while (!previous.isEmpty()) emit(previous.poll());
+    String file = null;
+    if (!holding.isEmpty()) {
+      held.write(heldFile, schema.schema.length(), holding);
+      file = heldFile;
+    }
+    KplexCommitMessage written = (KplexCommitMessage) out.commit();
+    return new EpochCommitMessage(written, file, holding.size(), maxSeen, maxReleased, late);
+  }
+
+  @Override
+  public void abort() {
+    out.abort();
+  }
+
+  @Override
+  public void close() {
+    out.close();
+  }
+}

@@ -1,0 +1,145 @@
+package io.kplex.spark.write;
+
+import io.kplex.spark.errors.Errors;
+import io.kplex.spark.functions.KplexFunctions;
+import io.kplex.spark.wire.OrderValues;
+import java.io.Serializable;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import org.apache.spark.sql.types.ArrayType;
+import org.apache.spark.sql.types.BinaryType;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.StringType;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+
+/**
+ * Which column of the written data plays which role, decided once at planning time:
+ * <ul>
+ *   <li>key: the output of {@code kplex_key(...)} or a column named {@code key} (any type;
+ *       canonicalized like kplex_key);</li>
+ *   <li>order: the output of {@code kplex_order(...)} or a column named {@code order_value}
+ *       or {@code order} (TIMESTAMP, TIMESTAMP_NTZ, DATE or integral);</li>
+ *   <li>value: a column named {@code value}, else the one column left over (BINARY or STRING);</li>
+ *   <li>headers: optional, {@code ARRAY<STRUCT<key: STRING, value: BINARY>>}.</li>
+ * </ul>
+ */
+final class WriteSchema implements Serializable {
+  final int key;
+  final int order;
+  final int value;
+  final int headers;
+  final StructType schema;
+
+  private WriteSchema(StructType schema, int key, int order, int value, int headers) {
+    this.schema = schema;
+    this.key = key;
+    this.order = order;
+    this.value = value;
+    this.headers = headers;
+  }
+
+  String name(int column) {
+    return schema.fields()[column].name();
+  }
+
+  DataType type(int column) {
+    return schema.fields()[column].dataType();
+  }
+
+  static WriteSchema resolve(StructType schema) {
+    StructField[] fields = schema.fields();
+    List<String> names = new ArrayList<>();
+    for (StructField f : fields) names.add(f.name());
+    int key = pick(fields, "key", "kplex_key(...) or a column named `key`", names,
+        f -> made(f, KplexFunctions.KEY) || named(f, "key") || isCall(f, KplexFunctions.KEY));
+    int order = pick(fields, "order", "kplex_order(...) or a column named `order_value`", names,
+        f -> made(f, KplexFunctions.ORDER) || named(f, "order_value") || named(f, "order")
+            || isCall(f, KplexFunctions.ORDER));
+    int headers = find(fields, "headers", f -> named(f, "headers"));
+    int value = find(fields, "value", f -> named(f, "value") && !made(f, KplexFunctions.KEY)
+        && !made(f, KplexFunctions.ORDER));
+    List<String> rest = new ArrayList<>();
+    for (int i = 0; i < fields.length; i++) {
+      if (i != key && i != order && i != headers && i != value) rest.add(fields[i].name());
+    }
+    if (value < 0 && rest.size() == 1) {
+      value = names.indexOf(rest.remove(0));
+    }
+    if (value < 0) {
+      throw Errors.missingColumn("value", "a column named `value` (BINARY or STRING)", names);
+    }
+    if (!rest.isEmpty()) {
+      throw Errors.unexpectedColumns(rest);
+    }
+    DataType orderType = fields[order].dataType();
+    if (!OrderValues.isSupported(orderType)) {
+      throw Errors.unsupportedOrderType(fields[order].name(), orderType.sql());
+    }
+    DataType valueType = fields[value].dataType();
+    if (!(valueType instanceof BinaryType || valueType instanceof StringType)) {
+      throw Errors.badColumnType("value", fields[value].name(), valueType.sql(),
+          "BINARY or STRING (use to_json(...) for structured values)");
+    }
+    if (headers >= 0 && !isHeaders(fields[headers].dataType())) {
+      throw Errors.badColumnType("headers", "headers", fields[headers].dataType().sql(),
+          "ARRAY<STRUCT<key: STRING, value: BINARY>>");
+    }
+    return new WriteSchema(schema, key, order, value, headers);
+  }
+
+  /** The column is the output of a kplex function (tagged by {@link KplexFunctions.Builder}). */
+  private static boolean made(StructField f, String function) {
+    return f.metadata().contains(KplexFunctions.ROLE)
+        && f.metadata().getString(KplexFunctions.ROLE).equals(function);
+  }
+
+  private static boolean named(StructField f, String name) {
+    return f.name().equalsIgnoreCase(name);
+  }
+
+  /** The catalog-qualified call {@code kplex.kplex_key(x)} has no tag, only its name. */
+  private static boolean isCall(StructField f, String function) {
+    String n = f.name().toLowerCase(Locale.ROOT);
+    return n.startsWith(function + "(") || n.startsWith("kplex." + function + "(");
+  }
+
+  private static int pick(StructField[] fields, String role, String how, List<String> names,
+      java.util.function.Predicate<StructField> matches) {
+    int found = find(fields, role, matches);
+    if (found < 0) {
+      throw Errors.missingColumn(role, how, names);
+    }
+    return found;
+  }
+
+  private static int find(StructField[] fields, String role, java.util.function.Predicate<StructField> matches) {
+    List<String> candidates = new ArrayList<>();
+    int found = -1;
+    for (int i = 0; i < fields.length; i++) {
+      if (matches.test(fields[i])) {
+        candidates.add(fields[i].name());
+        found = i;
+      }
+    }
+    if (candidates.size() > 1) {
+      throw Errors.ambiguousColumn(role, candidates);
+    }
+    return found;
+  }
+
+  private static boolean isHeaders(DataType type) {
+    if (!(type instanceof ArrayType)) return false;
+    DataType element = ((ArrayType) type).elementType();
+    if (!(element instanceof StructType)) return false;
+    StructField[] f = ((StructType) element).fields();
+    return f.length == 2 && f[0].dataType() instanceof StringType && f[1].dataType() instanceof BinaryType;
+  }
+
+  @Override
+  public String toString() {
+    return "key=" + name(key) + ", order=" + name(order) + ", value=" + name(value)
+        + (headers >= 0 ? ", headers" : "");
+  }
+}

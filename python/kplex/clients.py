@@ -1,0 +1,108 @@
+"""The plain Kafka clients (confluent-kafka) kplex opens outside Spark, set up in one place.
+
+:data:`QUIET` takes librdkafka's own log lines (connection refused while a broker
+starts, ...): kplex reports what goes wrong as exceptions instead. :func:`consumer`
+is the consumer every read uses: ``read_committed`` (G3), committing nothing, from
+the earliest offset, telling when a partition ends.
+
+>>> c = consumer("localhost:9092")  # doctest: +SKIP
+>>> partitions(c, "pageviews", timeout=10)  # doctest: +SKIP
+[0, 1, 2]
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any, Mapping
+
+from confluent_kafka import Consumer, KafkaError, KafkaException
+
+from kplex.errors import KplexError, NotAuthenticatedError, NotAuthorizedError
+
+__all__ = ["QUIET", "consumer", "partitions", "access_error"]
+
+QUIET = logging.getLogger("kplex.librdkafka")
+QUIET.addHandler(logging.NullHandler())
+QUIET.propagate = False
+
+
+class _Consumer(Consumer):
+    """A consumer that remembers the login failures librdkafka reports (it retries them
+    forever, and only says so through ``error_cb``), to tell them from a broker that is down."""
+
+    bootstrap: str
+    principal: str
+    login_failures: list[KafkaError]
+
+
+_LOGIN = (KafkaError._AUTHENTICATION, KafkaError._SSL)
+_AUTHORIZATION = {
+    KafkaError.TOPIC_AUTHORIZATION_FAILED: "topic",
+    KafkaError.GROUP_AUTHORIZATION_FAILED: "consumer group",
+    KafkaError.CLUSTER_AUTHORIZATION_FAILED: "the cluster",
+}
+
+
+def consumer(bootstrap: str, config: Mapping[str, Any] | None = None) -> Consumer:
+    """A consumer of ``bootstrap`` for reading ranges of offsets; ``config`` adds or
+    overrides librdkafka settings (security, ...)."""
+    failures: list[KafkaError] = []
+
+    def on_error(error: KafkaError) -> None:
+        if error.code() in _LOGIN:
+            failures.append(error)
+
+    settings: dict[str, Any] = {
+        "bootstrap.servers": bootstrap,
+        "group.id": f"kplex-read-{uuid.uuid4().hex}",
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "enable.partition.eof": True,
+        "isolation.level": "read_committed",
+        "auto.offset.reset": "earliest",
+        "logger": QUIET,
+    }
+    settings.update(config or {})
+    settings["error_cb"] = on_error
+    client = _Consumer(settings)
+    client.bootstrap, client.login_failures = bootstrap, failures
+    user = settings.get("sasl.username")
+    client.principal = f"User:{user}" if user else "User:ANONYMOUS"
+    return client
+
+
+def access_error(client: Consumer, error: KafkaError | None = None, operation: str = "READ",
+                 resource: str = "") -> KplexError | None:
+    """The kplex error for a refused login (seen by ``client``) or a missing ACL
+    (``error``), naming the principal, the operation and the resource; None if neither."""
+    principal = getattr(client, "principal", "the client's principal")
+    bootstrap = getattr(client, "bootstrap", "the broker")
+    if error is not None and error.code() in _AUTHORIZATION:
+        what = resource or _AUTHORIZATION[error.code()]
+        return NotAuthorizedError(
+            f"[KPLEX_NOT_AUTHORIZED] principal {principal} is not allowed to {operation} {what} on {bootstrap}:"
+            f" grant it an ACL for {operation} on {what} (the README's 'Secured Kafka' lists every ACL"
+            f" kplex needs). Kafka said: {error.str()}")
+    client.poll(0.5)  # serves error_cb: librdkafka reports a refused login there, nowhere else
+    failures = getattr(client, "login_failures", [])
+    if failures or (error is not None and error.code() in _LOGIN):
+        said = (failures or [error])[-1].str()
+        return NotAuthenticatedError(
+            f"[KPLEX_NOT_AUTHENTICATED] the broker at {bootstrap} did not authenticate principal {principal}:"
+            f" wrong password, unknown user, SASL mechanism or TLS trust (check the --kafka-config file)."
+            f" Kafka said: {said}")
+    return None
+
+
+def partitions(client: Consumer, topic: str, timeout: float) -> list[int] | None:
+    """The partitions of ``topic``, sorted; None if it does not exist."""
+    try:
+        metadata = client.list_topics(topic, timeout=timeout).topics.get(topic)
+    except KafkaException as e:
+        raise access_error(client) or KplexError(f"no Kafka broker answered: {e}") from None
+    if metadata is None or metadata.error is not None:
+        if metadata is not None and metadata.error.code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
+            raise access_error(client, metadata.error, "DESCRIBE", f"topic '{topic}'") or KafkaException(metadata.error)
+        return None
+    return sorted(metadata.partitions)

@@ -1,0 +1,110 @@
+"""``kplex.late_policy`` for the reader outside Spark: what happens to a record of a
+read-time table that comes later than ``kplex.max_delay_ms`` allows.
+
+``fail`` raises :class:`~kplex.errors.LateRecordError` naming the record, ``drop``
+counts it in :class:`~kplex.reader.ReadStats`, ``side_topic`` sends it to
+``kplex.late_topic`` (created with one partition if missing, as Spark does) as it
+was, plus the headers ``kplex.vp``, ``kplex.order``, ``kplex.source_partition`` and
+``kplex.source_offset``.
+
+>>> late = LateRecords("localhost:9092", info, {}, stats)  # doctest: +SKIP
+>>> late.handle(msg, vp=3, order=1565606197468, partition_max=1565606230000)  # doctest: +SKIP
+>>> late.flush(); late.close()  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Mapping
+
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
+
+from kplex.clients import QUIET
+from kplex.errors import KplexError, LateRecordError
+from kplex.placement import ORDER_HEADER, VP_HEADER
+
+if TYPE_CHECKING:  # pragma: no cover - the reader imports this module
+    from kplex.reader import ReadStats, TableInfo
+
+__all__ = ["LateRecords", "ensure_late_topic"]
+
+
+def ensure_late_topic(bootstrap: str, topic: str, config: Mapping[str, Any], timeout: float = 30.0) -> None:
+    """Create the side topic for late records (one partition) if it does not exist, as Spark does."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    settings = {"bootstrap.servers": bootstrap, "logger": QUIET}
+    settings.update({k: v for k, v in config.items() if k.startswith(("security.", "sasl.", "ssl."))})
+    admin = AdminClient(settings)
+    if topic in admin.list_topics(timeout=timeout).topics:
+        return
+    try:
+        admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=-1)])[topic].result(timeout)
+    except KafkaException as e:
+        if e.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+            raise
+
+
+class LateRecords:
+    """``kplex.late_policy`` for the reader: fail, drop (counted), or send to the side topic."""
+
+    def __init__(self, bootstrap: str, info: TableInfo, config: Mapping[str, Any], stats: ReadStats) -> None:
+        self.bootstrap = bootstrap
+        self.info = info
+        self.config = config
+        self.stats = stats
+        self.producer: Producer | None = None
+        self.errors: list[KafkaError] = []
+
+    def handle(self, msg: Message, vp: int, order: int, partition_max: int | None) -> None:
+        policy = self.info.late_policy
+        if policy == "drop":
+            self.stats.late_dropped += 1
+        elif policy == "side_topic":
+            self.send(msg, vp, order)
+            self.stats.late_to_side_topic += 1
+        else:
+            raise LateRecordError(
+                f"[KPLEX_LATE_RECORD] table {self.info.name}: the record at {msg.topic()}-"
+                f"{msg.partition()} offset {msg.offset()} has order value {order},"
+                f" {None if partition_max is None else partition_max - order} ms behind the largest"
+                f" order value seen before it on that partition ({partition_max}), beyond"
+                f" 'kplex.max_delay_ms' = {self.info.max_delay_ms}. Raise 'kplex.max_delay_ms', or"
+                " set 'kplex.late_policy' to 'drop' or 'side_topic' (with 'kplex.late_topic').")
+
+    def send(self, msg: Message, vp: int, order: int) -> None:
+        """The source record as it was, plus kplex.vp, kplex.order and where it came from."""
+        if self.producer is None:
+            ensure_late_topic(self.bootstrap, self.info.late_topic or "", self.config)
+            settings = {"bootstrap.servers": self.bootstrap, "enable.idempotence": True,
+                        "logger": QUIET}
+            settings.update({k: v for k, v in self.config.items() if not k.startswith(("group.", "isolation."))})
+            self.producer = Producer(settings)
+        headers = list(msg.headers() or ()) + [
+            (VP_HEADER, str(vp).encode()), (ORDER_HEADER, str(order).encode()),
+            ("kplex.source_partition", str(msg.partition()).encode()),
+            ("kplex.source_offset", str(msg.offset()).encode())]
+        kind, ts = msg.timestamp()
+        extra = {"timestamp": ts} if ts >= 0 else {}
+        while True:
+            try:
+                self.producer.produce(self.info.late_topic, key=msg.key(), value=msg.value(),
+                                      headers=headers, on_delivery=self._delivered, **extra)
+                break
+            except BufferError:
+                self.producer.poll(0.1)
+        self.producer.poll(0)
+
+    def _delivered(self, err: KafkaError | None, _msg: Message) -> None:
+        if err is not None:
+            self.errors.append(err)
+
+    def flush(self) -> None:
+        if self.producer is not None:
+            if self.producer.flush(60) or self.errors:
+                raise KplexError(f"[KPLEX_SEND_FAILED] sending late records to"
+                                 f" {self.info.late_topic!r} failed: {self.errors[:1] or 'timeout'}")
+
+    def close(self) -> None:
+        if self.producer is not None:
+            self.producer.flush(5)
+            self.producer = None

@@ -1,0 +1,94 @@
+"""Spark servers with kplex on them: a Spark Connect server (the thin clients of Spark 4,
+Databricks' serverless and shared clusters) and the Thrift JDBC/ODBC server (BI tools,
+beeline). Each is a real Spark driver JVM started with pyspark's own ``spark-submit``,
+kplex's jars, its SQL extension and its catalog.
+
+    $ kplex server connect --bootstrap broker:9092 --port 15002     # sc://localhost:15002
+    $ kplex server thrift --bootstrap broker:9092 --port 10000      # jdbc:hive2://localhost:10000
+
+>>> command("connect", "broker:9092", port=15002)[1:3]     # doctest: +SKIP
+['--class', 'org.apache.spark.sql.connect.service.SparkConnectServer']
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from kplex.session import CATALOG_CLASS, EXTENSIONS_CLASS, REDACTION_REGEX, jars
+
+__all__ = ["KINDS", "command", "spark_home"]
+
+#: Server kind -> (main class, default port).
+KINDS: dict[str, tuple[str, int]] = {
+    "connect": ("org.apache.spark.sql.connect.service.SparkConnectServer", 15002),
+    "thrift": ("org.apache.spark.sql.hive.thriftserver.HiveThriftServer2", 10000),
+}
+
+
+def spark_home() -> Path:
+    """``$SPARK_HOME``, else the installed pyspark (whose ``bin/`` has ``spark-submit``)."""
+    if os.environ.get("SPARK_HOME"):
+        return Path(os.environ["SPARK_HOME"])
+    import pyspark
+
+    return Path(pyspark.__file__).resolve().parent
+
+
+def command(kind: str, bootstrap: str, port: int | None = None, host: str = "127.0.0.1",
+            master: str = "local[*]", conf: Mapping[str, str] | None = None,
+            catalog: str = "kplex", kafka_options: Mapping[str, str] | None = None) -> list[str]:
+    """The ``spark-submit`` command line of a ``kind`` server ("connect" or "thrift")
+    listening on ``host:port``, with kplex's jars, extension and catalog (on ``bootstrap``),
+    and ``conf`` (more ``--conf`` settings). ``kafka_options`` (the catalog's Kafka client
+    settings, credentials among them) go into a properties file only this user can read,
+    never onto the command line, where ``ps`` would show them."""
+    main_class, default_port = KINDS[kind]
+    port = port or default_port
+    settings = {
+        "spark.sql.extensions": EXTENSIONS_CLASS,
+        f"spark.sql.catalog.{catalog}": CATALOG_CLASS,
+        f"spark.sql.catalog.{catalog}.kafka.bootstrap.servers": bootstrap,
+        "spark.ui.enabled": "false",
+        "spark.redaction.regex": REDACTION_REGEX,
+    }
+    if kind == "connect":
+        settings["spark.connect.grpc.binding.port"] = str(port)
+        settings["spark.connect.grpc.binding.address"] = host
+    settings.update(conf or {})
+    argv = [str(spark_home() / "bin" / "spark-submit"), "--class", main_class,
+            "--name", f"kplex {kind} server", "--master", master, "--jars", ",".join(jars())]
+    for key, value in settings.items():
+        argv += ["--conf", f"{key}={value}"]
+    if kafka_options:
+        argv += ["--properties-file", str(_private_properties(
+            {f"spark.sql.catalog.{catalog}.kafka.{k}": v for k, v in kafka_options.items()}))]
+    if kind == "thrift":
+        argv += ["--hiveconf", f"hive.server2.thrift.port={port}",
+                 "--hiveconf", f"hive.server2.thrift.bind.host={host}"]
+    return argv
+
+
+def _private_properties(settings: Mapping[str, str]) -> Path:
+    """A properties file readable by this user only, in a private temporary directory."""
+    path = Path(tempfile.mkdtemp(prefix="kplex-server-")) / "kafka.properties"
+    escaped = (f"{k}={v}".replace("\\", "\\\\") for k, v in settings.items())
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write("\n".join(escaped) + "\n")
+    return path
+
+
+def exec_server(kind: str, bootstrap: str, port: int | None, host: str, master: str,
+                conf: Sequence[str], kafka_options: Mapping[str, str] | None = None) -> None:
+    """Replaces this process with the server (it runs until stopped, e.g. by SIGTERM)."""
+    settings = {}
+    for item in conf:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"kplex server: --conf takes KEY=VALUE, got {item!r}")
+        settings[key] = value
+    argv = command(kind, bootstrap, port=port, host=host, master=master, conf=settings, kafka_options=kafka_options)
+    os.environ.setdefault("SPARK_HOME", str(spark_home()))
+    os.execv(argv[0], argv)

@@ -1,0 +1,77 @@
+"""Kafka credentials given to kplex never show: not in the driver's (and its executors')
+log, EXPLAIN, the Spark event log, error messages, the stored table definitions
+(_kplex_tables), the commit log (_kplex_commits), or what the session and the CLI print.
+
+The write and the read really log in with them: SASL_SSL with a SCRAM password and a TLS
+trust store password, on the secured local broker (tests/conftest.py). A second catalog
+tries a wrong password, so that an authentication error is searched too."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import uuid
+
+from kplex.testing.verify import read_topic
+
+
+def test_credentials_appear_nowhere(secured_kafka, fresh_name, tmp_path):
+    cluster = secured_kafka
+    settings = cluster.client_settings("admin")
+    scram, truststore = cluster.users["admin"], cluster.certificates.password
+    wrong = f"wrong-{uuid.uuid4().hex}"
+    table, events = fresh_name("secret"), tmp_path / "events"
+    events.mkdir()
+    wrong_settings = cluster.client_settings("admin", wrong)
+    script = textwrap.dedent(f"""
+        from kplex.session import kplex_session
+        from kplex.errors import OptionError, NotAuthenticatedError
+        spark = kplex_session(None, master="local[2]", kafka_options={settings!r}, conf={{
+            "spark.eventLog.enabled": "true", "spark.eventLog.dir": {str(events)!r},
+            "spark.eventLog.compress": "false",  # plain JSON lines, to search
+            "spark.sql.shuffle.partitions": "2"}})
+        spark.sql("CREATE TABLE kplex.{table} TBLPROPERTIES ('kplex.virtual_partitions' = '4', 'kplex.physical_partitions' = '2')")
+        rows = spark.range(200).selectExpr("kplex_key(CAST(id % 7 AS STRING)) AS key", "kplex_order(id) AS order_value",
+                                           "CAST(id AS STRING) AS value")
+        rows.write.format("kplex").option("table", {table!r}).mode("append").save()
+        print(spark.sql("EXPLAIN EXTENDED INSERT INTO kplex.{table} SELECT key, order_value, value FROM kplex.{table}").first()[0])
+        print("COUNT", spark.read.format("kplex").option("table", {table!r}).load().count())
+        try:
+            spark.sql("CREATE TABLE kplex.{table}_bad TBLPROPERTIES ('kplex.virtual_partitions' = '4',"
+                      " 'kplex.physical_partitions' = '2', 'kafka.sasl.jaas.config' = 'x password={scram}')")
+        except OptionError as e:
+            print("REFUSED", e)
+        spark.conf.set("spark.sql.catalog.wrong", "io.kplex.spark.KplexCatalog")
+        for k, v in {wrong_settings!r}.items():
+            spark.conf.set("spark.sql.catalog.wrong.kafka." + k, v)
+        try:
+            spark.sql("SELECT count(*) FROM wrong.{table}").collect()
+        except NotAuthenticatedError as e:
+            print("NOT AUTHENTICATED", e, e.java_trace)
+        spark.stop()
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert "COUNT 200" in done.stdout
+    assert "REFUSED [KPLEX_BAD_OPTION] table property 'kafka.sasl.jaas.config'" in done.stdout
+    assert "NOT AUTHENTICATED [KPLEX_NOT_AUTHENTICATED]" in done.stdout and "User:admin" in done.stdout
+
+    # The CLI, with the credentials in a --kafka-config file.
+    config = tmp_path / "admin.properties"
+    config.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
+    cli = [subprocess.run([sys.executable, "-m", "kplex", *args, "--kafka-config", str(config)],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+           for args in (["read", table, "--vp", "0", "--stats"], ["recover", "--table", table])]
+    assert [c.returncode for c in cli] == [0, 0], [c.stderr[-2000:] for c in cli]
+
+    logs = [f for f in events.rglob("*") if f.is_file() and not f.name.endswith(".crc")]
+    assert any("SparkListenerEnvironmentUpdate" in f.read_text(errors="replace") for f in logs)
+    stored = [r.value or b"" for topic in ("_kplex_tables", "_kplex_commits") for r in read_topic(cluster.bootstrap, topic)]
+    places = {"stdout": done.stdout, "stderr": done.stderr,
+              **{f"kplex {c.args[3]} output": c.stdout + c.stderr for c in cli},
+              **{str(f): f.read_text(errors="replace") for f in logs},
+              "_kplex_tables and _kplex_commits": b"\n".join(stored).decode("utf-8", "replace")}
+    for secret in (scram, truststore, wrong):
+        leaks = [where for where, text in places.items() if secret in text]
+        assert leaks == [], f"a secret leaked into {leaks}"
+    assert table in places["_kplex_tables and _kplex_commits"]  # the stored definitions were read

@@ -1,0 +1,245 @@
+"""Issue 12: Structured Streaming into kplex tables, exactly once per micro-batch, order
+kept across micro-batches (G2 for streams).
+
+Every check reads the derived topic back with a plain read_committed consumer
+(kplex.testing.verify), which also checks per-virtual-partition order over the whole
+topic, i.e. across every micro-batch.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+
+from kplex.testing import datagen, verify
+from test_exactly_once import stable_offsets_reach_the_end
+
+ROOT = Path(__file__).resolve().parents[1]
+SELECT = ("kplex_key(kplex_json(value, '/userid')) AS key",
+          "kplex_order(CAST(kplex_json(value, '/viewtime') AS BIGINT)) AS order_value",
+          "value")
+
+
+def create(spark, table: str, delay_ms: int = 5_000, **props: str) -> None:
+    extra = "".join(f", '{k}' = '{v}'" for k, v in props.items())
+    spark.sql(f"CREATE TABLE kplex.{table} TBLPROPERTIES ('kplex.virtual_partitions' = '9',"
+              f" 'kplex.physical_partitions' = '3', 'kplex.max_delay_ms' = '{delay_ms}'{extra})")
+
+
+def stream(spark, source: str, target: str, checkpoint: Path, **read_options: str):
+    reader = spark.readStream.format("kplex").option("table", source).option("startingOffsets", "earliest")
+    for key, value in read_options.items():
+        reader = reader.option(key, value)
+    return (reader.load().selectExpr(*SELECT)
+            .writeStream.format("kplex").option("table", target)
+            .option("checkpointLocation", str(checkpoint)))
+
+
+def run_available_now(spark, source: str, target: str, checkpoint: Path, **read_options: str):
+    query = stream(spark, source, target, checkpoint, **read_options).trigger(availableNow=True).start()
+    query.awaitTermination(300)
+    return query
+
+
+def produce(bootstrap: str, topic: str, records: list[tuple[bytes, bytes]]) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "partitioner": "murmur2_random",
+                         "enable.idempotence": True, "linger.ms": 5})
+    for key, value in records:
+        producer.produce(topic, value=value, key=key)
+    assert producer.flush(30) == 0
+
+
+def pageview(user: str, viewtime: int, page: str = "Page_1") -> tuple[bytes, bytes]:
+    value = json.dumps({"viewtime": viewtime, "userid": user, "pageid": page}, separators=(",", ":"))
+    return page.encode(), value.encode()
+
+
+def wait_for(count: int, bootstrap: str, topic: str, timeout: float = 180) -> int:
+    deadline = time.time() + timeout
+    seen = -1
+    while time.time() < deadline:
+        seen = len(verify.read_topic(bootstrap, topic))
+        if seen >= count:
+            return seen
+        time.sleep(2)
+    return seen
+
+
+def assert_exactly_once_in_order(bootstrap: str, source: str, target: str, rows: int) -> None:
+    report = verify.check_derived_topic(bootstrap, source, target, 9, 3)
+    assert report.ok, report.summary()
+    assert report.derived_count == rows
+
+
+def test_a_running_query_repartitions_a_growing_topic_exactly_once_and_in_order_across_batches(
+        spark, bootstrap, fresh_name, tmp_path):
+    source, target = fresh_name("views_live"), fresh_name("by_user_live")
+    datagen.ensure_topic(bootstrap, source, 3)
+    create(spark, target, delay_ms=3_000)
+    query = (stream(spark, source, target, tmp_path / "chk", idleReleaseMs="3000")
+             .trigger(processingTime="1 second").start())
+    try:
+        # Records keep arriving while the query runs: 6 rounds, each out of order by up to 3 s
+        # within and across partitions, each later in event time than the one before.
+        total = 0
+        for round_ in range(6):
+            datagen.generate_pageviews(bootstrap, source, 500, partitions=3, users=15, seed=round_,
+                                       out_of_order_ms=3_000, create=False,
+                                       start_ms=datagen.ARTICLE_START_MS + round_ * 200_000)
+            total += 500
+            time.sleep(1.5)
+        assert wait_for(total, bootstrap, target) == total
+        batches = [p for p in query.recentProgress if p.numInputRows > 0]
+        assert len(batches) >= 2, "the records arrived over several micro-batches"
+        metrics = [p.sink.metrics for p in query.recentProgress if p.sink.metrics]
+        assert metrics and all(m["lateRecords"] == "0" for m in metrics), metrics
+    finally:
+        query.stop()
+    assert_exactly_once_in_order(bootstrap, source, target, total)
+
+
+@pytest.mark.parametrize("policy", ["drop", "side_topic", "fail"])
+def test_a_record_later_than_the_bound_meets_the_late_policy(spark, bootstrap, fresh_name, tmp_path, policy):
+    source, target = fresh_name("views_late"), fresh_name("by_user_late")
+    late_topic = fresh_name("late")
+    datagen.ensure_topic(bootstrap, source, 3)
+    props = {"kplex.late_policy": policy}
+    if policy == "side_topic":
+        props["kplex.late_topic"] = late_topic
+        datagen.ensure_topic(bootstrap, late_topic, 1)
+    create(spark, target, delay_ms=1_000, **props)
+    on_time = [pageview(f"User_{i % 5}", 1_000_000 + i * 100) for i in range(50)]
+    produce(bootstrap, source, on_time)
+    run_available_now(spark, source, target, tmp_path / "chk")
+    assert len(verify.read_topic(bootstrap, target)) == 50  # the end of input released every record
+
+    produce(bootstrap, source, [pageview("User_late", 1_000_000), pageview("User_1", 2_000_000)])
+    if policy == "fail":
+        with pytest.raises(Exception, match="KPLEX_LATE_RECORD"):
+            run_available_now(spark, source, target, tmp_path / "chk")
+        assert len(verify.read_topic(bootstrap, target)) == 50  # the failed batch wrote nothing
+        return
+    query = run_available_now(spark, source, target, tmp_path / "chk")
+    derived = verify.read_topic(bootstrap, target)
+    assert len(derived) == 51 and not any(b"User_late" in r.value for r in derived)
+    late = sum(int(p.sink.metrics.get("lateRecords", "0")) for p in query.recentProgress)
+    assert late == 1
+    if policy == "side_topic":
+        assert wait_for(1, bootstrap, late_topic, timeout=60) == 1  # its commit marker may come a moment later
+        assert [r.value for r in verify.read_topic(bootstrap, late_topic)] == [pageview("User_late", 1_000_000)[1]]
+
+
+def test_available_now_over_a_backlog_gives_the_rows_and_order_of_the_batch_insert(
+        spark, bootstrap, fresh_name, tmp_path):
+    source, batch, streamed = fresh_name("views_backlog"), fresh_name("by_user_batch"), fresh_name("by_user_stream")
+    datagen.generate_pageviews(bootstrap, source, 3_000, partitions=3, users=15, seed=9, out_of_order_ms=2_000)
+    create(spark, batch)
+    create(spark, streamed)
+    spark.sql(f"INSERT INTO kplex.{batch} SELECT {', '.join(SELECT)} FROM kplex.{source}")
+    # A small rate limit: the backlog arrives over several micro-batches.
+    query = run_available_now(spark, source, streamed, tmp_path / "chk", maxOffsetsPerTrigger="700")
+    assert len([p for p in query.recentProgress if p.numInputRows > 0]) >= 4
+    assert_exactly_once_in_order(bootstrap, source, streamed, 3_000)
+    # Same records in the same order per virtual partition as the batch INSERT.
+    # (Equal only because the delay bound covers the data's disorder: nothing was late.)
+    assert (verify.virtual_partition_sequences(verify.read_topic(bootstrap, batch))
+            == verify.virtual_partition_sequences(verify.read_topic(bootstrap, streamed)))
+
+
+def test_an_epoch_that_spark_runs_again_writes_nothing_twice(spark, bootstrap, fresh_name, tmp_path):
+    source, target = fresh_name("views_rerun"), fresh_name("by_user_rerun")
+    datagen.generate_pageviews(bootstrap, source, 1_000, partitions=3, users=15, seed=3, out_of_order_ms=2_000)
+    create(spark, target)
+    chk = tmp_path / "chk"
+    run_available_now(spark, source, target, chk, maxOffsetsPerTrigger="400")
+    assert_exactly_once_in_order(bootstrap, source, target, 1_000)
+    # Make Spark believe its last two batches never committed (a driver that died after
+    # kplex committed, before Spark's own commit log): it runs them again on restart.
+    last = max(int(p.name) for p in (chk / "offsets").iterdir() if p.name.isdigit())
+    for folder, batch in (("commits", last), ("commits", last - 1), ("offsets", last)):
+        (chk / folder / str(batch)).unlink()
+        (chk / folder / f".{batch}.crc").unlink(missing_ok=True)  # the local file system's checksum
+    query = run_available_now(spark, source, target, chk, maxOffsetsPerTrigger="400")
+    assert sum(p.numInputRows for p in query.recentProgress) > 0  # Spark did read a batch again
+    assert_exactly_once_in_order(bootstrap, source, target, 1_000)
+
+
+STREAM_SCRIPT = """
+import sys
+from kplex.session import kplex_session
+spark = kplex_session({bootstrap!r}, master="local[2]", conf={{"spark.sql.shuffle.partitions": "3", **{conf!r}}})
+q = (spark.readStream.format("kplex").option("table", {source!r}).option("startingOffsets", "earliest")
+     .option("maxOffsetsPerTrigger", "300").load()
+     .selectExpr({select!r}[0], {select!r}[1], {select!r}[2])
+     .writeStream.format("kplex").option("table", {target!r}).option("checkpointLocation", {chk!r})
+     .trigger(availableNow=True).start())
+q.awaitTermination()
+print("DONE", flush=True)
+"""
+
+
+def run_driver(bootstrap: str, source: str, target: str, chk: Path, conf: dict[str, str],
+               kill_after: float | None = None) -> subprocess.CompletedProcess | None:
+    code = STREAM_SCRIPT.format(bootstrap=bootstrap, source=source, target=target, chk=str(chk),
+                                conf=conf, select=list(SELECT))
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
+    if kill_after is None:
+        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=env)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=env, start_new_session=True)
+    try:
+        proc.wait(timeout=kill_after)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)  # the driver and its JVM, with SIGKILL: nothing runs on exit
+        proc.wait()
+    return None
+
+
+def test_a_driver_killed_mid_stream_again_and_again_restarts_exactly_once_in_order(
+        spark, bootstrap, fresh_name, tmp_path):
+    source, target = fresh_name("views_killed"), fresh_name("by_user_killed")
+    datagen.generate_pageviews(bootstrap, source, 3_000, partitions=3, users=15, seed=11, out_of_order_ms=2_000)
+    create(spark, target)
+    chk = tmp_path / "chk"
+    # Each task sleeps, so each run is killed with batches in flight; every run gets further.
+    slow = {"spark.kplex.testing.sleep_ms": "300"}
+    for kill_after in (25, 30, 35):
+        run_driver(bootstrap, source, target, chk, slow, kill_after=kill_after)
+    # And once between two of an epoch's commits (the driver halts mid-commit).
+    run_driver(bootstrap, source, target, chk, {"spark.kplex.testing.halt_after_commits": "1"})
+    done = run_driver(bootstrap, source, target, chk, {})
+    assert done is not None and "DONE" in done.stdout, done.stderr[-3000:]
+    assert_exactly_once_in_order(bootstrap, source, target, 3_000)
+    assert stable_offsets_reach_the_end(bootstrap, target)
+
+
+def test_a_task_failing_after_its_rows_reached_the_broker_is_retried_without_duplicates(
+        spark, bootstrap, fresh_name, tmp_path):
+    source, target = fresh_name("views_taskfail"), fresh_name("by_user_taskfail")
+    datagen.generate_pageviews(bootstrap, source, 2_000, partitions=3, users=15, seed=13, out_of_order_ms=2_000)
+    create(spark, target)
+    spark.conf.set("spark.kplex.testing.fail_after_rows", "50")
+    try:
+        run_available_now(spark, source, target, tmp_path / "chk", maxOffsetsPerTrigger="800")
+    finally:
+        spark.conf.unset("spark.kplex.testing.fail_after_rows")
+    assert_exactly_once_in_order(bootstrap, source, target, 2_000)
+
+
+def test_a_bad_streaming_read_option_is_named(spark, fresh_name, bootstrap):
+    source, target = fresh_name("views_bad"), fresh_name("by_user_bad")
+    datagen.ensure_topic(bootstrap, source, 3)
+    create(spark, target)
+    reader = spark.readStream.format("kplex").option("table", source)
+    with pytest.raises(Exception, match="maxOffsetsPerTrigger"):
+        (reader.option("maxOffsetsPerTrigger", "lots").load().selectExpr(*SELECT).writeStream.format("kplex")
+         .option("table", target).option("checkpointLocation", "/tmp/unused").trigger(availableNow=True)
+         .start().awaitTermination(60))
