@@ -74,8 +74,9 @@ def test_kplex_recover_leaves_a_live_write_alone(spark, bootstrap, fresh_name):
     create(spark, target)
     frame = spark.sql(f"SELECT {SELECT} FROM kplex.{source}")
     with ThreadPoolExecutor(1) as pool:
+        # Slow tasks: the write runs for 20 s or more.
         running = pool.submit(lambda: frame.write.format("kplex").option("table", target)
-                              .option("kplex.testing.sleep_ms", "300").mode("append").save())
+                              .option("kplex.testing.sleep_ms", "1500").mode("append").save())
         time.sleep(4)
         with pytest.raises(Exception, match="KPLEX_TABLE_BUSY"):
             spark._jvm.io.kplex.spark.KplexAdmin.recover(spark._jsparkSession, "kplex", target)  # noqa: SLF001

@@ -84,7 +84,7 @@ def test_a_running_query_repartitions_a_growing_topic_exactly_once_and_in_order_
     source, target = fresh_name("views_live"), fresh_name("by_user_live")
     datagen.ensure_topic(bootstrap, source, 3)
     create(spark, target, delay_ms=3_000)
-    query = (stream(spark, source, target, tmp_path / "chk", idleReleaseMs="3000")
+    query = (stream(spark, source, target, tmp_path / "chk", idleReleaseMs="3000", maxOffsetsPerTrigger="400")
              .trigger(processingTime="1 second").start())
     try:
         # Records keep arriving while the query runs: 6 rounds, each out of order by up to 3 s

@@ -106,8 +106,8 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
   }
 
   private List<TopicPartition> partitions() {
-    List<PartitionInfo> infos = store.call("READ", "topic '" + conf.topic + "'",
-        () -> consumer().partitionsFor(conf.topic));
+    KafkaConsumer<byte[], byte[]> c = consumer();
+    List<PartitionInfo> infos = store.call("READ", "topic '" + conf.topic + "'", () -> c.partitionsFor(conf.topic));
     if (infos == null || infos.isEmpty()) {
       throw Errors.unknownTopic(conf.topic);
     }

@@ -64,6 +64,8 @@ public final class KplexDataWriter implements DataWriter<InternalRow> {
   private final FaultInjection faults;
   private final int faultAttempt;
   private long rows;
+  /** Late records sent to the side topic: they too are in the task's transaction. */
+  private long sideRows;
   private TaskTransaction txn;
 
   KplexDataWriter(WriteConf conf, WriteSchema schema, int partitionId, int stageAttempt, int attempt) {
@@ -176,6 +178,7 @@ public final class KplexDataWriter implements DataWriter<InternalRow> {
     producer.send(new ProducerRecord<>(lateTopic, keyBytes, value), (m, e) -> {
       if (e != null) fail(e);
     });
+    sideRows++;
   }
 
   /** The kplex.vp header of a virtual partition, made once: the producer only reads headers. */
@@ -208,7 +211,7 @@ public final class KplexDataWriter implements DataWriter<InternalRow> {
     checkFailure();
     producer.flush();
     checkFailure();
-    if (conf.exactlyOnce() && rows > 0) {
+    if (conf.exactlyOnce() && rows + sideRows > 0) {
       // A transaction with no record never started on the broker: nothing to commit.
       var id = TransactionResumer.idAndEpoch(producer);
       txn = new TaskTransaction(transactionalId, id.producerId, id.epoch);
