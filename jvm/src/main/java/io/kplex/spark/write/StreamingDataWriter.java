@@ -94,8 +94,15 @@ final class StreamingDataWriter implements DataWriter<InternalRow> {
     this.previous = new ArrayDeque<>(mine);
   }
 
-  /** The task Spark's hash partitioning gives a virtual partition (pmod of Murmur3, seed 42). */
   private int owner(int vp) {
+    return owner(vp, numPartitions);
+  }
+
+  /**
+   * The task Spark's hash partitioning gives a virtual partition (the clustering
+   * expression's value): pmod(Murmur3(vp, seed 42), tasks), as {@code HashPartitioning}.
+   */
+  static int owner(int vp, int numPartitions) {
     int h = Murmur3_x86_32.hashInt(vp, 42);
     return ((h % numPartitions) + numPartitions) % numPartitions;
   }
