@@ -243,3 +243,20 @@ def test_a_bad_streaming_read_option_is_named(spark, fresh_name, bootstrap):
         (reader.option("maxOffsetsPerTrigger", "lots").load().selectExpr(*SELECT).writeStream.format("kplex")
          .option("table", target).option("checkpointLocation", "/tmp/unused").trigger(availableNow=True)
          .start().awaitTermination(60))
+
+
+def test_the_cli_runs_the_streaming_job_of_sql_and_prints_each_micro_batch(bootstrap, fresh_name, tmp_path):
+    source, target = fresh_name("pageviews_cli"), fresh_name("pageviews_by_user_cli")
+    datagen.generate_pageviews(bootstrap, source, 2_000, partitions=3, users=15, seed=17, out_of_order_ms=3_000)
+    job = tmp_path / "job.sql"
+    job.write_text((ROOT / "sql" / "pageviews_by_user_stream.sql").read_text()
+                   .replace("kplex.pageviews_by_user_stream", f"kplex.{target}")
+                   .replace("STREAM(kplex.pageviews)", f"STREAM(kplex.{source})"))
+    done = subprocess.run([sys.executable, "-m", "kplex", "stream", str(job), "--bootstrap", bootstrap,
+                           "--checkpoint", str(tmp_path / "chk"), "--available-now", "--master", "local[2]",
+                           "--conf", "spark.sql.shuffle.partitions=3"],
+                          capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": str(ROOT / "python")})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "batch 0: 2000 rows read" in done.stdout and "late 0" in done.stdout, done.stdout
+    assert_exactly_once_in_order(bootstrap, source, target, 2_000)

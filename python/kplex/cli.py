@@ -6,6 +6,7 @@
     $ kplex read pageviews_by_user --vp 3
     $ kplex recover --table pageviews_by_user
     $ kplex server connect --port 15002
+    $ kplex stream sql/pageviews_by_user_stream.sql --checkpoint /chk/pageviews_by_user
 
 ``demo`` and ``datagen`` load their tools (:mod:`kplex.testing`) when they run. The
 ``sql``, ``translate`` and ``read`` commands come from modules with a
@@ -56,6 +57,20 @@ def _recover(args: argparse.Namespace) -> int:
     return 0
 
 
+def _stream(args: argparse.Namespace) -> int:
+    from kplex.session import kplex_session
+    from kplex.streaming import run_stream_file
+
+    bootstrap, settings = kafka_config.from_args(args)
+    conf = dict(c.split("=", 1) for c in args.conf)
+    spark = kplex_session(bootstrap, master=args.master, conf={"spark.ui.showConsoleProgress": "false", **conf},
+                          kafka_options=settings)
+    spark.sparkContext.setLogLevel("ERROR")
+    query = run_stream_file(args.file, spark, args.checkpoint, trigger=args.trigger,
+                            available_now=args.available_now, out=sys.stdout, timeout=args.timeout)
+    return 0 if query.exception() is None else 1
+
+
 def _server(args: argparse.Namespace) -> int:
     from kplex.servers import exec_server
 
@@ -100,6 +115,22 @@ def build_parser() -> argparse.ArgumentParser:
     kafka_config.add_arguments(rec)
     rec.add_argument("--table", required=True)
     rec.set_defaults(handler=_recover)
+
+    stream = sub.add_parser("stream", help="run a streaming SQL job into a kplex table",
+                            description="Run the statements of a SQL file; its INSERT INTO kplex.<table>"
+                                        " SELECT ... FROM STREAM(<source>) runs as a Structured Streaming"
+                                        " query (exactly once per micro-batch, order kept across them),"
+                                        " printing each micro-batch's figures, until it stops.")
+    stream.add_argument("file", help="the SQL file, e.g. sql/pageviews_by_user_stream.sql")
+    kafka_config.add_arguments(stream)
+    stream.add_argument("--checkpoint", required=True, help="the query's checkpoint directory (restart from it)")
+    stream.add_argument("--trigger", default="1 second", help="micro-batch interval (default '1 second')")
+    stream.add_argument("--available-now", action="store_true",
+                        help="read what the source holds now, release everything, and stop")
+    stream.add_argument("--timeout", type=float, help="stop the query after this many seconds")
+    stream.add_argument("--master", default="local[*]")
+    stream.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="another Spark setting")
+    stream.set_defaults(handler=_stream)
 
     server = sub.add_parser("server", help="run a Spark Connect or Thrift (JDBC) server with kplex on it",
                             description="Start a Spark Connect server (sc://HOST:PORT) or Spark's Thrift"

@@ -2,7 +2,6 @@ package io.kplex.spark.read;
 
 import io.kplex.spark.catalog.KplexTable;
 import io.kplex.spark.catalog.TableStore;
-import io.kplex.spark.conf.KplexOptions;
 import io.kplex.spark.conf.ReadConf;
 import io.kplex.spark.errors.Errors;
 import io.kplex.spark.stream.HeldRelease;
@@ -34,8 +33,9 @@ import org.slf4j.LoggerFactory;
  * a micro-batch sees only committed transactions, so a kplex table written exactly once
  * streams exactly once into the next query.
  * <ul>
- *   <li>{@code startingOffsets}: {@code latest} (default, as Spark's Kafka source),
- *       {@code earliest} or offsets JSON; {@code startingTimestamp} in epoch ms;</li>
+ *   <li>{@code startingOffsets}: {@code earliest} (default, as a batch read: a derived
+ *       topic holds its whole source; Spark's Kafka source starts at the latest),
+ *       {@code latest} or offsets JSON; {@code startingTimestamp} in epoch ms;</li>
  *   <li>{@code maxOffsetsPerTrigger}: at most this many offsets per micro-batch, shared
  *       over the partitions in proportion to their backlog;</li>
  *   <li>{@code Trigger.AvailableNow}: reads up to the last stable offsets of its start;</li>
@@ -137,9 +137,6 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
 
   @Override
   public Offset initialOffset() {
-    if (!options.containsKey(KplexOptions.STARTING_OFFSETS) && !options.containsKey(KplexOptions.STARTING_TIMESTAMP)) {
-      return latest();
-    }
     List<TopicPartition> tps = partitions();
     Map<TopicPartition, long[]> bounds = ReadBounds.resolve(consumer(), store, conf.topic, tps, options);
     Map<Integer, Long> next = new TreeMap<>();

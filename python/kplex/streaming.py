@@ -1,0 +1,130 @@
+"""Streaming jobs: a SQL file whose ``INSERT INTO kplex.<table> ... FROM STREAM(...)`` runs as a
+Structured Streaming query into a kplex table, the other statements (``CREATE TABLE``) as usual.
+
+    >>> from kplex.streaming import run_stream_file
+    >>> run_stream_file("sql/pageviews_by_user_stream.sql", spark,
+    ...                 checkpoint="/chk/pageviews_by_user", available_now=True)  # doctest: +SKIP
+
+The same query from PySpark::
+
+    (spark.readStream.table("kplex.pageviews")
+          .selectExpr("kplex_key(kplex_json(value, '/userid'))",
+                      "kplex_order(CAST(kplex_json(value, '/viewtime') AS BIGINT))", "value")
+          .writeStream.option("checkpointLocation", "/chk/pageviews_by_user")
+          .toTable("kplex.pageviews_by_user"))
+
+Every micro-batch is written exactly once and each virtual partition stays in order
+across micro-batches (the README's streaming section).
+"""
+from __future__ import annotations
+
+import re
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, TextIO
+
+from kplex.errors import KplexError
+
+#: ``INSERT INTO <table> <query reading STREAM(...)>``: the statement that becomes a stream.
+_STREAM_INSERT = re.compile(r"^\s*INSERT\s+INTO\s+(?:TABLE\s+)?([\w.`]+)\s+(.*\bSTREAM\b.*)$",
+                            re.IGNORECASE | re.DOTALL)
+
+
+class NoStreamingInsert(KplexError):
+    """The file has no ``INSERT INTO kplex.<table> SELECT ... FROM STREAM(<source>)``."""
+
+
+@dataclass(frozen=True)
+class StreamingInsert:
+    """The target table and the streaming query of an ``INSERT INTO ... FROM STREAM(...)``."""
+
+    table: str
+    query: str
+
+
+def streaming_insert(statement: str) -> StreamingInsert | None:
+    """The streaming INSERT in ``statement``, or None for any other statement.
+
+    >>> streaming_insert("INSERT INTO kplex.t SELECT k, o, value FROM STREAM(kplex.s)")
+    StreamingInsert(table='kplex.t', query='SELECT k, o, value FROM STREAM(kplex.s)')
+    >>> streaming_insert("INSERT INTO kplex.t SELECT * FROM kplex.s") is None
+    True
+    """
+    match = _STREAM_INSERT.match(statement.strip().rstrip(";"))
+    if match is None:
+        return None
+    return StreamingInsert(match.group(1).replace("`", ""), match.group(2).strip())
+
+
+def start_stream(spark: Any, insert: StreamingInsert, checkpoint: str, *, trigger: str | None = None,
+                 available_now: bool = False, options: Mapping[str, str] | None = None) -> Any:
+    """Start ``insert`` as a streaming query; returns the StreamingQuery.
+    ``trigger``: a processing-time interval ("1 second"); ``available_now``: read what is
+    there now, release everything held back, and stop."""
+    writer = spark.sql(insert.query).writeStream.option("checkpointLocation", checkpoint)
+    for key, value in (options or {}).items():
+        writer = writer.option(key, value)
+    if available_now:
+        writer = writer.trigger(availableNow=True)
+    elif trigger:
+        writer = writer.trigger(processingTime=trigger)
+    return writer.toTable(insert.table)
+
+
+def progress_line(progress: Any) -> str:
+    """One line per micro-batch: rows read and written, late and held records, commit time."""
+    sink = dict(progress.sink.metrics or {}) if progress.sink is not None else {}
+    return (f"batch {progress.batchId}: {progress.numInputRows} rows read"
+            f" ({progress.inputRowsPerSecond or 0:.0f}/s in)"
+            f", per virtual partition {sink.get('rowsPerVirtualPartition', '{}')}"
+            f", late {sink.get('lateRecords', '0')}, held {sink.get('heldRecords', '0')}"
+            f", watermark {sink.get('watermark', '-')}, commit {sink.get('commitMs', '-')} ms"
+            f", batch {progress.batchDuration} ms")
+
+
+def watch(query: Any, out: TextIO, timeout: float | None = None) -> None:
+    """Print a progress line for every new micro-batch until the query stops (or ``timeout``)."""
+    seen = -1
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while query.isActive and (deadline is None or time.monotonic() < deadline):
+        query.awaitTermination(1)
+        for p in query.recentProgress:
+            if p.batchId > seen:
+                seen = p.batchId
+                print(progress_line(p), file=out, flush=True)
+    for p in query.recentProgress:
+        if p.batchId > seen:
+            print(progress_line(p), file=out, flush=True)
+    if query.exception() is not None:
+        raise query.exception()
+
+
+def run_stream_file(path: str | Path, spark: Any, checkpoint: str, *, trigger: str | None = "1 second",
+                    available_now: bool = False, out: TextIO | None = None,
+                    timeout: float | None = None, variables: Mapping[str, str] | None = None) -> Any:
+    """Run the statements of the SQL file at ``path`` in order; its streaming INSERT
+    becomes a streaming query, watched (a line per micro-batch on ``out``) until it stops,
+    fails, or ``timeout`` seconds pass (then it is stopped). Returns the query."""
+    from kplex.sqltools.run import spark_statements
+    from kplex.sqltools.script import read_script
+
+    out = out or sys.stderr
+    query = None
+    for statement in spark_statements(read_script(path, variables)):
+        insert = streaming_insert(statement)
+        if insert is None:
+            spark.sql(statement)
+            continue
+        query = start_stream(spark, insert, checkpoint, trigger=trigger, available_now=available_now)
+        print(f"kplex: streaming into {insert.table} (query {query.id}, checkpoint {checkpoint})",
+              file=out, flush=True)
+        try:
+            watch(query, out, timeout)
+        finally:
+            if query.isActive:
+                query.stop()
+    if query is None:
+        raise NoStreamingInsert(f"{path}: no INSERT INTO kplex.<table> SELECT ... FROM STREAM(<source>) to run")
+    return query
