@@ -260,3 +260,24 @@ def test_the_cli_runs_the_streaming_job_of_sql_and_prints_each_micro_batch(boots
     assert done.returncode == 0, done.stderr[-3000:]
     assert "batch 0: 2000 rows read" in done.stdout and "late 0" in done.stdout, done.stdout
     assert_exactly_once_in_order(bootstrap, source, target, 2_000)
+
+
+def test_the_declarative_pipeline_runs_end_to_end_through_its_cli(bootstrap, fresh_name, tmp_path):
+    """sql/pipeline: a Spark Declarative Pipeline whose sink is a kplex table, run by
+    `kplex pipeline run` on a real Spark Connect server with kplex (started for the run)."""
+    source, target = fresh_name("pageviews_sdp"), fresh_name("pageviews_by_user_sdp")
+    datagen.generate_pageviews(bootstrap, source, 2_000, partitions=3, users=15, seed=19, out_of_order_ms=3_000)
+    pipeline = tmp_path / "pipeline"
+    shutil.copytree(ROOT / "sql" / "pipeline", pipeline)
+    for path in [pipeline / "spark-pipeline.yml", pipeline / "tables.sql",
+                 *(pipeline / "transformations").iterdir()]:
+        path.write_text(path.read_text()
+                        .replace("file:///tmp/kplex-pipelines/pageviews_by_user", (tmp_path / "storage").as_uri())
+                        .replace("pageviews_by_user_pipeline", target)
+                        .replace("STREAM(kplex.pageviews)", f"STREAM(kplex.{source})"))
+    done = subprocess.run([sys.executable, "-m", "kplex", "pipeline", "run", str(pipeline), "--bootstrap", bootstrap,
+                           "--master", "local[2]"], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": str(ROOT / "python")})
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    assert "Flow repartition_pageviews has COMPLETED" in done.stdout + done.stderr
+    assert_exactly_once_in_order(bootstrap, source, target, 2_000)

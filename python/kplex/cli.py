@@ -7,6 +7,7 @@
     $ kplex recover --table pageviews_by_user
     $ kplex server connect --port 15002
     $ kplex stream sql/pageviews_by_user_stream.sql --checkpoint /chk/pageviews_by_user
+    $ kplex pipeline run sql/pipeline --bootstrap 127.0.0.1:9092
 
 ``demo`` and ``datagen`` load their tools (:mod:`kplex.testing`) when they run. The
 ``sql``, ``translate`` and ``read`` commands come from modules with a
@@ -71,6 +72,27 @@ def _stream(args: argparse.Namespace) -> int:
     return 0 if query.exception() is None else 1
 
 
+def _pipeline(args: argparse.Namespace) -> int:
+    import tempfile
+    from pathlib import Path
+
+    from kplex.pipelines import run_pipeline
+    from kplex.servers import running_server
+
+    spec = Path(args.spec)
+    if spec.is_dir():
+        spec = spec / "spark-pipeline.yml"
+    if not spec.exists():
+        raise SystemExit(f"kplex pipeline: no pipeline spec at {spec}")
+    if args.remote:
+        return run_pipeline(spec, args.remote)
+    bootstrap, settings = kafka_config.from_args(args)
+    with tempfile.TemporaryDirectory(prefix="kplex-pipeline-") as workdir, \
+            running_server("connect", bootstrap, Path(workdir), args.conf, master=args.master,
+                           kafka_options=settings) as port:
+        return run_pipeline(spec, f"sc://127.0.0.1:{port}")
+
+
 def _server(args: argparse.Namespace) -> int:
     from kplex.servers import exec_server
 
@@ -131,6 +153,20 @@ def build_parser() -> argparse.ArgumentParser:
     stream.add_argument("--master", default="local[*]")
     stream.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="another Spark setting")
     stream.set_defaults(handler=_stream)
+
+    pipeline = sub.add_parser("pipeline", help="run a Spark Declarative Pipeline whose sinks are kplex tables")
+    pipeline_commands = pipeline.add_subparsers(dest="pipeline_command", required=True)
+    run_pipeline = pipeline_commands.add_parser(
+        "run", help="create its tables (tables.sql), then run it on a Spark Connect server with kplex",
+        description="Run spark-pipelines on a Spark Connect server with kplex: one started for the run"
+                    " (on --bootstrap), or --remote sc://HOST:PORT (kplex server connect).")
+    run_pipeline.add_argument("spec", help="the spark-pipeline.yml, or its folder (e.g. sql/pipeline)")
+    kafka_config.add_arguments(run_pipeline)
+    run_pipeline.add_argument("--remote", help="an existing kplex Spark Connect server, sc://HOST:PORT")
+    run_pipeline.add_argument("--master", default="local[*]", help="of the server started for the run")
+    run_pipeline.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                              help="another Spark setting of the server started for the run")
+    run_pipeline.set_defaults(handler=_pipeline)
 
     server = sub.add_parser("server", help="run a Spark Connect or Thrift (JDBC) server with kplex on it",
                             description="Start a Spark Connect server (sc://HOST:PORT) or Spark's Thrift"

@@ -12,13 +12,18 @@ kplex's jars, its SQL extension and its catalog.
 from __future__ import annotations
 
 import os
+import signal
+import socket
+import subprocess
 import tempfile
+import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Iterator, Mapping, Sequence
 
 from kplex.session import CATALOG_CLASS, EXTENSIONS_CLASS, REDACTION_REGEX, jars
 
-__all__ = ["KINDS", "command", "spark_home"]
+__all__ = ["KINDS", "command", "free_port", "running_server", "spark_home"]
 
 #: Server kind -> (main class, default port).
 KINDS: dict[str, tuple[str, int]] = {
@@ -80,15 +85,69 @@ def _private_properties(settings: Mapping[str, str]) -> Path:
     return path
 
 
-def exec_server(kind: str, bootstrap: str, port: int | None, host: str, master: str,
-                conf: Sequence[str], kafka_options: Mapping[str, str] | None = None) -> None:
-    """Replaces this process with the server (it runs until stopped, e.g. by SIGTERM)."""
+def _settings(conf: Sequence[str]) -> dict[str, str]:
     settings = {}
     for item in conf:
         key, sep, value = item.partition("=")
         if not sep:
             raise SystemExit(f"kplex server: --conf takes KEY=VALUE, got {item!r}")
         settings[key] = value
-    argv = command(kind, bootstrap, port=port, host=host, master=master, conf=settings, kafka_options=kafka_options)
+    return settings
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(1)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+@contextmanager
+def running_server(kind: str, bootstrap: str, workdir: Path, conf: Sequence[str] = (), master: str = "local[2]",
+                   kafka_options: Mapping[str, str] | None = None,
+                   start_timeout: float = 180.0) -> Iterator[int]:
+    """Runs ``kplex server <kind>`` on a free port of 127.0.0.1 (its log in ``workdir``),
+    yields the port once it listens, and stops it (SIGTERM) afterwards.
+
+    >>> with running_server("connect", "127.0.0.1:9092", Path("/tmp")) as port:  # doctest: +SKIP
+    ...     spark = SparkSession.builder.remote(f"sc://127.0.0.1:{port}").getOrCreate()
+    """
+    port = free_port()
+    log = workdir / f"{kind}-server.log"
+    argv = command(kind, bootstrap, port=port, master=master, conf=_settings(conf), kafka_options=kafka_options)
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", SPARK_HOME=str(spark_home()))
+    with open(log, "wb") as out:
+        server = subprocess.Popen(argv, cwd=workdir, stdout=out, stderr=subprocess.STDOUT,
+                                  start_new_session=True, env=env)
+    try:
+        deadline = time.monotonic() + start_timeout
+        while not _listening(port):
+            if server.poll() is not None:
+                raise RuntimeError(f"the {kind} server exited with {server.returncode}:\n{log.read_text()[-4000:]}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the {kind} server did not listen on {port} in {start_timeout} s:\n"
+                                   f"{log.read_text()[-4000:]}")
+            time.sleep(1)
+        yield port
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+
+
+def exec_server(kind: str, bootstrap: str, port: int | None, host: str, master: str,
+                conf: Sequence[str], kafka_options: Mapping[str, str] | None = None) -> None:
+    """Replaces this process with the server (it runs until stopped, e.g. by SIGTERM)."""
+    argv = command(kind, bootstrap, port=port, host=host, master=master, conf=_settings(conf),
+                   kafka_options=kafka_options)
     os.environ.setdefault("SPARK_HOME", str(spark_home()))
     os.execv(argv[0], argv)

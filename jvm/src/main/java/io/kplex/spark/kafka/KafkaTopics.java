@@ -182,12 +182,20 @@ public class KafkaTopics implements AutoCloseable {
       throw failure(cause, operation, resource);
     } catch (KplexException e) {
       throw e;
-    } catch (InterruptedException e) {
+    } catch (InterruptedException | org.apache.kafka.common.errors.InterruptException e) {
+      // A stopped query, or a cancelled job: an interruption Spark recognises as such.
       Thread.currentThread().interrupt();
-      throw new KplexException("INTERRUPTED", "interrupted while talking to Kafka", e);
+      throw interrupted(e);
     } catch (Exception e) {
       throw failure(e, operation, resource);
     }
+  }
+
+  /** An interruption as Spark's stream execution recognises one (a stop, not a failure). */
+  public static java.io.UncheckedIOException interrupted(Throwable cause) {
+    java.io.InterruptedIOException e = new java.io.InterruptedIOException("interrupted while talking to Kafka");
+    e.initCause(cause);
+    return new java.io.UncheckedIOException(e);
   }
 
   private KplexException failure(Throwable cause, String operation, String resource) {

@@ -233,8 +233,18 @@ public final class KplexDataWriter implements DataWriter<InternalRow> {
 
   @Override
   public void close() {
-    // A flushed transaction stays open for the driver to commit: close at once, since a
-    // graceful close would abort it.
-    producer.close(txn != null ? Duration.ZERO : Duration.ofSeconds(30));
+    if (txn != null) {
+      // A flushed transaction stays open for the driver to commit: close at once, since a
+      // graceful close would abort it.
+      producer.close(Duration.ZERO);
+      return;
+    }
+    if (conf.exactlyOnce() && rows + sideRows == 0 && failure == null) {
+      // A transaction that never sent a record: nothing is on the broker, nothing to wait for
+      // (a graceful close would wait on it).
+      producer.close(Duration.ZERO);
+      return;
+    }
+    producer.close(Duration.ofSeconds(30));
   }
 }

@@ -1,0 +1,175 @@
+"""Streaming re-keying, side by side: kplex's Structured Streaming sink (exactly once and
+at least once), Spark's own Kafka sink, and Kafka Streams with exactly_once_v2, on one
+local broker and the same generated pageviews. Prints a table; never asserts a time.
+
+    python bench/streaming/run.py                     # 200k backlog, then 30 s at a fixed rate
+    python bench/streaming/run.py --smoke             # 5k backlog, 10 s at 200/s: exit 0 when all passed
+    python bench/streaming/run.py --records 1000000 --rate 2000 --only kplex_eo,kstreams_eos
+
+Each contender, one after another and each in its own process, gets a fresh source topic
+holding the same N-record backlog (kplex.testing.datagen, 3 partitions keyed by page) and
+re-keys it by userid into a fresh 3-partition output, until the harness closes its stdin:
+
+1. **Sustained throughput**: N / seconds from launching the process until a read_committed
+   consumer sees all N output records (start-up included; the time to the first visible
+   record is reported as start-up).
+2. **Latency at a fixed rate**: then R records/s for D seconds, each value's ``viewtime`` its
+   produce time; each record's latency is when it became visible (read_committed) minus
+   that. R defaults to half of kplex exactly-once's sustained rate, at most 5,000/s.
+
+The Spark queries (kplex source, 1-second processing-time trigger, ``local[2]``, 3 shuffle
+partitions) also write their StreamingQueryProgress, summarised per micro-batch. Outputs
+are checked: every record there (once, for the exactly-once contenders), and for kplex each
+virtual partition in order (``kplex.vp``/``kplex.order`` headers, G2). The table and the
+breakdown go to stdout and to bench/streaming/RESULTS.md (``--smoke``: into the work dir),
+with the command and the date. Contenders' logs stay in the work dir.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import shlex
+import signal
+import sys
+import tempfile
+import uuid
+from collections import Counter
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.append(str(HERE.parent))  # bench/prepare.py: Spark's Kafka connector, the kplex snapshot
+
+from kplex.testing.datagen import pageview_records  # noqa: E402
+from kplex.testing.local_kafka import LocalKafka  # noqa: E402
+
+from contenders import BASELINE, RATE_SETTER, Settings, select  # noqa: E402
+from harness import Load, Result, run_contender, say  # noqa: E402
+from kstreams import build_rekey_streams  # noqa: E402
+from prepare import connector_jars, kplex_snapshot, machine  # noqa: E402
+from tables import breakdown_table, problems, results_document, results_table  # noqa: E402
+
+#: The default live rate is half of kplex exactly-once's sustained rate, within these bounds.
+RATE_CAP, RATE_FLOOR = 5_000.0, 50.0
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--smoke", action="store_true",
+                   help="5,000 records, 10 s at 200/s; exit 0 when every contender ran and wrote every record")
+    p.add_argument("--records", type=int, default=200_000, help="backlog records (N)")
+    p.add_argument("--rate", type=float, help="live records/s (R); default: half of kplex exactly-once's"
+                                              f" sustained rate, at most {RATE_CAP:,.0f}")
+    p.add_argument("--duration", type=float, default=30.0, help="seconds of the live phase (D); 0: none")
+    p.add_argument("--only", default="", help="comma-separated contenders: kplex_eo,kplex_alo,spark_kafka,kstreams_eos")
+    p.add_argument("--users", type=int, default=1000, help="distinct userids")
+    p.add_argument("--seed", type=int, default=42, help="of the generated backlog")
+    p.add_argument("--v", type=int, default=9, help="kplex.virtual_partitions")
+    p.add_argument("--p", type=int, default=3, help="partitions of every source and output")
+    p.add_argument("--max-delay-ms", type=int, default=1000, help="kplex.max_delay_ms")
+    p.add_argument("--idle-release-ms", type=int, default=1000,
+                   help="kplex source's idleReleaseMs: how long after the input goes idle the sink "
+                        "releases the records it holds back (the end of the backlog)")
+    p.add_argument("--trigger", default="1 second", help="Spark processing-time trigger")
+    p.add_argument("--memory", default="1g", help="spark.driver.memory, and Kafka Streams' -Xmx")
+    p.add_argument("--streams-threads", type=int, default=2, help="Kafka Streams num.stream.threads")
+    p.add_argument("--drain-timeout", type=float, default=900.0, help="seconds to wait for the backlog")
+    p.add_argument("--tail-timeout", type=float, default=120.0,
+                   help="seconds to wait for the last live records after the live phase")
+    p.add_argument("--workdir", type=Path, help="broker data, checkpoints, logs (default: a new dir in /tmp)")
+    p.add_argument("--out", type=Path, help="results file (default bench/streaming/RESULTS.md;"
+                                            " with --smoke, RESULTS-smoke.md in the work dir)")
+    args = p.parse_args(argv)
+    if args.smoke:
+        args.records, args.rate, args.duration = 5_000, 200.0, 10.0
+        args.drain_timeout = min(args.drain_timeout, 300.0)
+    return args
+
+
+class RatePolicy:
+    """The live phase's rate: ``--rate``, or fixed by the first drained contender (kplex
+    exactly once, which runs first) as half its sustained rate within the bounds."""
+
+    def __init__(self, fixed: float | None) -> None:
+        self.rate = fixed
+
+    def __call__(self, result: Result) -> float:
+        if self.rate is None:
+            sustained = result.sustained or RATE_FLOOR * 2
+            self.rate = max(RATE_FLOOR, min(RATE_CAP, sustained / 2))
+            if result.contender.slug != RATE_SETTER:
+                say(f"  {RATE_SETTER} did not run first: the live rate comes from {result.contender.slug}")
+        return self.rate
+
+
+def spark_kafka_jars(kplex_python: Path) -> str:
+    """Spark's Kafka connector for spark.jars, less the kafka-clients jar kplex already ships."""
+    import pyspark
+
+    shipped = {p.name for p in (kplex_python / "kplex" / "jars").glob("*.jar")}
+    return ",".join(j for j in connector_jars(pyspark.__version__) if Path(j).name not in shipped)
+
+
+def settings(args: argparse.Namespace, workdir: Path, bootstrap: str) -> Settings:
+    kplex_python = kplex_snapshot(workdir)
+    return Settings(bootstrap=bootstrap, workdir=workdir, kplex_python=kplex_python,
+                    spark_kafka_jars=spark_kafka_jars(kplex_python), streams=build_rekey_streams(say),
+                    v=args.v, p=args.p, max_delay_ms=args.max_delay_ms, idle_release_ms=args.idle_release_ms,
+                    trigger=args.trigger, memory=args.memory, streams_threads=args.streams_threads)
+
+
+def load(args: argparse.Namespace) -> Load:
+    backlog = Counter(hash(value) for _, value in pageview_records(args.records, users=args.users, seed=args.seed))
+    return Load(records=args.records, users=args.users, seed=args.seed, duration_s=args.duration,
+                drain_timeout_s=args.drain_timeout, tail_timeout_s=args.tail_timeout, backlog_values=backlog)
+
+
+def parameters(args: argparse.Namespace, rate: float | None) -> dict[str, str]:
+    return {
+        "backlog": f"{args.records:,} records",
+        "live rate": f"{rate:,.0f}/s for {args.duration:.0f} s" if rate else "none",
+        "V/P": f"{args.v}/{args.p}",
+        "kplex.max_delay_ms": str(args.max_delay_ms),
+        "idleReleaseMs": str(args.idle_release_ms),
+        "trigger": args.trigger,
+        "Spark": f"local[2], spark.driver.memory={args.memory}",
+        "Kafka Streams": f"3.9.1, {args.streams_threads} stream threads, -Xmx{args.memory}",
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    chosen = select(args.only)
+    # A plain SIGTERM would skip the clean-up that stops the contender and the broker.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    command = "python bench/streaming/run.py " + shlex.join(argv if argv is not None else sys.argv[1:])
+    started = dt.datetime.now(dt.timezone.utc)
+    workdir = (args.workdir or Path(tempfile.mkdtemp(prefix="kplex-bench-streaming-"))).resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    out = args.out or (workdir / "RESULTS-smoke.md" if args.smoke else HERE / "RESULTS.md")
+    say(f"work dir {workdir}")
+    rate = RatePolicy(args.rate)
+    run_id = uuid.uuid4().hex[:8]
+    the_load = load(args)
+    results: list[Result] = []
+    with LocalKafka(brokers=1, workdir=workdir / "broker") as cluster:
+        setup = settings(args, workdir, cluster.bootstrap)
+        for contender in chosen:
+            results.append(run_contender(contender, setup, the_load, run_id, rate))
+    document = results_document(results, BASELINE, command=command, started=started,
+                                parameters=parameters(args, rate.rate), machine=machine())
+    out.write_text(document)
+    print(results_table(results, BASELINE))
+    breakdown = breakdown_table(results)
+    if breakdown:
+        print("", breakdown, sep="\n")
+    trouble = problems(results)
+    if trouble:
+        print("", trouble, sep="\n")
+    say(f"results in {out}")
+    passed = len(results) == len(chosen) and all(r.ok for r in results)
+    say("every contender ran and wrote every record" if passed else "FAILED: see the table and the problems")
+    return 0 if passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

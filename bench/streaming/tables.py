@@ -1,0 +1,161 @@
+"""The Markdown of bench/streaming/run.py: the results table, the per-batch breakdown of
+the Spark queries (from StreamingQueryProgress), and RESULTS.md around them."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import statistics
+from typing import Any, Iterable, Sequence
+
+from harness import Result
+
+#: StreamingQueryProgress.durationMs keys, in the order a micro-batch spends them.
+DURATIONS = ("latestOffset", "getBatch", "queryPlanning", "walCommit", "addBatch", "commitOffsets",
+             "triggerExecution")
+
+
+def markdown(header: Sequence[str], rows: Iterable[Sequence[str]], right: Sequence[int] = ()) -> str:
+    """A Markdown table; columns whose index is in ``right`` are right-aligned."""
+    align = ["---:" if i in right else "---" for i in range(len(header))]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _num(x: float | None, digits: int = 0) -> str:
+    return "—" if x is None else f"{x:,.{digits}f}"
+
+
+def _order_cell(r: Result) -> str:
+    if not r.contender.keeps_order:
+        return "no (not claimed)"
+    if r.order_checked == 0:
+        return "yes: no headers found"
+    if r.order_violations:
+        return f"yes: **{r.order_violations:,} violations**"
+    return f"yes: in order ({r.order_checked:,} records)"
+
+
+def _records_cell(r: Result) -> str:
+    expected = r.backlog + r.live_produced
+    seen = r.backlog_seen + r.live_seen
+    text = f"{seen:,} of {expected:,}"
+    if r.missing:
+        text += f", **{r.missing:,} missing**"
+    if r.extra:
+        text += f", {'**' if r.contender.exactly_once else ''}{r.extra:,} duplicates{'**' if r.contender.exactly_once else ''}"
+    return text
+
+
+def results_table(results: Sequence[Result], baseline: str) -> str:
+    """contender | guarantee | sustained rec/s | ratio | drain | p50 | p99 | start-up | G2 | records."""
+    base = next((r.sustained for r in results if r.contender.slug == baseline), None)
+    header = ("contender", "guarantee", "sustained rec/s", "ratio to Kafka Streams EOS", "drain s",
+              "p50 ms", "p99 ms", "start-up s", "G2 order checked?", "records out")
+    rows = []
+    for r in results:
+        ratio = r.sustained / base if r.sustained and base else None
+        rows.append((r.contender.name + ("" if r.ok else " (**failed**)"), r.contender.guarantee,
+                     _num(r.sustained), _num(ratio, 2), _num(r.drain_s, 1), _num(r.percentile(50)),
+                     _num(r.percentile(99)), _num(r.startup_s, 1), _order_cell(r), _records_cell(r)))
+    return markdown(header, rows, right=(2, 3, 4, 5, 6, 7))
+
+
+def _phase(progress: dict[str, Any], live_started_at: float | None) -> str:
+    if live_started_at is None:
+        return "backlog"
+    started = dt.datetime.fromisoformat(progress["timestamp"].replace("Z", "+00:00")).timestamp()
+    return "live" if started >= live_started_at else "backlog"
+
+
+def _median(values: list[float]) -> str:
+    return _num(statistics.median(values)) if values else "—"
+
+
+def _sink_metrics(progress: dict[str, Any]) -> dict[str, str]:
+    return (progress.get("sink") or {}).get("metrics") or {}
+
+
+def _rows_written(progress: dict[str, Any]) -> int | None:
+    """Rows the kplex sink released in this batch (its rowsPerVirtualPartition), None for other sinks."""
+    per_vp = _sink_metrics(progress).get("rowsPerVirtualPartition")
+    return sum(json.loads(per_vp).values()) if per_vp else None
+
+
+def _busy(progress: dict[str, Any]) -> bool:
+    """A batch that read records or (kplex) released held ones."""
+    return progress.get("numInputRows", 0) > 0 or bool(_rows_written(progress))
+
+
+def breakdown_rows(r: Result) -> list[tuple[str, ...]]:
+    """One row per phase: medians over the micro-batches that read or wrote records."""
+    rows = []
+    for phase in ("backlog", "live"):
+        batches = [p for p in r.progress if _busy(p) and _phase(p, r.live_started_at) == phase]
+        if not batches:
+            continue
+        written = [w for w in map(_rows_written, batches) if w is not None]
+        cells = [r.contender.name, phase, f"{len(batches):,}", _median([p["numInputRows"] for p in batches]),
+                 _median(written)]
+        for key in DURATIONS:
+            cells.append(_median([p["durationMs"][key] for p in batches if key in p.get("durationMs", {})]))
+        cells.append(_median([float(_sink_metrics(p)["commitMs"]) for p in batches if "commitMs" in _sink_metrics(p)]))
+        rows.append(tuple(cells))
+    return rows
+
+
+def breakdown_table(results: Sequence[Result]) -> str:
+    header = ("query", "phase", "batches", "rows in/batch", "rows out/batch", *(f"{k} ms" for k in DURATIONS),
+              "sink commitMs")
+    rows = [row for r in results if r.contender.reports_progress for row in breakdown_rows(r)]
+    if not rows:
+        return ""
+    return markdown(header, rows, right=tuple(range(2, len(header))))
+
+
+def problems(results: Sequence[Result]) -> str:
+    lines = []
+    for r in results:
+        for p in r.problems:
+            lines.append(f"- {r.contender.name}: {p} (log: `{r.log}`)")
+        for n in r.notes:
+            lines.append(f"- {r.contender.name}: {n} (log: `{r.log}`)")
+        for e in r.order_examples:
+            lines.append(f"- {r.contender.name}: order violation {e}")
+        if r.died_early:
+            lines.append(f"- {r.contender.name}: the process exited before it was stopped (code {r.exit_code})")
+    return "\n".join(lines)
+
+
+def results_document(results: Sequence[Result], baseline: str, *, command: str, started: dt.datetime,
+                     parameters: dict[str, str], machine: dict[str, str]) -> str:
+    """The whole of RESULTS.md."""
+    params = ", ".join(f"{k} {v}" for k, v in parameters.items())
+    host = "; ".join(f"{k}: {v}" for k, v in machine.items())
+    trouble = problems(results)
+    parts = [
+        "# Streaming benchmark: kplex vs Spark's Kafka sink vs Kafka Streams",
+        "",
+        f"`{command}` — {started:%Y-%m-%d %H:%M} UTC.",
+        "",
+        f"Parameters: {params}.",
+        "",
+        f"Machine: {host}.",
+        "",
+        results_table(results, baseline),
+        "",
+        "*sustained rec/s*: backlog records / seconds from launching the contender's process until a "
+        "read_committed consumer sees all of them (JVM and session start-up included; *drain s*). "
+        "*start-up s*: until the first output record is visible. *p50/p99 ms*: for the records produced "
+        "at the fixed rate after the drain, visible time minus produce time. Ratios are to Kafka "
+        "Streams EOS of the same run.",
+    ]
+    breakdown = breakdown_table(results)
+    if breakdown:
+        parts += ["", "Per micro-batch of the Spark queries, medians over the batches that read records or released "
+                  "held ones (StreamingQueryProgress.durationMs; *rows out* and *sink commitMs* are the kplex "
+                  "sink's rowsPerVirtualPartition and driver-side commit):",
+                  "", breakdown]
+    if trouble:
+        parts += ["", "Problems and notes:", "", trouble]
+    return "\n".join(parts) + "\n"

@@ -1,0 +1,227 @@
+"""The two threads the harness runs beside a contender: a read_committed consumer that
+watches the derived topic (when records become visible, how late, in what order), and a
+producer that appends live pageviews to the source at a fixed rate.
+
+A live record's ``viewtime`` is the wall-clock time (ms) at which it was produced, and
+every contender passes the value through unchanged, so its latency is the time it became
+visible to a read_committed consumer minus that ``viewtime``, both taken by this process's
+clock. Backlog records (from kplex.testing.datagen) carry 2019 viewtimes, far below any
+live one.
+"""
+from __future__ import annotations
+
+import random
+import threading
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+_VIEWTIME = b'"viewtime":'
+#: Viewtimes at or above this (2020-01-01 UTC) are live records' produce times.
+LIVE_SINCE_MS = 1_577_836_800_000
+
+
+def viewtime(value: bytes) -> int:
+    """The ``viewtime`` of a pageview value, -1 if it has none.
+
+    >>> viewtime(b'{"viewtime":1565606197468,"userid":"User_6","pageid":"Page_62"}')
+    1565606197468
+    """
+    start = value.find(_VIEWTIME)
+    if start < 0:
+        return -1
+    start += len(_VIEWTIME)
+    end = start
+    while end < len(value) and 48 <= value[end] <= 57:
+        end += 1
+    return int(value[start:end]) if end > start else -1
+
+
+def now_ms() -> float:
+    return time.time() * 1000.0
+
+
+@dataclass
+class Observed:
+    """What the watcher saw of the derived topic (read under its lock)."""
+
+    backlog: int = 0
+    live: int = 0
+    first_at: float | None = None  # wall-clock s of the first visible record
+    backlog_done_at: float | None = None  # wall-clock s when ``backlog`` reached the expected count
+    latencies_ms: list[float] = field(default_factory=list)
+    values: Counter[int] = field(default_factory=Counter)  # hash(value) -> times seen
+    order_checked: int = 0  # records that carried kplex.vp and kplex.order headers
+    order_violations: int = 0
+    order_examples: list[str] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return self.backlog + self.live
+
+
+class OutputWatcher(threading.Thread):
+    """Reads ``topic`` (read_committed, from its beginning) until stopped, once it exists.
+
+    Checks each virtual partition's order (kplex.vp / kplex.order headers, ASCII
+    decimals) record by record: a virtual partition sits on one physical partition,
+    whose records arrive in offset order.
+    """
+
+    def __init__(self, bootstrap: str, topic: str, expected_backlog: int) -> None:
+        super().__init__(name=f"watch-{topic}", daemon=True)
+        self.bootstrap, self.topic, self.expected_backlog = bootstrap, topic, expected_backlog
+        self.observed = Observed()
+        self.lock = threading.Lock()
+        self.error: BaseException | None = None
+        self._stop_requested = threading.Event()
+        self._last_order: dict[int, int] = {}
+        self._last_message_at = time.monotonic()
+
+    def stop(self, quiet_s: float = 2.0, timeout: float = 30.0) -> None:
+        """Stop once nothing new arrived for ``quiet_s`` (or ``timeout``), then join."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() - self._last_message_at < quiet_s and time.monotonic() < deadline:
+            time.sleep(0.2)
+        self._stop_requested.set()
+        self.join(timeout=30)
+
+    def snapshot(self) -> tuple[int, int]:
+        with self.lock:
+            return self.observed.backlog, self.observed.live
+
+    def run(self) -> None:
+        try:
+            self._watch()
+        except BaseException as e:  # reported by the harness
+            self.error = e
+
+    def _partitions(self) -> list[int] | None:
+        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        topics = admin.list_topics(self.topic, timeout=10).topics
+        meta = topics.get(self.topic)
+        if meta is None or meta.error is not None or not meta.partitions:
+            return None
+        return sorted(meta.partitions)
+
+    def _watch(self) -> None:
+        partitions = None
+        while partitions is None and not self._stop_requested.wait(0.2):
+            partitions = self._partitions()
+        if partitions is None:
+            return
+        consumer = Consumer({
+            "bootstrap.servers": self.bootstrap,
+            "group.id": f"bench-streaming-watch-{uuid.uuid4()}",
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+            "enable.partition.eof": False,
+            # A fetch waits at most this long for data: the bound on how late a
+            # visible record can be seen here.
+            "fetch.wait.max.ms": 25,
+        })
+        consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in partitions])
+        try:
+            while not self._stop_requested.is_set():
+                messages = consumer.consume(10_000, timeout=0.1)
+                seen_at = time.time()
+                if messages:
+                    self._last_message_at = time.monotonic()
+                    self._record(messages, seen_at)
+        finally:
+            consumer.close()
+
+    def _record(self, messages: list, seen_at: float) -> None:
+        obs = self.observed
+        with self.lock:
+            for m in messages:
+                if m.error() is not None:
+                    if m.error().code() == KafkaError._PARTITION_EOF:
+                        continue
+                    raise KafkaException(m.error())
+                value = m.value() or b""
+                obs.values[hash(value)] += 1
+                stamp = viewtime(value)
+                if stamp >= LIVE_SINCE_MS:
+                    obs.live += 1
+                    obs.latencies_ms.append(seen_at * 1000.0 - stamp)
+                else:
+                    obs.backlog += 1
+                self._check_order(m)
+            if obs.first_at is None:
+                obs.first_at = seen_at
+            if obs.backlog_done_at is None and obs.backlog >= self.expected_backlog:
+                obs.backlog_done_at = seen_at
+
+    def _check_order(self, message: object) -> None:
+        headers = dict(message.headers() or ())  # type: ignore[attr-defined]
+        if "kplex.vp" not in headers or "kplex.order" not in headers:
+            return
+        obs = self.observed
+        vp, order = int(headers["kplex.vp"]), int(headers["kplex.order"])
+        obs.order_checked += 1
+        last = self._last_order.get(vp)
+        if last is not None and order < last:
+            obs.order_violations += 1
+            if len(obs.order_examples) < 5:
+                obs.order_examples.append(
+                    f"vp {vp}: order {order} after {last} (partition {message.partition()},"  # type: ignore[attr-defined]
+                    f" offset {message.offset()})")  # type: ignore[attr-defined]
+        self._last_order[vp] = order
+
+
+class RateProducer(threading.Thread):
+    """Appends pageviews to ``topic`` at ``rate`` records/s for ``seconds``, each value's
+    ``viewtime`` the wall-clock ms of its produce call. Keys are the page, as in the backlog."""
+
+    def __init__(self, bootstrap: str, topic: str, rate: float, seconds: float,
+                 users: int = 1000, pages: int = 100, seed: int = 7) -> None:
+        super().__init__(name=f"produce-{topic}", daemon=True)
+        self.topic, self.rate, self.seconds = topic, rate, seconds
+        self.users, self.pages = users, pages
+        self.rng = random.Random(seed)
+        self.values: Counter[int] = Counter()  # hash(value) -> times produced
+        self.produced = 0
+        self.error: BaseException | None = None
+        self.producer = Producer({
+            "bootstrap.servers": bootstrap,
+            "partitioner": "murmur2_random",
+            "enable.idempotence": True,
+            "linger.ms": 5,
+        })
+
+    def run(self) -> None:
+        try:
+            self._produce()
+        except BaseException as e:
+            self.error = e
+
+    def _produce(self) -> None:
+        """Keep up with the schedule (record i is due at i / rate s), checking every 10 ms."""
+        total = round(self.seconds * self.rate)
+        started = time.monotonic()
+        while self.produced < total:
+            due = min(int((time.monotonic() - started) * self.rate) + 1, total)
+            while self.produced < due:
+                self._send_one()
+            self.producer.poll(0)
+            time.sleep(0.01)
+        if self.producer.flush(60) != 0:
+            raise TimeoutError(f"live records to {self.topic} were still undelivered after 60 s")
+
+    def _send_one(self) -> None:
+        page = f"Page_{self.rng.randint(1, self.pages)}"
+        user = f"User_{self.rng.randint(1, self.users)}"
+        value = f'{{"viewtime":{int(now_ms())},"userid":"{user}","pageid":"{page}"}}'.encode()
+        while True:
+            try:
+                self.producer.produce(self.topic, key=page.encode(), value=value)
+                break
+            except BufferError:
+                self.producer.poll(0.05)
+        self.values[hash(value)] += 1
+        self.produced += 1

@@ -1,0 +1,57 @@
+"""Spark Declarative Pipelines (pyspark 4.1's ``spark-pipelines``) whose sinks are kplex tables.
+
+A pipeline runs on a Spark Connect server; kplex's must have kplex's jars, extension and
+catalog, which pyspark's own launcher cannot add, so ``kplex pipeline run`` starts one
+(``kplex server connect``), or uses ``--remote sc://...``. A pipeline may not run
+``CREATE TABLE``: the ``tables.sql`` next to the spec is run first, on the same server.
+
+    $ kplex pipeline run sql/pipeline/spark-pipeline.yml --bootstrap 127.0.0.1:9092
+
+>>> run_pipeline(Path("sql/pipeline/spark-pipeline.yml"), "sc://127.0.0.1:15002")  # doctest: +SKIP
+0
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+__all__ = ["TABLES_FILE", "run_pipeline"]
+
+#: The file of CREATE TABLE statements next to a pipeline spec, run before the pipeline.
+TABLES_FILE = "tables.sql"
+
+
+def create_tables(spec: Path, remote: str) -> int:
+    """Runs the statements of ``tables.sql`` next to ``spec`` on ``remote``; returns how many."""
+    from pyspark.sql import SparkSession
+
+    from kplex.sqltools.run import spark_statements
+    from kplex.sqltools.script import read_script
+
+    tables = spec.parent / TABLES_FILE
+    if not tables.exists():
+        return 0
+    spark = SparkSession.builder.remote(remote).getOrCreate()
+    try:
+        statements = spark_statements(read_script(tables))
+        for statement in statements:
+            spark.sql(statement)
+        return len(statements)
+    finally:
+        # Release the server-side session now: a client left open after its server stops
+        # keeps this process from exiting.
+        spark.stop()
+
+
+def run_pipeline(spec: Path, remote: str) -> int:
+    """Creates the pipeline's tables, then runs pyspark's pipeline CLI (``spark-pipelines run``)
+    against ``remote``; returns its exit status."""
+    import pyspark
+
+    create_tables(spec, remote)
+    cli = Path(pyspark.__file__).resolve().parent / "pipelines" / "cli.py"
+    env = dict(os.environ, SPARK_REMOTE=remote)
+    return subprocess.call([sys.executable, str(cli), "run", "--spec", str(spec.resolve())],
+                           cwd=spec.resolve().parent, env=env)
