@@ -35,27 +35,7 @@ public final class CompactedTopic {
   /** The latest value of every key (read to the end offset), deleted keys left out; empty if no topic. */
   public Map<String, byte[]> readAll() {
     Map<String, byte[]> latest = new HashMap<>();
-    if (kafka.partitionCount(topic).isEmpty()) {
-      return latest;
-    }
-    TopicPartition tp = new TopicPartition(topic, 0);
-    kafka.call("READ", "topic '" + topic + "'", () -> {
-      try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(kafka.conf().consumer())) {
-        consumer.assign(List.of(tp));
-        consumer.seekToBeginning(List.of(tp));
-        long end = consumer.endOffsets(List.of(tp)).get(tp);
-        long deadline = System.currentTimeMillis() + KafkaConf.ADMIN_TIMEOUT_MS;
-        while (consumer.position(tp) < end) {
-          if (System.currentTimeMillis() > deadline) {
-            throw new KplexException("METADATA", "timed out reading topic '" + topic + "'.");
-          }
-          for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(200))) {
-            latest.put(new String(r.key(), StandardCharsets.UTF_8), r.value());
-          }
-        }
-      }
-      return null;
-    });
+    scan(r -> latest.put(new String(r.key(), StandardCharsets.UTF_8), r.value()));
     latest.values().removeIf(v -> v == null);
     return latest;
   }
@@ -66,8 +46,23 @@ public final class CompactedTopic {
    */
   public Map<String, Map.Entry<Long, byte[]>> readPrefix(String prefix) {
     Map<String, Map.Entry<Long, byte[]>> latest = new HashMap<>();
+    scan(r -> {
+      String key = new String(r.key(), StandardCharsets.UTF_8);
+      if (!key.startsWith(prefix)) return;
+      if (r.value() == null) {
+        latest.remove(key);
+      } else {
+        Map.Entry<Long, byte[]> was = latest.get(key);
+        latest.put(key, Map.entry(was == null ? r.offset() : was.getKey(), r.value()));
+      }
+    });
+    return latest;
+  }
+
+  /** Hands every record, from the beginning to the end offset of now, to {@code each}; nothing if no topic. */
+  private void scan(java.util.function.Consumer<ConsumerRecord<byte[], byte[]>> each) {
     if (kafka.partitionCount(topic).isEmpty()) {
-      return latest;
+      return;
     }
     TopicPartition tp = new TopicPartition(topic, 0);
     kafka.call("READ", "topic '" + topic + "'", () -> {
@@ -81,20 +76,12 @@ public final class CompactedTopic {
             throw new KplexException("METADATA", "timed out reading topic '" + topic + "'.");
           }
           for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(200))) {
-            String key = new String(r.key(), StandardCharsets.UTF_8);
-            if (!key.startsWith(prefix)) continue;
-            if (r.value() == null) {
-              latest.remove(key);
-            } else {
-              Map.Entry<Long, byte[]> was = latest.get(key);
-              latest.put(key, Map.entry(was == null ? r.offset() : was.getKey(), r.value()));
-            }
+            each.accept(r);
           }
         }
       }
       return null;
     });
-    return latest;
   }
 
   /** Writes (or, with a null value, deletes) one key, synchronously; creates the topic if needed. */

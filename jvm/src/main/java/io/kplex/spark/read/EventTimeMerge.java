@@ -1,6 +1,6 @@
 package io.kplex.spark.read;
 
-import java.util.Arrays;
+import io.kplex.spark.wire.OrderValues;
 import java.util.Comparator;
 import java.util.PriorityQueue;
 
@@ -47,10 +47,9 @@ final class EventTimeMerge<T> {
     }
   }
 
-  private static final Comparator<byte[]> BYTES = Comparator.nullsFirst(Arrays::compareUnsigned);
-  private static final Comparator<Entry<?>> ORDER = Comparator.<Entry<?>>comparingLong(e -> e.order)
-      .thenComparing(e -> e.key, BYTES)
-      .thenComparing(e -> e.value, BYTES)
+  /** kplex's order of records (OrderValues.compare), then source partition and offset. */
+  private static final Comparator<Entry<?>> ORDER = ((Comparator<Entry<?>>) (a, b) ->
+      OrderValues.compare(a.order, a.key, a.value, b.order, b.key, b.value))
       .thenComparingInt(e -> e.partition)
       .thenComparingLong(e -> e.offset);
 

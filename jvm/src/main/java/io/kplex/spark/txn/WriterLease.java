@@ -29,7 +29,7 @@ public final class WriterLease implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(WriterLease.class);
   static final long RENEW_MS = 1_000;
   /** No renewal for this long: the claim's driver is dead. */
-  static final long STALE_MS = 4_000;
+  static final long STALE_MS = 6_000;
 
   private final KafkaConf kafka;
   private final String key;

@@ -20,6 +20,23 @@ public final class OrderValues {
 
   public static final long MICROS_PER_DAY = 86_400_000_000L;
 
+  /**
+   * The order of records inside a virtual partition (G2 and its tie-break): order value,
+   * then canonical key bytes, then value bytes, both unsigned, NULLs first. A write's sort
+   * (WriteRequirements), the streaming hold-back's merge and the read-time merge all follow it.
+   */
+  public static int compare(long order1, byte[] key1, byte[] value1, long order2, byte[] key2, byte[] value2) {
+    int c = Long.compare(order1, order2);
+    if (c != 0) return c;
+    c = compareBytes(key1, key2);
+    return c != 0 ? c : compareBytes(value1, value2);
+  }
+
+  private static int compareBytes(byte[] a, byte[] b) {
+    if (a == null || b == null) return a == null ? (b == null ? 0 : -1) : 1;
+    return java.util.Arrays.compareUnsigned(a, b);
+  }
+
   /** Reads an order value of a fixed type as a 64-bit long. */
   public interface Reader extends Serializable {
     long read(SpecializedGetters row, int ordinal);

@@ -7,7 +7,6 @@ import io.kplex.spark.wire.OrderValues;
 import io.kplex.spark.wire.Placement;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Comparator;
 import java.util.List;
 import org.apache.spark.sql.catalyst.InternalRow;
@@ -58,14 +57,8 @@ final class StreamingDataWriter implements DataWriter<InternalRow> {
   /** A row with what it is ordered by. */
   private record Entry(UnsafeRow row, long order, byte[] key, byte[] value) {}
 
-  private static final Comparator<Entry> ORDER = (a, b) -> {
-    int c = Long.compare(a.order, b.order);
-    if (c != 0) return c;
-    c = Arrays.compareUnsigned(a.key, b.key);
-    if (c != 0) return c;
-    if (a.value == null || b.value == null) return a.value == null ? (b.value == null ? 0 : -1) : 1;
-    return Arrays.compareUnsigned(a.value, b.value);
-  };
+  private static final Comparator<Entry> ORDER = (a, b) ->
+      OrderValues.compare(a.order, a.key, a.value, b.order, b.key, b.value);
 
   StreamingDataWriter(KplexDataWriter out, WriteConf conf, WriteSchema schema, int partitionId, int numPartitions,
       long lateBound, long releaseBound, HeldRows held, List<String> heldBefore, String heldFile) {
