@@ -16,10 +16,11 @@ import org.slf4j.LoggerFactory;
  * query) claims its table in the commit log ({@code writer/<table>/<id>} in
  * {@link CommitLog#TOPIC}) and renews the claim every second while it runs; it removes the
  * claim when it commits or aborts. Of two live claims the older one (lower offset in the
- * log, so a total order even when both are made in the same millisecond) wins; the newer
- * write fails at once, before a task starts, naming the other query. A claim that is not
- * renewed within {@link #STALE_MS} belongs to a driver that died: it is removed, and the new
- * write recovers what that one left (see {@link ExactlyOnceCommitter#recover}).
+ * log, so a total order even when both are made in the same millisecond) wins: the newer
+ * write watches the older claim and fails as soon as it is renewed or released (its writer
+ * is alive), before a task starts, naming the other query. A claim left unchanged for
+ * {@link #STALE_MS} belongs to a driver that died: it is removed, and the new write
+ * recovers what that one left (see {@link ExactlyOnceCommitter#recover}).
  *
  * <p>So a write never fences the transactions of a live writer, and two concurrent
  * INSERTs never both become partly visible: one succeeds, the other fails having written
@@ -61,14 +62,18 @@ public final class WriterLease implements AutoCloseable {
         if (v.getKey() < mine) older.put(k, v);
       });
       if (!older.isEmpty()) {
-        // Older claims: alive if renewed while we watch, else left by a dead driver.
-        sleep(STALE_MS);
-        Map<String, Map.Entry<Long, byte[]>> now = log.readPrefix(prefix(table));
-        for (Map.Entry<String, Map.Entry<Long, byte[]>> o : older.entrySet()) {
-          Map.Entry<Long, byte[]> later = now.get(o.getKey());
-          if (later != null && !java.util.Arrays.equals(later.getValue(), o.getValue().getValue())) {
-            log.put(key, null);
-            throw Errors.tableBusy(table, queryOf(later.getValue()));
+        // Older claims: alive if renewed or released while we watch (fail at once), a dead
+        // driver's if unchanged for STALE_MS (remove them and go on).
+        long deadline = System.currentTimeMillis() + STALE_MS;
+        while (System.currentTimeMillis() < deadline) {
+          sleep(RENEW_MS / 2);
+          Map<String, Map.Entry<Long, byte[]>> now = log.readPrefix(prefix(table));
+          for (Map.Entry<String, Map.Entry<Long, byte[]>> o : older.entrySet()) {
+            Map.Entry<Long, byte[]> later = now.get(o.getKey());
+            if (later == null || !java.util.Arrays.equals(later.getValue(), o.getValue().getValue())) {
+              log.put(key, null);
+              throw Errors.tableBusy(table, queryOf(o.getValue().getValue()));
+            }
           }
         }
         for (String dead : older.keySet()) {
