@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the core tests (write, read, exactly once, the SQL functions, the errors) against
+# Runs the core tests (write, read, exactly once, streaming, one writer per table, the SQL
+# functions, the errors) against
 # another Spark than the one in requirements.txt, e.g. `bash scripts/test_spark_version.sh 4.0.1`:
 # a virtual environment of its own (.cache/venv-pyspark-<version>) with that pyspark, the
 # other requirements and this checkout's kplex (the same plugin jar: one jar serves Spark
@@ -23,6 +24,8 @@ echo "test: core tests on pyspark $VERSION" >&2
 if [ $# -eq 0 ]; then
   set -- tests/test_repartition.py tests/test_read_roundtrip.py tests/test_read_virtual.py tests/test_errors.py \
     tests/test_bad_input.py tests/test_kplex_json.py tests/test_exactly_once.py tests/test_spark_version.py \
-    -k "not speculative and not executor_jvm and not broker_stopped and not separate_executor_jvms"
+    tests/test_streaming.py tests/test_concurrent_writes.py \
+    -k "not speculative and not executor_jvm and not broker_stopped and not separate_executor_jvms
+        and not cli and not pipeline and not running_query and not killed and not twenty"
 fi
 KPLEX_EXPECT_SPARK=$VERSION exec "$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@"
