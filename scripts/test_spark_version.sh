@@ -25,6 +25,6 @@ if [ $# -eq 0 ]; then
   set -- tests/test_repartition.py tests/test_read_roundtrip.py tests/test_read_virtual.py tests/test_errors.py \
     tests/test_bad_input.py tests/test_kplex_json.py tests/test_exactly_once.py tests/test_spark_version.py \
     tests/test_streaming.py tests/test_concurrent_writes.py \
-    -k "not speculative and not executor_jvm and not broker_stopped and not separate_executor_jvms and not cli and not pipeline and not running_query and not killed and not twenty"
+    -k "not speculative and not executor_jvm and not broker_stopped and not separate_executor_jvms and not running_query_repartitions and not killed_mid_stream and not cli_runs_the_streaming_job and not declarative_pipeline and not twenty_inserts"
 fi
 KPLEX_EXPECT_SPARK=$VERSION exec "$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@"
