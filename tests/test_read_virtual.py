@@ -9,11 +9,14 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from confluent_kafka import Producer
 
-from kplex.errors import ExpressionError, OptionError, ReadOnlyTableError, translated
+from kplex.errors import ExpressionError, NullKeyError, OptionError, ReadOnlyTableError, translated
 from kplex.reader import TableReader, read_table_definition
-from kplex.testing import verify
+from kplex.session import read_metrics
+from kplex.testing import datagen, verify
 from read_support import (
+    INSERT,
     USERID,
     consumer_sequences,
     create_materialized,
@@ -34,7 +37,27 @@ def source(bootstrap: str) -> str:
     return topic
 
 
-@pytest.mark.parametrize("v,p", [(9, 3), (1, 1)], ids=["V=9 over P=3", "V=1 one global order"])
+def _scan_tasks(spark, action) -> list[int]:
+    """Runs ``action`` in a job group of its own; the task counts of the stages it ran."""
+    sc = spark.sparkContext
+    group = f"kplex-read-{uuid.uuid4().hex[:8]}"
+    sc.setJobGroup(group, "read-time table")
+    try:
+        action()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    tracker = sc.statusTracker()
+    stages = {s for j in tracker.getJobIdsForGroup(group) for s in tracker.getJobInfo(j).stageIds}
+    return sorted(tracker.getStageInfo(s).numTasks for s in stages if tracker.getStageInfo(s))
+
+
+def _by_spark_partition(df) -> list[list]:
+    """The rows of each Spark partition, in the order the partition yields them."""
+    return df.rdd.mapPartitions(lambda rows: [list(rows)]).collect()
+
+
+@pytest.mark.parametrize("v,p", [(9, 3), (1, 1), (1000, 3)],
+                         ids=["V=9 over P=3", "V=1 one global order", "V=1000"])
 def test_virtual_partitions_read_on_the_fly_match_a_materialized_insert(
         spark, bootstrap, source, fresh_name, v, p):
     live, stored = fresh_name("live"), fresh_name("stored")
@@ -44,9 +67,77 @@ def test_virtual_partitions_read_on_the_fly_match_a_materialized_insert(
     assert sum(map(len, expected.values())) == 600
 
     df = spark.table(f"kplex.{live}")
-    assert df.rdd.getNumPartitions() == v
-    assert spark_sequences(df.collect()) == expected
+    partitions = _by_spark_partition(df)
+    # Each virtual partition lies in one Spark partition, in one run, in order.
+    runs = [r.vpartition for part in partitions for i, r in enumerate(part)
+            if i == 0 or part[i - 1].vpartition != r.vpartition]
+    assert sorted(runs) == sorted(expected)
+    assert spark_sequences(r for part in partitions for r in part) == expected
+    rows: list = []
+    tasks = _scan_tasks(spark, lambda: rows.extend(df.collect()))
+    assert spark_sequences(rows) == expected
+    # The source is read once: one task per source partition, each record read once.
+    assert 3 in tasks and read_metrics(df)["kplexRecordsRead"] == 600, tasks
     assert python_sequences(TableReader(bootstrap, live)) == expected
+
+
+def test_selecting_one_virtual_partition_reads_the_source_once_and_returns_only_it(
+        spark, bootstrap, source, fresh_name):
+    live, stored = fresh_name("live"), fresh_name("stored")
+    create_virtual(spark, live, source, 96, max_delay_ms=str(LAG_MS))
+    create_materialized(spark, stored, source, 96, 3)
+    expected = consumer_sequences(bootstrap, stored)
+    vp = max(expected, key=lambda k: len(expected[k]))
+    df = spark.table(f"kplex.{live}").where(f"vpartition = {vp}")
+    assert "virtual partitions [" + str(vp) + "]" in df._jdf.queryExecution().executedPlan().toString()
+    assert spark_sequences(df.collect()) == {vp: expected[vp]}
+    assert read_metrics(df)["kplexRecordsRead"] == 600
+    assert spark.table(f"kplex.{live}").count() == 600
+
+
+def test_several_source_topics_merge_into_one_order_per_virtual_partition(spark, bootstrap, fresh_name):
+    """'kplex.source' = 'a, b' equals INSERT ... FROM a UNION ALL ... FROM b, per virtual partition."""
+    clicks, views = fresh_name("clicks"), fresh_name("views")
+    datagen.generate_pageviews(bootstrap, clicks, 300, partitions=2, users=12, seed=11, out_of_order_ms=LAG_MS)
+    datagen.generate_pageviews(bootstrap, views, 300, partitions=3, users=12, seed=12, out_of_order_ms=LAG_MS)
+    live, stored = fresh_name("merged"), fresh_name("stored")
+    create_virtual(spark, live, f"{clicks}, {views}", 9, max_delay_ms=str(LAG_MS))
+    spark.sql(f"CREATE TABLE kplex.{stored} TBLPROPERTIES ('kplex.virtual_partitions' = '9',"
+              f" 'kplex.physical_partitions' = '3')")
+    select = INSERT.split("\n", 1)[1]
+    spark.sql(f"INSERT INTO kplex.{stored} " + select.format(source=clicks) + " UNION ALL "
+              + select.format(source=views))
+    expected = consumer_sequences(bootstrap, stored)
+    assert sum(map(len, expected.values())) == 600
+    definition = read_table_definition(bootstrap, live)
+    assert definition["physical_partitions"] == 5 and definition["source"] == f"{clicks}, {views}"
+    df = spark.table(f"kplex.{live}")
+    rows = df.collect()
+    assert spark_sequences(rows) == expected
+    assert {r.topic for r in rows} == {clicks, views}
+    assert read_metrics(df)["kplexRecordsRead"] == 600
+    # One timeline per virtual partition across both topics: both topics within one vp.
+    assert any(len({r.topic for r in rows if r.vpartition == vp}) == 2 for vp in expected)
+
+
+def test_a_source_whose_records_lack_the_key_is_named(spark, bootstrap, source, fresh_name):
+    other = fresh_name("nokey")
+    datagen.ensure_topic(bootstrap, other, 1)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    producer.produce(other, value=b'{"viewtime": 1, "page": "x"}', partition=0)  # no userid
+    assert producer.flush(30) == 0
+    live = fresh_name("mixed")
+    create_virtual(spark, live, f"{source}, {other}", 4, max_delay_ms=str(LAG_MS))
+    with pytest.raises(NullKeyError, match=f"source topic '{other}' at partition 0 offset 0"), translated():
+        spark.table(f"kplex.{live}").collect()
+
+
+def test_a_source_topic_named_twice_or_missing_is_refused(spark, source, fresh_name):
+    with pytest.raises(OptionError, match="names a topic twice"), translated():
+        create_virtual(spark, fresh_name("twice"), f"{source}, {source}", 4)
+    missing = fresh_name("missing")
+    with pytest.raises(Exception, match=missing):
+        create_virtual(spark, fresh_name("gone"), f"{source}, {missing}", 4)
 
 
 def test_a_virtual_table_creates_no_topic_and_stores_a_self_describing_definition(

@@ -1,6 +1,7 @@
 package io.kplex.spark;
 
 import io.kplex.spark.functions.KplexFunctions;
+import io.kplex.spark.read.ReadTimePlan;
 import io.kplex.spark.stream.StreamingSinkCatalog;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.SparkSessionExtensions;
@@ -14,7 +15,9 @@ import scala.runtime.BoxedUnit;
 
 /**
  * {@code spark.sql.extensions=io.kplex.spark.KplexExtensions}: makes kplex_key,
- * kplex_order and kplex_vpartition available in every session, plain spark-sql included.
+ * kplex_order and kplex_vpartition available in every session, plain spark-sql included,
+ * gives format-named streaming sinks their catalog ({@link StreamingSinkCatalog}) and
+ * plans reads of read-time tables to read their source once ({@link ReadTimePlan}).
  */
 public final class KplexExtensions extends AbstractFunction1<SparkSessionExtensions, BoxedUnit> {
   @Override
@@ -27,6 +30,12 @@ public final class KplexExtensions extends AbstractFunction1<SparkSessionExtensi
       @Override
       public Rule<LogicalPlan> apply(SparkSession session) {
         return new StreamingSinkCatalog();
+      }
+    });
+    extensions.injectResolutionRule(new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {
+      @Override
+      public Rule<LogicalPlan> apply(SparkSession session) {
+        return new ReadTimePlan();
       }
     });
     return BoxedUnit.UNIT;

@@ -23,7 +23,8 @@ import java.util.TreeMap;
  *  "order":null,"null_key":"fail","null_order":"fail","created_ms":1700000000000,
  *  "properties":{"kplex.virtual_partitions":"9", ...}}
  * </pre>
- * A read-time table also has {@code "source"}: the topic it is computed from.
+ * A read-time table also has {@code "source"}: the topic it is computed from, or several,
+ * comma-separated ({@code "clicks, views"}); its P is their partition count added up.
  */
 public final class TableDefinition implements Serializable {
   public static final int FORMAT_VERSION = 1;
@@ -63,6 +64,18 @@ public final class TableDefinition implements Serializable {
   /** A read-time table: virtual partitions computed from topic {@link #source()} when read. */
   public boolean isVirtual() { return properties.containsKey(KplexOptions.SOURCE); }
   public String source() { return properties.get(KplexOptions.SOURCE); }
+  /** The topics of a read-time table's {@code kplex.source}, a comma-separated list, in order. */
+  public java.util.List<String> sources() { return sourceList(source()); }
+
+  /** {@code "clicks, views"} as [clicks, views]: names trimmed, empty entries left out. */
+  public static java.util.List<String> sourceList(String text) {
+    java.util.List<String> out = new java.util.ArrayList<>();
+    if (text == null) return out;
+    for (String t : text.split(",")) {
+      if (!t.isBlank()) out.add(t.trim());
+    }
+    return out;
+  }
   public String property(String key, String orElse) { return properties.getOrDefault(key, orElse); }
   public short replicationFactor() {
     return Short.parseShort(properties.getOrDefault(KplexOptions.REPLICATION_FACTOR, "-1"));

@@ -4,6 +4,8 @@ import io.kplex.spark.conf.KplexOptions;
 import io.kplex.spark.errors.Errors;
 import io.kplex.spark.kafka.KafkaTopics;
 import io.kplex.spark.read.ReadExpressions;
+import java.util.HashSet;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
@@ -25,6 +27,11 @@ import java.util.TreeMap;
  * record's {@code key} and {@code timestamp}); {@link ReadExpressions} evaluates them.
  * The stored definition carries every default explicitly, and P is the source's
  * partition count, so a plain consumer can redo the computation (docs/contract.md, G5).
+ *
+ * <p>{@code kplex.source} may list several topics ({@code 'clicks, views'}): their
+ * partitions are merged into one event-time order per virtual partition, P is their
+ * partition count added up, and ties (same order, key and value) go by topic name, then
+ * partition and offset. Key and order are then computed alike for every source.
  */
 public final class VirtualTables {
   private VirtualTables() {}
@@ -36,8 +43,13 @@ public final class VirtualTables {
   /** Checks that only a read-time table needs; called by {@link TableProperties#validate}. */
   public static void validate(Map<String, String> props, String table) {
     String source = props.get(KplexOptions.SOURCE);
-    if (source.isBlank()) {
-      throw Errors.virtualNeeds(table, "'" + KplexOptions.SOURCE + "' must name the topic to read.");
+    List<String> sources = TableDefinition.sourceList(source);
+    if (sources.isEmpty()) {
+      throw Errors.virtualNeeds(table, "'" + KplexOptions.SOURCE + "' must name the topic to read"
+          + " (or several, comma-separated).");
+    }
+    if (new HashSet<>(sources).size() != sources.size()) {
+      throw Errors.virtualNeeds(table, "'" + KplexOptions.SOURCE + "' = '" + source + "' names a topic twice.");
     }
     String topic = props.get(KplexOptions.TOPIC);
     if (topic != null && !topic.equals(source)) {
@@ -54,8 +66,8 @@ public final class VirtualTables {
         throw Errors.virtualNeeds(table, "'" + KplexOptions.LATE_POLICY + "' = 'side_topic' needs '"
             + KplexOptions.LATE_TOPIC + "', the topic that receives late records.");
       }
-      if (late.equals(source)) {
-        throw Errors.virtualNeeds(table, "the late topic must not be the source topic.");
+      if (sources.contains(late.trim())) {
+        throw Errors.virtualNeeds(table, "the late topic must not be a source topic ('" + late.trim() + "').");
       }
     }
   }
@@ -68,17 +80,22 @@ public final class VirtualTables {
     Map<String, String> props = new TreeMap<>();
     given.forEach((k, v) -> props.put(k.toLowerCase(Locale.ROOT).startsWith("kplex.")
         ? k.toLowerCase(Locale.ROOT) : k, v));
-    String source = props.getOrDefault(KplexOptions.SOURCE, "").trim();
-    if (source.equals(table) || (!source.isEmpty() && store.visible(table))) {
+    List<String> sources = TableDefinition.sourceList(props.get(KplexOptions.SOURCE));
+    if (sources.contains(table) || (!sources.isEmpty() && store.visible(table))) {
       throw Errors.virtualNeeds(table, "a topic named '" + table + "' exists; a read-time table"
           + " needs a name of its own.");
     }
-    int partitions = source.isEmpty() ? 1
-        : store.partitionCount(source).orElseThrow(() -> Errors.unknownTopic(source));
+    if (!sources.isEmpty()) {
+      props.put(KplexOptions.SOURCE, String.join(", ", sources));
+    }
+    int partitions = sources.isEmpty() ? 1 : 0;
+    for (String source : sources) {
+      partitions += store.partitionCount(source).orElseThrow(() -> Errors.unknownTopic(source));
+    }
     String p = props.get(KplexOptions.PHYSICAL_PARTITIONS);
     if (p != null && !p.trim().equals(Integer.toString(partitions))) {
-      throw Errors.virtualNeeds(table, "topic '" + source + "' has " + partitions + " partitions, not '"
-          + KplexOptions.PHYSICAL_PARTITIONS + "' = " + p + "; leave it out.");
+      throw Errors.virtualNeeds(table, "the source ('" + String.join(", ", sources) + "') has " + partitions
+          + " partitions, not '" + KplexOptions.PHYSICAL_PARTITIONS + "' = " + p + "; leave it out.");
     }
     props.put(KplexOptions.PHYSICAL_PARTITIONS, Integer.toString(partitions));
     props.putIfAbsent(KplexOptions.KEY, KplexOptions.DEFAULT_VIRTUAL_KEY);

@@ -31,6 +31,8 @@ public final class ReadConf implements Serializable {
   public final Kind kind;
   public final String table;
   public final String topic;
+  /** The topics read: a read-time table's sources (kplex.source), else the table's topic. */
+  public final java.util.List<String> sources;
   public final int virtualPartitions;
   public final int physicalPartitions;
   public final long maxDelayMs;
@@ -46,6 +48,7 @@ public final class ReadConf implements Serializable {
     this.kind = def == null ? Kind.TOPIC : def.isVirtual() ? Kind.VIRTUAL : Kind.DERIVED;
     this.table = t.name();
     this.topic = t.topic();
+    this.sources = kind == Kind.VIRTUAL ? def.sources() : java.util.List.of(t.topic());
     this.virtualPartitions = def == null ? 0 : def.virtualPartitions();
     this.physicalPartitions = def == null ? 0 : def.physicalPartitions();
     this.kafka = kafka;

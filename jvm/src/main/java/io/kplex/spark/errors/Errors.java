@@ -12,6 +12,24 @@ public final class Errors {
         + orderValue + "). Filter such rows out, or set '" + KplexOptions.NULL_KEY + "' = 'drop'.");
   }
 
+  /** A read-time table's key expression gave NULL on a source record (names the source). */
+  public static KplexException nullReadTimeKey(String table, String expression, String topic, int partition,
+      long offset) {
+    return new KplexException("NULL_KEY", "NULL key from `" + expression + "` of table " + table
+        + " for the record of source topic '" + topic + "' at partition " + partition + " offset " + offset
+        + ": the key must exist in every source's records. Fix the expression for that source, or set '"
+        + KplexOptions.NULL_KEY + "' = 'drop'.");
+  }
+
+  /** A read-time table's order expression gave NULL on a source record (names the source). */
+  public static KplexException nullReadTimeOrder(String table, String expression, String topic, int partition,
+      long offset) {
+    return new KplexException("NULL_ORDER", "NULL order value from `" + expression + "` of table " + table
+        + " for the record of source topic '" + topic + "' at partition " + partition + " offset " + offset
+        + ": the order must exist in every source's records. Fix the expression for that source, or set '"
+        + KplexOptions.NULL_ORDER + "' = 'drop'.");
+  }
+
   public static KplexException nullOrder(String column, String keyText) {
     return new KplexException("NULL_ORDER", "NULL order value in column `" + column + "` for row key "
         + keyText + ". Filter such rows out, or set '" + KplexOptions.NULL_ORDER

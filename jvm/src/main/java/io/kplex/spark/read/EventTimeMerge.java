@@ -25,7 +25,8 @@ import java.util.PriorityQueue;
  *
  * So the output is exactly the sorted sequence of the non-late records added, ties broken
  * as a kplex write breaks them (order value, key bytes, value bytes, unsigned, a NULL value
- * first), then by source partition and offset: the same sequence an INSERT of the same
+ * first), then by source partition (its index: sources are numbered in (topic, partition)
+ * order) and offset: the same sequence an INSERT of the same
  * definition writes.
  */
 final class EventTimeMerge<T> {
@@ -33,6 +34,7 @@ final class EventTimeMerge<T> {
     final long order;
     final byte[] key;
     final byte[] value;
+    /** The source partition's index among the merged ones (sorted by topic, then partition). */
     final int partition;
     final long offset;
     final T payload;

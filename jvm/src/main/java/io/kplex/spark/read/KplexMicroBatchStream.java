@@ -138,7 +138,7 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
   @Override
   public Offset initialOffset() {
     List<TopicPartition> tps = partitions();
-    Map<TopicPartition, long[]> bounds = ReadBounds.resolve(consumer(), store, conf.topic, tps, options);
+    Map<TopicPartition, long[]> bounds = ReadBounds.resolve(consumer(), store, List.of(conf.topic), tps, options);
     Map<Integer, Long> next = new TreeMap<>();
     bounds.forEach((tp, b) -> next.put(tp.partition(), b[0]));
     return new SourceOffset(conf.topic, next);
@@ -268,7 +268,7 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
 
   @Override
   public PartitionReaderFactory createReaderFactory() {
-    return new KplexReaderFactory(conf, columns);
+    return new KplexReaderFactory(conf, columns, null);
   }
 
   @Override

@@ -1,24 +1,34 @@
 package io.kplex.spark.read;
 
 import io.kplex.spark.conf.ReadConf;
+import java.util.Set;
+import java.util.TreeSet;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 
-/** Picks the reader of an input partition: a physical range, or one virtual partition. */
+/** Picks the reader of an input partition: a physical range, a source partition, or one virtual partition. */
 final class KplexReaderFactory implements PartitionReaderFactory {
   private final ReadConf conf;
   private final int[] columns;
+  private final Set<Integer> vps;
 
-  /** {@code columns}: those a plain topic's rows hold (indexes into TOPIC_SCHEMA). */
-  KplexReaderFactory(ReadConf conf, int[] columns) {
+  /**
+   * {@code columns}: those a plain topic's rows hold (indexes into TOPIC_SCHEMA);
+   * {@code vps}: the virtual partitions a read-time table's read keeps (null: all).
+   */
+  KplexReaderFactory(ReadConf conf, int[] columns, Set<Integer> vps) {
     this.conf = conf;
     this.columns = columns;
+    this.vps = vps == null ? null : new TreeSet<>(vps);
   }
 
   @Override
   public PartitionReader<InternalRow> createReader(InputPartition partition) {
+    if (partition instanceof OffsetRange && conf.kind == ReadConf.Kind.VIRTUAL) {
+      return new SourcePartitionReader(conf, (OffsetRange) partition, vps);
+    }
     if (partition instanceof OffsetRange) {
       return new KplexPartitionReader(conf.kafka, (OffsetRange) partition, -1, columns);
     }

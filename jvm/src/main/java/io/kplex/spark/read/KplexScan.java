@@ -31,9 +31,14 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  *       one ({@link #split}), with only the columns the query uses.</li>
  *   <li>kplex-written table: one input partition per virtual partition, reading its
  *       physical partition vp % P and keeping its records, in their stored order (G2).</li>
- *   <li>Read-time table: one input partition per virtual partition, merging every source
- *       partition in event-time order ({@link VirtualPartitionReader}); each task reads
- *       the whole source range, so the source is read V times.</li>
+ *   <li>Read-time table, as planned by {@link ReadTimePlan} (kplex's session extension):
+ *       one input partition per source partition, each read once, whole, by
+ *       {@link SourcePartitionReader}, which computes key, order and virtual partition and
+ *       applies the late-record policy; the plan's shuffle by virtual partition and sort
+ *       put each virtual partition in order. The cost does not grow with V.</li>
+ *   <li>Read-time table without the extension: one input partition per virtual partition,
+ *       merging every source partition in event-time order ({@link VirtualPartitionReader});
+ *       each task reads the whole source range, so the source is read V times.</li>
  * </ul>
  */
 final class KplexScan implements Scan, Batch {
@@ -43,6 +48,8 @@ final class KplexScan implements Scan, Batch {
   private final Set<Integer> vps;
   /** The columns a plain topic's read builds, as indexes into TOPIC_SCHEMA. */
   private final int[] columns;
+  /** A read-time table under {@link ReadTimePlan}'s shuffle: read each source partition once. */
+  private final boolean readOnce;
 
   /** Offsets of a piece a plain topic's partition is split into by default, at least. */
   static final long MIN_SPLIT_OFFSETS = 50_000;
@@ -54,6 +61,7 @@ final class KplexScan implements Scan, Batch {
     this.options = options;
     this.vps = vps;
     this.columns = conf.kind == ReadConf.Kind.TOPIC ? RecordRows.columns(required) : null;
+    this.readOnce = conf.kind == ReadConf.Kind.VIRTUAL && options.getBoolean(ReadTimePlan.READ_ONCE, false);
   }
 
   @Override
@@ -71,19 +79,23 @@ final class KplexScan implements Scan, Batch {
     List<InputPartition> parts = new ArrayList<>();
     try (TableStore store = new TableStore(conf.kafka, table.metadataTopic());
          KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(conf.kafka.consumer())) {
-      List<TopicPartition> tps = store.call("READ", "topic '" + conf.topic + "'", () -> {
-        List<TopicPartition> list = new ArrayList<>();
-        List<PartitionInfo> infos = consumer.partitionsFor(conf.topic);
-        if (infos == null || infos.isEmpty()) {
-          throw Errors.unknownTopic(conf.topic);
-        }
-        for (PartitionInfo p : infos) list.add(new TopicPartition(p.topic(), p.partition()));
-        return list;
-      });
-      tps.sort(Comparator.comparingInt(TopicPartition::partition));
-      // Fail in the driver, naming the ACL, rather than in every task (secured Kafka).
-      store.requireAllowed(conf.topic, AclOperation.READ);
-      Map<TopicPartition, long[]> bounds = ReadBounds.resolve(consumer, store, conf.topic, tps, options);
+      List<TopicPartition> tps = new ArrayList<>();
+      for (String topic : conf.sources) {
+        tps.addAll(store.call("READ", "topic '" + topic + "'", () -> {
+          List<TopicPartition> list = new ArrayList<>();
+          List<PartitionInfo> infos = consumer.partitionsFor(topic);
+          if (infos == null || infos.isEmpty()) {
+            throw Errors.unknownTopic(topic);
+          }
+          for (PartitionInfo p : infos) list.add(new TopicPartition(p.topic(), p.partition()));
+          return list;
+        }));
+        // Fail in the driver, naming the ACL, rather than in every task (secured Kafka).
+        store.requireAllowed(topic, AclOperation.READ);
+      }
+      // By topic name, then partition: the tie-break of records equal in order, key and value.
+      tps.sort(Comparator.comparing(TopicPartition::topic).thenComparingInt(TopicPartition::partition));
+      Map<TopicPartition, long[]> bounds = ReadBounds.resolve(consumer, store, conf.sources, tps, options);
       List<OffsetRange> ranges = new ArrayList<>();
       for (TopicPartition tp : tps) {
         long[] b = bounds.get(tp);
@@ -106,6 +118,13 @@ final class KplexScan implements Scan, Batch {
         default:
           if ("side_topic".equals(conf.latePolicy)) {
             VirtualTables.ensureLateTopic(store, conf.lateTopic);
+          }
+          if (readOnce) {
+            // Each source partition whole in one task: lateness is judged along its sequence.
+            for (OffsetRange r : ranges) {
+              if (r.until > r.from) parts.add(r);
+            }
+            break;
           }
           OffsetRange[] all = ranges.toArray(new OffsetRange[0]);
           for (int vp = 0; vp < conf.virtualPartitions; vp++) {
@@ -168,7 +187,7 @@ final class KplexScan implements Scan, Batch {
 
   @Override
   public PartitionReaderFactory createReaderFactory() {
-    return new KplexReaderFactory(conf, columns);
+    return new KplexReaderFactory(conf, columns, vps);
   }
 
   @Override
@@ -178,7 +197,8 @@ final class KplexScan implements Scan, Batch {
 
   @Override
   public String description() {
-    return "kplex scan of " + conf + (vps == null ? "" : ", virtual partitions " + vps);
+    return "kplex scan of " + conf + (vps == null ? "" : ", virtual partitions " + vps)
+        + (readOnce ? ", each source partition read once" : "");
   }
 
   @Override

@@ -28,7 +28,7 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  *       the first offset whose record timestamp is at or after it (the end if none), so
  *       the read covers [start, end) by Kafka timestamp when timestamps rise.</li>
  * </ul>
- * Offsets of a read-time table are those of its source topic. The result is clamped to
+ * Offsets of a read-time table are those of its source topics (the JSON may name each). The result is clamped to
  * what the partition holds.
  */
 final class ReadBounds {
@@ -38,12 +38,13 @@ final class ReadBounds {
 
   /** [from, until) per partition. */
   static Map<TopicPartition, long[]> resolve(KafkaConsumer<byte[], byte[]> consumer, TableStore store,
-      String topic, List<TopicPartition> tps, CaseInsensitiveStringMap options) {
+      List<String> topics, List<TopicPartition> tps, CaseInsensitiveStringMap options) {
+    String topic = String.join(", ", topics);
     Map<TopicPartition, Long> begin = store.call("READ", "topic '" + topic + "'", () -> consumer.beginningOffsets(tps));
     Map<TopicPartition, Long> end = store.call("READ", "topic '" + topic + "'", () -> consumer.endOffsets(tps));
-    Map<TopicPartition, Long> from = bound(consumer, store, topic, tps, options,
+    Map<TopicPartition, Long> from = bound(consumer, store, topics, tps, options,
         KplexOptions.STARTING_OFFSETS, KplexOptions.STARTING_TIMESTAMP, begin, end, begin);
-    Map<TopicPartition, Long> until = bound(consumer, store, topic, tps, options,
+    Map<TopicPartition, Long> until = bound(consumer, store, topics, tps, options,
         KplexOptions.ENDING_OFFSETS, KplexOptions.ENDING_TIMESTAMP, begin, end, end);
     Map<TopicPartition, long[]> ranges = new HashMap<>();
     for (TopicPartition tp : tps) {
@@ -57,7 +58,7 @@ final class ReadBounds {
   }
 
   private static Map<TopicPartition, Long> bound(KafkaConsumer<byte[], byte[]> consumer, TableStore store,
-      String topic, List<TopicPartition> tps, CaseInsensitiveStringMap options, String offsetsKey,
+      List<String> topics, List<TopicPartition> tps, CaseInsensitiveStringMap options, String offsetsKey,
       String timestampKey, Map<TopicPartition, Long> begin, Map<TopicPartition, Long> end,
       Map<TopicPartition, Long> byDefault) {
     String offsets = options.get(offsetsKey);
@@ -74,7 +75,7 @@ final class ReadBounds {
       }
       Map<TopicPartition, Long> query = new HashMap<>();
       for (TopicPartition tp : tps) query.put(tp, ts);
-      Map<TopicPartition, OffsetAndTimestamp> found = store.call("READ", "topic '" + topic + "'", () -> consumer.offsetsForTimes(query));
+      Map<TopicPartition, OffsetAndTimestamp> found = store.call("READ", "topic '" + String.join(", ", topics) + "'", () -> consumer.offsetsForTimes(query));
       Map<TopicPartition, Long> result = new HashMap<>();
       for (TopicPartition tp : tps) {
         OffsetAndTimestamp o = found.get(tp);
@@ -100,10 +101,11 @@ final class ReadBounds {
     Map<TopicPartition, Long> result = new HashMap<>(byDefault);
     for (Iterator<Map.Entry<String, JsonNode>> it = node.fields(); it.hasNext(); ) {
       Map.Entry<String, JsonNode> t = it.next();
-      if (!t.getKey().equals(topic)) {
+      if (!topics.contains(t.getKey())) {
         throw Errors.badBounds("'" + offsetsKey + "' names topic '" + t.getKey() + "'; this read is of '"
-            + topic + "'.");
+            + String.join(", ", topics) + "'.");
       }
+      String topic = t.getKey();
       for (Iterator<Map.Entry<String, JsonNode>> ps = t.getValue().fields(); ps.hasNext(); ) {
         Map.Entry<String, JsonNode> p = ps.next();
         TopicPartition tp;

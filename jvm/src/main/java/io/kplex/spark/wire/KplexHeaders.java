@@ -15,6 +15,7 @@ public final class KplexHeaders {
   public static final String VP = "kplex.vp";
   public static final String ORDER = "kplex.order";
   public static final String SOURCE_PARTITION = "kplex.source_partition";
+  public static final String SOURCE_TOPIC = "kplex.source_topic";
   public static final String SOURCE_OFFSET = "kplex.source_offset";
 
   /** Whether a user header of this name is replaced by kplex's own. */
