@@ -50,19 +50,114 @@ def expected_values(bootstrap: str, tables) -> dict[int, list[bytes]]:
     return {vp: [value for _, value, _ in seqs.get(vp, [])] for vp in range(9)}
 
 
-@pytest.mark.parametrize("kind,parallel", [("stored", 9), ("live", 9), ("live", 3)],
-                         ids=["kplex-written, xargs -P9", "read-time, xargs -P9", "read-time, xargs -P3 < V"])
+def lines(values: list[bytes]) -> bytes:
+    return b"".join(v + b"\n" for v in values)
+
+
+# Runs `kplex` counting, per topic, every record any consumer of the process hands out: a
+# door of its own, apart from the reader's ReadStats.
+COUNTING_KPLEX = """
+import atexit, collections, json, sys
+import kplex.clients
+from kplex.cli import main
+
+received = collections.Counter()
+
+
+class Counting(kplex.clients._Consumer):
+    def consume(self, *args, **kwargs):
+        messages = super().consume(*args, **kwargs)
+        received.update(m.topic() for m in messages if m.error() is None)
+        return messages
+
+    def poll(self, *args, **kwargs):
+        message = super().poll(*args, **kwargs)
+        if message is not None and message.error() is None:
+            received[message.topic()] += 1
+        return message
+
+
+kplex.clients._Consumer = Counting
+atexit.register(lambda: print("received " + json.dumps(received), file=sys.stderr))
+sys.exit(main())
+"""
+
+
+@pytest.mark.parametrize("kind", ["stored", "live"], ids=["kplex-written", "read-time"])
 def test_fifos_feed_one_xargs_consumer_per_virtual_partition_in_order(
-        bootstrap, tables, expected_values, tmp_path, kind, parallel):
+        bootstrap, tables, expected_values, tmp_path, kind):
     fifos, got = tmp_path / "fifos", tmp_path / "got"
     got.mkdir()
     consumer = f"""sh -c 'cat "$1" > {got}/vp-$0'"""
-    done = run(f"{KPLEX} {tables[kind]} --out-dir {fifos} --fifo | xargs -P{parallel} -n2 {consumer}",
-               bootstrap)
+    done = run(f"{KPLEX} {tables[kind]} --out-dir {fifos} --fifo | xargs -P9 -n2 {consumer}", bootstrap)
     assert done.returncode == 0, done.stderr
     for vp in range(9):
-        assert (got / f"vp-{vp}").read_bytes() == b"".join(v + b"\n" for v in expected_values[vp]), vp
+        assert (got / f"vp-{vp}").read_bytes() == lines(expected_values[vp]), vp
     assert not any(fifos.iterdir())  # the FIFOs are gone
+
+
+def test_fifos_of_a_read_time_table_read_its_source_once(bootstrap, tables, expected_values, tmp_path):
+    (tmp_path / "counting_kplex.py").write_text(COUNTING_KPLEX)
+    fifos, got = tmp_path / "fifos", tmp_path / "got"
+    got.mkdir()
+    consumer = f"""sh -c 'cat "$1" > {got}/vp-$0'"""
+    done = run(f"{sys.executable} {tmp_path / 'counting_kplex.py'} read {tables['live']} --out-dir {fifos}"
+               f" --fifo --stats | xargs -P9 -n2 {consumer}", bootstrap)
+    assert done.returncode == 0, done.stderr
+    received = json.loads(done.stderr.split("received ", 1)[1].splitlines()[0])
+    assert received[tables["source"]] == 600  # the source's 600 records, not 9 x 600
+    assert "600 records out of 600 read" in done.stderr
+    for vp in range(9):
+        assert (got / f"vp-{vp}").read_bytes() == lines(expected_values[vp]), vp
+
+
+def test_a_consumer_that_stops_early_ends_only_its_own_fifo(bootstrap, tmp_path):
+    topic = f"read_cli_head_{uuid.uuid4().hex[:8]}"
+    records = clickstream(3, 1_500, max_lag_ms=1_000, seed=5)
+    for rec in (r for part in records.values() for r in part):
+        rec["pad"] = "x" * 1_000  # ~0.5 MB per virtual partition: more than a pipe holds
+    produce(bootstrap, topic, records)
+    view = f"{KPLEX} {topic} --order /_time --key /userid --max-delay-ms 1000 --virtual-partitions 3"
+    files = run(f"{view} --out-dir {tmp_path / 'files'}", bootstrap)
+    assert files.returncode == 0, files.stderr
+    expected = {vp: (tmp_path / "files" / f"{topic}.{vp}").read_bytes() for vp in range(3)}
+    assert min(map(len, expected.values())) > 4 * 65_536
+
+    got = tmp_path / "got"
+    got.mkdir()
+    consumer = f"""sh -c 'if [ "$0" = 1 ]; then head -n1 "$1"; else cat "$1"; fi > {got}/vp-$0'"""
+    done = run(f"{view} --out-dir {tmp_path / 'fifos'} --fifo | xargs -P3 -n2 {consumer}", bootstrap, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert (got / "vp-1").read_bytes() == expected[1].split(b"\n", 1)[0] + b"\n"
+    assert (got / "vp-0").read_bytes() == expected[0]
+    assert (got / "vp-2").read_bytes() == expected[2]
+
+
+def test_a_full_queue_holds_the_reader_back_and_bounds_what_it_holds(
+        bootstrap, tables, expected_values, tmp_path):
+    fifos, got = tmp_path / "fifos", tmp_path / "got"
+    got.mkdir()
+    consumer = f"""sh -c 'sleep 2; cat "$1" > {got}/vp-$0'"""  # nobody reads for 2 s
+    done = run(f"{KPLEX} {tables['live']} --out-dir {fifos} --fifo --fifo-queue 4 --stats"
+               f" | xargs -P9 -n2 {consumer}", bootstrap)
+    assert done.returncode == 0, done.stderr
+    for vp in range(9):
+        assert (got / f"vp-{vp}").read_bytes() == lines(expected_values[vp]), vp
+    # ~67 records per virtual partition, and each queue filled up to its bound and no further
+    assert "at most 4 records queued for one FIFO" in done.stderr
+
+
+def test_a_read_error_closes_every_fifo_and_is_an_error_exit(bootstrap, tmp_path):
+    topic = f"read_cli_fifo_late_{uuid.uuid4().hex[:8]}"
+    produce(bootstrap, topic, {0: [{"_time": t, "userid": u} for u, t in enumerate((1_000, 5_000, 2_000))]})
+    got = tmp_path / "got"
+    got.mkdir()
+    consumer = f"""sh -c 'cat "$1" > {got}/vp-$0 2>/dev/null; true'"""
+    done = run(f"{KPLEX} {topic} --order /_time --key /userid --max-delay-ms 1000 --virtual-partitions 3"
+               f" --out-dir {tmp_path / 'fifos'} --fifo | xargs -P3 -n2 {consumer}", bootstrap, timeout=60)
+    assert done.returncode == 2, done.stderr  # kplex's own exit status, through pipefail
+    assert "KPLEX_LATE_RECORD" in done.stderr and "offset 2" in done.stderr
+    assert not any((tmp_path / "fifos").iterdir())
 
 
 def test_files_hold_one_virtual_partition_each_and_are_announced_for_xargs(
@@ -72,7 +167,7 @@ def test_files_hold_one_virtual_partition_each_and_are_announced_for_xargs(
     pairs = [line.split(" ", 1) for line in done.stdout.splitlines()]
     assert [int(vp) for vp, _ in pairs] == list(range(9))
     for vp, path in pairs:
-        assert Path(path).read_bytes() == b"".join(v + b"\n" for v in expected_values[int(vp)])
+        assert Path(path).read_bytes() == lines(expected_values[int(vp)])
     assert "600 records out of 600 read; late: 0 dropped" in done.stderr
 
 

@@ -116,6 +116,7 @@ def test_several_source_topics_merge_into_one_order_per_virtual_partition(spark,
     assert spark_sequences(rows) == expected
     assert {r.topic for r in rows} == {clicks, views}
     assert read_metrics(df)["kplexRecordsRead"] == 600
+    assert python_sequences(TableReader(bootstrap, live)) == expected
     # One timeline per virtual partition across both topics: both topics within one vp.
     assert any(len({r.topic for r in rows if r.vpartition == vp}) == 2 for vp in expected)
 

@@ -10,8 +10,9 @@ key wins, a null value drops the table)::
      "null_order": "fail", "created_ms": 1700000000000,
      "properties": {"kplex.physical_partitions": "3", "kplex.virtual_partitions": "9"}}
 
-A read-time table also has ``"source"``, the topic it is computed from; its
-``physical_partitions`` is the source's partition count (0 when unknown).
+A read-time table also has ``"source"``, the topic it is computed from, or a
+comma-separated list of topics (``"clicks, views"``: :func:`source_topics`); its
+``physical_partitions`` is the source topics' partition count, summed (0 when unknown).
 
 :func:`parse_definition` is the one Python parser of such a value (the reader and
 ``kplex sql explain`` both use it); like the JVM's ``TableDefinition.fromJson`` it
@@ -50,6 +51,7 @@ __all__ = [
     "read_definition",
     "read_stored_values",
     "read_table_definition",
+    "source_topics",
 ]
 
 TABLES_TOPIC = "_kplex_tables"
@@ -97,6 +99,31 @@ class TableDefinition:
                       delivery=self.delivery, key=self.key, order=self.order, null_key=self.null_key,
                       null_order=self.null_order, created_ms=self.created_ms, properties=dict(self.properties))
         return record
+
+
+def source_topics(source: str) -> tuple[str, ...]:
+    """The topics of a read-time table's ``kplex.source``: a comma-separated list, names
+    trimmed, empty entries left out (as the JVM's ``TableDefinition.sourceList``), in the
+    order given (which breaks ties in the event-time merge).
+
+    >>> source_topics("clicks, views")
+    ('clicks', 'views')
+    >>> source_topics("pageviews")
+    ('pageviews',)
+    >>> source_topics("clicks, clicks")
+    Traceback (most recent call last):
+    ...
+    kplex.errors.DefinitionError: [KPLEX_DEFINITION_FORMAT] 'kplex.source' = 'clicks, clicks' names topic 'clicks' twice; name each source topic once.
+    """
+    topics = tuple(name.strip() for name in source.split(",") if name.strip())
+    if not topics:
+        raise DefinitionError(f"[KPLEX_DEFINITION_FORMAT] 'kplex.source' = {source!r} names no topic;"
+                              " give one, or several separated by commas, e.g. 'clicks, views'.")
+    twice = next((t for i, t in enumerate(topics) if t in topics[:i]), None)
+    if twice is not None:
+        raise DefinitionError(f"[KPLEX_DEFINITION_FORMAT] 'kplex.source' = {source!r} names topic {twice!r}"
+                              " twice; name each source topic once.")
+    return topics
 
 
 def _integer(value: Any) -> int | None:

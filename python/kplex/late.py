@@ -4,7 +4,7 @@ read-time table that comes later than ``kplex.max_delay_ms`` allows.
 ``fail`` raises :class:`~kplex.errors.LateRecordError` naming the record, ``drop``
 counts it in :class:`~kplex.reader.ReadStats`, ``side_topic`` sends it to
 ``kplex.late_topic`` (created with one partition if missing, as Spark does) as it
-was, plus the headers ``kplex.vp``, ``kplex.order``, ``kplex.source_partition`` and
+was, plus the headers ``kplex.vp``, ``kplex.order``, ``kplex.source_topic``, ``kplex.source_partition`` and
 ``kplex.source_offset``.
 
 >>> late = LateRecords("localhost:9092", info, {}, stats)  # doctest: +SKIP
@@ -81,6 +81,7 @@ class LateRecords:
             self.producer = Producer(settings)
         headers = list(msg.headers() or ()) + [
             (VP_HEADER, str(vp).encode()), (ORDER_HEADER, str(order).encode()),
+            ("kplex.source_topic", (msg.topic() or "").encode()),
             ("kplex.source_partition", str(msg.partition()).encode()),
             ("kplex.source_offset", str(msg.offset()).encode())]
         kind, ts = msg.timestamp()

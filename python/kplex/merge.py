@@ -13,9 +13,14 @@ The Python twin of ``EventTimeMerge.java``; the rules are the original kplex's
 * **release**: a buffered record leaves once its order value is strictly below
   the watermark, smallest first; when every partition has ended, the rest leaves.
 
+A *source* is one partition of one source topic: with several topics
+(``'kplex.source' = 'clicks, views'``) lateness and the watermark are per
+(topic, partition) all the same.
+
 The output is therefore the sorted sequence of the non-late records, ties broken
 as a kplex write breaks them (order value, key bytes, value bytes with a missing
-value first), then by partition and offset.
+value first), then by the topic's position in ``kplex.source``, partition and
+offset (one topic: partition and offset).
 
 >>> m = EventTimeMerge(sources=2, max_delay_ms=10)
 >>> for source, order in [(0, 100), (1, 95), (0, 120), (1, 112)]:
@@ -43,19 +48,26 @@ _MIN = float("-inf")
 
 
 class Pending(NamedTuple):
-    """The sort position of a buffered record."""
+    """The sort position of a buffered record; ``topic_index`` is its topic's position
+    among the ``kplex.source`` topics sorted by name (0 for a table of one source topic).
+
+    >>> sorted([Pending(5, b"k", b"v", 0, 9, topic_index=1), Pending(5, b"k", b"v", 2, 3)],
+    ...        key=Pending.sort_key)[0].partition
+    2
+    """
 
     order: int
     key: bytes | None
     value: bytes | None
     partition: int
     offset: int
+    topic_index: int = 0
 
     def sort_key(self) -> tuple:
         return (self.order,
                 (0, b"") if self.key is None else (1, self.key),
                 (0, b"") if self.value is None else (1, self.value),
-                self.partition, self.offset)
+                self.topic_index, self.partition, self.offset)
 
 
 class EventTimeMerge(Generic[T]):

@@ -5,11 +5,12 @@ Three kinds of table, told apart by the definition stored in ``_kplex_tables``:
 * a **kplex-written table** (``INSERT INTO kplex.t``): virtual partition ``vp`` lives on
   physical partition ``vp % P`` in order (G2); its records carry headers ``kplex.vp``
   and ``kplex.order``, which is all the reader needs (G5);
-* a **read-time table** (``'kplex.source' = 'topic'``): no topic of its own; the reader
-  reads every partition of the source, computes key, order and virtual partition from
-  the definition (:mod:`kplex.expressions`) and merges the partitions in event-time
-  order with the bound ``kplex.max_delay_ms`` (:mod:`kplex.merge`), exactly as the
-  Spark source does, so both give the same sequences;
+* a **read-time table** (``'kplex.source' = 'topic'``, or several: ``'clicks, views'``):
+  no topic of its own; the reader reads every partition of every source topic, computes
+  key, order and virtual partition from the definition (:mod:`kplex.expressions`) and
+  merges the (topic, partition) sequences in event-time order with the bound
+  ``kplex.max_delay_ms`` (:mod:`kplex.merge`), exactly as the Spark source does, so both
+  give the same sequences;
 * a **plain topic**: its physical partitions are its "virtual" ones, in offset order.
   Given ``order=`` (and optionally ``key=``, ``virtual_partitions=``) it is read as an
   ad-hoc read-time table instead, e.g. one global event-time order of all partitions.
@@ -35,7 +36,13 @@ from typing import Any, Iterable, Iterator, Mapping
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from kplex.clients import access_error, consumer as _consumer, partitions as _partitions
-from kplex.definitions import TABLES_TOPIC, TableDefinition, read_definition, read_table_definition
+from kplex.definitions import (
+    TABLES_TOPIC,
+    TableDefinition,
+    read_definition,
+    read_table_definition,
+    source_topics,
+)
 from kplex.errors import (
     DefinitionError,
     KplexError,
@@ -90,12 +97,15 @@ class KplexRecord:
 
 @dataclass
 class ReadStats:
-    """What a read did: source records read, records yielded per vp, late records."""
+    """What a read did: source records read, records yielded per vp, late records;
+    ``max_queued``: the most records that waited in one FIFO's queue
+    (:func:`kplex.fanout.serve_fifos`; 0 otherwise)."""
 
     records_read: int = 0
     per_vp: Counter = field(default_factory=Counter)
     late_dropped: int = 0
     late_to_side_topic: int = 0
+    max_queued: int = 0
 
     @property
     def records_out(self) -> int:
@@ -106,11 +116,18 @@ class ReadStats:
         self.per_vp.update(other.per_vp)
         self.late_dropped += other.late_dropped
         self.late_to_side_topic += other.late_to_side_topic
+        self.max_queued = max(self.max_queued, other.max_queued)
         return self
 
     def summary(self) -> str:
+        """One line for ``kplex read --stats``.
+
+        >>> ReadStats(records_read=3, per_vp=Counter({0: 2}), late_dropped=1).summary()
+        '2 records out of 3 read; late: 1 dropped, 0 to the side topic'
+        """
+        queued = f"; at most {self.max_queued} records queued for one FIFO" if self.max_queued else ""
         return (f"{self.records_out} records out of {self.records_read} read; late: "
-                f"{self.late_dropped} dropped, {self.late_to_side_topic} to the side topic")
+                f"{self.late_dropped} dropped, {self.late_to_side_topic} to the side topic{queued}")
 
 
 @dataclass(frozen=True)
@@ -118,7 +135,8 @@ class TableInfo:
     """What a reader needs to know about a table (from its stored definition).
 
     ``kind`` is ``"derived"`` (kplex-written), ``"virtual"`` (read-time) or ``"topic"``;
-    ``topic`` is where the records are (a read-time table's source).
+    ``topic`` is where the records are (a read-time table's source: one topic, or several
+    separated by commas, see :attr:`topics`).
     """
 
     name: str
@@ -150,9 +168,10 @@ class TableInfo:
         if definition.virtual_partitions is None or definition.virtual_partitions < 1:
             raise DefinitionError(f"[KPLEX_DEFINITION_FORMAT] the stored definition of table"
                                         f" {definition.name} has no virtual_partitions >= 1.")
+        source = props.get("kplex.source") or definition.source
         return cls(
             name=definition.name,
-            topic=props.get("kplex.source") or definition.topic,
+            topic=", ".join(source_topics(source)) if virtual and source else definition.topic,
             kind="virtual" if virtual else "derived",
             virtual_partitions=definition.virtual_partitions,
             physical_partitions=definition.physical_partitions or 0,
@@ -165,6 +184,15 @@ class TableInfo:
             null_order=definition.null_order,
             properties=props,
         )
+
+    @property
+    def topics(self) -> tuple[str, ...]:
+        """The topics read, in ``kplex.source`` order (one but for a read-time table of several).
+
+        >>> TableInfo("t", "clicks, views", "virtual", 4, 5).topics
+        ('clicks', 'views')
+        """
+        return source_topics(self.topic)
 
 
 def open_table(bootstrap: str, table: str, *, key: str | None = None, order: str | None = None,
@@ -225,59 +253,65 @@ def open_table(bootstrap: str, table: str, *, key: str | None = None, order: str
     return info
 
 
+#: A (topic, partition) pair.
+Source = tuple[str, int]
+
+
 class _Feed:
-    """The messages of some partitions of a topic, each between its bounds, in offset order."""
+    """The messages of some topic partitions, each between its bounds, in offset order."""
 
-    def __init__(self, consumer: Consumer, topic: str, ranges: Mapping[int, tuple[int, int]]) -> None:
+    def __init__(self, consumer: Consumer, ranges: Mapping[Source, tuple[int, int]]) -> None:
         self.consumer = consumer
-        self.topic = topic
-        self.ends = {p: end for p, (start, end) in ranges.items()}
-        self.open = {p for p, (start, end) in ranges.items() if end > start}
-        self.paused: set[int] = set()
-        self.last_progress = time.monotonic()
-        consumer.assign([TopicPartition(topic, p, ranges[p][0]) for p in sorted(self.open)])
+        self.ends = {tp: end for tp, (start, end) in ranges.items()}
+        self.open = {tp for tp, (start, end) in ranges.items() if end > start}
+        self.paused: set[Source] = set()
+        self.last_progress = self.last_call = time.monotonic()
+        consumer.assign([TopicPartition(t, p, ranges[t, p][0]) for t, p in sorted(self.open)])
 
-    def batch(self) -> tuple[list[Message], list[int]]:
-        """The next messages within bounds, and the partitions that ended with them."""
+    def batch(self) -> tuple[list[Message], list[Source]]:
+        """The next messages within bounds, and the topic partitions that ended with them."""
         messages: list[Message] = []
-        ended: list[int] = []
+        ended: list[Source] = []
+        if time.monotonic() - self.last_call > 1.0:
+            self.last_progress = time.monotonic()  # our caller was away (back-pressure): not a stall
         batch = self.consumer.consume(num_messages=1000, timeout=0.5)
+        self.last_call = time.monotonic()
         if batch:
-            self.last_progress = time.monotonic()
-        elif time.monotonic() - self.last_progress > STALL_S:
-            raise KplexError(f"[KPLEX_READ_STALLED] no progress reading {self.topic!r} partitions"
-                             f" {sorted(self.open)} for {STALL_S:.0f} s.")
+            self.last_progress = self.last_call
+        elif self.last_call - self.last_progress > STALL_S:
+            raise KplexError(f"[KPLEX_READ_STALLED] no progress reading topic partitions"
+                             f" {', '.join(f'{t}-{p}' for t, p in sorted(self.open))} for {STALL_S:.0f} s.")
         for msg in batch:
-            p = msg.partition()
+            tp = (msg.topic(), msg.partition())
             error = msg.error()
-            if p not in self.open:
+            if tp not in self.open:
                 continue
             if error is not None:
                 if error.code() != KafkaError._PARTITION_EOF:
-                    raise access_error(self.consumer, error, "READ", f"topic '{self.topic}'") or KafkaException(error)
-                self._end(p, ended)
-            elif msg.offset() >= self.ends[p]:
-                self._end(p, ended)
+                    raise access_error(self.consumer, error, "READ", f"topic '{tp[0]}'") or KafkaException(error)
+                self._end(tp, ended)
+            elif msg.offset() >= self.ends[tp]:
+                self._end(tp, ended)
             else:
                 messages.append(msg)
-                if msg.offset() + 1 >= self.ends[p]:
-                    self._end(p, ended)
+                if msg.offset() + 1 >= self.ends[tp]:
+                    self._end(tp, ended)
         return messages, ended
 
-    def _end(self, p: int, ended: list[int]) -> None:
-        self.open.discard(p)
-        ended.append(p)
-        self.consumer.pause([TopicPartition(self.topic, p)])
+    def _end(self, tp: Source, ended: list[Source]) -> None:
+        self.open.discard(tp)
+        ended.append(tp)
+        self.consumer.pause([TopicPartition(*tp)])
 
-    def read_only(self, partitions: set[int] | None) -> None:
-        """Fetch only ``partitions`` (None: all open ones)."""
-        pause = set() if partitions is None else self.open - partitions
+    def read_only(self, sources: set[Source] | None) -> None:
+        """Fetch only ``sources`` (None: all open ones)."""
+        pause = set() if sources is None else self.open - sources
         if pause == self.paused:
             return
         if self.paused - pause:
-            self.consumer.resume([TopicPartition(self.topic, p) for p in self.paused - pause])
+            self.consumer.resume([TopicPartition(*tp) for tp in self.paused - pause])
         if pause - self.paused:
-            self.consumer.pause([TopicPartition(self.topic, p) for p in pause - self.paused])
+            self.consumer.pause([TopicPartition(*tp) for tp in pause - self.paused])
         self.paused = pause
 
 
@@ -326,25 +360,31 @@ class TableReader:
         if self.info.kind == "virtual":
             self._key = compile_key(self.info.key or "key")
             self._order = compile_order(self.info.order or "timestamp")
+            # Ties after (order, key, value) go by topic name, as Spark's read-time plan sorts.
+            self._topic_index = {t: i for i, t in enumerate(sorted(self.info.topics))}
 
     def __iter__(self) -> Iterator[KplexRecord]:
         consumer = _consumer(self.bootstrap, self.config)
         try:
-            partitions = _partitions(consumer, self.info.topic, self.timeout)
-            if partitions is None:
-                raise UnknownTableError(f"[KPLEX_UNKNOWN_TOPIC] topic {self.info.topic!r} (of table"
-                                        f" {self.info.name}) does not exist.")
+            found: dict[str, list[int]] = {}
+            for topic in self.info.topics:
+                partitions = _partitions(consumer, topic, self.timeout)
+                if partitions is None:
+                    raise UnknownTableError(f"[KPLEX_UNKNOWN_TOPIC] topic {topic!r} (of table"
+                                            f" {self.info.name}) does not exist.")
+                found[topic] = partitions
+            topic = self.info.topics[0]
             if self.info.kind == "derived":
-                if len(partitions) != self.info.physical_partitions:
+                if len(found[topic]) != self.info.physical_partitions:
                     raise PartitionMismatchError(
-                        f"[KPLEX_PARTITION_MISMATCH] topic {self.info.topic!r} has {len(partitions)}"
+                        f"[KPLEX_PARTITION_MISMATCH] topic {topic!r} has {len(found[topic])}"
                         f" partitions but table {self.info.name} says {self.info.physical_partitions}.")
-                wanted = sorted({vp % self.info.physical_partitions for vp in self.vps})
+                wanted = [(topic, p) for p in sorted({vp % self.info.physical_partitions for vp in self.vps})]
             elif self.info.kind == "topic":
-                wanted = sorted(self.vps)
+                wanted = [(topic, p) for p in sorted(self.vps)]
             else:
-                wanted = partitions
-            feed = _Feed(consumer, self.info.topic, self._ranges(consumer, wanted))
+                wanted = [(t, p) for t in self.info.topics for p in found[t]]
+            feed = _Feed(consumer, self._ranges(consumer, wanted))
             if self.info.kind == "virtual":
                 yield from self._merged(feed, wanted)
             else:
@@ -352,21 +392,20 @@ class TableReader:
         finally:
             consumer.close()
 
-    def _ranges(self, consumer: Consumer, partitions: list[int]) -> dict[int, tuple[int, int]]:
+    def _ranges(self, consumer: Consumer, sources: list[Source]) -> dict[Source, tuple[int, int]]:
         ranges = {}
-        for p in partitions:
-            low, high = consumer.get_watermark_offsets(TopicPartition(self.info.topic, p),
-                                                       timeout=self.timeout, cached=False)
-            ranges[p] = (low, high)
+        for t, p in sources:
+            ranges[t, p] = consumer.get_watermark_offsets(TopicPartition(t, p), timeout=self.timeout,
+                                                          cached=False)
         for i, ts in enumerate((self.start_timestamp, self.end_timestamp)):
             if ts is None:
                 continue
-            found = consumer.offsets_for_times(
-                [TopicPartition(self.info.topic, p, ts) for p in partitions], timeout=self.timeout)
+            found = consumer.offsets_for_times([TopicPartition(t, p, ts) for t, p in sources],
+                                               timeout=self.timeout)
             for tp in found:
-                low, high = ranges[tp.partition]
+                low, high = ranges[tp.topic, tp.partition]
                 offset = high if tp.offset < 0 else min(max(tp.offset, low), high)
-                ranges[tp.partition] = (offset, high) if i == 0 else (low, max(low, offset))
+                ranges[tp.topic, tp.partition] = (offset, high) if i == 0 else (low, max(low, offset))
         return ranges
 
     @staticmethod
@@ -394,12 +433,12 @@ class TableReader:
                 yield KplexRecord(vp=vp, order=order, key=msg.key(), value=msg.value(),
                                   **self._coordinates(msg))
 
-    def _merged(self, feed: _Feed, partitions: list[int]) -> Iterator[KplexRecord]:
-        index = {p: i for i, p in enumerate(partitions)}
-        merge: EventTimeMerge[KplexRecord] = EventTimeMerge(len(partitions), self.info.max_delay_ms)
-        for p in partitions:
-            if p not in feed.open:
-                merge.end(index[p])
+    def _merged(self, feed: _Feed, sources: list[Source]) -> Iterator[KplexRecord]:
+        index = {tp: i for i, tp in enumerate(sources)}
+        merge: EventTimeMerge[KplexRecord] = EventTimeMerge(len(sources), self.info.max_delay_ms)
+        for tp in sources:
+            if tp not in feed.open:
+                merge.end(index[tp])
         late = LateRecords(self.bootstrap, self.info, self.config, self.stats)
         try:
             while True:
@@ -409,15 +448,15 @@ class TableReader:
                 if merge.all_ended():
                     break
                 if merge.buffered > MAX_BUFFERED:
-                    feed.read_only({p for p in partitions if merge.holds_watermark(index[p])})
+                    feed.read_only({tp for tp in sources if merge.holds_watermark(index[tp])})
                 else:
                     feed.read_only(None)
                 messages, ended = feed.batch()
                 for msg in messages:
                     self.stats.records_read += 1
-                    self._merge_one(merge, index[msg.partition()], msg, late)
-                for p in ended:
-                    merge.end(index[p])
+                    self._merge_one(merge, index[msg.topic(), msg.partition()], msg, late)
+                for tp in ended:
+                    merge.end(index[tp])
             late.flush()
         finally:
             late.close()
@@ -447,7 +486,8 @@ class TableReader:
             return
         merge.accept(source, order)
         if vp in self.vps:
-            merge.add(Pending(order, key, msg.value(), src.partition, src.offset),
+            merge.add(Pending(order, key, msg.value(), src.partition, src.offset,
+                              self._topic_index[src.topic]),
                       KplexRecord(vp=vp, order=order, key=key, value=msg.value(), **coordinates))
 
 

@@ -2,7 +2,7 @@
 
     $ kplex read pageviews_by_user --vp 3                  # one virtual partition to stdout
     $ kplex read pageviews_by_user --out-dir out/          # out/pageviews_by_user.<vp>, then "<vp> <path>" lines
-    $ kplex read pageviews_by_user --out-dir /tmp/vps --fifo | xargs -P9 -n2 ./consumer
+    $ kplex read pageviews_by_user --out-dir /tmp/vps --fifo | xargs -P9 -n2 ./consumer   # -P = V
     $ kplex read clickstream --order /_time --max-delay-ms 1000 > timeline   # one global order
 """
 from __future__ import annotations
@@ -31,7 +31,7 @@ def _announce(vp: int, path: Path) -> None:
 
 
 def _read(args: argparse.Namespace) -> int:
-    from kplex.fanout import serve_fifos, write_partition_files, write_records
+    from kplex.fanout import QUEUE_RECORDS, serve_fifos, write_partition_files, write_records
     from kplex.reader import TableReader
 
     bootstrap, settings = kafka_config.from_args(args)
@@ -48,7 +48,8 @@ def _read(args: argparse.Namespace) -> int:
             stats = reader.stats
         elif args.fifo:
             stats = serve_fifos(bootstrap, args.table, args.out_dir, vps=vps, fmt=args.format,
-                                announce=_announce, **options)
+                                announce=_announce, queue_records=args.fifo_queue or QUEUE_RECORDS,
+                                **options)
         else:
             paths, stats = write_partition_files(bootstrap, args.table, args.out_dir, vps=vps,
                                                  fmt=args.format, **options)
@@ -77,7 +78,13 @@ def register(subparsers: Any) -> None:
     read.add_argument("--out-dir", type=Path,
                       help="write <out-dir>/<table>.<vp> per virtual partition and print '<vp> <path>' lines")
     read.add_argument("--fifo", action="store_true",
-                      help="with --out-dir: named pipes, announced first, fed concurrently")
+                      help="with --out-dir: named pipes, announced first, fed from one read of the table"
+                           " through a bounded queue each. The slowest consumer sets the pace of all, and"
+                           " a pipe nobody opens stalls the others once its queue is full: run one consumer"
+                           " per pipe at the same time (xargs -P V, V = the number of virtual partitions)."
+                           " A consumer that stops early (head) ends only its own pipe.")
+    read.add_argument("--fifo-queue", type=int, metavar="RECORDS",  # tests: a small bound
+                      help=argparse.SUPPRESS)  # records per pipe's queue (default fanout.QUEUE_RECORDS)
     read.add_argument("--format", choices=("value", "json"), default="value",
                       help="value: the record value per line (default); json: one object per record")
     read.add_argument("--stats", action="store_true", help="print counts (late records...) to stderr")
