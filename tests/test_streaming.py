@@ -281,3 +281,125 @@ def test_the_declarative_pipeline_runs_end_to_end_through_its_cli(bootstrap, fre
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     assert "Flow repartition_pageviews has COMPLETED" in done.stdout + done.stderr
     assert_exactly_once_in_order(bootstrap, source, target, 2_000)
+
+
+CLUSTER_STREAM_SCRIPT = """
+from kplex.session import kplex_session
+spark = kplex_session({bootstrap!r}, master="local-cluster[2,1,1024]", conf={{
+    "spark.sql.shuffle.partitions": "3", "spark.task.maxFailures": "8",
+    "spark.stage.maxConsecutiveAttempts": "8", **{conf!r}}})
+spark.sparkContext.setLogLevel("ERROR")
+print("APP", spark.sparkContext.applicationId, flush=True)
+q = (spark.readStream.format("kplex").option("table", {source!r}).option("maxOffsetsPerTrigger", "300").load()
+     .selectExpr({select!r}[0], {select!r}[1], {select!r}[2])
+     .writeStream.format("kplex").option("table", {target!r}).option("checkpointLocation", {chk!r})
+     .trigger(availableNow=True).start())
+q.awaitTermination()
+print("DONE", flush=True)
+"""
+
+
+def executor_pids(app_id: str) -> list[int]:
+    """The executor JVMs of a local-cluster application (separate processes)."""
+    pids = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            args = cmdline.read_bytes().split(b"\0")
+        except OSError:
+            continue  # gone meanwhile
+        if b"org.apache.spark.executor.CoarseGrainedExecutorBackend" in args and app_id.encode() in args:
+            pids.append(int(cmdline.parent.name))
+    return pids
+
+
+def test_an_executor_jvm_killed_mid_stream_changes_nothing(spark, bootstrap, fresh_name, tmp_path):
+    """Two executor JVMs (local-cluster[2,1,1024]); once the query's first micro-batch is
+    visible, one executor is killed with SIGKILL while later batches run. Spark replaces it
+    and reruns what it lost; if the query gives up instead, a restart from the checkpoint
+    must finish it. Either way: every row once, every virtual partition in order, no open
+    transaction left."""
+    source, target = fresh_name("views_lostexec"), fresh_name("by_user_lostexec")
+    datagen.generate_pageviews(bootstrap, source, 3_000, partitions=3, users=15, seed=17, out_of_order_ms=2_000)
+    create(spark, target)
+    chk = tmp_path / "chk"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
+
+    def script(conf: dict[str, str]) -> str:
+        return CLUSTER_STREAM_SCRIPT.format(bootstrap=bootstrap, source=source, target=target, chk=str(chk),
+                                            conf=conf, select=list(SELECT))
+
+    out = tmp_path / "driver.out"
+    with open(out, "w") as stdout:
+        # Partition 0's first attempts are slow, so batches are in flight when the kill comes.
+        proc = subprocess.Popen([sys.executable, "-c", script({"spark.kplex.testing.sleep_ms": "200"})],
+                                stdout=stdout, stderr=subprocess.DEVNULL, env=env, start_new_session=True)
+    try:
+        deadline = time.time() + 180
+        while "APP" not in out.read_text() and time.time() < deadline and proc.poll() is None:
+            time.sleep(0.5)
+        app_id = out.read_text().split("APP", 1)[1].split()[0]
+        assert wait_for(1, bootstrap, target, timeout=240) >= 1
+        before = len(verify.read_topic(bootstrap, target))
+        pids = executor_pids(app_id)
+        assert len(pids) == 2, pids
+        os.kill(pids[0], 9)
+        proc.wait(timeout=600)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, 9)
+            proc.wait()
+    assert before < 3_000  # the kill came mid-stream
+    if "DONE" not in out.read_text():
+        done = subprocess.run([sys.executable, "-c", script({})], capture_output=True, text=True, timeout=600,
+                              env=env)
+        assert "DONE" in done.stdout, done.stderr[-3000:]
+    assert_exactly_once_in_order(bootstrap, source, target, 3_000)
+    assert stable_offsets_reach_the_end(bootstrap, target)
+
+
+def test_a_broker_stopped_mid_stream_loses_and_doubles_nothing(spark, fresh_name, tmp_path):
+    """A 3-broker cluster (replication 3, min.insync.replicas 2); broker 1 is stopped while
+    the query runs its micro-batches. The query goes on (or, if it fails, a restart from
+    the checkpoint finishes it): every row once, in order, nothing left open."""
+    from kplex.testing.local_kafka import LocalKafka
+
+    with LocalKafka(brokers=3) as cluster:
+        spark.conf.set("spark.sql.catalog.kplex3", "io.kplex.spark.KplexCatalog")
+        spark.conf.set("spark.sql.catalog.kplex3.kafka.bootstrap.servers", cluster.bootstrap)
+        source, target = fresh_name("views_failover"), fresh_name("by_user_failover")
+        datagen.generate_pageviews(cluster.bootstrap, source, 3_000, partitions=3, users=15, seed=19,
+                                   out_of_order_ms=2_000)
+        spark.sql(f"CREATE TABLE kplex3.{target} TBLPROPERTIES ('kplex.virtual_partitions' = '9',"
+                  " 'kplex.physical_partitions' = '3', 'kplex.max_delay_ms' = '5000')")
+        chk = tmp_path / "chk"
+
+        def run() -> object:
+            query = (spark.readStream.option("maxOffsetsPerTrigger", "300").table(f"kplex3.{source}")
+                     .selectExpr(*SELECT).writeStream.option("checkpointLocation", str(chk))
+                     .trigger(availableNow=True).toTable(f"kplex3.{target}"))
+            query.awaitTermination(600)
+            return query
+
+        spark.conf.set("spark.kplex.testing.sleep_ms", "200")
+        try:
+            visible_at_stop: list[int] = []
+
+            def stop_mid_stream() -> None:
+                visible_at_stop.append(wait_for(1, cluster.bootstrap, target, 240))
+                cluster.stop_broker(1)
+
+            stopper = threading.Thread(target=stop_mid_stream)
+            stopper.start()
+            try:
+                run()
+            except Exception:  # noqa: BLE001 - failing is allowed; the restart must finish the job
+                pass
+            stopper.join(300)
+            assert visible_at_stop and 1 <= visible_at_stop[0] < 3_000, visible_at_stop  # mid-stream
+            run()  # from the checkpoint: nothing left to do, or what the failed run left
+        finally:
+            spark.conf.unset("spark.kplex.testing.sleep_ms")
+        report = verify.check_derived_topic(cluster.bootstrap, source, target, 9, 3)
+        assert report.ok, report.summary()
+        assert report.derived_count == 3_000
+        assert stable_offsets_reach_the_end(cluster.bootstrap, target)
