@@ -15,6 +15,7 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.DescribeTopicsOptions;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.common.acl.AclOperation;
 import org.apache.kafka.common.errors.TopicAuthorizationException;
 import org.apache.kafka.common.errors.TopicExistsException;
@@ -31,6 +32,9 @@ public class KafkaTopics implements AutoCloseable {
 
   private final KafkaConf kafka;
   private Admin admin;
+  private KafkaProducer<byte[], byte[]> producer;
+  /** Topics {@link #ensureTopic} has seen exist: not asked again. */
+  private final Set<String> ensured = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
   public KafkaTopics(KafkaConf kafka) {
     this.kafka = kafka;
@@ -45,6 +49,14 @@ public class KafkaTopics implements AutoCloseable {
       admin = Admin.create(kafka.admin());
     }
     return admin;
+  }
+
+  /** A plain (non-transactional) producer for kplex's own records, closed with this object. */
+  public synchronized KafkaProducer<byte[], byte[]> producer() {
+    if (producer == null) {
+      producer = new KafkaProducer<>(kafka.producer());
+    }
+    return producer;
   }
 
   /** Every topic name, internal ones included. */
@@ -95,7 +107,11 @@ public class KafkaTopics implements AutoCloseable {
 
   /** Creates the topic unless it exists (a concurrent creation is fine). */
   public void ensureTopic(String topic, int partitions, Map<String, String> configs) {
+    if (ensured.contains(topic)) {
+      return;
+    }
     if (partitionCount(topic).isPresent()) {
+      ensured.add(topic);
       return;
     }
     try {
@@ -206,6 +222,10 @@ public class KafkaTopics implements AutoCloseable {
 
   @Override
   public synchronized void close() {
+    if (producer != null) {
+      producer.close(Duration.ofSeconds(5));
+      producer = null;
+    }
     if (admin != null) {
       admin.close(Duration.ofSeconds(5));
       admin = null;

@@ -27,7 +27,8 @@ import org.slf4j.LoggerFactory;
  * the epoch recorded in the commit log in the same step ({@link EpochMark}): Spark may call
  * {@link #commit} twice for an epoch, or run it again after a driver restart, and a
  * committed epoch writes nothing a second time. Order across epochs: see
- * {@link StreamingDataWriter}; the bounds it uses come from the last epoch's mark.
+ * {@link StreamingDataWriter}; the bounds it uses come from the last epoch's mark, read
+ * from {@code _kplex_commits} once per run and then kept in memory ({@link StreamingRuns}).
  */
 final class KplexStreamingWrite implements StreamingWrite {
   private static final Logger LOG = LoggerFactory.getLogger(KplexStreamingWrite.class);
@@ -38,7 +39,9 @@ final class KplexStreamingWrite implements StreamingWrite {
   private final HeldRows held;
   private final Consumer<Map<String, String>> progress;
   private final ExactlyOnceCommitter committer;
-  private boolean recovered;
+  private final StreamingRuns.Run run;
+  /** The last committed epoch's mark, as of this batch. */
+  private EpochMark last;
   private WriterLease lease;
   /** Epoch -> the release bound its tasks were given (Long.MAX_VALUE: the source went idle). */
   private final Map<Long, Long> releaseBounds = new ConcurrentHashMap<>();
@@ -51,6 +54,7 @@ final class KplexStreamingWrite implements StreamingWrite {
     this.held = held;
     this.progress = progress;
     this.committer = new ExactlyOnceCommitter(conf.kafka, conf.table, conf.topic, conf.faults);
+    this.run = StreamingRuns.of(conf.table, queryId);
   }
 
   @Override
@@ -58,13 +62,17 @@ final class KplexStreamingWrite implements StreamingWrite {
     // One writer per table, epoch by epoch: fail naming the other writer if one is live.
     release();
     lease = WriterLease.acquire(conf.kafka, conf.table, queryId);
-    if (!recovered) {
-      // Once per run of the query: finish what a killed driver left half committed, fence
-      // what its tasks left open, so nothing pins the topic's last stable offset.
-      committer.recover();
-      recovered = true;
+    synchronized (run) {
+      if (!run.recovered) {
+        // Once per run of the query: finish what a killed driver left half committed, fence
+        // what its tasks left open, so nothing pins the topic's last stable offset.
+        committer.recover();
+        run.recovered = true;
+        run.last = null;
+      }
+      if (run.last == null) run.last = committer.lastEpoch(queryId);
+      last = run.last;
     }
-    EpochMark last = committer.lastEpoch(queryId);
     boolean flush = HeldRelease.take();
     long release = flush ? Long.MAX_VALUE : last.releaseBound();
     releaseBounds.put(last.epoch() + 1, release);
@@ -83,6 +91,12 @@ final class KplexStreamingWrite implements StreamingWrite {
   public void commit(long epochId, WriterCommitMessage[] messages) {
     try {
       commitEpoch(epochId, messages);
+    } catch (RuntimeException | Error e) {
+      synchronized (run) {
+        run.recovered = false;  // what was left half done is recovered (and read) afresh
+        run.last = null;
+      }
+      throw e;
     } finally {
       release();
     }
@@ -90,7 +104,7 @@ final class KplexStreamingWrite implements StreamingWrite {
 
   private void commitEpoch(long epochId, WriterCommitMessage[] messages) {
     long started = System.nanoTime();
-    EpochMark last = committer.lastEpoch(queryId);
+    if (last == null) last = committer.lastEpoch(queryId);
     if (epochId <= last.epoch()) {
       LOG.info("kplex: epoch {} of query {} is already committed to table {}: nothing more to write",
           epochId, queryId, conf.table);
@@ -127,6 +141,10 @@ final class KplexStreamingWrite implements StreamingWrite {
       committer.commit(queryId, txns, lastOffsets, mark);
     } else {
       committer.mark(mark);
+    }
+    last = mark;
+    synchronized (run) {
+      run.last = mark;
     }
     releaseBounds.remove(epochId);
     WriteSummary.record(conf, written.toArray(new WriterCommitMessage[0]));
