@@ -15,19 +15,22 @@ public final class Errors {
   /** A read-time table's key expression gave NULL on a source record (names the source). */
   public static KplexException nullReadTimeKey(String table, String expression, String topic, int partition,
       long offset) {
-    return new KplexException("NULL_KEY", "NULL key from `" + expression + "` of table " + table
-        + " for the record of source topic '" + topic + "' at partition " + partition + " offset " + offset
-        + ": the key must exist in every source's records. Fix the expression for that source, or set '"
-        + KplexOptions.NULL_KEY + "' = 'drop'.");
+    return nullReadTime("NULL_KEY", "key", KplexOptions.NULL_KEY, table, expression, topic, partition, offset);
   }
 
   /** A read-time table's order expression gave NULL on a source record (names the source). */
   public static KplexException nullReadTimeOrder(String table, String expression, String topic, int partition,
       long offset) {
-    return new KplexException("NULL_ORDER", "NULL order value from `" + expression + "` of table " + table
+    return nullReadTime("NULL_ORDER", "order value", KplexOptions.NULL_ORDER, table, expression, topic, partition,
+        offset);
+  }
+
+  private static KplexException nullReadTime(String code, String what, String policy, String table,
+      String expression, String topic, int partition, long offset) {
+    return new KplexException(code, "NULL " + what + " from `" + expression + "` of table " + table
         + " for the record of source topic '" + topic + "' at partition " + partition + " offset " + offset
-        + ": the order must exist in every source's records. Fix the expression for that source, or set '"
-        + KplexOptions.NULL_ORDER + "' = 'drop'.");
+        + ": the " + what + " must exist in every source's records. Fix the expression for that source, or set '"
+        + policy + "' = 'drop'.");
   }
 
   public static KplexException nullOrder(String column, String keyText) {
