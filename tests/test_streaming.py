@@ -364,19 +364,20 @@ def test_a_broker_stopped_mid_stream_loses_and_doubles_nothing(spark, fresh_name
     from kplex.testing.local_kafka import LocalKafka
 
     with LocalKafka(brokers=3) as cluster:
-        spark.conf.set("spark.sql.catalog.kplex3", "io.kplex.spark.KplexCatalog")
-        spark.conf.set("spark.sql.catalog.kplex3.kafka.bootstrap.servers", cluster.bootstrap)
+        # A catalog of its own: Spark keeps a catalog's first settings for the session's life.
+        spark.conf.set("spark.sql.catalog.kplex3s", "io.kplex.spark.KplexCatalog")
+        spark.conf.set("spark.sql.catalog.kplex3s.kafka.bootstrap.servers", cluster.bootstrap)
         source, target = fresh_name("views_failover"), fresh_name("by_user_failover")
         datagen.generate_pageviews(cluster.bootstrap, source, 3_000, partitions=3, users=15, seed=19,
                                    out_of_order_ms=2_000)
-        spark.sql(f"CREATE TABLE kplex3.{target} TBLPROPERTIES ('kplex.virtual_partitions' = '9',"
+        spark.sql(f"CREATE TABLE kplex3s.{target} TBLPROPERTIES ('kplex.virtual_partitions' = '9',"
                   " 'kplex.physical_partitions' = '3', 'kplex.max_delay_ms' = '5000')")
         chk = tmp_path / "chk"
 
         def run() -> object:
-            query = (spark.readStream.option("maxOffsetsPerTrigger", "300").table(f"kplex3.{source}")
+            query = (spark.readStream.option("maxOffsetsPerTrigger", "300").table(f"kplex3s.{source}")
                      .selectExpr(*SELECT).writeStream.option("checkpointLocation", str(chk))
-                     .trigger(availableNow=True).toTable(f"kplex3.{target}"))
+                     .trigger(availableNow=True).toTable(f"kplex3s.{target}"))
             query.awaitTermination(600)
             return query
 
