@@ -137,6 +137,37 @@ def test_a_record_later_than_the_bound_meets_the_late_policy(spark, bootstrap, f
         assert [r.value for r in verify.read_topic(bootstrap, late_topic)] == [pageview("User_late", 1_000_000)[1]]
 
 
+def test_a_batch_that_read_all_there_was_releases_with_its_own_watermark_a_rate_limited_one_does_not(
+        spark, bootstrap, fresh_name, tmp_path):
+    # In viewtime order, 0..500 ms apart: with a 5 s bound, all but the last seconds of it
+    # are below the watermark the backlog itself sets.
+    source = fresh_name("views_release")
+    records = list(datagen.pageview_records(600, users=15, seed=11))
+    datagen.ensure_topic(bootstrap, source, 3)
+    produce(bootstrap, source, records)
+    viewtimes = [json.loads(value)["viewtime"] for _, value in records]
+    # Rows a task may hold: at or above its own largest order value minus the bound, so at
+    # least those at or above the largest of all minus the bound.
+    surely_held = sum(1 for t in viewtimes if t >= max(viewtimes) - 5_000)
+
+    def first_batch(target: str, **read_options: str) -> dict[str, str]:
+        create(spark, target)
+        query = run_available_now(spark, source, target, tmp_path / target, **read_options)
+        assert_exactly_once_in_order(bootstrap, source, target, 600)  # the end of input released the rest
+        first = next(p for p in query.recentProgress if p.numInputRows > 0)
+        return first.sink.metrics
+
+    # One micro-batch reads every partition to its end: it writes what its own records let go.
+    whole = first_batch(fresh_name("by_user_whole"))
+    written = sum(json.loads(whole["rowsPerVirtualPartition"]).values())
+    assert int(whole["heldRecords"]) >= surely_held
+    assert written == 600 - int(whole["heldRecords"]) and written > 300  # 150 s of records, a 5 s bound
+    # Cut by maxOffsetsPerTrigger, one partition may have been read further in event time than
+    # another: the batch holds its records for the watermark it sets (the next batch's bound).
+    capped = first_batch(fresh_name("by_user_capped"), maxOffsetsPerTrigger="200")
+    assert json.loads(capped["rowsPerVirtualPartition"]) == {} and capped["heldRecords"] == "200"
+
+
 def test_available_now_over_a_backlog_gives_the_rows_and_order_of_the_batch_insert(
         spark, bootstrap, fresh_name, tmp_path):
     source, batch, streamed = fresh_name("views_backlog"), fresh_name("by_user_batch"), fresh_name("by_user_stream")

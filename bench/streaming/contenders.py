@@ -39,6 +39,7 @@ class Settings:
     max_delay_ms: int = 1000
     idle_release_ms: int = 1000
     trigger: str = "1 second"
+    max_offsets_per_trigger: int = 0  # the Spark queries' source option; 0: none
     memory: str = "1g"
     streams_threads: int = 2
 
@@ -80,7 +81,8 @@ def spark_query(sink: str, delivery: str = "exactly_once") -> Callable[[Settings
                "--source", slot.source, "--target", slot.target, "--sink", sink, "--delivery", delivery,
                "--checkpoint", str(slot.directory / "checkpoint"), "--progress", str(slot.progress),
                "--v", str(s.v), "--p", str(s.p), "--max-delay-ms", str(s.max_delay_ms),
-               "--idle-release-ms", str(s.idle_release_ms), "--trigger", s.trigger, "--memory", s.memory]
+               "--idle-release-ms", str(s.idle_release_ms), "--trigger", s.trigger, "--memory", s.memory,
+               "--max-offsets-per-trigger", str(s.max_offsets_per_trigger)]
         if sink == "kafka":
             cmd += ["--extra-jars", s.spark_kafka_jars]
         return cmd

@@ -4,8 +4,9 @@ watcher on its output, the live phase at a fixed rate, and what came out of it.
 Timeline (wall clock of this process)::
 
     started          the contender's process is launched (JVM and session start-up included)
-    first visible    the first output record a read_committed consumer sees   -> start-up s
-    backlog done     all N backlog records visible                            -> N / (done - started)
+    first visible    the first output records a read_committed consumer sees  -> start-up s
+    backlog done     all N backlog records visible   -> sustained: (N - first) / (done - first visible)
+                                                        with start-up: N / (done - started)
     live phase       R records/s for D s, each value stamped with its produce time
     live done        every live record visible (or the tail timeout)          -> p50 / p99 latency
     stop             stdin closed, the process exits (killed if it does not)
@@ -56,6 +57,7 @@ class Result:
     backlog_seen: int = 0
     startup_s: float | None = None
     drain_s: float | None = None
+    first_backlog: int = 0  # backlog records visible with the first ones
     rate: float = 0.0  # live records/s asked for
     live_produced: int = 0
     live_seen: int = 0
@@ -76,6 +78,15 @@ class Result:
 
     @property
     def sustained(self) -> float | None:
+        """The running contender's rate: the backlog records made visible after its first
+        commit, per second from that commit to the last backlog record (start-up excluded)."""
+        if self.drain_s is None or self.startup_s is None or self.drain_s <= self.startup_s:
+            return None
+        return (self.backlog - self.first_backlog) / (self.drain_s - self.startup_s)
+
+    @property
+    def with_startup(self) -> float | None:
+        """Backlog records per second from launching the process (start-up included)."""
         return self.backlog / self.drain_s if self.drain_s else None
 
     def percentile(self, q: float) -> float | None:
@@ -187,6 +198,7 @@ def _drain_figures(result: Result, watcher: OutputWatcher) -> Result:
     with watcher.lock:
         obs = watcher.observed
         result.startup_s = obs.first_at - result.started_at if obs.first_at is not None else None
+        result.first_backlog = obs.first_backlog
         result.drain_s = obs.backlog_done_at - result.started_at if obs.backlog_done_at is not None else None
     return result
 

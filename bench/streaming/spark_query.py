@@ -52,6 +52,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--idle-release-ms", type=int, default=1000,
                    help="kplex source's idleReleaseMs: an idle input releases what the sink holds back")
     p.add_argument("--trigger", default="1 second", help="processing-time trigger interval")
+    p.add_argument("--max-offsets-per-trigger", type=int, default=0,
+                   help="the source's maxOffsetsPerTrigger (0: none, a micro-batch reads all there is)")
     p.add_argument("--master", default="local[2]")
     p.add_argument("--memory", default="1g", help="spark.driver.memory")
     p.add_argument("--extra-jars", default="", help="comma-separated jars for spark.jars (Spark's Kafka sink)")
@@ -59,8 +61,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def session(args: argparse.Namespace) -> Any:
+    # Adaptive execution would merge a micro-batch's shuffle partitions into one writer task
+    # whenever the batch is small (a few MB of a 100,000-record catch-up batch included):
+    # the writer then sorts and sends alone, on one of the two cores.
     conf = {"spark.sql.shuffle.partitions": str(args.p), "spark.ui.enabled": "false",
-            "spark.driver.memory": args.memory, "spark.ui.showConsoleProgress": "false"}
+            "spark.driver.memory": args.memory, "spark.ui.showConsoleProgress": "false",
+            "spark.sql.adaptive.coalescePartitions.enabled": "false"}
     if args.extra_jars:
         conf["spark.jars"] = args.extra_jars
     spark = kplex_session(args.bootstrap, master=args.master, conf=conf, app_name=f"bench-stream-{args.target}")
@@ -76,10 +82,12 @@ def create_table(spark: Any, args: argparse.Namespace) -> None:
 
 def start_query(spark: Any, args: argparse.Namespace) -> Any:
     """The running query: kplex's source, then the chosen sink."""
-    source = (spark.readStream.format("kplex").option("table", args.source)
+    reader = (spark.readStream.format("kplex").option("table", args.source)
               .option("startingOffsets", "earliest")
-              .option("idleReleaseMs", str(args.idle_release_ms))
-              .load())
+              .option("idleReleaseMs", str(args.idle_release_ms)))
+    if args.max_offsets_per_trigger > 0:
+        reader = reader.option("maxOffsetsPerTrigger", str(args.max_offsets_per_trigger))
+    source = reader.load()
     if args.sink == "kplex":
         create_table(spark, args)
         writer = source.selectExpr(*KPLEX_SELECT).writeStream.format("kplex").option("table", args.target)

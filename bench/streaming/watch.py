@@ -52,6 +52,7 @@ class Observed:
     backlog: int = 0
     live: int = 0
     first_at: float | None = None  # wall-clock s of the first visible record
+    first_backlog: int = 0  # backlog records visible at ``first_at`` (the contender's first commit)
     backlog_done_at: float | None = None  # wall-clock s when ``backlog`` reached the expected count
     latencies_ms: list[float] = field(default_factory=list)
     values: Counter[int] = field(default_factory=Counter)  # hash(value) -> times seen
@@ -153,7 +154,7 @@ class OutputWatcher(threading.Thread):
                     obs.backlog += 1
                 self._check_order(m)
             if obs.first_at is None:
-                obs.first_at = seen_at
+                obs.first_at, obs.first_backlog = seen_at, obs.backlog
             if obs.backlog_done_at is None and obs.backlog >= self.expected_backlog:
                 obs.backlog_done_at = seen_at
 

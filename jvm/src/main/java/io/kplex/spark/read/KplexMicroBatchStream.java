@@ -37,7 +37,9 @@ import org.slf4j.LoggerFactory;
  *       topic holds its whole source; Spark's Kafka source starts at the latest),
  *       {@code latest} or offsets JSON; {@code startingTimestamp} in epoch ms;</li>
  *   <li>{@code maxOffsetsPerTrigger}: at most this many offsets per micro-batch, shared
- *       over the partitions in proportion to their backlog;</li>
+ *       over the partitions in proportion to their backlog; a micro-batch that reads all
+ *       there is (no cut) lets a kplex sink release with its own watermark, one cut by
+ *       this limit with the watermark of the batches before it;</li>
  *   <li>{@code Trigger.AvailableNow}: reads up to the last stable offsets of its start;</li>
  *   <li>partitions added to the topic are read from their beginning;</li>
  *   <li>{@code idleReleaseMs} (default 10000; 0: never): after this long without a
@@ -177,17 +179,19 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     for (Map.Entry<Integer, Long> e : end.next.entrySet()) {
       until.put(e.getKey(), Math.max(from.get(e.getKey()), e.getValue()));
     }
+    Map<Integer, Long> available = until;
     if (limit instanceof ReadMaxRows) {
       until = capped(from, until, ((ReadMaxRows) limit).maxRows());
     } else if (!(limit instanceof ReadAllAvailable) && maxOffsetsPerTrigger > 0) {
       until = capped(from, until, maxOffsetsPerTrigger);
     }
+    boolean caughtUp = until.equals(available);
     // Partitions that vanished stay in the offset so that planning reports the loss.
     for (Map.Entry<Integer, Long> e : start.next.entrySet()) until.putIfAbsent(e.getKey(), e.getValue());
     if (!until.equals(start.next)) {
       lastDataAt = System.currentTimeMillis();
       dataSinceFlush = true;
-      return new SourceOffset(conf.topic, until, start.flushes);
+      return new SourceOffset(conf.topic, until, start.flushes, caughtUp);
     }
     // No new record: once the input is idle (AvailableNow at its end, or nothing for
     // idleReleaseMs), one more micro-batch tells a kplex sink to release what it holds.
@@ -229,7 +233,9 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     SourceOffset start = (SourceOffset) startOffset;
     SourceOffset end = (SourceOffset) endOffset;
     if (end.flushes > start.flushes) {
-      HeldRelease.signal();
+      HeldRelease.signal(HeldRelease.Mode.ALL);
+    } else {
+      HeldRelease.signal(end.caughtUp ? HeldRelease.Mode.WITH_BATCH : HeldRelease.Mode.LAST_WATERMARK);
     }
     List<TopicPartition> now = partitions();
     Map<Integer, Long> begin = earliest(now);

@@ -11,15 +11,18 @@ final class EpochCommitMessage implements WriterCommitMessage {
   final long held;
   final long maxSeen;
   final long maxReleased;
+  /** Every record below this order value that the task had was released (written or late). */
+  final long releasedBelow;
   final long late;
 
   EpochCommitMessage(KplexCommitMessage written, String heldFile, long held, long maxSeen, long maxReleased,
-      long late) {
+      long releasedBelow, long late) {
     this.written = written;
     this.heldFile = heldFile;
     this.held = held;
     this.maxSeen = maxSeen;
     this.maxReleased = maxReleased;
+    this.releasedBelow = releasedBelow;
     this.late = late;
   }
 }

@@ -47,8 +47,28 @@ final class HeldRows implements Serializable {
     return conf;
   }
 
-  String path(long epoch, int partitionId, long taskId) {
-    return dir + "/held/" + epoch + "/part-" + partitionId + "-" + taskId;
+  /**
+   * The file of a task's held-back records: {@code part-<task>-of-<tasks>-<task id>}, so that
+   * in the next epoch, with as many tasks, each task reads only the file of its own
+   * virtual partitions.
+   */
+  String path(long epoch, int partitionId, int numPartitions, long taskId) {
+    return dir + "/held/" + epoch + "/part-" + partitionId + "-of-" + numPartitions + "-" + taskId;
+  }
+
+  /**
+   * {task, tasks} of a file named by {@link #path}, or null for another name (an older
+   * checkpoint's {@code part-<task>-<task id>}: its rows are then sorted out row by row).
+   */
+  static int[] writtenBy(String file) {
+    String name = file.substring(file.lastIndexOf('/') + 1);
+    String[] parts = name.split("-");
+    if (parts.length != 5 || !parts[0].equals("part") || !parts[2].equals("of")) return null;
+    try {
+      return new int[] {Integer.parseInt(parts[1]), Integer.parseInt(parts[3])};
+    } catch (NumberFormatException e) {
+      return null;
+    }
   }
 
   void write(String file, int numFields, List<UnsafeRow> rows) {

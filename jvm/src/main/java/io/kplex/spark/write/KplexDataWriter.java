@@ -18,6 +18,10 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.Callback;
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -67,6 +71,9 @@ public final class KplexDataWriter implements DataWriter<InternalRow> {
   /** Late records sent to the side topic: they too are in the task's transaction. */
   private long sideRows;
   private TaskTransaction txn;
+  /** Exactly once: initTransactions and beginTransaction, under way; null once done (or at least once). */
+  private CompletableFuture<Void> opening;
+  private RuntimeException openFailure;
 
   KplexDataWriter(WriteConf conf, WriteSchema schema, int partitionId, int stageAttempt, int attempt) {
     this.conf = conf;
@@ -90,14 +97,32 @@ public final class KplexDataWriter implements DataWriter<InternalRow> {
       props.putIfAbsent(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, ExactlyOnceCommitter.DEFAULT_TRANSACTION_TIMEOUT_MS);
     }
     this.producer = new KafkaProducer<>(props);
-    if (conf.exactlyOnce()) {
-      try {
-        producer.initTransactions();
-        producer.beginTransaction();
-      } catch (RuntimeException e) {
-        producer.close(Duration.ZERO);
-        throw AccessErrors.rethrow(conf.kafka, e, "WRITE", "transactional id '" + transactionalId + "'");
-      }
+    // Exactly once: the transaction opens (two broker round trips, and waiting for the
+    // coordinator) while Spark sorts the task's rows; the first send waits for it.
+    this.opening = conf.exactlyOnce() ? CompletableFuture.runAsync(() -> {
+      producer.initTransactions();
+      producer.beginTransaction();
+    }, OPENERS) : null;
+  }
+
+  /** Threads that open transactions, idle ones ending after a minute. */
+  private static final ExecutorService OPENERS = Executors.newCachedThreadPool(r -> {
+    Thread t = new Thread(r, "kplex-open-transaction");
+    t.setDaemon(true);
+    return t;
+  });
+
+  /** Waits for the transaction to be open; fails naming the transactional id if it could not be. */
+  private void awaitOpen() {
+    if (openFailure != null) throw openFailure;
+    if (opening == null) return;
+    try {
+      opening.join();
+    } catch (CompletionException e) {
+      openFailure = AccessErrors.rethrow(conf.kafka, e.getCause(), "WRITE", "transactional id '" + transactionalId + "'");
+      throw openFailure;
+    } finally {
+      opening = null;
     }
   }
 
@@ -122,6 +147,7 @@ public final class KplexDataWriter implements DataWriter<InternalRow> {
 
   @Override
   public void write(InternalRow row) {
+    awaitOpen();
     checkFailure();
     boolean nullOrder = row.isNullAt(schema.order);
     if (row.isNullAt(schema.key)) {
@@ -172,6 +198,7 @@ public final class KplexDataWriter implements DataWriter<InternalRow> {
    * (canonical key, value) to {@code lateTopic}, inside this task's transaction.
    */
   void sendLate(InternalRow row, byte[] keyBytes, String lateTopic) {
+    awaitOpen();
     checkFailure();
     byte[] value = row.isNullAt(schema.value) ? null
         : binaryValue ? row.getBinary(schema.value) : row.getUTF8String(schema.value).getBytes();
@@ -208,6 +235,7 @@ public final class KplexDataWriter implements DataWriter<InternalRow> {
     if (faults != null) {
       faults.beforeCommit(partitionId, faultAttempt);
     }
+    awaitOpen();
     checkFailure();
     producer.flush();
     checkFailure();
@@ -223,6 +251,7 @@ public final class KplexDataWriter implements DataWriter<InternalRow> {
   public void abort() {
     if (conf.exactlyOnce()) {
       try {
+        awaitOpen();
         producer.abortTransaction();
       } catch (RuntimeException e) {
         // Fenced or broken: the driver fences this transaction when it aborts the job.
@@ -233,6 +262,11 @@ public final class KplexDataWriter implements DataWriter<InternalRow> {
 
   @Override
   public void close() {
+    if (openFailure != null || opening != null) {
+      // Never opened, or still opening (the task failed first): nothing of it to keep.
+      producer.close(Duration.ZERO);
+      return;
+    }
     if (txn != null) {
       // A flushed transaction stays open for the driver to commit: close at once, since a
       // graceful close would abort it.

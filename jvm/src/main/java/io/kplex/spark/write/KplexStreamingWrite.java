@@ -27,7 +27,8 @@ import org.slf4j.LoggerFactory;
  * the epoch recorded in the commit log in the same step ({@link EpochMark}): Spark may call
  * {@link #commit} twice for an epoch, or run it again after a driver restart, and a
  * committed epoch writes nothing a second time. Order across epochs: see
- * {@link StreamingDataWriter}; the bounds it uses come from the last epoch's mark, read
+ * {@link StreamingDataWriter}; what a batch may release comes from its source
+ * ({@link HeldRelease}); the bounds it uses come from the last epoch's mark, read
  * from {@code _kplex_commits} once per run and then kept in memory ({@link StreamingRuns}).
  */
 final class KplexStreamingWrite implements StreamingWrite {
@@ -73,11 +74,12 @@ final class KplexStreamingWrite implements StreamingWrite {
       if (run.last == null) run.last = committer.lastEpoch(queryId);
       last = run.last;
     }
-    boolean flush = HeldRelease.take();
-    long release = flush ? Long.MAX_VALUE : last.releaseBound();
+    HeldRelease.Mode mode = HeldRelease.take();
+    long release = mode == HeldRelease.Mode.ALL ? Long.MAX_VALUE : last.releaseBound();
     releaseBounds.put(last.epoch() + 1, release);
     held.clean(last.epoch());
-    return new StreamingWriterFactory(conf, schema, last, release, held, info.numPartitions());
+    return new StreamingWriterFactory(conf, schema, last, release, mode == HeldRelease.Mode.WITH_BATCH, held,
+        info.numPartitions());
   }
 
   private void release() {
@@ -117,6 +119,7 @@ final class KplexStreamingWrite implements StreamingWrite {
     List<WriterCommitMessage> written = new ArrayList<>();
     long maxSeen = last.maxSeen();
     long maxReleased = Long.MIN_VALUE;
+    long releasedBelow = Long.MIN_VALUE;
     long late = 0;
     long heldRows = 0;
     for (WriterCommitMessage m : messages) {
@@ -129,11 +132,14 @@ final class KplexStreamingWrite implements StreamingWrite {
       if (e.heldFile != null) heldFiles.add(e.heldFile);
       maxSeen = Math.max(maxSeen, e.maxSeen);
       maxReleased = Math.max(maxReleased, e.maxReleased);
+      releasedBelow = Math.max(releasedBelow, e.releasedBelow);
       late += e.late;
       heldRows += e.held;
     }
     long release = releaseBounds.getOrDefault(epochId, last.releaseBound());
-    long lateBound = Math.max(last.lateBound(), release == Long.MAX_VALUE ? maxReleased : release);
+    // Below this, a later record would land behind one released already: it is late.
+    long lateBound = Math.max(last.lateBound(), release == Long.MAX_VALUE ? maxReleased
+        : Math.max(release, releasedBelow));
     long watermark = maxSeen < Long.MIN_VALUE + conf.maxDelayMs ? Long.MIN_VALUE : maxSeen - conf.maxDelayMs;
     EpochMark mark = new EpochMark(conf.table, queryId, epochId, lateBound, Math.max(lateBound, watermark),
         maxSeen, heldFiles);

@@ -28,8 +28,14 @@ import org.apache.spark.unsafe.hash.Murmur3_x86_32;
  *       and meets {@code kplex.late_policy} (fail, drop and count, or the side topic);</li>
  *   <li>below the release bound (the watermark: largest order value seen up to the last
  *       epoch, minus {@code kplex.max_delay_ms}): is written now;</li>
+ *   <li>when the source read all there was ({@link io.kplex.spark.stream.HeldRelease}),
+ *       below the largest order value of the task's own rows of this epoch minus
+ *       {@code kplex.max_delay_ms} (at most the watermark this epoch sets): is written at
+ *       the task's commit, after the rows above (rows arrive sorted, so that largest value
+ *       is known only at the end);</li>
  *   <li>else: is held back, in a file of the query's checkpoint ({@link HeldRows}).</li>
  * </ul>
+ * The driver makes the largest bound a task released below the next epoch's late bound.
  * Rows with a NULL key, or a NULL order under 'fail'/'drop', go straight to the batch
  * writer, which applies the NULL policies.
  */
@@ -43,12 +49,15 @@ final class StreamingDataWriter implements DataWriter<InternalRow> {
   private final HeldRows held;
   private final long lateBound;
   private final long releaseBound;
+  private final boolean releaseWithBatch;
   private final KeyBytes.Encoder key;
   private final boolean keyIsBytes;
   private final OrderValues.Reader order;
   private final boolean binaryValue;
   private final UnsafeProjection toUnsafe;
   private final ArrayDeque<Entry> previous;
+  /** Rows at or above the release bound, in order: released at commit, or held. */
+  private final List<Entry> pending = new ArrayList<>();
   private final List<UnsafeRow> holding = new ArrayList<>();
   private long maxSeen = Long.MIN_VALUE;
   private long maxReleased = Long.MIN_VALUE;
@@ -61,7 +70,8 @@ final class StreamingDataWriter implements DataWriter<InternalRow> {
       OrderValues.compare(a.order, a.key, a.value, b.order, b.key, b.value);
 
   StreamingDataWriter(KplexDataWriter out, WriteConf conf, WriteSchema schema, int partitionId, int numPartitions,
-      long lateBound, long releaseBound, HeldRows held, List<String> heldBefore, String heldFile) {
+      long lateBound, long releaseBound, boolean releaseWithBatch, HeldRows held, List<String> heldBefore,
+      String heldFile) {
     this.out = out;
     this.conf = conf;
     this.schema = schema;
@@ -69,6 +79,7 @@ final class StreamingDataWriter implements DataWriter<InternalRow> {
     this.numPartitions = numPartitions;
     this.lateBound = lateBound;
     this.releaseBound = releaseBound;
+    this.releaseWithBatch = releaseWithBatch;
     this.held = held;
     this.heldFile = heldFile;
     this.key = KeyBytes.encoderFor(schema.type(schema.key));
@@ -78,9 +89,12 @@ final class StreamingDataWriter implements DataWriter<InternalRow> {
     this.toUnsafe = UnsafeProjection.create(schema.schema);
     List<Entry> mine = new ArrayList<>();
     for (String file : heldBefore) {
+      int[] by = HeldRows.writtenBy(file);
+      boolean sameTasks = by != null && by[1] == numPartitions;
+      if (sameTasks && by[0] != partitionId) continue;  // another task's virtual partitions
       for (UnsafeRow row : held.read(file, schema.schema.length())) {
         Entry e = entry(row);
-        if (owner(Placement.virtualPartition(e.key, conf.virtualPartitions)) == partitionId) mine.add(e);
+        if (sameTasks || owner(Placement.virtualPartition(e.key, conf.virtualPartitions)) == partitionId) mine.add(e);
       }
     }
     mine.sort(ORDER);
@@ -122,11 +136,12 @@ final class StreamingDataWriter implements DataWriter<InternalRow> {
     }
     maxSeen = Math.max(maxSeen, e.order);
     while (!previous.isEmpty() && ORDER.compare(previous.peek(), e) <= 0) {
-      emit(previous.poll());
+      place(previous.poll());
     }
     emit(e);
   }
 
+  /** A row of this epoch's input: late, or placed. */
   private void emit(Entry e) {
     if (e.order < lateBound) {
       late++;
@@ -140,24 +155,49 @@ final class StreamingDataWriter implements DataWriter<InternalRow> {
           throw Errors.lateRecord(conf.table, KeyBytes.printable(e.key), e.order, lateBound, conf.maxDelayMs);
       }
     }
+    place(e);
+  }
+
+  /**
+   * Released now (below the release bound) or at commit. A row held back from the last
+   * epoch is never late: it was on time when it came, and it is at or above the bound its
+   * task released below, so it still follows everything written for its virtual partition
+   * (the late bound, the largest bound any task released below, may be above it).
+   */
+  private void place(Entry e) {
     if (e.order < releaseBound) {
-      out.write(e.row);
-      maxReleased = Math.max(maxReleased, e.order);
+      release(e);
     } else {
-      holding.add(e.row);
+      pending.add(e);
     }
+  }
+
+  private void release(Entry e) {
+    out.write(e.row);
+    maxReleased = Math.max(maxReleased, e.order);
   }
 
   @Override
   public WriterCommitMessage commit() {
-    while (!previous.isEmpty()) emit(previous.poll());
+    while (!previous.isEmpty()) place(previous.poll());
+    long bound = releaseBound;
+    if (releaseWithBatch && maxSeen >= Long.MIN_VALUE + conf.maxDelayMs) {
+      bound = Math.max(bound, maxSeen - conf.maxDelayMs);
+    }
+    for (Entry e : pending) {
+      if (e.order < bound) {
+        release(e);
+      } else {
+        holding.add(e.row);
+      }
+    }
     String file = null;
     if (!holding.isEmpty()) {
       held.write(heldFile, schema.schema.length(), holding);
       file = heldFile;
     }
     KplexCommitMessage written = (KplexCommitMessage) out.commit();
-    return new EpochCommitMessage(written, file, holding.size(), maxSeen, maxReleased, late);
+    return new EpochCommitMessage(written, file, holding.size(), maxSeen, maxReleased, bound, late);
   }
 
   @Override

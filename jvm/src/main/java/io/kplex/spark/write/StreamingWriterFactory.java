@@ -14,15 +14,17 @@ final class StreamingWriterFactory implements StreamingDataWriterFactory {
   private final WriteSchema schema;
   private final EpochMark last;
   private final long releaseBound;
+  private final boolean releaseWithBatch;
   private final HeldRows held;
   private final int numPartitions;
 
-  StreamingWriterFactory(WriteConf conf, WriteSchema schema, EpochMark last, long releaseBound, HeldRows held,
-      int numPartitions) {
+  StreamingWriterFactory(WriteConf conf, WriteSchema schema, EpochMark last, long releaseBound,
+      boolean releaseWithBatch, HeldRows held, int numPartitions) {
     this.conf = conf;
     this.schema = schema;
     this.last = last;
     this.releaseBound = releaseBound;
+    this.releaseWithBatch = releaseWithBatch;
     this.held = held;
     this.numPartitions = numPartitions;
   }
@@ -36,13 +38,13 @@ final class StreamingWriterFactory implements StreamingDataWriterFactory {
     KplexDataWriter out = new KplexDataWriter(conf, schema, partitionId,
         task == null ? 0 : task.stageAttemptNumber(), task == null ? 0 : task.attemptNumber());
     return new StreamingDataWriter(out, conf, schema, partitionId, numPartitions, last.lateBound(), releaseBound,
-        held, last.held(), held.path(epochId, partitionId, taskId));
+        releaseWithBatch, held, last.held(), held.path(epochId, partitionId, numPartitions, taskId));
   }
 
   /** A task of an epoch this table already committed (Spark runs it again): writes nothing. */
   private static final class Committed implements DataWriter<InternalRow> {
     @Override public void write(InternalRow row) {}
-    @Override public WriterCommitMessage commit() { return new EpochCommitMessage(null, null, 0, Long.MIN_VALUE, Long.MIN_VALUE, 0); }
+    @Override public WriterCommitMessage commit() { return new EpochCommitMessage(null, null, 0, Long.MIN_VALUE, Long.MIN_VALUE, Long.MIN_VALUE, 0); }
     @Override public void abort() {}
     @Override public void close() {}
   }
