@@ -162,6 +162,8 @@ def test_a_batch_that_read_all_there_was_releases_with_its_own_watermark_a_rate_
     written = sum(json.loads(whole["rowsPerVirtualPartition"]).values())
     assert int(whole["heldRecords"]) >= surely_held
     assert written == 600 - int(whole["heldRecords"]) and written > 300  # 150 s of records, a 5 s bound
+    # Where the slowest writer task's time went, reported with the batch.
+    assert {"taskHeldReadMs", "taskSortMs", "taskWriteMs", "taskCommitMs"} <= whole.keys()
     # Cut by maxOffsetsPerTrigger, one partition may have been read further in event time than
     # another: the batch holds its records for the watermark it sets (the next batch's bound).
     capped = first_batch(fresh_name("by_user_capped"), maxOffsetsPerTrigger="200")
@@ -290,6 +292,7 @@ def test_the_cli_runs_the_streaming_job_of_sql_and_prints_each_micro_batch(boots
                           env={**os.environ, "PYTHONPATH": str(ROOT / "python")})
     assert done.returncode == 0, done.stderr[-3000:]
     assert "batch 0: 2000 rows read" in done.stdout and "late 0" in done.stdout, done.stdout
+    assert "(slowest task: sort " in done.stdout, done.stdout
     assert_exactly_once_in_order(bootstrap, source, target, 2_000)
 
 

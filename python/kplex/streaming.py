@@ -74,13 +74,16 @@ def start_stream(spark: Any, insert: StreamingInsert, checkpoint: str, *, trigge
 
 
 def progress_line(progress: Any) -> str:
-    """One line per micro-batch: rows read and written, late and held records, commit time."""
+    """One line per micro-batch: rows read and written, late and held records, commit time,
+    and where the slowest writer task spent its time."""
     sink = dict(progress.sink.metrics or {}) if progress.sink is not None else {}
     return (f"batch {progress.batchId}: {progress.numInputRows} rows read"
             f" ({progress.inputRowsPerSecond or 0:.0f}/s in)"
             f", per virtual partition {sink.get('rowsPerVirtualPartition', '{}')}"
             f", late {sink.get('lateRecords', '0')}, held {sink.get('heldRecords', '0')}"
             f", watermark {sink.get('watermark', '-')}, commit {sink.get('commitMs', '-')} ms"
+            f" (slowest task: sort {sink.get('taskSortMs', '-')}, send {sink.get('taskWriteMs', '-')}"
+            f", flush {sink.get('taskCommitMs', '-')} ms)"
             f", batch {progress.batchDuration} ms")
 
 

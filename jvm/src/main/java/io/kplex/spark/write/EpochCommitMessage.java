@@ -14,9 +14,15 @@ final class EpochCommitMessage implements WriterCommitMessage {
   /** Every record below this order value that the task had was released (written or late). */
   final long releasedBelow;
   final long late;
+  /**
+   * Where the task's time went, in ms ({@link TaskTimes}): reading the held-back records,
+   * waiting for its first row (Spark's shuffle read and sort), taking its rows in (and
+   * sending those released at once), and its commit (releasing, holding back, flushing).
+   */
+  final long[] times;
 
   EpochCommitMessage(KplexCommitMessage written, String heldFile, long held, long maxSeen, long maxReleased,
-      long releasedBelow, long late) {
+      long releasedBelow, long late, long[] times) {
     this.written = written;
     this.heldFile = heldFile;
     this.held = held;
@@ -24,5 +30,6 @@ final class EpochCommitMessage implements WriterCommitMessage {
     this.maxReleased = maxReleased;
     this.releasedBelow = releasedBelow;
     this.late = late;
+    this.times = times;
   }
 }

@@ -122,6 +122,7 @@ final class KplexStreamingWrite implements StreamingWrite {
     long releasedBelow = Long.MIN_VALUE;
     long late = 0;
     long heldRows = 0;
+    long[] times = TaskTimes.none();
     for (WriterCommitMessage m : messages) {
       EpochCommitMessage e = (EpochCommitMessage) m;
       if (e.written != null) {
@@ -135,6 +136,7 @@ final class KplexStreamingWrite implements StreamingWrite {
       releasedBelow = Math.max(releasedBelow, e.releasedBelow);
       late += e.late;
       heldRows += e.held;
+      TaskTimes.max(times, e.times);
     }
     long release = releaseBounds.getOrDefault(epochId, last.releaseBound());
     // Below this, a later record would land behind one released already: it is late.
@@ -160,6 +162,7 @@ final class KplexStreamingWrite implements StreamingWrite {
     figures.put("lateRecords", Long.toString(late));
     figures.put("heldRecords", Long.toString(heldRows));
     figures.put("watermark", Long.toString(mark.releaseBound()));
+    for (int i = 0; i < times.length; i++) figures.put(TaskTimes.NAMES[i], Long.toString(times[i]));
     figures.put("commitMs", Long.toString((System.nanoTime() - started) / 1_000_000));
     progress.accept(figures);
   }

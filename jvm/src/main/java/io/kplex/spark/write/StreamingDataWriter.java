@@ -62,6 +62,10 @@ final class StreamingDataWriter implements DataWriter<InternalRow> {
   private long maxSeen = Long.MIN_VALUE;
   private long maxReleased = Long.MIN_VALUE;
   private long late;
+  private final long[] times = TaskTimes.none();
+  /** System.nanoTime() when the writer was ready, and when its first row came (0: none yet). */
+  private final long readyAt;
+  private long firstRowAt;
 
   /** A row with what it is ordered by. */
   private record Entry(UnsafeRow row, long order, byte[] key, byte[] value) {}
@@ -87,6 +91,7 @@ final class StreamingDataWriter implements DataWriter<InternalRow> {
     this.order = OrderValues.readerFor(schema.type(schema.order));
     this.binaryValue = schema.type(schema.value) instanceof BinaryType;
     this.toUnsafe = UnsafeProjection.create(schema.schema);
+    long started = System.nanoTime();
     List<Entry> mine = new ArrayList<>();
     for (String file : heldBefore) {
       int[] by = HeldRows.writtenBy(file);
@@ -99,6 +104,8 @@ final class StreamingDataWriter implements DataWriter<InternalRow> {
     }
     mine.sort(ORDER);
     this.previous = new ArrayDeque<>(mine);
+    this.readyAt = System.nanoTime();
+    times[TaskTimes.HELD_READ] = TaskTimes.ms(started, readyAt);
   }
 
   private int owner(int vp) {
@@ -124,6 +131,10 @@ final class StreamingDataWriter implements DataWriter<InternalRow> {
 
   @Override
   public void write(InternalRow row) {
+    if (firstRowAt == 0) {
+      firstRowAt = System.nanoTime();
+      times[TaskTimes.SORT] = TaskTimes.ms(readyAt, firstRowAt);
+    }
     if (row.isNullAt(schema.key) || (row.isNullAt(schema.order) && !"first".equals(conf.nullOrder))) {
       out.write(row);
       return;
@@ -179,6 +190,8 @@ final class StreamingDataWriter implements DataWriter<InternalRow> {
 
   @Override
   public WriterCommitMessage commit() {
+    long committing = System.nanoTime();
+    if (firstRowAt != 0) times[TaskTimes.WRITE] = TaskTimes.ms(firstRowAt, committing);
     while (!previous.isEmpty()) place(previous.poll());
     long bound = releaseBound;
     if (releaseWithBatch && maxSeen >= Long.MIN_VALUE + conf.maxDelayMs) {
@@ -197,7 +210,8 @@ final class StreamingDataWriter implements DataWriter<InternalRow> {
       file = heldFile;
     }
     KplexCommitMessage written = (KplexCommitMessage) out.commit();
-    return new EpochCommitMessage(written, file, holding.size(), maxSeen, maxReleased, bound, late);
+    times[TaskTimes.COMMIT] = TaskTimes.ms(committing, System.nanoTime());
+    return new EpochCommitMessage(written, file, holding.size(), maxSeen, maxReleased, bound, late, times);
   }
 
   @Override

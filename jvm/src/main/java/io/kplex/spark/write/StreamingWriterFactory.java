@@ -44,7 +44,7 @@ final class StreamingWriterFactory implements StreamingDataWriterFactory {
   /** A task of an epoch this table already committed (Spark runs it again): writes nothing. */
   private static final class Committed implements DataWriter<InternalRow> {
     @Override public void write(InternalRow row) {}
-    @Override public WriterCommitMessage commit() { return new EpochCommitMessage(null, null, 0, Long.MIN_VALUE, Long.MIN_VALUE, Long.MIN_VALUE, 0); }
+    @Override public WriterCommitMessage commit() { return new EpochCommitMessage(null, null, 0, Long.MIN_VALUE, Long.MIN_VALUE, Long.MIN_VALUE, 0, null); }
     @Override public void abort() {}
     @Override public void close() {}
   }
