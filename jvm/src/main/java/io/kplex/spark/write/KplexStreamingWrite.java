@@ -142,7 +142,7 @@ final class KplexStreamingWrite implements StreamingWrite {
     // Below this, a later record would land behind one released already: it is late.
     long lateBound = Math.max(last.lateBound(), release == Long.MAX_VALUE ? maxReleased
         : Math.max(release, releasedBelow));
-    long watermark = maxSeen < Long.MIN_VALUE + conf.maxDelayMs ? Long.MIN_VALUE : maxSeen - conf.maxDelayMs;
+    long watermark = StreamingDataWriter.watermark(maxSeen, conf.maxDelayMs);
     EpochMark mark = new EpochMark(conf.table, queryId, epochId, lateBound, Math.max(lateBound, watermark),
         maxSeen, heldFiles);
     if (conf.exactlyOnce()) {

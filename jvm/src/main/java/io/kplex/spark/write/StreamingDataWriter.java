@@ -108,6 +108,11 @@ final class StreamingDataWriter implements DataWriter<InternalRow> {
     times[TaskTimes.HELD_READ] = TaskTimes.ms(started, readyAt);
   }
 
+  /** The event-time watermark: the largest order value seen minus the delay bound (no overflow). */
+  static long watermark(long maxSeen, long maxDelayMs) {
+    return maxSeen < Long.MIN_VALUE + maxDelayMs ? Long.MIN_VALUE : maxSeen - maxDelayMs;
+  }
+
   private int owner(int vp) {
     return owner(vp, numPartitions);
   }
@@ -194,9 +199,7 @@ final class StreamingDataWriter implements DataWriter<InternalRow> {
     if (firstRowAt != 0) times[TaskTimes.WRITE] = TaskTimes.ms(firstRowAt, committing);
     while (!previous.isEmpty()) place(previous.poll());
     long bound = releaseBound;
-    if (releaseWithBatch && maxSeen >= Long.MIN_VALUE + conf.maxDelayMs) {
-      bound = Math.max(bound, maxSeen - conf.maxDelayMs);
-    }
+    if (releaseWithBatch) bound = Math.max(bound, watermark(maxSeen, conf.maxDelayMs));
     for (Entry e : pending) {
       if (e.order < bound) {
         release(e);
