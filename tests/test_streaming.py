@@ -106,6 +106,28 @@ def test_a_running_query_repartitions_a_growing_topic_exactly_once_and_in_order_
     assert_exactly_once_in_order(bootstrap, source, target, total)
 
 
+def test_a_running_query_holds_its_table_and_frees_it_when_stopped(spark, bootstrap, fresh_name, tmp_path):
+    """One writer per table, for the whole run of a streaming query (not only during its
+    micro-batches): an INSERT while it runs fails naming the query and writes nothing;
+    the INSERT right after query.stop() finds the table free."""
+    source, target = fresh_name("views_held_table"), fresh_name("by_user_held_table")
+    datagen.generate_pageviews(bootstrap, source, 300, partitions=3, users=15, seed=31)
+    create(spark, target, delay_ms=0)
+    query = stream(spark, source, target, tmp_path / "chk").trigger(processingTime="1 second").start()
+    insert = f"INSERT INTO kplex.{target} SELECT {', '.join(SELECT)} FROM kplex.{source}"
+    try:
+        assert wait_for(300, bootstrap, target) == 300
+        time.sleep(2)  # between micro-batches: no input, the query idles
+        with pytest.raises(Exception, match="KPLEX_TABLE_BUSY") as busy:
+            spark.sql(insert)
+        assert query.id in str(busy.value) and target in str(busy.value)
+        assert len(verify.read_topic(bootstrap, target)) == 300, "the refused INSERT wrote nothing"
+    finally:
+        query.stop()
+    spark.sql(insert)
+    assert len(verify.read_topic(bootstrap, target)) == 600
+
+
 @pytest.mark.parametrize("policy", ["drop", "side_topic", "fail"])
 def test_a_record_later_than_the_bound_meets_the_late_policy(spark, bootstrap, fresh_name, tmp_path, policy):
     source, target = fresh_name("views_late"), fresh_name("by_user_late")

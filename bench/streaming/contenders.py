@@ -38,7 +38,7 @@ class Settings:
     p: int = 3
     max_delay_ms: int = 1000
     idle_release_ms: int = 1000
-    trigger: str = "1 second"
+    trigger: str = "0 seconds"
     max_offsets_per_trigger: int = 0  # the Spark queries' source option; 0: none
     memory: str = "1g"
     streams_threads: int = 2

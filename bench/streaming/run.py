@@ -19,8 +19,8 @@ re-keys it by userid into a fresh 3-partition output, until the harness closes i
    produce time; each record's latency is when it became visible (read_committed) minus
    that. R defaults to half of kplex exactly-once's sustained rate, at most 50,000/s.
 
-The Spark queries (kplex source, 1-second processing-time trigger, ``local[2]``, 3 shuffle
-partitions) also write their StreamingQueryProgress, summarised per micro-batch. Outputs
+The Spark queries (kplex source, the next micro-batch as soon as the last one is done,
+``local[2]``, adaptive execution off) also write their StreamingQueryProgress, summarised per micro-batch. Outputs
 are checked: every record there (once, for the exactly-once contenders), and for kplex each
 virtual partition in order (``kplex.vp``/``kplex.order`` headers, G2). The table and the
 breakdown go to stdout and to bench/streaming/RESULTS.md (``--smoke``: into the work dir),
@@ -71,7 +71,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--idle-release-ms", type=int, default=1000,
                    help="kplex source's idleReleaseMs: how long after the input goes idle the sink "
                         "releases the records it holds back (the end of the backlog)")
-    p.add_argument("--trigger", default="1 second", help="Spark processing-time trigger")
+    p.add_argument("--trigger", default="0 seconds",
+                   help="Spark processing-time trigger (default: none, each micro-batch right after the last)")
     p.add_argument("--max-offsets-per-trigger", type=int,
                    help="the Spark queries' maxOffsetsPerTrigger (default: a tenth of the backlog, at least"
                         " 1,000, so that the backlog is read over several micro-batches as a running query"
@@ -142,7 +143,7 @@ def parameters(args: argparse.Namespace, rate: float | None) -> dict[str, str]:
         "trigger": args.trigger,
         "maxOffsetsPerTrigger": f"{args.max_offsets_per_trigger:,}" if args.max_offsets_per_trigger else "none",
         "Spark": f"local[2], spark.driver.memory={args.memory}, spark.sql.shuffle.partitions={args.p},"
-                 " spark.sql.adaptive.coalescePartitions.enabled=false",
+                 " spark.sql.adaptive.enabled=false",
         "Kafka Streams": f"3.9.1, {args.streams_threads} stream threads, -Xmx{args.memory}",
     }
 

@@ -64,7 +64,10 @@ def _stream(args: argparse.Namespace) -> int:
 
     bootstrap, settings = kafka_config.from_args(args)
     conf = dict(c.split("=", 1) for c in args.conf)
-    spark = kplex_session(bootstrap, master=args.master, conf={"spark.ui.showConsoleProgress": "false", **conf},
+    # A session that runs only this query: adaptive execution would plan each micro-batch
+    # again after each stage (about 100 ms a batch, bench/streaming) for nothing.
+    spark = kplex_session(bootstrap, master=args.master, conf={"spark.ui.showConsoleProgress": "false",
+                                                              "spark.sql.adaptive.enabled": "false", **conf},
                           kafka_options=settings)
     spark.sparkContext.setLogLevel("ERROR")
     query = run_stream_file(args.file, spark, args.checkpoint, trigger=args.trigger,

@@ -3,13 +3,17 @@ package io.kplex.spark.kafka;
 import io.kplex.spark.errors.KplexException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.TopicConfig;
 
@@ -88,11 +92,25 @@ public final class CompactedTopic {
 
   /** Writes (or, with a null value, deletes) one key, synchronously; creates the topic if needed. */
   public void put(String key, byte[] value) {
+    Map<String, byte[]> one = new LinkedHashMap<>();
+    one.put(key, value);
+    putAll(one);
+  }
+
+  /**
+   * Writes (or deletes) these keys in their order, in one round trip: the log has one
+   * partition, so a reader sees them in that order. Synchronous; creates the topic if needed.
+   */
+  public void putAll(Map<String, byte[]> entries) {
     // Short segments: the log cleaner only compacts closed ones, and readers read it all.
     kafka.ensureTopic(topic, 1, Map.of(TopicConfig.CLEANUP_POLICY_CONFIG, TopicConfig.CLEANUP_POLICY_COMPACT,
         TopicConfig.SEGMENT_MS_CONFIG, "600000"));
-    kafka.call("WRITE", "topic '" + topic + "'", () -> kafka.producer()
-        .send(new ProducerRecord<>(topic, 0, key.getBytes(StandardCharsets.UTF_8), value))
-        .get(KafkaConf.ADMIN_TIMEOUT_MS, TimeUnit.MILLISECONDS));
+    kafka.call("WRITE", "topic '" + topic + "'", () -> {
+      List<Future<RecordMetadata>> sent = new ArrayList<>();
+      entries.forEach((key, value) -> sent.add(kafka.producer()
+          .send(new ProducerRecord<>(topic, 0, key.getBytes(StandardCharsets.UTF_8), value))));
+      for (Future<RecordMetadata> f : sent) f.get(KafkaConf.ADMIN_TIMEOUT_MS, TimeUnit.MILLISECONDS);
+      return null;
+    });
   }
 }

@@ -120,6 +120,11 @@ public final class KafkaConf implements Serializable {
     p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, "lz4");
     p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, 60_000);
     p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 120_000);
+    // A transactional producer's first requests are often refused for a moment (the last
+    // transaction of its id still completing, the coordinator's connection not ready yet),
+    // and retried after this: Kafka's 100 ms made each micro-batch's open and commit wait
+    // ~100 ms each (measured). Retries still back off exponentially, to retry.backoff.max.ms.
+    p.put(ProducerConfig.RETRY_BACKOFF_MS_CONFIG, 10);
     p.putAll(clientProps);
     p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
     p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());

@@ -16,6 +16,7 @@ import org.apache.kafka.clients.admin.DescribeTopicsOptions;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.acl.AclOperation;
 import org.apache.kafka.common.errors.TopicAuthorizationException;
 import org.apache.kafka.common.errors.TopicExistsException;
@@ -51,10 +52,15 @@ public class KafkaTopics implements AutoCloseable {
     return admin;
   }
 
-  /** A plain (non-transactional) producer for kplex's own records, closed with this object. */
+  /**
+   * A plain (non-transactional) producer for kplex's own records, closed with this object.
+   * They are sent one at a time and waited for: no linger.
+   */
   public synchronized KafkaProducer<byte[], byte[]> producer() {
     if (producer == null) {
-      producer = new KafkaProducer<>(kafka.producer());
+      Map<String, Object> props = kafka.producer();
+      props.put(ProducerConfig.LINGER_MS_CONFIG, 0);
+      producer = new KafkaProducer<>(props);
     }
     return producer;
   }

@@ -237,8 +237,10 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     } else {
       HeldRelease.signal(end.caughtUp ? HeldRelease.Mode.WITH_BATCH : HeldRelease.Mode.LAST_WATERMARK);
     }
-    List<TopicPartition> now = partitions();
-    Map<Integer, Long> begin = earliest(now);
+    // Spark asks several times per micro-batch (each copy of the plan): plan once.
+    Planned before = lastPlanned;
+    if (before != null && before.start.equals(start) && before.end.equals(end)) return before.partitions.clone();
+    Map<Integer, Long> begin = earliest(partitions());
     List<InputPartition> parts = new ArrayList<>();
     for (Map.Entry<Integer, Long> e : end.next.entrySet()) {
       int p = e.getKey();
@@ -260,8 +262,15 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
         }
       }
     }
-    return parts.toArray(new InputPartition[0]);
+    InputPartition[] planned = parts.toArray(new InputPartition[0]);
+    lastPlanned = new Planned(start, end, planned);
+    return planned;
   }
+
+  /** The partitions planned for one (start, end). */
+  private record Planned(SourceOffset start, SourceOffset end, InputPartition[] partitions) {}
+
+  private volatile Planned lastPlanned;
 
   private void lost(int partition, long from, long until, String why) {
     String what = "topic '" + conf.topic + "' partition " + partition + ": offsets [" + from + ", " + until

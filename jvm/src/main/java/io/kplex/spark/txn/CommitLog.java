@@ -10,7 +10,9 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 
 /**
@@ -61,8 +63,15 @@ public final class CommitLog {
 
   /** Ends a commit whose transactions are all committed: its epoch mark first, if any. */
   public void end(Pending pending) {
-    if (pending.mark != null) mark(pending.mark);
-    end(pending.table);
+    end(pending.table, pending.mark);
+  }
+
+  /** Ends {@code table}'s commit, recording {@code mark} (if not null) before, in one round trip. */
+  public void end(String table, EpochMark mark) {
+    Map<String, byte[]> entries = new LinkedHashMap<>();
+    if (mark != null) entries.put(mark.key(), mark.toJson());
+    entries.put(table, null);
+    topic.putAll(entries);
   }
 
   /** Records that a streaming query's epoch is committed (and what its next epoch needs). */

@@ -7,6 +7,8 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
+import java.util.function.Function;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -37,12 +39,27 @@ public final class ExactlyOnceCommitter {
   private final String topic;
   /** Test-only faults of the driver's commit (null: none). */
   private final FaultInjection faults;
+  /** Clients kept across commits (a streaming run's), or null: each call makes its own. */
+  private final Supplier<KafkaTopics> shared;
 
   public ExactlyOnceCommitter(KafkaConf kafka, String table, String topic, FaultInjection faults) {
+    this(kafka, table, topic, faults, null);
+  }
+
+  public ExactlyOnceCommitter(KafkaConf kafka, String table, String topic, FaultInjection faults,
+      Supplier<KafkaTopics> shared) {
     this.kafka = kafka;
     this.table = table;
     this.topic = topic;
     this.faults = faults;
+    this.shared = shared;
+  }
+
+  private <T> T withKafka(Function<KafkaTopics, T> body) {
+    if (shared != null) return body.apply(shared.get());
+    try (KafkaTopics admin = new KafkaTopics(kafka)) {
+      return body.apply(admin);
+    }
   }
 
   /** Commits the tasks' transactions, then waits until read_committed consumers see them. */
@@ -55,28 +72,27 @@ public final class ExactlyOnceCommitter {
    * committed (by this driver, or by whoever rolls an interrupted commit forward).
    */
   public void commit(String queryId, List<TaskTransaction> txns, long[] lastOffsets, EpochMark mark) {
-    try (KafkaTopics admin = new KafkaTopics(kafka)) {
+    withKafka(admin -> {
       CommitLog log = new CommitLog(admin);
       log.begin(table, queryId, txns, mark);
       finish(admin, txns);
-      if (mark != null) log.mark(mark);
-      log.end(table);
+      log.end(table, mark);
       CommitVisibility.await(admin, table, topic, lastOffsets);
-    }
+      return null;
+    });
   }
 
   /** The last epoch {@code query} committed to this table (after rolling a pending commit forward). */
   public EpochMark lastEpoch(String query) {
-    try (KafkaTopics admin = new KafkaTopics(kafka)) {
-      return new CommitLog(admin).lastEpoch(table, query).orElse(EpochMark.start(table, query));
-    }
+    return withKafka(admin -> new CommitLog(admin).lastEpoch(table, query).orElse(EpochMark.start(table, query)));
   }
 
   /** Records an at-least-once epoch: its rows are flushed, there is no transaction to commit. */
   public void mark(EpochMark mark) {
-    try (KafkaTopics admin = new KafkaTopics(kafka)) {
+    withKafka(admin -> {
       new CommitLog(admin).mark(mark);
-    }
+      return null;
+    });
   }
 
   /** Aborts a failed write: every open transaction of the table is fenced. */

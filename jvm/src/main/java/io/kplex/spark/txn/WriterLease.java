@@ -5,9 +5,16 @@ import io.kplex.spark.kafka.CompactedTopic;
 import io.kplex.spark.kafka.KafkaConf;
 import io.kplex.spark.kafka.KafkaTopics;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -25,6 +32,11 @@ import org.slf4j.LoggerFactory;
  * <p>So a write never fences the transactions of a live writer, and two concurrent
  * INSERTs never both become partly visible: one succeeds, the other fails having written
  * nothing.
+ *
+ * <p>A streaming query holds one claim for its whole run ({@link #acquire(KafkaConf, String,
+ * String, Thread)}): the claim belongs to the query's thread, and is removed once that thread
+ * has ended, by the renewer within {@link #RENEW_MS}, and at once by any claim made in this
+ * JVM after it (so a write that follows {@code query.stop()} finds the table free).
  */
 public final class WriterLease implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(WriterLease.class);
@@ -32,14 +44,23 @@ public final class WriterLease implements AutoCloseable {
   /** No renewal for this long: the claim's driver is dead. */
   static final long STALE_MS = 6_000;
 
+  /** The claims of this JVM that belong to a thread (a streaming query's run). */
+  private static final Set<WriterLease> OWNED = ConcurrentHashMap.newKeySet();
+
   private final KafkaConf kafka;
   private final String key;
   private final Thread renewer;
+  /** The thread whose end ends the claim (null: ended by {@link #close} only). */
+  private final Thread owner;
   private volatile boolean closed;
+  /** Counted down by {@link #close}: wakes the renewer (no interrupt, which would break its Kafka calls). */
+  private final CountDownLatch ending = new CountDownLatch(1);
+  private final List<Runnable> onEnd = new CopyOnWriteArrayList<>();
 
-  private WriterLease(KafkaConf kafka, String key, String query) {
+  private WriterLease(KafkaConf kafka, String key, String query, Thread owner) {
     this.kafka = kafka;
     this.key = key;
+    this.owner = owner;
     this.renewer = new Thread(() -> renew(query), "kplex-writer-lease " + key);
     renewer.setDaemon(true);
   }
@@ -50,8 +71,17 @@ public final class WriterLease implements AutoCloseable {
 
   /** Claims {@code table} for the write of {@code query}, or fails naming the live writer. */
   public static WriterLease acquire(KafkaConf kafka, String table, String query) {
+    return acquire(kafka, table, query, null);
+  }
+
+  /**
+   * As {@link #acquire(KafkaConf, String, String)}, for as long as {@code owner} runs (a
+   * streaming query's thread; null: until {@link #close}).
+   */
+  public static WriterLease acquire(KafkaConf kafka, String table, String query, Thread owner) {
+    releaseEnded();
     String key = prefix(table) + UUID.randomUUID();
-    WriterLease lease = new WriterLease(kafka, key, query);
+    WriterLease lease = new WriterLease(kafka, key, query, owner);
     try (KafkaTopics admin = new KafkaTopics(kafka)) {
       CompactedTopic log = new CompactedTopic(admin, CommitLog.TOPIC);
       log.put(key, value(query, 0));
@@ -82,39 +112,76 @@ public final class WriterLease implements AutoCloseable {
         }
       }
     }
+    if (owner != null) OWNED.add(lease);
     lease.renewer.start();
     return lease;
+  }
+
+  /** Removes the claims of this JVM whose owning thread has ended (a stopped query's). */
+  static void releaseEnded() {
+    List<WriterLease> ended = new ArrayList<>();
+    for (WriterLease l : OWNED) {
+      if (!l.owner.isAlive()) ended.add(l);
+    }
+    for (WriterLease l : ended) l.close();
+  }
+
+  /** Runs {@code ended} when the claim ends (closed, or its owning thread gone). */
+  public void whenEnded(Runnable ended) {
+    onEnd.add(ended);
+  }
+
+  /** Whether this claim is still held: not closed, and its owning thread (if any) runs. */
+  public boolean held() {
+    return !closed && (owner == null || owner.isAlive());
   }
 
   private void renew(String query) {
     long beat = 0;
     try (KafkaTopics admin = new KafkaTopics(kafka)) {
       CompactedTopic log = new CompactedTopic(admin, CommitLog.TOPIC);
-      while (!closed) {
-        sleep(RENEW_MS);
-        if (closed) return;
+      while (!ending.await(RENEW_MS, TimeUnit.MILLISECONDS)) {
+        if (owner != null && !owner.isAlive()) {
+          close();  // the query's run ended between micro-batches
+          return;
+        }
         try {
           log.put(key, value(query, ++beat));
         } catch (RuntimeException e) {
           LOG.warn("kplex: could not renew the writer claim {}: {}", key, e.toString());
         }
       }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
     }
   }
 
   @Override
   public void close() {
-    closed = true;
-    renewer.interrupt();
-    try {
-      renewer.join(5_000);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
+    synchronized (this) {
+      if (closed) return;
+      closed = true;
+    }
+    OWNED.remove(this);
+    ending.countDown();
+    if (Thread.currentThread() != renewer) {
+      try {
+        renewer.join(5_000);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
     }
     try (KafkaTopics admin = new KafkaTopics(kafka)) {
       new CompactedTopic(admin, CommitLog.TOPIC).put(key, null);
     } catch (RuntimeException e) {
       LOG.warn("kplex: could not remove the writer claim {} (it goes stale in {} ms): {}", key, STALE_MS, e.toString());
+    }
+    for (Runnable r : onEnd) {
+      try {
+        r.run();
+      } catch (RuntimeException e) {
+        LOG.warn("kplex: after the writer claim {} ended: {}", key, e.toString());
+      }
     }
   }
 

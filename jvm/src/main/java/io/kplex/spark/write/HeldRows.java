@@ -8,7 +8,12 @@ import java.io.DataOutputStream;
 import java.io.IOException;
 import java.io.Serializable;
 import java.util.ArrayList;
+import java.nio.ByteBuffer;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileSystem;
@@ -28,6 +33,8 @@ final class HeldRows implements Serializable {
 
   /** The Hadoop configuration of the session, shipped as bytes (Configuration is Writable). */
   private final byte[] hadoopConf;
+  /** Configurations read back, by their bytes: each JVM reads a session's once, not once per task. */
+  private static final Map<ByteBuffer, Configuration> CONFS = new ConcurrentHashMap<>();
   final String dir;
 
   HeldRows(Configuration conf, String dir) {
@@ -42,9 +49,15 @@ final class HeldRows implements Serializable {
   }
 
   private Configuration conf() throws IOException {
-    Configuration conf = new Configuration(false);
-    conf.readFields(new DataInputStream(new ByteArrayInputStream(hadoopConf)));
-    return conf;
+    ByteBuffer key = ByteBuffer.wrap(hadoopConf);
+    Configuration c = CONFS.get(key);
+    if (c == null) {
+      c = new Configuration(false);
+      c.readFields(new DataInputStream(new ByteArrayInputStream(hadoopConf)));
+      if (CONFS.size() > 16) CONFS.clear();
+      CONFS.put(key, c);
+    }
+    return c;
   }
 
   /**
@@ -79,9 +92,10 @@ final class HeldRows implements Serializable {
         out.writeInt(MAGIC);
         out.writeInt(numFields);
         out.writeInt(rows.size());
+        byte[] buffer = new byte[4096];
         for (UnsafeRow row : rows) {
           out.writeInt(row.getSizeInBytes());
-          row.writeToStream(out, new byte[4096]);
+          row.writeToStream(out, buffer);
         }
       }
     } catch (IOException e) {
@@ -118,8 +132,22 @@ final class HeldRows implements Serializable {
     }
   }
 
-  /** Removes the held files of epochs before {@code epoch} (best effort). */
+  /** One thread per driver JVM removes old held files, off the query's thread. */
+  private static final ExecutorService CLEANER = Executors.newSingleThreadExecutor(r -> {
+    Thread t = new Thread(r, "kplex-held-clean");
+    t.setDaemon(true);
+    return t;
+  });
+
+  /**
+   * Removes the held files of epochs before {@code epoch}, in the background (best effort:
+   * the epoch's mark no longer names them, so nothing reads them again).
+   */
   void clean(long epoch) {
+    CLEANER.execute(() -> cleanNow(epoch));
+  }
+
+  private void cleanNow(long epoch) {
     try {
       Path root = new Path(dir + "/held");
       FileSystem fs = root.getFileSystem(conf());

@@ -235,6 +235,11 @@ public final class KplexDataWriter implements DataWriter<InternalRow> {
     if (faults != null) {
       faults.beforeCommit(partitionId, faultAttempt);
     }
+    if (opening != null && rows + sideRows == 0) {
+      // Exactly once, and nothing sent: no transaction to wait for, nor for the driver to
+      // commit (close abandons the one still opening).
+      return new KplexCommitMessage(partitionId, rowsPerVp, dropped, null, lastOffsets);
+    }
     awaitOpen();
     checkFailure();
     producer.flush();

@@ -54,16 +54,22 @@ final class KplexStreamingWrite implements StreamingWrite {
     this.queryId = queryId;
     this.held = held;
     this.progress = progress;
-    this.committer = new ExactlyOnceCommitter(conf.kafka, conf.table, conf.topic, conf.faults);
     this.run = StreamingRuns.of(conf.table, queryId);
+    this.committer = new ExactlyOnceCommitter(conf.kafka, conf.table, conf.topic, conf.faults,
+        run.runId == null ? null : () -> run.clients(conf.kafka));
   }
 
   @Override
   public StreamingDataWriterFactory createStreamingWriterFactory(PhysicalWriteInfo info) {
-    // One writer per table, epoch by epoch: fail naming the other writer if one is live.
-    release();
-    lease = WriterLease.acquire(conf.kafka, conf.table, queryId);
     synchronized (run) {
+      // One writer per table (fail naming the other writer if one is live): claimed for the
+      // whole run (renewed, and removed when the query's thread ends), or for this epoch
+      // when Spark runs no stream thread.
+      if (run.lease == null || !run.lease.held()) {
+        run.lease = WriterLease.acquire(conf.kafka, conf.table, queryId, run.runId == null ? null : Thread.currentThread());
+        run.lease.whenEnded(run::closeClients);
+      }
+      lease = run.lease;
       if (!run.recovered) {
         // Once per run of the query: finish what a killed driver left half committed, fence
         // what its tasks left open, so nothing pins the topic's last stable offset.
@@ -82,6 +88,7 @@ final class KplexStreamingWrite implements StreamingWrite {
         info.numPartitions());
   }
 
+  /** Ends the claim: after a failed epoch, or after each epoch of a write with no run. */
   private void release() {
     if (lease != null) {
       lease.close();
@@ -93,14 +100,15 @@ final class KplexStreamingWrite implements StreamingWrite {
   public void commit(long epochId, WriterCommitMessage[] messages) {
     try {
       commitEpoch(epochId, messages);
+      if (run.runId == null) release();
     } catch (RuntimeException | Error e) {
       synchronized (run) {
         run.recovered = false;  // what was left half done is recovered (and read) afresh
         run.last = null;
+        run.lease = null;
       }
-      throw e;
-    } finally {
       release();
+      throw e;
     }
   }
 
@@ -193,6 +201,9 @@ final class KplexStreamingWrite implements StreamingWrite {
         committer.abort();
       }
     } finally {
+      synchronized (run) {
+        run.lease = null;
+      }
       release();
     }
   }

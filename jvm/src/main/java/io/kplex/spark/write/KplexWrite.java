@@ -21,10 +21,19 @@ final class KplexWrite implements RequiresDistributionAndOrdering {
   /** Where a streaming write keeps its held-back records (null: none given). */
   private final String checkpoint;
   private final Consumer<Map<String, String>> progress;
+  /** Writer tasks asked of Spark (0: Spark's choice, spark.sql.shuffle.partitions). */
+  private final int writerTasks;
 
+  /**
+   * {@code writerTasks}: a streaming micro-batch's, min(V, Spark's default parallelism),
+   * so that each micro-batch's writers run in one wave and no task is empty for want of
+   * a virtual partition, whatever spark.sql.shuffle.partitions is (and adaptive execution
+   * does not merge a small micro-batch into one writer); 0 for a batch write.
+   */
   KplexWrite(WriteConf conf, WriteSchema schema, String queryId, String checkpoint,
-      Consumer<Map<String, String>> progress) {
+      Consumer<Map<String, String>> progress, int writerTasks) {
     this.conf = conf;
+    this.writerTasks = writerTasks;
     this.schema = schema;
     this.queryId = queryId;
     this.checkpoint = checkpoint;
@@ -37,6 +46,7 @@ final class KplexWrite implements RequiresDistributionAndOrdering {
   @Override public Distribution requiredDistribution() { return requirements.distribution; }
   @Override public boolean distributionStrictlyRequired() { return true; }
   @Override public SortOrder[] requiredOrdering() { return requirements.ordering; }
+  @Override public int requiredNumPartitions() { return writerTasks; }
 
   @Override
   public BatchWrite toBatch() {

@@ -8,6 +8,7 @@ import io.kplex.spark.errors.Errors;
 import java.util.Map;
 import io.kplex.spark.txn.TransactionalIds;
 import org.apache.kafka.common.acl.AclOperation;
+import org.apache.spark.SparkContext;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.connector.write.LogicalWriteInfo;
 import org.apache.spark.sql.connector.write.Write;
@@ -30,18 +31,28 @@ public final class KplexWriteBuilder implements WriteBuilder {
     WriteSchema schema = WriteSchema.resolve(info.schema());
     Map<String, String> options = info.options().asCaseSensitiveMap();
     WriteConf conf = new WriteConf(def, table.catalogOptions(), options, sessionSettings());
+    // A streaming query builds a write for every micro-batch: check once per run.
+    StreamingRuns.Run run = StreamingRuns.of(conf.table, info.queryId());
+    if (run.runId == null || !run.checked) {
+      check(conf);
+      run.checked = true;
+    }
+    return new KplexWrite(conf, schema, info.queryId(), checkpoint(options, info.queryId()), table::reportEpoch,
+        run.runId == null ? 0 : Math.min(conf.virtualPartitions, SparkContext.getOrCreate().defaultParallelism()));
+  }
+
+  /** Fails before any task starts if the topic lost its partitioning, or the principal may not write it. */
+  private void check(WriteConf conf) {
     try (TableStore store = new TableStore(conf.kafka, table.metadataTopic())) {
       int actual = store.partitionCount(conf.topic).orElseThrow(() -> Errors.unknownTopic(conf.topic));
       if (actual != conf.physicalPartitions) {
         throw Errors.partitionMismatch(conf.topic, actual, conf.physicalPartitions);
       }
-      // Fail before any task starts if the principal may not write the topic (secured Kafka).
-      store.requireAllowed(conf.topic, AclOperation.WRITE);
+      store.requireAllowed(conf.topic, AclOperation.WRITE);  // secured Kafka
       if (conf.exactlyOnce()) {
         store.requireTransactionalIds(TransactionalIds.prefix(conf.table));
       }
     }
-    return new KplexWrite(conf, schema, info.queryId(), checkpoint(options, info.queryId()), table::reportEpoch);
   }
 
   /**
