@@ -131,6 +131,17 @@ public final class KafkaConf implements Serializable {
     return p;
   }
 
+  /** Equal settings, equal clients: what lets executors share a kept consumer ({@link ConsumerPool}). */
+  @Override
+  public boolean equals(Object o) {
+    return o instanceof KafkaConf && ((KafkaConf) o).clientProps.equals(clientProps);
+  }
+
+  @Override
+  public int hashCode() {
+    return clientProps.hashCode();
+  }
+
   @Override
   public String toString() {
     return "kafka(" + bootstrap() + ")";

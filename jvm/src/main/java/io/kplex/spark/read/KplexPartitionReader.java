@@ -1,6 +1,7 @@
 package io.kplex.spark.read;
 
 import io.kplex.spark.errors.KplexException;
+import io.kplex.spark.kafka.ConsumerPool;
 import io.kplex.spark.kafka.KafkaConf;
 import io.kplex.spark.wire.KplexHeaders;
 import java.time.Duration;
@@ -26,6 +27,7 @@ final class KplexPartitionReader implements PartitionReader<InternalRow> {
   private static final Duration POLL = Duration.ofMillis(500);
   static final long STALL_MS = 120_000;
 
+  private final KafkaConf kafka;
   private final OffsetRange range;
   private final int vp;
   private final KafkaConsumer<byte[], byte[]> consumer;
@@ -36,19 +38,21 @@ final class KplexPartitionReader implements PartitionReader<InternalRow> {
   private InternalRow current;
   private long lastProgress = System.currentTimeMillis();
   private long read;
+  /** The whole range was read: the consumer may serve the next task ({@link ConsumerPool}). */
+  private boolean finished;
 
   /**
    * {@code vp} = -1: every record, as a topic row of {@code columns}; {@link VirtualRange#ALL}:
    * every kplex-written record, as derived rows; otherwise that virtual partition's.
    */
   KplexPartitionReader(KafkaConf kafka, OffsetRange range, int vp, int[] columns) {
+    this.kafka = kafka;
     this.range = range;
     this.columns = columns;
     this.vp = vp;
     this.tp = new TopicPartition(range.topic, range.partition);
     this.topic = UTF8String.fromString(range.topic);
-    this.consumer = new KafkaConsumer<>(kafka.consumer());
-    consumer.assign(List.of(tp));
+    this.consumer = ConsumerPool.borrow(kafka, tp);
     consumer.seek(tp, range.from);
   }
 
@@ -58,6 +62,7 @@ final class KplexPartitionReader implements PartitionReader<InternalRow> {
       while (batch.hasNext()) {
         ConsumerRecord<byte[], byte[]> r = batch.next();
         if (r.offset() >= range.until) {
+          finished = true;
           return false;
         }
         read++;
@@ -72,6 +77,7 @@ final class KplexPartitionReader implements PartitionReader<InternalRow> {
         }
       }
       if (range.from >= range.until || consumer.position(tp) >= range.until) {
+        finished = true;
         return false;
       }
       List<ConsumerRecord<byte[], byte[]>> records = consumer.poll(POLL).records(tp);
@@ -97,7 +103,11 @@ final class KplexPartitionReader implements PartitionReader<InternalRow> {
 
   @Override
   public void close() {
-    // Nothing to commit: do not wait for the fetch still parked at the broker.
-    consumer.close(Duration.ZERO);
+    if (finished && !Thread.currentThread().isInterrupted()) {
+      ConsumerPool.giveBack(kafka, tp, consumer);
+    } else {
+      // Failed or stopped half way: nothing to commit, do not wait for a parked fetch.
+      consumer.close(Duration.ZERO);
+    }
   }
 }
