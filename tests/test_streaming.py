@@ -17,7 +17,8 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewPartitions
 
 from kplex.testing import datagen, verify
 from test_exactly_once import stable_offsets_reach_the_end
@@ -460,3 +461,93 @@ def test_a_broker_stopped_mid_stream_loses_and_doubles_nothing(spark, fresh_name
         assert report.ok, report.summary()
         assert report.derived_count == 3_000
         assert stable_offsets_reach_the_end(cluster.bootstrap, target)
+
+
+def test_partitions_added_to_the_source_while_the_query_runs_are_read_from_their_beginning(
+        spark, bootstrap, fresh_name, tmp_path):
+    source, target = fresh_name("views_grown"), fresh_name("by_user_grown")
+    datagen.generate_pageviews(bootstrap, source, 600, partitions=3, users=15, seed=21, out_of_order_ms=1_000)
+    create(spark, target, delay_ms=2_000)
+    query = (stream(spark, source, target, tmp_path / "chk", idleReleaseMs="2000")
+             .trigger(processingTime="1 second").start())
+    try:
+        deadline = time.time() + 120
+        while sum(p.numInputRows for p in query.recentProgress) < 600 and time.time() < deadline:
+            time.sleep(1)
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_partitions([NewPartitions(source, 5)])[source].result()
+        # Records on the new partitions only, later in event time than every one before.
+        producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+        for i in range(300):
+            key, value = pageview(f"User_{i % 15}", datagen.ARTICLE_START_MS + 10_000_000 + i * 10)
+            producer.produce(source, value=value, key=key, partition=3 + i % 2)
+        assert producer.flush(30) == 0
+        assert wait_for(900, bootstrap, target) == 900
+    finally:
+        query.stop()
+    assert_exactly_once_in_order(bootstrap, source, target, 900)
+
+
+def end_offsets(bootstrap: str, topic: str, partitions: int = 3) -> list[int]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "kplex-ends"})
+    try:
+        return [consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10, cached=False)[1]
+                for p in range(partitions)]
+    finally:
+        consumer.close()
+
+
+def test_records_deleted_from_the_source_before_the_query_read_them_fail_it_naming_them_or_are_skipped(
+        spark, bootstrap, fresh_name, tmp_path):
+    source, target = fresh_name("views_truncated"), fresh_name("by_user_truncated")
+    datagen.generate_pageviews(bootstrap, source, 300, partitions=3, users=15, seed=23, out_of_order_ms=1_000)
+    create(spark, target, delay_ms=1_000)
+    chk = tmp_path / "chk"
+    run_available_now(spark, source, target, chk)
+    before = end_offsets(bootstrap, source)
+    datagen.generate_pageviews(bootstrap, source, 300, partitions=3, users=15, seed=24, out_of_order_ms=1_000,
+                               create=False, start_ms=datagen.ARTICLE_START_MS + 200_000)
+    after = end_offsets(bootstrap, source)
+    assert after[1] > before[1]
+    # Retention, as it were: partition 1 loses its records before the query read them.
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    deleted = admin.delete_records([TopicPartition(source, 1, after[1])])
+    for future in deleted.values():
+        future.result()
+    with pytest.raises(Exception) as failure:
+        run_available_now(spark, source, target, chk).awaitTermination(10)
+    message = str(failure.value)
+    assert "KPLEX_DATA_LOSS" in message and "partition 1" in message, message[:2000]
+    assert f"[{before[1]}, {after[1]})" in message and "failOnDataLoss" in message, message[:2000]
+    assert len(verify.read_topic(bootstrap, target)) == 300  # the failed run wrote nothing
+    # Skipped on request: the rest of the new records arrive, once each, in order.
+    run_available_now(spark, source, target, chk, failOnDataLoss="false")
+    records = verify.read_topic(bootstrap, target)
+    new = (after[0] - before[0]) + (after[2] - before[2])
+    assert len(records) == 300 + new
+    assert len({(r.key, r.value) for r in records}) == len(records)
+    for vp, values in verify.virtual_partition_sequences(records).items():
+        orders = [json.loads(v)["viewtime"] for v in values]
+        assert orders == sorted(orders), f"virtual partition {vp} out of order"
+    assert stable_offsets_reach_the_end(bootstrap, target)
+
+
+def test_a_micro_batch_that_outlives_the_transaction_timeout_fails_clearly_and_writes_nothing(
+        spark, bootstrap, fresh_name, tmp_path):
+    source, target = fresh_name("views_expiring"), fresh_name("by_user_expiring")
+    datagen.generate_pageviews(bootstrap, source, 300, partitions=3, users=15, seed=25)
+    create(spark, target, delay_ms=1_000)
+    # One writer task sleeps 4.5 s in all; the transactions may live 5 s, and kplex commits
+    # only with half of that in hand.
+    spark.conf.set("spark.kplex.testing.sleep_ms", "300")
+    try:
+        query = (stream(spark, source, target, tmp_path / "chk")
+                 .option("kafka.transaction.timeout.ms", "5000").trigger(availableNow=True).start())
+        with pytest.raises(Exception) as failure:
+            query.awaitTermination(300)
+    finally:
+        spark.conf.unset("spark.kplex.testing.sleep_ms")
+    message = str(failure.value)
+    assert "KPLEX_COMMIT_EXPIRED" in message and "kafka.transaction.timeout.ms (5000 ms)" in message, message[:2000]
+    assert verify.read_topic(bootstrap, target) == []
+    assert stable_offsets_reach_the_end(bootstrap, target)

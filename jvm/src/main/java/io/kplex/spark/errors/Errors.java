@@ -147,6 +147,15 @@ public final class Errors {
         + cause.getClass().getSimpleName() + ": " + cause.getMessage() + ").", cause);
   }
 
+  public static KplexException commitTooLate(String table, long openMs, long timeoutMs, long marginMs) {
+    return new KplexException("COMMIT_EXPIRED", "the write to table " + table + " ran for " + openMs
+        + " ms, too close to kafka.transaction.timeout.ms (" + timeoutMs + " ms) to commit its transactions"
+        + " before Kafka aborts the oldest (kplex commits only with " + marginMs + " ms to spare): nothing"
+        + " was committed. Raise kafka.transaction.timeout.ms (and the broker's transaction.max.timeout.ms)"
+        + " above the longest write (for a streaming query: the trigger interval plus a micro-batch's"
+        + " processing), or write less at once (maxOffsetsPerTrigger).");
+  }
+
   public static KplexException sendFailed(String topic, Throwable cause) {
     return new KplexException("SEND_FAILED", "writing to topic '" + topic + "' failed: "
         + cause.getMessage(), cause);

@@ -11,7 +11,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
-import org.apache.kafka.common.PartitionInfo;
+import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.common.TopicPartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.acl.AclOperation;
 import org.apache.spark.sql.connector.read.InputPartition;
@@ -107,14 +108,16 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     return consumer;
   }
 
+  /**
+   * The topic's partitions as the broker has them now (Admin, as Spark's Kafka source asks):
+   * a consumer's {@code partitionsFor} answers from metadata up to metadata.max.age.ms old,
+   * so partitions added meanwhile would wait minutes to be read.
+   */
   private List<TopicPartition> partitions() {
-    KafkaConsumer<byte[], byte[]> c = consumer();
-    List<PartitionInfo> infos = store.call("READ", "topic '" + conf.topic + "'", () -> c.partitionsFor(conf.topic));
-    if (infos == null || infos.isEmpty()) {
-      throw Errors.unknownTopic(conf.topic);
-    }
+    consumer();
+    TopicDescription described = store.describe(conf.topic).orElseThrow(() -> Errors.unknownTopic(conf.topic));
     List<TopicPartition> tps = new ArrayList<>();
-    for (PartitionInfo p : infos) tps.add(new TopicPartition(p.topic(), p.partition()));
+    for (TopicPartitionInfo p : described.partitions()) tps.add(new TopicPartition(conf.topic, p.partition()));
     tps.sort(java.util.Comparator.comparingInt(TopicPartition::partition));
     return tps;
   }

@@ -1,5 +1,6 @@
 package io.kplex.spark.txn;
 
+import io.kplex.spark.errors.Errors;
 import io.kplex.spark.kafka.KafkaConf;
 import io.kplex.spark.kafka.KafkaTopics;
 import io.kplex.spark.testing.FaultInjection;
@@ -9,6 +10,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.function.Function;
 import java.util.function.Supplier;
+import org.apache.kafka.clients.producer.ProducerConfig;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -62,16 +64,22 @@ public final class ExactlyOnceCommitter {
     }
   }
 
-  /** Commits the tasks' transactions, then waits until read_committed consumers see them. */
-  public void commit(String queryId, List<TaskTransaction> txns, long[] lastOffsets) {
-    commit(queryId, txns, lastOffsets, null);
+  /**
+   * Commits the tasks' transactions, then waits until read_committed consumers see them.
+   * {@code startedMs}: when the driver started the write (its clock); no task's transaction
+   * is older.
+   */
+  public void commit(String queryId, List<TaskTransaction> txns, long[] lastOffsets, long startedMs) {
+    commit(queryId, txns, lastOffsets, null, startedMs);
   }
 
   /**
    * {@code mark}: a streaming epoch's, recorded in the commit log once its transactions are
    * committed (by this driver, or by whoever rolls an interrupted commit forward).
    */
-  public void commit(String queryId, List<TaskTransaction> txns, long[] lastOffsets, EpochMark mark) {
+  public void commit(String queryId, List<TaskTransaction> txns, long[] lastOffsets, EpochMark mark,
+      long startedMs) {
+    if (!txns.isEmpty()) requireTimeLeft(startedMs);
     withKafka(admin -> {
       CommitLog log = new CommitLog(admin);
       log.begin(table, queryId, txns, mark);
@@ -80,6 +88,31 @@ public final class ExactlyOnceCommitter {
       CommitVisibility.await(admin, table, topic, lastOffsets);
       return null;
     });
+  }
+
+  /**
+   * Kafka aborts a transaction open longer than transaction.timeout.ms, and commits one
+   * transaction at a time: a write whose oldest transaction has expired would become
+   * visible in part. So a write that ran for nearly the timeout commits nothing and fails
+   * (the job's abort fences its transactions). Its age is measured on the driver alone, from
+   * the write's start, which no task's transaction precedes: no clock skew, only caution.
+   */
+  void requireTimeLeft(long startedMs) {
+    long timeoutMs = transactionTimeoutMs(kafka);
+    long marginMs = Math.min(timeoutMs / 2, COMMIT_MARGIN_MS);
+    long openMs = System.currentTimeMillis() - startedMs;
+    if (openMs > timeoutMs - marginMs) {
+      throw Errors.commitTooLate(table, openMs, timeoutMs, marginMs);
+    }
+  }
+
+  /** Time a commit keeps in hand before transaction.timeout.ms (at most half of it). */
+  static final long COMMIT_MARGIN_MS = 30_000;
+
+  /** The transaction.timeout.ms the tasks' producers use. */
+  public static long transactionTimeoutMs(KafkaConf kafka) {
+    Object set = kafka.producer().get(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG);
+    return set == null ? DEFAULT_TRANSACTION_TIMEOUT_MS : Long.parseLong(set.toString().trim());
   }
 
   /** The last epoch {@code query} committed to this table (after rolling a pending commit forward). */

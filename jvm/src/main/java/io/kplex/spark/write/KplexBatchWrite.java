@@ -17,6 +17,8 @@ final class KplexBatchWrite implements BatchWrite {
   private final WriteSchema schema;
   private final String queryId;
   private WriterLease lease;
+  /** When the write started, on the driver's clock: no task transaction is older. */
+  private long startedMs;
 
   KplexBatchWrite(WriteConf conf, WriteSchema schema, String queryId) {
     this.conf = conf;
@@ -28,6 +30,7 @@ final class KplexBatchWrite implements BatchWrite {
   public DataWriterFactory createBatchWriterFactory(PhysicalWriteInfo info) {
     // One writer per table: fail now, naming the other writer, if one is live.
     lease = WriterLease.acquire(conf.kafka, conf.table, queryId);
+    startedMs = System.currentTimeMillis();
     // Before any task writes: finish or fence what an earlier, crashed write left open.
     committer().recover();
     return new KplexWriterFactory(conf, schema);
@@ -37,8 +40,23 @@ final class KplexBatchWrite implements BatchWrite {
   public void commit(WriterCommitMessage[] messages) {
     try {
       commitTasks(messages);
+    } catch (RuntimeException | Error e) {
+      // Spark calls abort next, but without the claim it would take this write for one that
+      // never started: fence the tasks' transactions now, so none pins the topic.
+      fenceAfterFailure(e);
+      throw e;
     } finally {
       release();
+    }
+  }
+
+  private void fenceAfterFailure(Throwable failure) {
+    // Only while this write's claim holds: then no other writer has transactions open.
+    if (!conf.exactlyOnce() || lease == null || !lease.held()) return;
+    try {
+      committer().abort();
+    } catch (RuntimeException e) {
+      failure.addSuppressed(e);
     }
   }
 
@@ -59,7 +77,7 @@ final class KplexBatchWrite implements BatchWrite {
         if (k.txn != null) txns.add(k.txn);
         for (int p = 0; p < last.length; p++) last[p] = Math.max(last[p], k.lastOffsets[p]);
       }
-      committer().commit(queryId, txns, last);
+      committer().commit(queryId, txns, last, startedMs);
     }
     WriteSummary.record(conf, messages);
   }

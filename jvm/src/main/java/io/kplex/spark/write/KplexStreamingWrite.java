@@ -46,6 +46,8 @@ final class KplexStreamingWrite implements StreamingWrite {
   private WriterLease lease;
   /** Epoch -> the release bound its tasks were given (Long.MAX_VALUE: the source went idle). */
   private final Map<Long, Long> releaseBounds = new ConcurrentHashMap<>();
+  /** When each epoch's write started, on the driver's clock: none of its transactions is older. */
+  private final Map<Long, Long> epochStarts = new ConcurrentHashMap<>();
 
   KplexStreamingWrite(WriteConf conf, WriteSchema schema, String queryId, HeldRows held,
       Consumer<Map<String, String>> progress) {
@@ -83,6 +85,7 @@ final class KplexStreamingWrite implements StreamingWrite {
     HeldRelease.Mode mode = HeldRelease.take();
     long release = mode == HeldRelease.Mode.ALL ? Long.MAX_VALUE : last.releaseBound();
     releaseBounds.put(last.epoch() + 1, release);
+    epochStarts.put(last.epoch() + 1, System.currentTimeMillis());
     held.clean(last.epoch());
     return new StreamingWriterFactory(conf, schema, last, release, mode == HeldRelease.Mode.WITH_BATCH, held,
         info.numPartitions());
@@ -102,6 +105,16 @@ final class KplexStreamingWrite implements StreamingWrite {
       commitEpoch(epochId, messages);
       if (run.runId == null) release();
     } catch (RuntimeException | Error e) {
+      // Spark calls abort next, but without the claim it would take this epoch for one that
+      // never started: fence its transactions now, so none pins the topic (only while the
+      // claim holds: then no other writer has transactions open).
+      if (conf.exactlyOnce() && lease != null && lease.held()) {
+        try {
+          committer.abort();
+        } catch (RuntimeException suppressed) {
+          e.addSuppressed(suppressed);
+        }
+      }
       synchronized (run) {
         run.recovered = false;  // what was left half done is recovered (and read) afresh
         run.last = null;
@@ -154,7 +167,7 @@ final class KplexStreamingWrite implements StreamingWrite {
     EpochMark mark = new EpochMark(conf.table, queryId, epochId, lateBound, Math.max(lateBound, watermark),
         maxSeen, heldFiles);
     if (conf.exactlyOnce()) {
-      committer.commit(queryId, txns, lastOffsets, mark);
+      committer.commit(queryId, txns, lastOffsets, mark, epochStarts.getOrDefault(epochId, System.currentTimeMillis()));
     } else {
       committer.mark(mark);
     }
@@ -163,6 +176,7 @@ final class KplexStreamingWrite implements StreamingWrite {
       run.last = mark;
     }
     releaseBounds.remove(epochId);
+    epochStarts.remove(epochId);
     WriteSummary.record(conf, written.toArray(new WriterCommitMessage[0]));
     Map<String, String> figures = new LinkedHashMap<>();
     figures.put("epoch", Long.toString(epochId));
@@ -193,6 +207,7 @@ final class KplexStreamingWrite implements StreamingWrite {
   @Override
   public void abort(long epochId, WriterCommitMessage[] messages) {
     releaseBounds.remove(epochId);
+    epochStarts.remove(epochId);
     if (lease == null) {
       return;  // never started (another writer held the table)
     }
