@@ -1,6 +1,7 @@
 package io.kplex.spark.txn;
 
 import io.kplex.spark.errors.Errors;
+import io.kplex.spark.errors.KplexException;
 import io.kplex.spark.kafka.KafkaConf;
 import io.kplex.spark.kafka.KafkaTopics;
 import io.kplex.spark.testing.FaultInjection;
@@ -79,7 +80,21 @@ public final class ExactlyOnceCommitter {
    */
   public void commit(String queryId, List<TaskTransaction> txns, long[] lastOffsets, EpochMark mark,
       long startedMs) {
-    if (!txns.isEmpty()) requireTimeLeft(startedMs);
+    if (!txns.isEmpty()) {
+      try {
+        requireTimeLeft(startedMs);
+      } catch (KplexException tooLate) {
+        // Nothing committed, nothing in the commit log: fence the write's transactions now,
+        // so that none pins the topic until Kafka's own timeout. (After the log record, a
+        // failure leaves them to recover(), which rolls the commit forward.)
+        try {
+          abort();
+        } catch (RuntimeException e) {
+          tooLate.addSuppressed(e);
+        }
+        throw tooLate;
+      }
+    }
     withKafka(admin -> {
       CommitLog log = new CommitLog(admin);
       log.begin(table, queryId, txns, mark);
@@ -93,8 +108,7 @@ public final class ExactlyOnceCommitter {
   /**
    * Kafka aborts a transaction open longer than transaction.timeout.ms, and commits one
    * transaction at a time: a write whose oldest transaction has expired would become
-   * visible in part. So a write that ran for nearly the timeout commits nothing and fails
-   * (the job's abort fences its transactions). Its age is measured on the driver alone, from
+   * visible in part. So a write that ran for nearly the timeout commits nothing and fails. Its age is measured on the driver alone, from
    * the write's start, which no task's transaction precedes: no clock skew, only caution.
    */
   void requireTimeLeft(long startedMs) {

@@ -40,23 +40,8 @@ final class KplexBatchWrite implements BatchWrite {
   public void commit(WriterCommitMessage[] messages) {
     try {
       commitTasks(messages);
-    } catch (RuntimeException | Error e) {
-      // Spark calls abort next, but without the claim it would take this write for one that
-      // never started: fence the tasks' transactions now, so none pins the topic.
-      fenceAfterFailure(e);
-      throw e;
     } finally {
       release();
-    }
-  }
-
-  private void fenceAfterFailure(Throwable failure) {
-    // Only while this write's claim holds: then no other writer has transactions open.
-    if (!conf.exactlyOnce() || lease == null || !lease.held()) return;
-    try {
-      committer().abort();
-    } catch (RuntimeException e) {
-      failure.addSuppressed(e);
     }
   }
 

@@ -105,16 +105,6 @@ final class KplexStreamingWrite implements StreamingWrite {
       commitEpoch(epochId, messages);
       if (run.runId == null) release();
     } catch (RuntimeException | Error e) {
-      // Spark calls abort next, but without the claim it would take this epoch for one that
-      // never started: fence its transactions now, so none pins the topic (only while the
-      // claim holds: then no other writer has transactions open).
-      if (conf.exactlyOnce() && lease != null && lease.held()) {
-        try {
-          committer.abort();
-        } catch (RuntimeException suppressed) {
-          e.addSuppressed(suppressed);
-        }
-      }
       synchronized (run) {
         run.recovered = false;  // what was left half done is recovered (and read) afresh
         run.last = null;
