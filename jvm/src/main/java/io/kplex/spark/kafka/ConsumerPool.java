@@ -4,10 +4,8 @@ import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
-import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -32,12 +30,10 @@ public final class ConsumerPool {
   /** At most this many idle consumers per JVM (Spark's Kafka source keeps 64). */
   static final int MAX_IDLE = 64;
 
-  private record Key(KafkaConf conf, TopicPartition tp) {}
+  private record Idle(KafkaConf conf, TopicPartition tp, KafkaConsumer<byte[], byte[]> consumer, long since) {}
 
-  private record Idle(KafkaConsumer<byte[], byte[]> consumer, long since) {}
-
-  private static final Map<Key, Deque<Idle>> IDLE = new HashMap<>();
-  private static int idleCount;
+  /** The idle consumers, longest idle first (at most {@link #MAX_IDLE}: a scan is cheap). */
+  private static final Deque<Idle> IDLE = new ArrayDeque<>();
   private static ScheduledExecutorService evictor;
 
   private ConsumerPool() {}
@@ -45,12 +41,12 @@ public final class ConsumerPool {
   /** A consumer assigned to {@code tp} alone: a kept one if there is one; the caller seeks. */
   public static KafkaConsumer<byte[], byte[]> borrow(KafkaConf conf, TopicPartition tp) {
     synchronized (ConsumerPool.class) {
-      Deque<Idle> kept = IDLE.get(new Key(conf, tp));
-      if (kept != null) {
-        Idle idle = kept.pollLast();
-        if (kept.isEmpty()) IDLE.remove(new Key(conf, tp));
-        idleCount--;
-        return idle.consumer;
+      for (Iterator<Idle> it = IDLE.descendingIterator(); it.hasNext(); ) {
+        Idle idle = it.next();
+        if (idle.tp.equals(tp) && idle.conf.equals(conf)) {
+          it.remove();
+          return idle.consumer;
+        }
       }
     }
     KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(conf.consumer());
@@ -62,10 +58,8 @@ public final class ConsumerPool {
   public static void giveBack(KafkaConf conf, TopicPartition tp, KafkaConsumer<byte[], byte[]> consumer) {
     List<KafkaConsumer<byte[], byte[]>> closing = new ArrayList<>();
     synchronized (ConsumerPool.class) {
-      IDLE.computeIfAbsent(new Key(conf, tp), k -> new ArrayDeque<>())
-          .addLast(new Idle(consumer, System.currentTimeMillis()));
-      idleCount++;
-      while (idleCount > MAX_IDLE) closing.add(removeOldest());
+      IDLE.addLast(new Idle(conf, tp, consumer, System.currentTimeMillis()));
+      while (IDLE.size() > MAX_IDLE) closing.add(IDLE.pollFirst().consumer);
       if (evictor == null) {
         evictor = Executors.newSingleThreadScheduledExecutor(r -> {
           Thread t = new Thread(r, "kplex-consumer-pool-evictor");
@@ -80,7 +74,7 @@ public final class ConsumerPool {
 
   /** Idle consumers now kept (for tests). */
   public static synchronized int idle() {
-    return idleCount;
+    return IDLE.size();
   }
 
   /** Closes every consumer idle for longer than {@link #IDLE_MS}. */
@@ -88,28 +82,9 @@ public final class ConsumerPool {
     long before = System.currentTimeMillis() - IDLE_MS;
     List<KafkaConsumer<byte[], byte[]>> closing = new ArrayList<>();
     synchronized (ConsumerPool.class) {
-      for (Iterator<Deque<Idle>> it = IDLE.values().iterator(); it.hasNext(); ) {
-        Deque<Idle> kept = it.next();
-        while (!kept.isEmpty() && kept.peekFirst().since < before) {
-          closing.add(kept.pollFirst().consumer);
-          idleCount--;
-        }
-        if (kept.isEmpty()) it.remove();
-      }
+      while (!IDLE.isEmpty() && IDLE.peekFirst().since < before) closing.add(IDLE.pollFirst().consumer);
     }
     closing.forEach(ConsumerPool::close);
-  }
-
-  private static KafkaConsumer<byte[], byte[]> removeOldest() {
-    Key oldest = null;
-    for (Map.Entry<Key, Deque<Idle>> e : IDLE.entrySet()) {
-      if (oldest == null || e.getValue().peekFirst().since < IDLE.get(oldest).peekFirst().since) oldest = e.getKey();
-    }
-    Deque<Idle> kept = IDLE.get(oldest);
-    KafkaConsumer<byte[], byte[]> consumer = kept.pollFirst().consumer;
-    if (kept.isEmpty()) IDLE.remove(oldest);
-    idleCount--;
-    return consumer;
   }
 
   private static void close(KafkaConsumer<byte[], byte[]> consumer) {

@@ -108,8 +108,9 @@ public final class ExactlyOnceCommitter {
   /**
    * Kafka aborts a transaction open longer than transaction.timeout.ms, and commits one
    * transaction at a time: a write whose oldest transaction has expired would become
-   * visible in part. So a write that ran for nearly the timeout commits nothing and fails. Its age is measured on the driver alone, from
-   * the write's start, which no task's transaction precedes: no clock skew, only caution.
+   * visible in part. So a write that ran for nearly the timeout commits nothing and fails.
+   * Its age is measured on the driver alone, from the write's start, which no task's
+   * transaction precedes: no clock skew, only caution.
    */
   void requireTimeLeft(long startedMs) {
     long timeoutMs = transactionTimeoutMs(kafka);
@@ -123,10 +124,17 @@ public final class ExactlyOnceCommitter {
   /** Time a commit keeps in hand before transaction.timeout.ms (at most half of it). */
   static final long COMMIT_MARGIN_MS = 30_000;
 
-  /** The transaction.timeout.ms the tasks' producers use. */
+  /** The transaction.timeout.ms the tasks' producers use: the user's, else kplex's default. */
   public static long transactionTimeoutMs(KafkaConf kafka) {
     Object set = kafka.producer().get(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG);
-    return set == null ? DEFAULT_TRANSACTION_TIMEOUT_MS : Long.parseLong(set.toString().trim());
+    if (set == null) return DEFAULT_TRANSACTION_TIMEOUT_MS;
+    try {
+      long ms = Long.parseLong(set.toString().trim());
+      if (ms > 0 && ms <= Integer.MAX_VALUE) return ms;
+    } catch (NumberFormatException e) {
+      // named below
+    }
+    throw Errors.badOption("kafka." + ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, set.toString(), "milliseconds > 0");
   }
 
   /** The last epoch {@code query} committed to this table (after rolling a pending commit forward). */

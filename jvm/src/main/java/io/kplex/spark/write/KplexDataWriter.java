@@ -94,7 +94,7 @@ public final class KplexDataWriter implements DataWriter<InternalRow> {
         ? TransactionalIds.of(conf.table, partitionId, stageAttempt, attempt) : null;
     if (transactionalId != null) {
       props.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, transactionalId);
-      props.putIfAbsent(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, ExactlyOnceCommitter.DEFAULT_TRANSACTION_TIMEOUT_MS);
+      props.put(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, (int) ExactlyOnceCommitter.transactionTimeoutMs(conf.kafka));
     }
     this.producer = new KafkaProducer<>(props);
     // Exactly once: the transaction opens (two broker round trips, and waiting for the

@@ -44,10 +44,15 @@ final class KplexStreamingWrite implements StreamingWrite {
   /** The last committed epoch's mark, as of this batch. */
   private EpochMark last;
   private WriterLease lease;
-  /** Epoch -> the release bound its tasks were given (Long.MAX_VALUE: the source went idle). */
-  private final Map<Long, Long> releaseBounds = new ConcurrentHashMap<>();
-  /** When each epoch's write started, on the driver's clock: none of its transactions is older. */
-  private final Map<Long, Long> epochStarts = new ConcurrentHashMap<>();
+  /** Epoch -> how its write started (below); removed once it is committed or aborted. */
+  private final Map<Long, Started> epochs = new ConcurrentHashMap<>();
+
+  /**
+   * An epoch as its writer factory was made: the release bound its tasks were given
+   * (Long.MAX_VALUE: the source went idle), and when, on the driver's clock (none of its
+   * transactions is older).
+   */
+  private record Started(long release, long atMs) {}
 
   KplexStreamingWrite(WriteConf conf, WriteSchema schema, String queryId, HeldRows held,
       Consumer<Map<String, String>> progress) {
@@ -84,8 +89,7 @@ final class KplexStreamingWrite implements StreamingWrite {
     }
     HeldRelease.Mode mode = HeldRelease.take();
     long release = mode == HeldRelease.Mode.ALL ? Long.MAX_VALUE : last.releaseBound();
-    releaseBounds.put(last.epoch() + 1, release);
-    epochStarts.put(last.epoch() + 1, System.currentTimeMillis());
+    epochs.put(last.epoch() + 1, new Started(release, System.currentTimeMillis()));
     held.clean(last.epoch());
     return new StreamingWriterFactory(conf, schema, last, release, mode == HeldRelease.Mode.WITH_BATCH, held,
         info.numPartitions());
@@ -149,7 +153,8 @@ final class KplexStreamingWrite implements StreamingWrite {
       heldRows += e.held;
       TaskTimes.max(times, e.times);
     }
-    long release = releaseBounds.getOrDefault(epochId, last.releaseBound());
+    Started epoch = epochs.getOrDefault(epochId, new Started(last.releaseBound(), System.currentTimeMillis()));
+    long release = epoch.release();
     // Below this, a later record would land behind one released already: it is late.
     long lateBound = Math.max(last.lateBound(), release == Long.MAX_VALUE ? maxReleased
         : Math.max(release, releasedBelow));
@@ -157,7 +162,7 @@ final class KplexStreamingWrite implements StreamingWrite {
     EpochMark mark = new EpochMark(conf.table, queryId, epochId, lateBound, Math.max(lateBound, watermark),
         maxSeen, heldFiles);
     if (conf.exactlyOnce()) {
-      committer.commit(queryId, txns, lastOffsets, mark, epochStarts.getOrDefault(epochId, System.currentTimeMillis()));
+      committer.commit(queryId, txns, lastOffsets, mark, epoch.atMs());
     } else {
       committer.mark(mark);
     }
@@ -165,8 +170,7 @@ final class KplexStreamingWrite implements StreamingWrite {
     synchronized (run) {
       run.last = mark;
     }
-    releaseBounds.remove(epochId);
-    epochStarts.remove(epochId);
+    epochs.remove(epochId);
     WriteSummary.record(conf, written.toArray(new WriterCommitMessage[0]));
     Map<String, String> figures = new LinkedHashMap<>();
     figures.put("epoch", Long.toString(epochId));
@@ -196,8 +200,7 @@ final class KplexStreamingWrite implements StreamingWrite {
 
   @Override
   public void abort(long epochId, WriterCommitMessage[] messages) {
-    releaseBounds.remove(epochId);
-    epochStarts.remove(epochId);
+    epochs.remove(epochId);
     if (lease == null) {
       return;  // never started (another writer held the table)
     }
