@@ -20,6 +20,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions
 
+from kplex.placement import virtual_partition
 from kplex.testing import datagen, verify
 from test_exactly_once import stable_offsets_reach_the_end
 
@@ -45,6 +46,8 @@ def stream(spark, source: str, target: str, checkpoint: Path, **read_options: st
 
 
 def run_available_now(spark, source: str, target: str, checkpoint: Path, **read_options: str):
+    """One Trigger.AvailableNow run; unless told otherwise, a last one: it releases every held record."""
+    read_options.setdefault("releaseAtEnd", "true")
     query = stream(spark, source, target, checkpoint, **read_options).trigger(availableNow=True).start()
     query.awaitTermination(300)
     return query
@@ -146,8 +149,14 @@ def test_a_record_later_than_the_bound_meets_the_late_policy(spark, bootstrap, f
 
     produce(bootstrap, source, [pageview("User_late", 1_000_000), pageview("User_1", 2_000_000)])
     if policy == "fail":
-        with pytest.raises(Exception, match="KPLEX_LATE_RECORD"):
+        with pytest.raises(Exception, match="KPLEX_LATE_RECORD") as failure:
             run_available_now(spark, source, target, tmp_path / "chk")
+        # The record, its order value, the bound it missed and why.
+        message = str(failure.value)
+        assert "key User_late and order value 1000000" in message, message[:2000]
+        assert "more than kplex.max_delay_ms = 1000 behind the largest order value before it on its source" \
+            " partition (it had to be at least 1003900)" in message, message[:2000]
+        assert f"({source}-" in message and " offset 50)" in message, message[:2000]
         assert len(verify.read_topic(bootstrap, target)) == 50  # the failed batch wrote nothing
         return
     query = run_available_now(spark, source, target, tmp_path / "chk")
@@ -157,10 +166,19 @@ def test_a_record_later_than_the_bound_meets_the_late_policy(spark, bootstrap, f
     assert late == 1
     if policy == "side_topic":
         assert wait_for(1, bootstrap, late_topic, timeout=60) == 1  # its commit marker may come a moment later
-        assert [r.value for r in verify.read_topic(bootstrap, late_topic)] == [pageview("User_late", 1_000_000)[1]]
+        [side] = verify.read_topic(bootstrap, late_topic)
+        assert (side.key, side.value) == (b"User_late", pageview("User_late", 1_000_000)[1])
+        names = side.headers
+        assert names["kplex.order"] == b"1000000"
+        assert names["kplex.vp"] == str(virtual_partition(b"User_late", 9)).encode()
+        assert names["kplex.source_topic"] == source.encode()
+        assert names["kplex.source_offset"] == b"50"
+        source_record = next(r for r in verify.read_topic(bootstrap, source) if b"User_late" in r.value)
+        assert names["kplex.source_partition"] == str(source_record.partition).encode()
+        assert side.timestamp == source_record.timestamp  # the source record's, kept
 
 
-def test_a_batch_that_read_all_there_was_releases_with_its_own_watermark_a_rate_limited_one_does_not(
+def test_a_micro_batch_releases_below_the_slowest_partitions_watermark_cut_by_a_rate_limit_or_not(
         spark, bootstrap, fresh_name, tmp_path):
     # In viewtime order, 0..500 ms apart: with a 5 s bound, all but the last seconds of it
     # are below the watermark the backlog itself sets.
@@ -169,8 +187,8 @@ def test_a_batch_that_read_all_there_was_releases_with_its_own_watermark_a_rate_
     datagen.ensure_topic(bootstrap, source, 3)
     produce(bootstrap, source, records)
     viewtimes = [json.loads(value)["viewtime"] for _, value in records]
-    # Rows a task may hold: at or above its own largest order value minus the bound, so at
-    # least those at or above the largest of all minus the bound.
+    # Rows a task may hold: at or above the slowest partition's largest order value minus
+    # the bound, so at least those at or above the largest of all minus the bound.
     surely_held = sum(1 for t in viewtimes if t >= max(viewtimes) - 5_000)
 
     def first_batch(target: str, **read_options: str) -> dict[str, str]:
@@ -187,10 +205,13 @@ def test_a_batch_that_read_all_there_was_releases_with_its_own_watermark_a_rate_
     assert written == 600 - int(whole["heldRecords"]) and written > 300  # 150 s of records, a 5 s bound
     # Where the slowest writer task's time went, reported with the batch.
     assert {"taskHeldReadMs", "taskSortMs", "taskWriteMs", "taskCommitMs"} <= whole.keys()
-    # Cut by maxOffsetsPerTrigger, one partition may have been read further in event time than
-    # another: the batch holds its records for the watermark it sets (the next batch's bound).
+    # Cut by maxOffsetsPerTrigger, every partition got its share, and the batch writes what
+    # the slowest of them lets go: records still unread cannot sort before it (they are
+    # either later, or late by their own partition).
     capped = first_batch(fresh_name("by_user_capped"), maxOffsetsPerTrigger="200")
-    assert json.loads(capped["rowsPerVirtualPartition"]) == {} and capped["heldRecords"] == "200"
+    released = sum(json.loads(capped["rowsPerVirtualPartition"]).values())
+    assert 0 < released < 200 and released + int(capped["heldRecords"]) == 200, capped
+    assert capped["lateRecords"] == "0"
 
 
 def test_available_now_over_a_backlog_gives_the_rows_and_order_of_the_batch_insert(
@@ -233,7 +254,7 @@ import sys
 from kplex.session import kplex_session
 spark = kplex_session({bootstrap!r}, master="local[2]", conf={{"spark.sql.shuffle.partitions": "3", **{conf!r}}})
 q = (spark.readStream.format("kplex").option("table", {source!r}).option("startingOffsets", "earliest")
-     .option("maxOffsetsPerTrigger", "300").load()
+     .option("maxOffsetsPerTrigger", "300").option("releaseAtEnd", "true").load()
      .selectExpr({select!r}[0], {select!r}[1], {select!r}[2])
      .writeStream.format("kplex").option("table", {target!r}).option("checkpointLocation", {chk!r})
      .trigger(availableNow=True).start())
@@ -309,7 +330,7 @@ def test_the_cli_runs_the_streaming_job_of_sql_and_prints_each_micro_batch(boots
                    .replace("kplex.pageviews_by_user_stream", f"kplex.{target}")
                    .replace("STREAM(kplex.pageviews)", f"STREAM(kplex.{source})"))
     done = subprocess.run([sys.executable, "-m", "kplex", "stream", str(job), "--bootstrap", bootstrap,
-                           "--checkpoint", str(tmp_path / "chk"), "--available-now", "--master", "local[2]",
+                           "--checkpoint", str(tmp_path / "chk"), "--available-now", "--release-at-end", "--master", "local[2]",
                            "--conf", "spark.sql.shuffle.partitions=3"],
                           capture_output=True, text=True, timeout=600,
                           env={**os.environ, "PYTHONPATH": str(ROOT / "python")})
@@ -432,7 +453,8 @@ def test_a_broker_stopped_mid_stream_loses_and_doubles_nothing(spark, fresh_name
         chk = tmp_path / "chk"
 
         def run() -> object:
-            query = (spark.readStream.option("maxOffsetsPerTrigger", "300").table(f"kplex3s.{source}")
+            query = (spark.readStream.option("maxOffsetsPerTrigger", "300").option("releaseAtEnd", "true")
+                     .table(f"kplex3s.{source}")
                      .selectExpr(*SELECT).writeStream.option("checkpointLocation", str(chk))
                      .trigger(availableNow=True).toTable(f"kplex3s.{target}"))
             query.awaitTermination(600)

@@ -71,7 +71,8 @@ def _stream(args: argparse.Namespace) -> int:
                           kafka_options=settings)
     spark.sparkContext.setLogLevel("ERROR")
     query = run_stream_file(args.file, spark, args.checkpoint, trigger=args.trigger,
-                            available_now=args.available_now, out=sys.stdout, timeout=args.timeout)
+                            available_now=args.available_now, release_at_end=args.release_at_end,
+                            out=sys.stdout, timeout=args.timeout)
     return 0 if query.exception() is None else 1
 
 
@@ -151,7 +152,11 @@ def build_parser() -> argparse.ArgumentParser:
     stream.add_argument("--checkpoint", required=True, help="the query's checkpoint directory (restart from it)")
     stream.add_argument("--trigger", default="1 second", help="micro-batch interval (default '1 second')")
     stream.add_argument("--available-now", action="store_true",
-                        help="read what the source holds now, release everything, and stop")
+                        help="read what the source holds now and stop; records within kplex.max_delay_ms of"
+                             " the slowest partition stay held for the next run, so N runs write what one would")
+    stream.add_argument("--release-at-end", action="store_true",
+                        help="with --available-now: the input has ended, release every held record (a later"
+                             " record below what this wrote is late)")
     stream.add_argument("--timeout", type=float, help="stop the query after this many seconds")
     stream.add_argument("--master", default="local[*]")
     stream.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="another Spark setting")

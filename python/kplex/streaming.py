@@ -59,10 +59,14 @@ def streaming_insert(statement: str) -> StreamingInsert | None:
 
 
 def start_stream(spark: Any, insert: StreamingInsert, checkpoint: str, *, trigger: str | None = None,
-                 available_now: bool = False, options: Mapping[str, str] | None = None) -> Any:
+                 available_now: bool = False, release_at_end: bool = False,
+                 options: Mapping[str, str] | None = None) -> Any:
     """Start ``insert`` as a streaming query; returns the StreamingQuery.
     ``trigger``: a processing-time interval ("1 second"); ``available_now``: read what is
-    there now, release everything held back, and stop."""
+    there now and stop (records still within ``kplex.max_delay_ms`` stay held for the next
+    run); ``release_at_end``: and then release everything held (the input has ended: a
+    later record below what this wrote is late)."""
+    spark.conf.set("kplex.stream.releaseAtEnd", "true" if release_at_end else "false")
     writer = spark.sql(insert.query).writeStream.option("checkpointLocation", checkpoint)
     for key, value in (options or {}).items():
         writer = writer.option(key, value)
@@ -81,7 +85,8 @@ def progress_line(progress: Any) -> str:
             f" ({progress.inputRowsPerSecond or 0:.0f}/s in)"
             f", per virtual partition {sink.get('rowsPerVirtualPartition', '{}')}"
             f", late {sink.get('lateRecords', '0')}, held {sink.get('heldRecords', '0')}"
-            f", watermark {sink.get('watermark', '-')}, commit {sink.get('commitMs', '-')} ms"
+            f", watermark {sink.get('watermark', '-')} (held by source partitions"
+            f" {sink.get('watermarkHeldBy', '-')}), commit {sink.get('commitMs', '-')} ms"
             f" (slowest task: sort {sink.get('taskSortMs', '-')}, send {sink.get('taskWriteMs', '-')}"
             f", flush {sink.get('taskCommitMs', '-')} ms)"
             f", batch {progress.batchDuration} ms")
@@ -105,7 +110,7 @@ def watch(query: Any, out: TextIO, timeout: float | None = None) -> None:
 
 
 def run_stream_file(path: str | Path, spark: Any, checkpoint: str, *, trigger: str | None = "1 second",
-                    available_now: bool = False, out: TextIO | None = None,
+                    available_now: bool = False, release_at_end: bool = False, out: TextIO | None = None,
                     timeout: float | None = None, variables: Mapping[str, str] | None = None) -> Any:
     """Run the statements of the SQL file at ``path`` in order; its streaming INSERT
     becomes a streaming query, watched (a line per micro-batch on ``out``) until it stops,
@@ -120,7 +125,8 @@ def run_stream_file(path: str | Path, spark: Any, checkpoint: str, *, trigger: s
         if insert is None:
             spark.sql(statement)
             continue
-        query = start_stream(spark, insert, checkpoint, trigger=trigger, available_now=available_now)
+        query = start_stream(spark, insert, checkpoint, trigger=trigger, available_now=available_now,
+                             release_at_end=release_at_end)
         print(f"kplex: streaming into {insert.table} (query {query.id}, checkpoint {checkpoint})",
               file=out, flush=True)
         try:

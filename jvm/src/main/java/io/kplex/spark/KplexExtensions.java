@@ -2,6 +2,7 @@ package io.kplex.spark;
 
 import io.kplex.spark.functions.KplexFunctions;
 import io.kplex.spark.read.ReadTimePlan;
+import io.kplex.spark.stream.SourcePositions;
 import io.kplex.spark.stream.StreamingSinkCatalog;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.SparkSessionExtensions;
@@ -16,7 +17,8 @@ import scala.runtime.BoxedUnit;
 /**
  * {@code spark.sql.extensions=io.kplex.spark.KplexExtensions}: makes kplex_key,
  * kplex_order and kplex_vpartition available in every session, plain spark-sql included,
- * gives format-named streaming sinks their catalog ({@link StreamingSinkCatalog}) and
+ * gives format-named streaming sinks their catalog ({@link StreamingSinkCatalog}) and the
+ * source positions of their rows ({@link SourcePositions}), and
  * plans reads of read-time tables to read their source once ({@link ReadTimePlan}).
  */
 public final class KplexExtensions extends AbstractFunction1<SparkSessionExtensions, BoxedUnit> {
@@ -36,6 +38,12 @@ public final class KplexExtensions extends AbstractFunction1<SparkSessionExtensi
       @Override
       public Rule<LogicalPlan> apply(SparkSession session) {
         return new ReadTimePlan();
+      }
+    });
+    extensions.injectResolutionRule(new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {
+      @Override
+      public Rule<LogicalPlan> apply(SparkSession session) {
+        return new SourcePositions();
       }
     });
     return BoxedUnit.UNIT;

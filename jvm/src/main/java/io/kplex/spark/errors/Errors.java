@@ -229,11 +229,24 @@ public final class Errors {
         + " every virtual partition in order across micro-batches.");
   }
 
-  public static KplexException lateRecord(String table, String key, long order, long bound, long maxDelayMs) {
-    return new KplexException("LATE_RECORD", "a record for table " + table + " with key " + key
-        + " and order value " + order + " arrived after records up to " + bound + " were written: more than "
-        + KplexOptions.MAX_DELAY_MS + " = " + maxDelayMs + " behind the largest order value seen. Raise '"
-        + KplexOptions.MAX_DELAY_MS + "', or set '" + KplexOptions.LATE_POLICY + "' to 'drop' or 'side_topic'.");
+  /**
+   * A streaming write's late record. {@code behind}: more than max_delay_ms behind the
+   * largest order value before it on its source partition ({@code bound} = that value minus
+   * the delay); else below what is already written to its virtual partition ({@code bound}).
+   * {@code at}: its source position, or null.
+   */
+  public static KplexException lateStreamRecord(String table, String key, long order, int vp, boolean behind,
+      long bound, long maxDelayMs, String at) {
+    String record = "a record for table " + table + " with key " + key + " and order value " + order
+        + (at == null ? "" : " (" + at + ")") + " is late: ";
+    String why = behind
+        ? "it is more than " + KplexOptions.MAX_DELAY_MS + " = " + maxDelayMs + " behind the largest order value"
+            + " before it on its source partition (it had to be at least " + bound + ")"
+        : "virtual partition " + vp + " already holds records up to order value " + bound + " (written by a flush"
+            + " at the end of the input, after an idle period, or by another query or an earlier checkpoint of"
+            + " this table), and a virtual partition never goes back";
+    return new KplexException("LATE_RECORD", record + why + ". Raise '" + KplexOptions.MAX_DELAY_MS + "', or set '"
+        + KplexOptions.LATE_POLICY + "' to 'drop' or 'side_topic' (with '" + KplexOptions.LATE_TOPIC + "').");
   }
 
   public static KplexException streamingPlacement(int vp, int task, int tasks) {

@@ -38,14 +38,15 @@ import org.slf4j.LoggerFactory;
  *       topic holds its whole source; Spark's Kafka source starts at the latest),
  *       {@code latest} or offsets JSON; {@code startingTimestamp} in epoch ms;</li>
  *   <li>{@code maxOffsetsPerTrigger}: at most this many offsets per micro-batch, shared
- *       over the partitions in proportion to their backlog; a micro-batch that reads all
- *       there is (no cut) lets a kplex sink release with its own watermark, one cut by
- *       this limit with the watermark of the batches before it;</li>
- *   <li>{@code Trigger.AvailableNow}: reads up to the last stable offsets of its start;</li>
+ *       fairly over the partitions with a backlog (a small backlog is read whole, the rest
+ *       share what is left), so no partition with unread records gets none;</li>
+ *   <li>{@code Trigger.AvailableNow}: reads up to the last stable offsets of its start;
+ *       what a kplex sink holds back stays held for the next run (N runs write what one
+ *       would), unless {@code releaseAtEnd} is true: then one more micro-batch, without
+ *       records, releases everything held (the input has ended);</li>
  *   <li>partitions added to the topic are read from their beginning;</li>
- *   <li>{@code idleReleaseMs} (default 10000; 0: never): after this long without a
- *       new record (or at the end of Trigger.AvailableNow), one more micro-batch, without
- *       records, tells a kplex sink to release every record it holds back;</li>
+ *   <li>{@code idleReleaseMs} (default 0: never): after this long without a new record,
+ *       such a micro-batch releases everything held too;</li>
  *   <li>{@code failOnDataLoss} (default true): offsets removed before they were read
  *       (retention, a deleted topic or partition) fail the query, naming the partition and
  *       offsets; {@code false} skips to what is left, logged.</li>
@@ -57,7 +58,11 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
   static final String FAIL_ON_DATA_LOSS = "failOnDataLoss";
   /** After this long without a new record, a micro-batch releases what a kplex sink holds back. */
   static final String IDLE_RELEASE_MS = "idleReleaseMs";
-  static final long DEFAULT_IDLE_RELEASE_MS = 10_000;
+  static final long DEFAULT_IDLE_RELEASE_MS = 0;
+  /** With Trigger.AvailableNow: release everything a kplex sink holds once the run has read all. */
+  static final String RELEASE_AT_END = "releaseAtEnd";
+  /** The same for every kplex source of a session (SQL's STREAM(...) takes no read options). */
+  static final String RELEASE_AT_END_CONF = "kplex.stream.releaseAtEnd";
 
   private final KplexTable table;
   private final ReadConf conf;
@@ -71,6 +76,7 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
   private SourceOffset availableNow;
   private SourceOffset latestSeen;
   private final long idleReleaseMs;
+  private final boolean releaseAtEnd;
   /** When the offsets last moved, and whether records came since the last release. */
   private long lastDataAt = System.currentTimeMillis();
   private boolean dataSinceFlush = true;
@@ -80,12 +86,22 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     this.conf = conf;
     this.options = options;
     this.columns = columns;
-    this.failOnDataLoss = !"false".equalsIgnoreCase(options.getOrDefault(FAIL_ON_DATA_LOSS, "true").trim());
+    this.failOnDataLoss = flag(options, FAIL_ON_DATA_LOSS, true);
+    this.releaseAtEnd = flag(options, RELEASE_AT_END,
+        Boolean.parseBoolean(org.apache.spark.sql.internal.SQLConf.get().getConfString(RELEASE_AT_END_CONF, "false")));
     this.maxOffsetsPerTrigger = positiveLong(MAX_OFFSETS_PER_TRIGGER, options.get(MAX_OFFSETS_PER_TRIGGER),
         "a number of offsets > 0 per micro-batch");
     this.idleReleaseMs = options.containsKey(IDLE_RELEASE_MS) && options.get(IDLE_RELEASE_MS).trim().equals("0") ? 0
         : options.containsKey(IDLE_RELEASE_MS) ? positiveLong(IDLE_RELEASE_MS, options.get(IDLE_RELEASE_MS),
             "milliseconds > 0 (0: never)") : DEFAULT_IDLE_RELEASE_MS;
+  }
+
+  private static boolean flag(CaseInsensitiveStringMap options, String key, boolean otherwise) {
+    String text = options.get(key);
+    if (text == null) return otherwise;
+    if (text.trim().equalsIgnoreCase("true")) return true;
+    if (text.trim().equalsIgnoreCase("false")) return false;
+    throw Errors.badOption(key, text, "true or false");
   }
 
   private static long positiveLong(String key, String text, String expected) {
@@ -180,7 +196,9 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     }
     Map<Integer, Long> until = new TreeMap<>();
     for (Map.Entry<Integer, Long> e : end.next.entrySet()) {
-      until.put(e.getKey(), Math.max(from.get(e.getKey()), e.getValue()));
+      // An end below where the query stands (a topic deleted and recreated, a truncated
+      // partition) is kept: planning reports it as data loss.
+      until.put(e.getKey(), e.getValue());
     }
     Map<Integer, Long> available = until;
     if (limit instanceof ReadMaxRows) {
@@ -198,7 +216,7 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     }
     // No new record: once the input is idle (AvailableNow at its end, or nothing for
     // idleReleaseMs), one more micro-batch tells a kplex sink to release what it holds.
-    boolean idle = availableNow != null
+    boolean idle = (availableNow != null && releaseAtEnd)
         || (idleReleaseMs > 0 && System.currentTimeMillis() - lastDataAt >= idleReleaseMs);
     if (idle && dataSinceFlush) {
       dataSinceFlush = false;
@@ -207,26 +225,30 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     return start;
   }
 
-  /** At most {@code max} offsets in all, shared in proportion to each partition's backlog. */
+  /**
+   * At most {@code max} offsets in all, shared fairly (max-min): partitions in order of
+   * backlog, smallest first, each takes its whole backlog or an equal share of what is left,
+   * at least one offset while any is left. A small backlog beside a huge one drains at once.
+   */
   static Map<Integer, Long> capped(Map<Integer, Long> from, Map<Integer, Long> until, long max) {
     long total = 0;
-    for (Map.Entry<Integer, Long> e : until.entrySet()) total += e.getValue() - from.get(e.getKey());
-    if (total <= max) return until;
-    Map<Integer, Long> out = new TreeMap<>();
-    long given = 0;
+    List<Integer> byBacklog = new ArrayList<>();
     for (Map.Entry<Integer, Long> e : until.entrySet()) {
-      long backlog = e.getValue() - from.get(e.getKey());
-      long share = (long) Math.floor((double) backlog * max / total);
-      given += share;
-      out.put(e.getKey(), from.get(e.getKey()) + share);
+      long backlog = Math.max(0, e.getValue() - from.get(e.getKey()));
+      total += backlog;
+      if (backlog > 0) byBacklog.add(e.getKey());
     }
-    // Hand the rounding remainder to partitions with backlog left, in partition order.
-    for (Map.Entry<Integer, Long> e : out.entrySet()) {
-      if (given >= max) break;
-      if (e.getValue() < until.get(e.getKey())) {
-        e.setValue(e.getValue() + 1);
-        given++;
-      }
+    if (total <= max) return until;
+    byBacklog.sort(java.util.Comparator.comparingLong((Integer p) -> until.get(p) - from.get(p)).thenComparing(p -> p));
+    Map<Integer, Long> out = new TreeMap<>(until);
+    long left = max;
+    int partitionsLeft = byBacklog.size();
+    for (int p : byBacklog) {
+      long backlog = until.get(p) - from.get(p);
+      long share = left <= 0 ? 0 : Math.min(backlog, Math.max(1, left / partitionsLeft));
+      out.put(p, from.get(p) + share);
+      left -= share;
+      partitionsLeft--;
     }
     return out;
   }
@@ -235,11 +257,8 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
   public InputPartition[] planInputPartitions(Offset startOffset, Offset endOffset) {
     SourceOffset start = (SourceOffset) startOffset;
     SourceOffset end = (SourceOffset) endOffset;
-    if (end.flushes > start.flushes) {
-      HeldRelease.signal(HeldRelease.Mode.ALL);
-    } else {
-      HeldRelease.signal(end.caughtUp ? HeldRelease.Mode.WITH_BATCH : HeldRelease.Mode.LAST_WATERMARK);
-    }
+    HeldRelease.signal(new HeldRelease.Signal(conf.topic,
+        end.next.keySet().stream().mapToInt(Integer::intValue).sorted().toArray(), end.flushes > start.flushes));
     // Spark asks several times per micro-batch (each copy of the plan): plan once.
     Planned before = lastPlanned;
     if (before != null && before.start.equals(start) && before.end.equals(end)) return before.partitions.clone();
@@ -252,6 +271,11 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
       if (!begin.containsKey(p)) {
         lost(p, from, until, "the partition no longer exists");
         continue;
+      }
+      if (until < from) {
+        lost(p, until, from, "the partition's end went back from offset " + from + " to " + until
+            + " (the topic was deleted and recreated, or the partition truncated)");
+        from = begin.get(p);  // failOnDataLoss = false: read what the partition holds now
       }
       if (begin.get(p) > from) {
         lost(p, from, Math.min(until, begin.get(p)), "the broker deleted them (retention or truncation)");

@@ -1,43 +1,38 @@
 package io.kplex.spark.stream;
 
 /**
- * How kplex's streaming source tells kplex's streaming sink, in the same micro-batch, what
- * the sink may release of the records it holds back:
- * <ul>
- *   <li>{@link Mode#ALL}: the input has gone idle (Trigger.AvailableNow reached its end, or
- *       no record arrived for the read option {@code idleReleaseMs}): release everything
- *       instead of waiting for later records to move the event-time watermark;</li>
- *   <li>{@link Mode#WITH_BATCH}: the batch read every partition up to its last stable
- *       offset (no {@code maxOffsetsPerTrigger} cut), so all partitions are cut at one
- *       moment: release with the watermark this batch's own records set;</li>
- *   <li>{@link Mode#LAST_WATERMARK} (no signal): release with the watermark of the batches
- *       before. A batch cut by a rate limit may have read one partition further in event
- *       time than another, and the records of the one behind, still unread, would be late
- *       against its own watermark; another source gives no signal either.</li>
- * </ul>
+ * What kplex's streaming source tells kplex's streaming sink about the micro-batch it just
+ * planned: the source topic and its partitions, whose watermark releases held-back records
+ * (the smallest of their marks, {@link io.kplex.spark.time.EventTime}), and whether the
+ * batch releases everything (a flush requested at the end of the input: the read options
+ * {@code releaseAtEnd} with Trigger.AvailableNow, or {@code idleReleaseMs}). Another source
+ * gives no signal: its input counts as one partition.
  *
  * <p>The source plans a batch, then the sink's driver side runs it, on the query's own
- * thread: the signal is a flag of that thread, set by the source when it plans a
- * micro-batch from what its end offset records (so a batch rerun from the checkpoint gives
- * the same signal) and taken by the sink.
+ * thread: the signal is a value of that thread, set by the source when it plans a
+ * micro-batch from what its offsets record (so a batch rerun from the checkpoint gives the
+ * same signal) and taken by the sink.
  */
 public final class HeldRelease {
-  /** What a micro-batch releases; see the class comment. */
-  public enum Mode { LAST_WATERMARK, WITH_BATCH, ALL }
+  /** A micro-batch's signal; see the class comment. */
+  public record Signal(String topic, int[] partitions, boolean releaseAll) {}
 
-  private static final ThreadLocal<Mode> MODE = ThreadLocal.withInitial(() -> Mode.LAST_WATERMARK);
+  /** What a sink assumes without a signal: one partition, no flush. */
+  public static final Signal NONE = new Signal(null, new int[] {0}, false);
+
+  private static final ThreadLocal<Signal> SIGNAL = ThreadLocal.withInitial(() -> NONE);
 
   private HeldRelease() {}
 
-  /** The source: what the micro-batch it just planned lets the sink release. */
-  public static void signal(Mode mode) {
-    MODE.set(mode);
+  /** The source: what the micro-batch it just planned tells the sink. */
+  public static void signal(Signal signal) {
+    SIGNAL.set(signal);
   }
 
-  /** The sink: what this micro-batch releases; clears the signal. */
-  public static Mode take() {
-    Mode mode = MODE.get();
-    MODE.set(Mode.LAST_WATERMARK);
-    return mode;
+  /** The sink: this micro-batch's signal; clears it. */
+  public static Signal take() {
+    Signal signal = SIGNAL.get();
+    SIGNAL.set(NONE);
+    return signal;
   }
 }

@@ -84,6 +84,22 @@ public final class CommitLog {
     return Optional.ofNullable(topic.readAll().get(EpochMark.key(table, query))).map(EpochMark::fromJson);
   }
 
+  /**
+   * Per virtual partition, the largest order value any streaming query has written to
+   * {@code table} (every query's last epoch mark): where a new query's records must not go
+   * below.
+   */
+  public Map<Integer, Long> writtenHighs(String table) {
+    Map<Integer, Long> out = new java.util.HashMap<>();
+    String prefix = EpochMark.key(table, "");
+    topic.readAll().forEach((key, json) -> {
+      if (json != null && key.startsWith(prefix)) {
+        EpochMark.fromJson(json).marks().written().forEach((vp, w) -> out.merge(vp, w, Math::max));
+      }
+    });
+    return out;
+  }
+
   public Optional<Pending> pending(String table) {
     return Optional.ofNullable(topic.readAll().get(table)).map(CommitLog::fromJson);
   }

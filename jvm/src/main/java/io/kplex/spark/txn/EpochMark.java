@@ -6,7 +6,10 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.Serializable;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
+import io.kplex.spark.time.EventTime;
 
 /**
  * The last micro-batch (epoch) of a streaming query that a kplex table committed, kept in
@@ -15,19 +18,19 @@ import java.util.List;
  * commit, a driver restarted from its checkpoint) writes nothing. It also carries what the
  * next epoch needs to keep every virtual partition in order across batches:
  * <ul>
- *   <li>{@code lateBound}: every record below it has been released; a new one is late;</li>
- *   <li>{@code releaseBound}: the next epoch releases records below it (the event-time
- *       watermark: the largest order value seen, minus {@code kplex.max_delay_ms});</li>
- *   <li>{@code held}: the files (in the query's checkpoint) of the records held back.</li>
+ *   <li>{@code marks}: per source partition, the largest order value read; per virtual
+ *       partition, the largest written ({@link EventTime.Marks});</li>
+ *   <li>{@code held}: the files (in the query's checkpoint, relative to its {@code kplex}
+ *       folder) of the records held back.</li>
  * </ul>
  */
-public record EpochMark(String table, String query, long epoch, long lateBound, long releaseBound,
-    long maxSeen, List<String> held) implements Serializable {
+public record EpochMark(String table, String query, long epoch, EventTime.Marks marks, List<String> held)
+    implements Serializable {
   private static final ObjectMapper JSON = new ObjectMapper();
 
-  /** Before a query's first epoch: nothing released, nothing held. */
+  /** Before a query's first epoch: nothing read, nothing written, nothing held. */
   public static EpochMark start(String table, String query) {
-    return new EpochMark(table, query, -1, Long.MIN_VALUE, Long.MIN_VALUE, Long.MIN_VALUE, List.of());
+    return new EpochMark(table, query, -1, EventTime.Marks.NONE, List.of());
   }
 
   public static String key(String table, String query) {
@@ -40,8 +43,11 @@ public record EpochMark(String table, String query, long epoch, long lateBound, 
 
   ObjectNode toJsonNode() {
     ObjectNode node = JSON.createObjectNode();
-    node.put("table", table).put("query", query).put("epoch", epoch).put("late_bound", lateBound)
-        .put("release_bound", releaseBound).put("max_seen", maxSeen);
+    node.put("table", table).put("query", query).put("epoch", epoch);
+    ObjectNode highs = node.putObject("highs");
+    marks.highs().forEach((p, h) -> highs.put(Integer.toString(p), h));
+    ObjectNode written = node.putObject("written");
+    marks.written().forEach((vp, w) -> written.put(Integer.toString(vp), w));
     held.forEach(node.putArray("held")::add);
     return node;
   }
@@ -53,8 +59,16 @@ public record EpochMark(String table, String query, long epoch, long lateBound, 
   static EpochMark fromJson(JsonNode node) {
     List<String> held = new ArrayList<>();
     node.path("held").forEach(h -> held.add(h.asText()));
+    Map<Integer, Long> highs = new HashMap<>();
+    node.path("highs").fields().forEachRemaining(e -> highs.put(Integer.parseInt(e.getKey()), e.getValue().asLong()));
+    Map<Integer, Long> written = new HashMap<>();
+    node.path("written").fields().forEachRemaining(e -> written.put(Integer.parseInt(e.getKey()), e.getValue().asLong()));
+    if (node.has("late_bound") && !node.has("written")) {
+      // A mark of kplex before per-partition marks: its bound holds for every virtual partition.
+      written.put(EventTime.Marks.EVERY_VP, node.path("late_bound").asLong());
+    }
     return new EpochMark(node.path("table").asText(), node.path("query").asText(), node.path("epoch").asLong(),
-        node.path("late_bound").asLong(), node.path("release_bound").asLong(), node.path("max_seen").asLong(), held);
+        new EventTime.Marks(highs, written), held);
   }
 
   public static EpochMark fromJson(byte[] json) {

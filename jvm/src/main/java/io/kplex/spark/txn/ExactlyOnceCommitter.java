@@ -137,9 +137,19 @@ public final class ExactlyOnceCommitter {
     throw Errors.badOption("kafka." + ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, set.toString(), "milliseconds > 0");
   }
 
-  /** The last epoch {@code query} committed to this table (after rolling a pending commit forward). */
+  /**
+   * The last epoch {@code query} committed to this table (after rolling a pending commit
+   * forward), its written marks raised to what every query wrote to the table: a new query
+   * (or one restarted after another wrote) never puts a virtual partition below what is
+   * already there.
+   */
   public EpochMark lastEpoch(String query) {
-    return withKafka(admin -> new CommitLog(admin).lastEpoch(table, query).orElse(EpochMark.start(table, query)));
+    return withKafka(admin -> {
+      CommitLog log = new CommitLog(admin);
+      EpochMark last = log.lastEpoch(table, query).orElse(EpochMark.start(table, query));
+      return new EpochMark(table, query, last.epoch(), last.marks().withWrittenAtLeast(log.writtenHighs(table)),
+          last.held());
+    });
   }
 
   /** Records an at-least-once epoch: its rows are flushed, there is no transaction to commit. */

@@ -1,19 +1,22 @@
 package io.kplex.spark.write;
 
+import java.util.Map;
 import org.apache.spark.sql.connector.write.WriterCommitMessage;
 
-/** What a task of a streaming epoch reports: the batch write's message, and its hold-back figures. */
+/** What a task of a streaming epoch reports: the batch write's message, and its event-time figures. */
 final class EpochCommitMessage implements WriterCommitMessage {
   /** The batch write's message, or null for a task of an epoch that was already committed. */
   final KplexCommitMessage written;
-  /** The file of the records the task holds back, or null. */
+  /** The file of the records the task holds back (relative to the checkpoint's kplex folder), or null. */
   final String heldFile;
   final long held;
-  final long maxSeen;
-  final long maxReleased;
-  /** Every record below this order value that the task had was released (written or late). */
-  final long releasedBelow;
-  final long late;
+  /** Per source partition, the largest order value the task read. */
+  final Map<Integer, Long> read;
+  /** Per virtual partition, the largest order value the task wrote. */
+  final Map<Integer, Long> writtenHighs;
+  /** Late records: behind their own source partition by more than max_delay_ms, and below what was written. */
+  final long lateBehind;
+  final long lateBelow;
   /**
    * Where the task's time went, in ms ({@link TaskTimes}): reading the held-back records,
    * waiting for its first row (Spark's shuffle read and sort), taking its rows in (and
@@ -21,15 +24,15 @@ final class EpochCommitMessage implements WriterCommitMessage {
    */
   final long[] times;
 
-  EpochCommitMessage(KplexCommitMessage written, String heldFile, long held, long maxSeen, long maxReleased,
-      long releasedBelow, long late, long[] times) {
+  EpochCommitMessage(KplexCommitMessage written, String heldFile, long held, Map<Integer, Long> read,
+      Map<Integer, Long> writtenHighs, long lateBehind, long lateBelow, long[] times) {
     this.written = written;
     this.heldFile = heldFile;
     this.held = held;
-    this.maxSeen = maxSeen;
-    this.maxReleased = maxReleased;
-    this.releasedBelow = releasedBelow;
-    this.late = late;
+    this.read = read;
+    this.writtenHighs = writtenHighs;
+    this.lateBehind = lateBehind;
+    this.lateBelow = lateBelow;
     this.times = times;
   }
 }

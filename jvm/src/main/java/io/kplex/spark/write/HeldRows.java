@@ -84,6 +84,20 @@ final class HeldRows implements Serializable {
     }
   }
 
+  /**
+   * A held file as an epoch mark names it: relative to this folder (the query's checkpoint's
+   * {@code kplex}), so a checkpoint that is moved or copied restarts.
+   */
+  String relative(String file) {
+    String prefix = dir + "/";
+    return file.startsWith(prefix) ? file.substring(prefix.length()) : file;
+  }
+
+  /** The path of a held file an epoch mark names (relative, or, as older marks named it, absolute). */
+  String resolve(String file) {
+    return file.startsWith("/") || file.contains("://") || file.matches("^[A-Za-z]+:.*") ? file : dir + "/" + file;
+  }
+
   void write(String file, int numFields, List<UnsafeRow> rows) {
     try {
       Path path = new Path(file);

@@ -14,6 +14,7 @@ import io.kplex.spark.wire.KplexHeaders;
 import io.kplex.spark.wire.OrderValues;
 import io.kplex.spark.wire.Placement;
 import java.time.Duration;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -194,15 +195,29 @@ public final class KplexDataWriter implements DataWriter<InternalRow> {
   }
 
   /**
-   * A streaming write's late record under {@code late_policy = side_topic}: sent as it came
-   * (canonical key, value) to {@code lateTopic}, inside this task's transaction.
+   * A streaming write's late record under {@code late_policy = side_topic}, inside this
+   * task's transaction, to {@code lateTopic}: its key bytes, value, headers and timestamp
+   * (the source record's; null: the producer's clock), plus {@code kplex.vp},
+   * {@code kplex.order} and, when known, where it came from ({@code kplex.source_topic},
+   * {@code kplex.source_partition}, {@code kplex.source_offset}), as the contract gives
+   * late records of read-time tables.
    */
-  void sendLate(InternalRow row, byte[] keyBytes, String lateTopic) {
+  void sendLate(InternalRow row, byte[] keyBytes, int vp, long orderValue, String lateTopic, String sourceTopic,
+      int sourcePartition, long sourceOffset, Long timestampMs) {
     awaitOpen();
     checkFailure();
     byte[] value = row.isNullAt(schema.value) ? null
         : binaryValue ? row.getBinary(schema.value) : row.getUTF8String(schema.value).getBytes();
-    producer.send(new ProducerRecord<>(lateTopic, keyBytes, value), (m, e) -> {
+    List<Header> headers = schema.headers >= 0 && !row.isNullAt(schema.headers)
+        ? userHeaders(row.getArray(schema.headers)) : new ArrayList<>(5);
+    headers.add(vpHeader(vp));
+    headers.add(new RecordHeader(KplexHeaders.ORDER, KplexHeaders.ascii(orderValue)));
+    if (sourceTopic != null) {
+      headers.add(new RecordHeader(KplexHeaders.SOURCE_TOPIC, sourceTopic.getBytes(StandardCharsets.UTF_8)));
+      headers.add(new RecordHeader(KplexHeaders.SOURCE_PARTITION, KplexHeaders.ascii(sourcePartition)));
+      headers.add(new RecordHeader(KplexHeaders.SOURCE_OFFSET, KplexHeaders.ascii(sourceOffset)));
+    }
+    producer.send(new ProducerRecord<>(lateTopic, null, timestampMs, keyBytes, value, headers), (m, e) -> {
       if (e != null) fail(e);
     });
     sideRows++;

@@ -5,12 +5,8 @@ import io.kplex.spark.errors.Errors;
 import io.kplex.spark.stream.HeldRelease;
 import io.kplex.spark.txn.EpochMark;
 import io.kplex.spark.txn.ExactlyOnceCommitter;
-import io.kplex.spark.txn.TaskTransaction;
+import io.kplex.spark.time.EventTime;
 import io.kplex.spark.txn.WriterLease;
-import java.util.ArrayList;
-import java.util.Arrays;
-import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Consumer;
@@ -47,12 +43,8 @@ final class KplexStreamingWrite implements StreamingWrite {
   /** Epoch -> how its write started (below); removed once it is committed or aborted. */
   private final Map<Long, Started> epochs = new ConcurrentHashMap<>();
 
-  /**
-   * An epoch as its writer factory was made: the release bound its tasks were given
-   * (Long.MAX_VALUE: the source went idle), and when, on the driver's clock (none of its
-   * transactions is older).
-   */
-  private record Started(long release, long atMs) {}
+  /** An epoch as its writer factory was made: what its tasks started from, and when, on the driver's clock (none of its transactions is older). */
+  private record Started(EpochStart start, long atMs) {}
 
   KplexStreamingWrite(WriteConf conf, WriteSchema schema, String queryId, HeldRows held,
       Consumer<Map<String, String>> progress) {
@@ -87,12 +79,12 @@ final class KplexStreamingWrite implements StreamingWrite {
       if (run.last == null) run.last = committer.lastEpoch(queryId);
       last = run.last;
     }
-    HeldRelease.Mode mode = HeldRelease.take();
-    long release = mode == HeldRelease.Mode.ALL ? Long.MAX_VALUE : last.releaseBound();
-    epochs.put(last.epoch() + 1, new Started(release, System.currentTimeMillis()));
+    HeldRelease.Signal signal = HeldRelease.take();
+    EpochStart start = new EpochStart(last.epoch(), last.marks(), signal.partitions(), signal.topic(),
+        signal.releaseAll(), last.held());
+    epochs.put(last.epoch() + 1, new Started(start, System.currentTimeMillis()));
     held.clean(last.epoch());
-    return new StreamingWriterFactory(conf, schema, last, release, mode == HeldRelease.Mode.WITH_BATCH, held,
-        info.numPartitions());
+    return new StreamingWriterFactory(conf, schema, start, held, info.numPartitions());
   }
 
   /** Ends the claim: after a failed epoch, or after each epoch of a write with no run. */
@@ -127,42 +119,13 @@ final class KplexStreamingWrite implements StreamingWrite {
           epochId, queryId, conf.table);
       return;
     }
-    List<TaskTransaction> txns = new ArrayList<>();
-    List<String> heldFiles = new ArrayList<>();
-    long[] lastOffsets = new long[conf.physicalPartitions];
-    Arrays.fill(lastOffsets, -1L);
-    List<WriterCommitMessage> written = new ArrayList<>();
-    long maxSeen = last.maxSeen();
-    long maxReleased = Long.MIN_VALUE;
-    long releasedBelow = Long.MIN_VALUE;
-    long late = 0;
-    long heldRows = 0;
-    long[] times = TaskTimes.none();
-    for (WriterCommitMessage m : messages) {
-      EpochCommitMessage e = (EpochCommitMessage) m;
-      if (e.written != null) {
-        written.add(e.written);
-        if (e.written.txn != null) txns.add(e.written.txn);
-        for (int p = 0; p < lastOffsets.length; p++) lastOffsets[p] = Math.max(lastOffsets[p], e.written.lastOffsets[p]);
-      }
-      if (e.heldFile != null) heldFiles.add(e.heldFile);
-      maxSeen = Math.max(maxSeen, e.maxSeen);
-      maxReleased = Math.max(maxReleased, e.maxReleased);
-      releasedBelow = Math.max(releasedBelow, e.releasedBelow);
-      late += e.late;
-      heldRows += e.held;
-      TaskTimes.max(times, e.times);
-    }
-    Started epoch = epochs.getOrDefault(epochId, new Started(last.releaseBound(), System.currentTimeMillis()));
-    long release = epoch.release();
-    // Below this, a later record would land behind one released already: it is late.
-    long lateBound = Math.max(last.lateBound(), release == Long.MAX_VALUE ? maxReleased
-        : Math.max(release, releasedBelow));
-    long watermark = StreamingDataWriter.watermark(maxSeen, conf.maxDelayMs);
-    EpochMark mark = new EpochMark(conf.table, queryId, epochId, lateBound, Math.max(lateBound, watermark),
-        maxSeen, heldFiles);
+    Started epoch = epochs.get(epochId);
+    EpochTally tally = EpochTally.of(conf.physicalPartitions, messages);
+    EventTime.Marks marks = last.marks().after(tally.read, tally.written);
+    EpochMark mark = new EpochMark(conf.table, queryId, epochId, marks, tally.heldFiles);
     if (conf.exactlyOnce()) {
-      committer.commit(queryId, txns, lastOffsets, mark, epoch.atMs());
+      committer.commit(queryId, tally.txns, tally.lastOffsets, mark,
+          epoch == null ? System.currentTimeMillis() : epoch.atMs());
     } else {
       committer.mark(mark);
     }
@@ -171,31 +134,10 @@ final class KplexStreamingWrite implements StreamingWrite {
       run.last = mark;
     }
     epochs.remove(epochId);
-    WriteSummary.record(conf, written.toArray(new WriterCommitMessage[0]));
-    Map<String, String> figures = new LinkedHashMap<>();
-    figures.put("epoch", Long.toString(epochId));
-    figures.put("rowsPerVirtualPartition", rowsPerVp(written));
-    figures.put("lateRecords", Long.toString(late));
-    figures.put("heldRecords", Long.toString(heldRows));
-    figures.put("watermark", Long.toString(mark.releaseBound()));
-    for (int i = 0; i < times.length; i++) figures.put(TaskTimes.NAMES[i], Long.toString(times[i]));
-    figures.put("commitMs", Long.toString((System.nanoTime() - started) / 1_000_000));
-    progress.accept(figures);
-  }
-
-  private String rowsPerVp(List<WriterCommitMessage> written) {
-    long[] perVp = new long[conf.virtualPartitions];
-    for (WriterCommitMessage m : written) {
-      long[] rows = ((KplexCommitMessage) m).rowsPerVp;
-      for (int vp = 0; vp < perVp.length; vp++) perVp[vp] += rows[vp];
-    }
-    StringBuilder out = new StringBuilder("{");
-    for (int vp = 0; vp < perVp.length; vp++) {
-      if (perVp[vp] == 0) continue;
-      if (out.length() > 1) out.append(',');
-      out.append('"').append(vp).append("\":").append(perVp[vp]);
-    }
-    return out.append('}').toString();
+    WriteSummary.record(conf, tally.written().toArray(new WriterCommitMessage[0]));
+    int[] partitions = epoch == null ? HeldRelease.NONE.partitions() : epoch.start().partitions();
+    progress.accept(tally.figures(epochId, conf.virtualPartitions, marks.watermark(partitions, conf.maxDelayMs),
+        marks.holding(partitions, conf.maxDelayMs), (System.nanoTime() - started) / 1_000_000));
   }
 
   @Override

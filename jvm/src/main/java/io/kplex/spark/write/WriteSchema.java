@@ -22,15 +22,30 @@ import org.apache.spark.sql.types.StructType;
  *   <li>order: the output of {@code kplex_order(...)} or a column named {@code order_value}
  *       or {@code order} (TIMESTAMP, TIMESTAMP_NTZ, DATE or integral);</li>
  *   <li>value: a column named {@code value}, else the one column left over (BINARY or STRING);</li>
- *   <li>headers: optional, {@code ARRAY<STRUCT<key: STRING, value: BINARY>>}.</li>
+ *   <li>headers: optional, {@code ARRAY<STRUCT<key: STRING, value: BINARY>>};</li>
+ *   <li>a streaming write from kplex's source: the source position of each row, added by
+ *       {@link io.kplex.spark.stream.SourcePositions} ({@link #POSITION_COLUMNS}).</li>
  * </ul>
  */
-final class WriteSchema implements Serializable {
+public final class WriteSchema implements Serializable {
   final int key;
   final int order;
   final int value;
   final int headers;
+  /**
+   * The row's source partition, offset, timestamp and the largest order value before it on
+   * that partition in its micro-batch; -1: absent.
+   */
+  final int sourcePartition;
+  final int sourceOffset;
+  final int sourceTimestamp;
+  final int highBefore;
   final StructType schema;
+
+  /** The hidden columns of a streaming write's source positions, in this order. */
+  public static final List<String> POSITION_COLUMNS =
+      List.of("__kplex_source_partition", "__kplex_source_offset", "__kplex_source_timestamp",
+          "__kplex_high_before");
 
   private WriteSchema(StructType schema, int key, int order, int value, int headers) {
     this.schema = schema;
@@ -38,6 +53,21 @@ final class WriteSchema implements Serializable {
     this.order = order;
     this.value = value;
     this.headers = headers;
+    List<String> names = List.of(schema.fieldNames());
+    this.sourcePartition = names.indexOf(POSITION_COLUMNS.get(0));
+    this.sourceOffset = names.indexOf(POSITION_COLUMNS.get(1));
+    this.sourceTimestamp = names.indexOf(POSITION_COLUMNS.get(2));
+    this.highBefore = names.indexOf(POSITION_COLUMNS.get(3));
+  }
+
+  /** Whether rows carry their source position (a streaming write from kplex's source). */
+  boolean positioned() {
+    return sourcePartition >= 0 && highBefore >= 0;
+  }
+
+  /** The index of the order column of a written schema (the rules of {@link #resolve}). */
+  public static int orderColumn(StructType schema) {
+    return resolve(schema).order;
   }
 
   String name(int column) {
@@ -62,7 +92,9 @@ final class WriteSchema implements Serializable {
         && !made(f, KplexFunctions.ORDER));
     List<String> rest = new ArrayList<>();
     for (int i = 0; i < fields.length; i++) {
-      if (i != key && i != order && i != headers && i != value) rest.add(fields[i].name());
+      if (i != key && i != order && i != headers && i != value && !POSITION_COLUMNS.contains(fields[i].name())) {
+        rest.add(fields[i].name());
+      }
     }
     if (value < 0 && rest.size() == 1) {
       value = names.indexOf(rest.remove(0));

@@ -42,13 +42,27 @@ public class StreamOffsetsTest {
   }
 
   @Test
-  public void theLimitIsSharedInProportionToBacklogAndUsedInFull() {
+  public void theLimitIsSharedFairlyAndUsedInFull() {
     Map<Integer, Long> out = KplexMicroBatchStream.capped(map(0, 100, 0), map(900, 200, 0), 100);
     long total = 0;
     for (int p = 0; p < 3; p++) total += out.get(p) - map(0, 100, 0).get(p);
     assertEquals(100, total);
-    assertTrue("the larger backlog gets the larger share", out.get(0) - 0 > out.get(1) - 100);
+    assertEquals("equal shares while both have more", out.get(0) - 0, out.get(1) - 100);
     assertEquals(0L, (long) out.get(2));
+  }
+
+  @Test
+  public void aTinyBacklogBesideAHugeOneDrainsAtOnce() {
+    // Before: shares in proportion to backlog, rounded down, gave the tiny one 0 offsets for ever.
+    Map<Integer, Long> out = KplexMicroBatchStream.capped(map(0, 0), map(1_000_000, 5), 400);
+    assertEquals(5L, (long) out.get(1));
+    assertEquals(395L, (long) out.get(0));
+  }
+
+  @Test
+  public void everyPartitionWithABacklogGetsAnOffsetWhileTheLimitLasts() {
+    Map<Integer, Long> out = KplexMicroBatchStream.capped(map(0, 0, 0), map(1_000, 1_000, 1_000), 3);
+    assertEquals(map(1, 1, 1), out);
   }
 
   @Test

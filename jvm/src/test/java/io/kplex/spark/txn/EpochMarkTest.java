@@ -3,13 +3,15 @@ package io.kplex.spark.txn;
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertNull;
 
+import io.kplex.spark.time.EventTime;
 import java.util.List;
+import java.util.Map;
 import org.junit.Test;
 
 /** A streaming epoch's record in the commit log, alone and inside a pending commit. */
 public class EpochMarkTest {
-  private static final EpochMark MARK = new EpochMark("by_user", "query-1", 7, 1_000L, 4_000L, 9_000L,
-      List.of("file:/chk/kplex/held/7/part-0-12"));
+  private static final EpochMark MARK = new EpochMark("by_user", "query-1", 7,
+      new EventTime.Marks(Map.of(0, 9_000L, 2, 4_000L), Map.of(5, 3_000L)), List.of("held/7/part-0-of-3-12"));
 
   @Test
   public void anEpochMarkReadsBackAsWritten() {
@@ -21,8 +23,18 @@ public class EpochMarkTest {
   public void aQueryStartsWithNothingReleasedAndNothingHeld() {
     EpochMark start = EpochMark.start("t", "q");
     assertEquals(-1, start.epoch());
-    assertEquals(Long.MIN_VALUE, start.lateBound());
+    assertEquals(Long.MIN_VALUE, start.marks().written(0));
+    assertEquals(Long.MIN_VALUE, start.marks().high(0));
     assertEquals(List.of(), start.held());
+  }
+
+  @Test
+  public void aMarkOfAnEarlierKplexKeepsItsBoundForEveryVirtualPartition() {
+    EpochMark old = EpochMark.fromJson(("{\"table\":\"t\",\"query\":\"q\",\"epoch\":3,\"late_bound\":500,"
+        + "\"release_bound\":900,\"max_seen\":1900,\"held\":[]}").getBytes(java.nio.charset.StandardCharsets.UTF_8));
+    assertEquals(3, old.epoch());
+    assertEquals(500L, old.marks().written(0));
+    assertEquals(500L, old.marks().written(7));
   }
 
   @Test

@@ -1,0 +1,127 @@
+package io.kplex.spark.stream;
+
+import io.kplex.spark.catalog.KplexTable;
+import io.kplex.spark.write.WriteSchema;
+import java.lang.reflect.Method;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.spark.sql.catalyst.expressions.Alias;
+import org.apache.spark.sql.catalyst.expressions.ApplyFunctionExpression;
+import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.NamedExpression;
+import org.apache.spark.sql.catalyst.plans.logical.Filter;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.Project;
+import org.apache.spark.sql.catalyst.plans.logical.SubqueryAlias;
+import org.apache.spark.sql.catalyst.rules.Rule;
+import org.apache.spark.sql.catalyst.streaming.StreamingRelationV2;
+import org.apache.spark.sql.catalyst.streaming.WriteToStream;
+import scala.Option;
+import scala.Product;
+import scala.collection.immutable.Seq;
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * An analyzer rule: a streaming query that writes a kplex table from kplex's source,
+ * through projections and filters (the usual {@code SELECT kplex_key(..), kplex_order(..),
+ * value FROM STREAM(kplex.topic) WHERE ..}), also writes each row's source position: its
+ * partition, offset and timestamp, and the largest order value before it on its partition
+ * in the micro-batch ({@link HighBefore}), as hidden columns
+ * ({@link WriteSchema#POSITION_COLUMNS}). With them the sink judges lateness per source
+ * partition and releases by the slowest partition ({@link io.kplex.spark.time.EventTime}),
+ * so the output does not depend on how the input was paced. Other plans (joins,
+ * aggregations, other sources) are left as they are: their input counts as one partition.
+ */
+public final class SourcePositions extends Rule<LogicalPlan> {
+  /** A plan that outputs what its original did, then the source's partition, offset and timestamp. */
+  private record Positioned(LogicalPlan plan, Attribute partition, Attribute offset, Attribute timestamp) {}
+
+  @Override
+  public LogicalPlan apply(LogicalPlan plan) {
+    if (!(plan instanceof WriteToStream write) || !(write.sink() instanceof KplexTable)) return plan;
+    LogicalPlan query = write.inputQuery();
+    if (!query.resolved()) return plan;
+    List<Attribute> output = CollectionConverters.asJava(query.output());
+    for (Attribute a : output) if (WriteSchema.POSITION_COLUMNS.contains(a.name())) return plan;
+    Positioned found = positioned(query);
+    if (found == null) return plan;
+    int order;
+    try {
+      order = WriteSchema.orderColumn(query.schema());
+    } catch (RuntimeException e) {
+      return plan;  // the write reports what is wrong with its columns
+    }
+    Attribute orderColumn = output.get(order);
+    List<NamedExpression> columns = new ArrayList<>(output);
+    columns.add(alias(found.partition, 0));
+    columns.add(alias(found.offset, 1));
+    columns.add(alias(found.timestamp, 2));
+    Expression high = new ApplyFunctionExpression(new HighBefore(orderColumn.dataType()),
+        seq(List.of(orderColumn, found.partition)));
+    columns.add(alias(high, 3));
+    return withInputQuery(write, new Project(seq(columns), found.plan));
+  }
+
+  private static NamedExpression alias(Expression e, int column) {
+    String name = WriteSchema.POSITION_COLUMNS.get(column);
+    return new Alias(e, name, org.apache.spark.sql.catalyst.expressions.NamedExpression$.MODULE$.newExprId(),
+        seq(List.of()), Option.empty(), seq(List.of()));
+  }
+
+  private static Positioned positioned(LogicalPlan p) {
+    if (p instanceof StreamingRelationV2 r) {
+      if (!(r.table() instanceof KplexTable)) return null;
+      Attribute partition = null, offset = null, timestamp = null;
+      for (Attribute a : CollectionConverters.asJava(r.output())) {
+        switch (a.name()) {
+          case "partition" -> partition = a;
+          case "offset" -> offset = a;
+          case "timestamp" -> timestamp = a;
+          default -> { }
+        }
+      }
+      return partition == null || offset == null || timestamp == null ? null
+          : new Positioned(r, partition, offset, timestamp);
+    }
+    if (p instanceof Project project) {
+      Positioned child = positioned(project.child());
+      if (child == null) return null;
+      List<NamedExpression> list = new ArrayList<>(CollectionConverters.asJava(project.projectList()));
+      list.add(child.partition);
+      list.add(child.offset);
+      list.add(child.timestamp);
+      return new Positioned(new Project(seq(list), child.plan), child.partition, child.offset, child.timestamp);
+    }
+    if (p instanceof Filter || p instanceof SubqueryAlias) {
+      Positioned child = positioned(p.children().head());
+      if (child == null) return null;
+      return new Positioned(p.withNewChildren(seq(List.of(child.plan))), child.partition, child.offset,
+          child.timestamp);
+    }
+    return null;
+  }
+
+  private static <T> Seq<T> seq(List<T> list) {
+    return CollectionConverters.asScala(list).toList();
+  }
+
+  /** {@code write.copy(inputQuery = ...)} by field name: WriteToStream's fields differ between Spark versions. */
+  private static LogicalPlan withInputQuery(WriteToStream write, LogicalPlan query) {
+    Product p = write;
+    Object[] args = new Object[p.productArity()];
+    for (int i = 0; i < args.length; i++) {
+      args[i] = p.productElementName(i).equals("inputQuery") ? query : p.productElement(i);
+    }
+    for (Method m : WriteToStream.class.getMethods()) {
+      if (m.getName().equals("copy") && m.getParameterCount() == args.length) {
+        try {
+          return (LogicalPlan) m.invoke(write, args);
+        } catch (ReflectiveOperationException e) {
+          return write;
+        }
+      }
+    }
+    return write;
+  }
+}

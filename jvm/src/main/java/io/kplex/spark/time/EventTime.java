@@ -1,0 +1,108 @@
+package io.kplex.spark.time;
+
+import java.io.Serializable;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * kplex's one rule of event time, for batch reads, read-time tables and streams alike
+ * (docs/contract.md, "Late records"). Pure: no Kafka, no Spark.
+ * <ul>
+ *   <li><b>Late.</b> A record is late when its order value is more than
+ *       {@code max_delay_ms} below the largest order value before it on its own source
+ *       partition ({@link Late#BEHIND_PARTITION}); lateness then depends on that
+ *       partition's sequence alone, not on how it was read. A stream adds one case: a record
+ *       below the largest order value already written to its virtual partition
+ *       ({@link Late#BELOW_WRITTEN}), which only a flush on request, or another writer of
+ *       the table, can cause.</li>
+ *   <li><b>Watermark.</b> The smallest ({@code high - max_delay_ms}) over the source
+ *       partitions still open; a partition with no record yet holds it at -infinity.</li>
+ *   <li><b>Release.</b> A record is written once its order value is strictly below the
+ *       watermark: no record still to come on any partition, late ones aside, can sort
+ *       before it.</li>
+ * </ul>
+ * So every pacing of the same input (one batch, micro-batches cut by any rate limit,
+ * runs that end and start again, partitions visible at different moments) writes the same
+ * records in the same order and finds the same late ones.
+ */
+public final class EventTime {
+  private EventTime() {}
+
+  /** Why a record is late, or that it is not. */
+  public enum Late { ON_TIME, BEHIND_PARTITION, BELOW_WRITTEN }
+
+  /** A partition's watermark: its largest order value minus the delay, saturating; MIN before any record. */
+  public static long mark(long high, long maxDelayMs) {
+    return high < Long.MIN_VALUE + maxDelayMs ? Long.MIN_VALUE : high - maxDelayMs;
+  }
+
+  /**
+   * {@code highBefore}: the largest order value before the record on its source partition
+   * (Long.MIN_VALUE: none); {@code written}: the largest already written to its virtual
+   * partition (Long.MIN_VALUE: none).
+   */
+  public static Late judge(long order, long highBefore, long written, long maxDelayMs) {
+    if (order < mark(highBefore, maxDelayMs)) return Late.BEHIND_PARTITION;
+    if (order < written) return Late.BELOW_WRITTEN;
+    return Late.ON_TIME;
+  }
+
+  /**
+   * Where a stream stands between micro-batches: per source partition, the largest order
+   * value read; per virtual partition, the largest written. Immutable; the next epoch's is
+   * made by {@link #after}.
+   */
+  public record Marks(Map<Integer, Long> highs, Map<Integer, Long> written) implements Serializable {
+    public static final Marks NONE = new Marks(Map.of(), Map.of());
+    /** A key of {@code written} that holds for every virtual partition (an older kplex's bound). */
+    public static final int EVERY_VP = -1;
+
+    public Marks {
+      highs = Collections.unmodifiableMap(new TreeMap<>(highs));
+      written = Collections.unmodifiableMap(new TreeMap<>(written));
+    }
+
+    public long high(int partition) {
+      return highs.getOrDefault(partition, Long.MIN_VALUE);
+    }
+
+    public long written(int vp) {
+      return Math.max(written.getOrDefault(vp, Long.MIN_VALUE), written.getOrDefault(EVERY_VP, Long.MIN_VALUE));
+    }
+
+    /**
+     * The watermark over {@code partitions} (the source's, as of the micro-batch): the
+     * smallest of their marks. No partition: MIN (nothing is known, nothing released).
+     */
+    public long watermark(int[] partitions, long maxDelayMs) {
+      if (partitions.length == 0) return Long.MIN_VALUE;
+      long w = Long.MAX_VALUE;
+      for (int p : partitions) w = Math.min(w, mark(high(p), maxDelayMs));
+      return w;
+    }
+
+    /** The partitions whose mark is the watermark (what holds the release back). */
+    public int[] holding(int[] partitions, long maxDelayMs) {
+      long w = watermark(partitions, maxDelayMs);
+      return java.util.Arrays.stream(partitions).filter(p -> mark(high(p), maxDelayMs) == w).toArray();
+    }
+
+    /** These marks raised by a micro-batch's (per partition: largest read; per vp: largest written). */
+    public Marks after(Map<Integer, Long> readHighs, Map<Integer, Long> writtenHighs) {
+      return new Marks(maxMerge(highs, readHighs), maxMerge(written, writtenHighs));
+    }
+
+    /** The larger of both, per virtual partition (the table's marks over several writers). */
+    public Marks withWrittenAtLeast(Map<Integer, Long> floor) {
+      return new Marks(highs, maxMerge(written, floor));
+    }
+  }
+
+  static Map<Integer, Long> maxMerge(Map<Integer, Long> a, Map<Integer, Long> b) {
+    Map<Integer, Long> out = new HashMap<>(a);
+    b.forEach((k, v) -> out.merge(k, v, Math::max));
+    return out;
+  }
+}

@@ -1,0 +1,88 @@
+package io.kplex.spark.write;
+
+import io.kplex.spark.txn.TaskTransaction;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.spark.sql.connector.write.WriterCommitMessage;
+
+/**
+ * A streaming epoch's task messages folded into what its commit needs: the transactions,
+ * the last offset per physical partition, the held-back files, the largest order value
+ * read per source partition and written per virtual partition, and the progress figures.
+ */
+final class EpochTally {
+  final List<TaskTransaction> txns = new ArrayList<>();
+  final long[] lastOffsets;
+  final List<String> heldFiles = new ArrayList<>();
+  final Map<Integer, Long> read = new HashMap<>();
+  final Map<Integer, Long> written = new HashMap<>();
+  private final List<KplexCommitMessage> messages = new ArrayList<>();
+  private long lateBehind;
+  private long lateBelow;
+  private long held;
+  private final long[] times = TaskTimes.none();
+
+  private EpochTally(int physicalPartitions) {
+    lastOffsets = new long[physicalPartitions];
+    Arrays.fill(lastOffsets, -1L);
+  }
+
+  static EpochTally of(int physicalPartitions, WriterCommitMessage[] messages) {
+    EpochTally t = new EpochTally(physicalPartitions);
+    for (WriterCommitMessage m : messages) t.add((EpochCommitMessage) m);
+    return t;
+  }
+
+  private void add(EpochCommitMessage e) {
+    if (e.written != null) {
+      messages.add(e.written);
+      if (e.written.txn != null) txns.add(e.written.txn);
+      for (int p = 0; p < lastOffsets.length; p++) lastOffsets[p] = Math.max(lastOffsets[p], e.written.lastOffsets[p]);
+    }
+    if (e.heldFile != null) heldFiles.add(e.heldFile);
+    e.read.forEach((p, h) -> read.merge(p, h, Math::max));
+    e.writtenHighs.forEach((vp, w) -> written.merge(vp, w, Math::max));
+    lateBehind += e.lateBehind;
+    lateBelow += e.lateBelow;
+    held += e.held;
+    TaskTimes.max(times, e.times);
+  }
+
+  List<KplexCommitMessage> written() {
+    return messages;
+  }
+
+  /** The epoch's sink metrics in the query's progress. */
+  Map<String, String> figures(long epoch, int virtualPartitions, long watermark, int[] holding, long commitMs) {
+    Map<String, String> f = new LinkedHashMap<>();
+    f.put("epoch", Long.toString(epoch));
+    f.put("rowsPerVirtualPartition", rowsPerVp(virtualPartitions));
+    f.put("lateRecords", Long.toString(lateBehind + lateBelow));
+    f.put("lateBehindPartition", Long.toString(lateBehind));
+    f.put("lateBelowWritten", Long.toString(lateBelow));
+    f.put("heldRecords", Long.toString(held));
+    f.put("watermark", Long.toString(watermark));
+    f.put("watermarkHeldBy", Arrays.toString(holding));
+    for (int i = 0; i < times.length; i++) f.put(TaskTimes.NAMES[i], Long.toString(times[i]));
+    f.put("commitMs", Long.toString(commitMs));
+    return f;
+  }
+
+  private String rowsPerVp(int virtualPartitions) {
+    long[] perVp = new long[virtualPartitions];
+    for (KplexCommitMessage m : messages) {
+      for (int vp = 0; vp < perVp.length; vp++) perVp[vp] += m.rowsPerVp[vp];
+    }
+    StringBuilder out = new StringBuilder("{");
+    for (int vp = 0; vp < perVp.length; vp++) {
+      if (perVp[vp] == 0) continue;
+      if (out.length() > 1) out.append(',');
+      out.append('"').append(vp).append("\":").append(perVp[vp]);
+    }
+    return out.append('}').toString();
+  }
+}
