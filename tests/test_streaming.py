@@ -117,7 +117,9 @@ def test_a_running_query_holds_its_table_and_frees_it_when_stopped(spark, bootst
     source, target = fresh_name("views_held_table"), fresh_name("by_user_held_table")
     datagen.generate_pageviews(bootstrap, source, 300, partitions=3, users=15, seed=31)
     create(spark, target, delay_ms=0)
-    query = stream(spark, source, target, tmp_path / "chk").trigger(processingTime="1 second").start()
+    # The input stops: after 2 s without a record, the query releases what it holds (a flush on request).
+    query = (stream(spark, source, target, tmp_path / "chk", idleReleaseMs="2000")
+             .trigger(processingTime="1 second").start())
     insert = f"INSERT INTO kplex.{target} SELECT {', '.join(SELECT)} FROM kplex.{source}"
     try:
         assert wait_for(300, bootstrap, target) == 300
@@ -153,7 +155,7 @@ def test_a_record_later_than_the_bound_meets_the_late_policy(spark, bootstrap, f
             run_available_now(spark, source, target, tmp_path / "chk")
         # The record, its order value, the bound it missed and why.
         message = str(failure.value)
-        assert "key User_late and order value 1000000" in message, message[:2000]
+        assert "key 'User_late' and order value 1000000" in message, message[:2000]
         assert "more than kplex.max_delay_ms = 1000 behind the largest order value before it on its source" \
             " partition (it had to be at least 1003900)" in message, message[:2000]
         assert f"({source}-" in message and " offset 50)" in message, message[:2000]
@@ -353,6 +355,9 @@ def test_the_declarative_pipeline_runs_end_to_end_through_its_cli(bootstrap, fre
                         .replace("file:///tmp/kplex-pipelines/pageviews_by_user", (tmp_path / "storage").as_uri())
                         .replace("pageviews_by_user_pipeline", target)
                         .replace("STREAM(kplex.pageviews)", f"STREAM(kplex.{source})"))
+    # This update is the last: it releases every record it holds (a scheduled update would not).
+    spec = pipeline / "spark-pipeline.yml"
+    spec.write_text(spec.read_text() + "configuration:\n  kplex.stream.releaseAtEnd: \"true\"\n")
     done = subprocess.run([sys.executable, "-m", "kplex", "pipeline", "run", str(pipeline), "--bootstrap", bootstrap,
                            "--master", "local[2]"], capture_output=True, text=True, timeout=600,
                           env={**os.environ, "PYTHONPATH": str(ROOT / "python")})
@@ -368,7 +373,8 @@ spark = kplex_session({bootstrap!r}, master="local-cluster[2,1,1024]", conf={{
     "spark.stage.maxConsecutiveAttempts": "8", **{conf!r}}})
 spark.sparkContext.setLogLevel("ERROR")
 print("APP", spark.sparkContext.applicationId, flush=True)
-q = (spark.readStream.format("kplex").option("table", {source!r}).option("maxOffsetsPerTrigger", "300").load()
+q = (spark.readStream.format("kplex").option("table", {source!r}).option("maxOffsetsPerTrigger", "300")
+     .option("releaseAtEnd", "true").load()
      .selectExpr({select!r}[0], {select!r}[1], {select!r}[2])
      .writeStream.format("kplex").option("table", {target!r}).option("checkpointLocation", {chk!r})
      .trigger(availableNow=True).start())

@@ -200,19 +200,17 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
       // partition) is kept: planning reports it as data loss.
       until.put(e.getKey(), e.getValue());
     }
-    Map<Integer, Long> available = until;
     if (limit instanceof ReadMaxRows) {
       until = capped(from, until, ((ReadMaxRows) limit).maxRows());
     } else if (!(limit instanceof ReadAllAvailable) && maxOffsetsPerTrigger > 0) {
       until = capped(from, until, maxOffsetsPerTrigger);
     }
-    boolean caughtUp = until.equals(available);
     // Partitions that vanished stay in the offset so that planning reports the loss.
     for (Map.Entry<Integer, Long> e : start.next.entrySet()) until.putIfAbsent(e.getKey(), e.getValue());
     if (!until.equals(start.next)) {
       lastDataAt = System.currentTimeMillis();
       dataSinceFlush = true;
-      return new SourceOffset(conf.topic, until, start.flushes, caughtUp);
+      return new SourceOffset(conf.topic, until, start.flushes);
     }
     // No new record: once the input is idle (AvailableNow at its end, or nothing for
     // idleReleaseMs), one more micro-batch tells a kplex sink to release what it holds.
@@ -257,8 +255,7 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
   public InputPartition[] planInputPartitions(Offset startOffset, Offset endOffset) {
     SourceOffset start = (SourceOffset) startOffset;
     SourceOffset end = (SourceOffset) endOffset;
-    HeldRelease.signal(new HeldRelease.Signal(conf.topic,
-        end.next.keySet().stream().mapToInt(Integer::intValue).sorted().toArray(), end.flushes > start.flushes));
+    HeldRelease.signal(new HeldRelease.Signal(conf.topic, orderedPartitions(end), end.flushes > start.flushes));
     // Spark asks several times per micro-batch (each copy of the plan): plan once.
     Planned before = lastPlanned;
     if (before != null && before.start.equals(start) && before.end.equals(end)) return before.partitions.clone();
@@ -292,6 +289,18 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     InputPartition[] planned = parts.toArray(new InputPartition[0]);
     lastPlanned = new Planned(start, end, planned);
     return planned;
+  }
+
+  /**
+   * The partitions each of which is in event-time order but for bounded disorder, whose
+   * watermark releases a kplex sink's held records: a plain topic's partitions; a kplex
+   * table's virtual partitions (each in order: its physical partitions interleave them).
+   */
+  private int[] orderedPartitions(SourceOffset end) {
+    if (conf.kind == ReadConf.Kind.DERIVED && conf.virtualPartitions > 0) {
+      return java.util.stream.IntStream.range(0, conf.virtualPartitions).toArray();
+    }
+    return end.next.keySet().stream().mapToInt(Integer::intValue).sorted().toArray();
   }
 
   /** The partitions planned for one (start, end). */

@@ -27,28 +27,18 @@ public final class SourceOffset extends Offset {
    */
   final long flushes;
   private static final String FLUSHES = "kplex.flushes";
-  /**
-   * Whether the micro-batch ending here read every partition up to its last stable offset
-   * of the moment it was planned (no {@code maxOffsetsPerTrigger} cut): all partitions are
-   * then cut at one moment, and a kplex sink releases with this batch's own watermark
-   * ({@link io.kplex.spark.stream.HeldRelease}).
-   */
-  final boolean caughtUp;
-  private static final String CAUGHT_UP = "kplex.caught_up";
-
-  SourceOffset(String topic, Map<Integer, Long> next, long flushes, boolean caughtUp) {
+  SourceOffset(String topic, Map<Integer, Long> next, long flushes) {
     this.topic = topic;
     this.next = Collections.unmodifiableMap(new TreeMap<>(next));
     this.flushes = flushes;
-    this.caughtUp = caughtUp;
   }
 
   SourceOffset(String topic, Map<Integer, Long> next) {
-    this(topic, next, 0, false);
+    this(topic, next, 0);
   }
 
   SourceOffset flushed() {
-    return new SourceOffset(topic, next, flushes + 1, caughtUp);
+    return new SourceOffset(topic, next, flushes + 1);
   }
 
   @Override
@@ -57,7 +47,6 @@ public final class SourceOffset extends Offset {
     ObjectNode parts = root.putObject(topic);
     next.forEach((p, o) -> parts.put(Integer.toString(p), o));
     if (flushes > 0) root.put(FLUSHES, flushes);
-    if (caughtUp) root.put(CAUGHT_UP, true);
     return root.toString();
   }
 
@@ -74,7 +63,8 @@ public final class SourceOffset extends Offset {
         Map.Entry<String, JsonNode> e = it.next();
         next.put(Integer.parseInt(e.getKey()), e.getValue().asLong());
       }
-      return new SourceOffset(topic, next, root.path(FLUSHES).asLong(0), root.path(CAUGHT_UP).asBoolean(false));
+      // (An older kplex also wrote "kplex.caught_up"; the event-time rule no longer needs it.)
+      return new SourceOffset(topic, next, root.path(FLUSHES).asLong(0));
     } catch (IOException | NumberFormatException e) {
       throw new KplexException("CHECKPOINT", "unreadable offsets in the checkpoint: " + json, e);
     }

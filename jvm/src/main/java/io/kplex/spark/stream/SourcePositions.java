@@ -26,7 +26,8 @@ import scala.jdk.javaapi.CollectionConverters;
  * An analyzer rule: a streaming query that writes a kplex table from kplex's source,
  * through projections and filters (the usual {@code SELECT kplex_key(..), kplex_order(..),
  * value FROM STREAM(kplex.topic) WHERE ..}), also writes each row's source position: its
- * partition, offset and timestamp, and the largest order value before it on its partition
+ * partition (a kplex table's: its virtual partition), offset and timestamp, and the largest
+ * order value before it on that partition
  * in the micro-batch ({@link HighBefore}), as hidden columns
  * ({@link WriteSchema#POSITION_COLUMNS}). With them the sink judges lateness per source
  * partition and releases by the slowest partition ({@link io.kplex.spark.time.EventTime}),
@@ -35,7 +36,8 @@ import scala.jdk.javaapi.CollectionConverters;
  */
 public final class SourcePositions extends Rule<LogicalPlan> {
   /** A plan that outputs what its original did, then the source's partition, offset and timestamp. */
-  private record Positioned(LogicalPlan plan, Attribute partition, Attribute offset, Attribute timestamp) {}
+  private record Positioned(LogicalPlan plan, Attribute partition, Attribute offset, Attribute timestamp,
+      Attribute ordered) {}
 
   @Override
   public LogicalPlan apply(LogicalPlan plan) {
@@ -57,9 +59,10 @@ public final class SourcePositions extends Rule<LogicalPlan> {
     columns.add(alias(found.partition, 0));
     columns.add(alias(found.offset, 1));
     columns.add(alias(found.timestamp, 2));
+    columns.add(alias(found.ordered, 3));
     Expression high = new ApplyFunctionExpression(new HighBefore(orderColumn.dataType()),
-        seq(List.of(orderColumn, found.partition)));
-    columns.add(alias(high, 3));
+        seq(List.of(orderColumn, found.ordered)));
+    columns.add(alias(high, 4));
     return withInputQuery(write, new Project(seq(columns), found.plan));
   }
 
@@ -72,17 +75,19 @@ public final class SourcePositions extends Rule<LogicalPlan> {
   private static Positioned positioned(LogicalPlan p) {
     if (p instanceof StreamingRelationV2 r) {
       if (!(r.table() instanceof KplexTable)) return null;
-      Attribute partition = null, offset = null, timestamp = null;
+      Attribute partition = null, offset = null, timestamp = null, vpartition = null;
       for (Attribute a : CollectionConverters.asJava(r.output())) {
         switch (a.name()) {
           case "partition" -> partition = a;
+          case "vpartition" -> vpartition = a;
           case "offset" -> offset = a;
           case "timestamp" -> timestamp = a;
           default -> { }
         }
       }
+      // A kplex table is in order per virtual partition (its physical ones interleave them).
       return partition == null || offset == null || timestamp == null ? null
-          : new Positioned(r, partition, offset, timestamp);
+          : new Positioned(r, partition, offset, timestamp, vpartition != null ? vpartition : partition);
     }
     if (p instanceof Project project) {
       Positioned child = positioned(project.child());
@@ -91,13 +96,15 @@ public final class SourcePositions extends Rule<LogicalPlan> {
       list.add(child.partition);
       list.add(child.offset);
       list.add(child.timestamp);
-      return new Positioned(new Project(seq(list), child.plan), child.partition, child.offset, child.timestamp);
+      if (child.ordered != child.partition) list.add(child.ordered);
+      return new Positioned(new Project(seq(list), child.plan), child.partition, child.offset, child.timestamp,
+          child.ordered);
     }
     if (p instanceof Filter || p instanceof SubqueryAlias) {
       Positioned child = positioned(p.children().head());
       if (child == null) return null;
       return new Positioned(p.withNewChildren(seq(List.of(child.plan))), child.partition, child.offset,
-          child.timestamp);
+          child.timestamp, child.ordered);
     }
     return null;
   }

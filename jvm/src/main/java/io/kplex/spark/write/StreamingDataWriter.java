@@ -120,7 +120,7 @@ final class StreamingDataWriter implements DataWriter<InternalRow> {
       throw Errors.streamingPlacement(e.vp(), partitionId, numPartitions);
     }
     if (schema.positioned()) {
-      gate.add(e, unsafe.getInt(schema.sourcePartition),
+      gate.add(e, unsafe.isNullAt(schema.orderedPartition) ? 0 : unsafe.getInt(schema.orderedPartition),
           unsafe.isNullAt(schema.highBefore) ? Long.MIN_VALUE : unsafe.getLong(schema.highBefore));
     } else {
       gate.add(e, 0, Long.MIN_VALUE);

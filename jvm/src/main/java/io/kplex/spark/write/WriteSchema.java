@@ -39,13 +39,15 @@ public final class WriteSchema implements Serializable {
   final int sourcePartition;
   final int sourceOffset;
   final int sourceTimestamp;
+  /** The partition the event-time rule judges the row on: the source partition, or a kplex table's virtual partition. */
+  final int orderedPartition;
   final int highBefore;
   final StructType schema;
 
   /** The hidden columns of a streaming write's source positions, in this order. */
   public static final List<String> POSITION_COLUMNS =
       List.of("__kplex_source_partition", "__kplex_source_offset", "__kplex_source_timestamp",
-          "__kplex_high_before");
+          "__kplex_ordered_partition", "__kplex_high_before");
 
   private WriteSchema(StructType schema, int key, int order, int value, int headers) {
     this.schema = schema;
@@ -57,12 +59,13 @@ public final class WriteSchema implements Serializable {
     this.sourcePartition = names.indexOf(POSITION_COLUMNS.get(0));
     this.sourceOffset = names.indexOf(POSITION_COLUMNS.get(1));
     this.sourceTimestamp = names.indexOf(POSITION_COLUMNS.get(2));
-    this.highBefore = names.indexOf(POSITION_COLUMNS.get(3));
+    this.orderedPartition = names.indexOf(POSITION_COLUMNS.get(3));
+    this.highBefore = names.indexOf(POSITION_COLUMNS.get(4));
   }
 
   /** Whether rows carry their source position (a streaming write from kplex's source). */
   boolean positioned() {
-    return sourcePartition >= 0 && highBefore >= 0;
+    return sourcePartition >= 0 && orderedPartition >= 0 && highBefore >= 0;
   }
 
   /** The index of the order column of a written schema (the rules of {@link #resolve}). */
