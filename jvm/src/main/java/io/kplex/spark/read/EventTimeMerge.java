@@ -1,5 +1,6 @@
 package io.kplex.spark.read;
 
+import io.kplex.spark.time.EventTime;
 import io.kplex.spark.wire.OrderValues;
 import java.util.Comparator;
 import java.util.PriorityQueue;
@@ -7,7 +8,8 @@ import java.util.PriorityQueue;
 /**
  * Merges the records of several source partitions into one event-time order, with a
  * declared bound on lateness ({@code kplex.max_delay_ms}), as the original kplex does.
- * Pure logic: no Kafka, no Spark. {@code python/kplex/merge.py} implements the same rules; both are pinned by the shared vectors in {@code tests/vectors/event_time_merge.json}.
+ * Pure logic: no Kafka, no Spark. The rule itself is {@link EventTime}'s, which the streaming
+ * sink applies too. {@code python/kplex/merge.py} implements the same rules; both are pinned by the shared vectors in {@code tests/vectors/event_time_merge.json}.
  *
  * <ul>
  *   <li><b>Late.</b> Every record of every source partition goes through {@link #isLate}
@@ -75,13 +77,12 @@ final class EventTimeMerge<T> {
 
   /** The source's own watermark: its largest order value minus maxDelay, saturating. */
   private long mark(int source) {
-    if (!seen[source]) return Long.MIN_VALUE;
-    long h = high[source];
-    return h < Long.MIN_VALUE + maxDelay ? Long.MIN_VALUE : h - maxDelay;
+    return seen[source] ? EventTime.mark(high[source], maxDelay) : Long.MIN_VALUE;
   }
 
   boolean isLate(int source, long order) {
-    return order < mark(source);
+    return EventTime.judge(order, seen[source] ? high[source] : Long.MIN_VALUE, Long.MIN_VALUE, maxDelay)
+        != EventTime.Late.ON_TIME;
   }
 
   /** Records a record that is not late (of any virtual partition) on its source. */

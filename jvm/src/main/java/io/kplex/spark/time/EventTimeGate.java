@@ -118,7 +118,7 @@ public final class EventTimeGate<T> {
     long bound = commitBound();
     List<Item<T>> held = new ArrayList<>();
     for (Item<T> item : pending) {
-      if (item.order < bound) {
+      if (releaseAll || item.order < bound) {  // all: Long.MAX_VALUE itself too
         write(item);
       } else {
         held.add(item);
