@@ -160,6 +160,15 @@ public class KplexCatalog implements TableCatalog, FunctionCatalog {
         store.deleteTopic(def.get().topic());
       }
       store.removeDefinition(table);
+      // A table created again under this name starts with no marks of what was written
+      // (best effort: a principal that may drop a table but not write kplex's commit log
+      // leaves them; a new table of that name then starts above them).
+      try {
+        new io.kplex.spark.txn.CommitLog(store).forgetMarks(table);
+      } catch (RuntimeException e) {
+        org.slf4j.LoggerFactory.getLogger(KplexCatalog.class).warn(
+            "kplex: table {} dropped; its epoch marks in {} stay: {}", table, io.kplex.spark.txn.CommitLog.TOPIC, e.toString());
+      }
       return true;
     }
   }

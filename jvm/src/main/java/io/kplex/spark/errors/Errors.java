@@ -242,9 +242,9 @@ public final class Errors {
     String why = behind
         ? "it is more than " + KplexOptions.MAX_DELAY_MS + " = " + maxDelayMs + " behind the largest order value"
             + " before it on its source partition (it had to be at least " + bound + ")"
-        : "virtual partition " + vp + " already holds records up to order value " + bound + " (written by a flush"
-            + " at the end of the input, after an idle period, or by another query or an earlier checkpoint of"
-            + " this table), and a virtual partition never goes back";
+        : "virtual partition " + vp + " already holds records up to order value " + bound + " (written earlier:"
+            + " by another INSERT or streaming query, or by a stream's flush at the end of its input or after an"
+            + " idle period), and a virtual partition never goes back";
     return new KplexException("LATE_RECORD", record + why + ". Raise '" + KplexOptions.MAX_DELAY_MS + "', or set '"
         + KplexOptions.LATE_POLICY + "' to 'drop' or 'side_topic' (with '" + KplexOptions.LATE_TOPIC + "').");
   }

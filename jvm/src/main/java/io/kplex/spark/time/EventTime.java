@@ -64,6 +64,11 @@ public final class EventTime {
       written = Collections.unmodifiableMap(new TreeMap<>(written));
     }
 
+    /** Marks of what is written alone (a batch write's floor). */
+    public static Marks of(Map<Integer, Long> written) {
+      return new Marks(Map.of(), written);
+    }
+
     public long high(int partition) {
       return highs.getOrDefault(partition, Long.MIN_VALUE);
     }

@@ -100,6 +100,16 @@ public final class CommitLog {
     return out;
   }
 
+  /** Removes every epoch mark of {@code table} (it was dropped). */
+  public void forgetMarks(String table) {
+    String prefix = EpochMark.key(table, "");
+    Map<String, byte[]> gone = new LinkedHashMap<>();
+    topic.readAll().forEach((key, json) -> {
+      if (json != null && key.startsWith(prefix)) gone.put(key, null);
+    });
+    if (!gone.isEmpty()) topic.putAll(gone);
+  }
+
   public Optional<Pending> pending(String table) {
     return Optional.ofNullable(topic.readAll().get(table)).map(CommitLog::fromJson);
   }

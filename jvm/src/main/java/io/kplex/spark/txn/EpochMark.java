@@ -27,6 +27,8 @@ import io.kplex.spark.time.EventTime;
 public record EpochMark(String table, String query, long epoch, EventTime.Marks marks, List<String> held)
     implements Serializable {
   private static final ObjectMapper JSON = new ObjectMapper();
+  /** The "query" of a table's batch INSERTs: their mark holds only what they wrote per virtual partition. */
+  public static final String INSERTS = "_inserts";
 
   /** Before a query's first epoch: nothing read, nothing written, nothing held. */
   public static EpochMark start(String table, String query) {

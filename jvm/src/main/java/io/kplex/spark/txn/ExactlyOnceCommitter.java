@@ -7,6 +7,7 @@ import io.kplex.spark.kafka.KafkaTopics;
 import io.kplex.spark.testing.FaultInjection;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.function.Function;
@@ -150,6 +151,11 @@ public final class ExactlyOnceCommitter {
       return new EpochMark(table, query, last.epoch(), last.marks().withWrittenAtLeast(log.writtenHighs(table)),
           last.held());
     });
+  }
+
+  /** Per virtual partition, the largest order value any writer recorded for this table. */
+  public Map<Integer, Long> writtenHighs() {
+    return withKafka(admin -> new CommitLog(admin).writtenHighs(table));
   }
 
   /** Records an at-least-once epoch: its rows are flushed, there is no transaction to commit. */

@@ -1,11 +1,15 @@
 package io.kplex.spark.write;
 
 import io.kplex.spark.conf.WriteConf;
+import io.kplex.spark.time.EventTime;
+import io.kplex.spark.txn.EpochMark;
 import io.kplex.spark.txn.ExactlyOnceCommitter;
 import io.kplex.spark.txn.TaskTransaction;
 import io.kplex.spark.txn.WriterLease;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import org.apache.spark.sql.connector.write.BatchWrite;
 import org.apache.spark.sql.connector.write.DataWriterFactory;
 import org.apache.spark.sql.connector.write.PhysicalWriteInfo;
@@ -19,6 +23,8 @@ final class KplexBatchWrite implements BatchWrite {
   private WriterLease lease;
   /** When the write started, on the driver's clock: no task transaction is older. */
   private long startedMs;
+  /** Per virtual partition, the largest order value the table held when the write started. */
+  private Map<Integer, Long> floor = Map.of();
 
   KplexBatchWrite(WriteConf conf, WriteSchema schema, String queryId) {
     this.conf = conf;
@@ -32,8 +38,11 @@ final class KplexBatchWrite implements BatchWrite {
     lease = WriterLease.acquire(conf.kafka, conf.table, queryId);
     startedMs = System.currentTimeMillis();
     // Before any task writes: finish or fence what an earlier, crashed write left open.
-    committer().recover();
-    return new KplexWriterFactory(conf, schema);
+    ExactlyOnceCommitter committer = committer();
+    committer.recover();
+    // Under the claim: what the table holds per virtual partition (every writer's marks).
+    floor = committer.writtenHighs();
+    return new KplexWriterFactory(conf, schema, floor);
   }
 
   @Override
@@ -62,9 +71,27 @@ final class KplexBatchWrite implements BatchWrite {
         if (k.txn != null) txns.add(k.txn);
         for (int p = 0; p < last.length; p++) last[p] = Math.max(last[p], k.lastOffsets[p]);
       }
-      committer().commit(queryId, txns, last, startedMs);
+      committer().commit(queryId, txns, last, writtenMark(messages), startedMs);
+    } else {
+      committer().mark(writtenMark(messages));
     }
     WriteSummary.record(conf, messages);
+  }
+
+  /**
+   * The table's INSERTs' mark ({@link EpochMark#INSERTS}): per virtual partition, the largest
+   * order value written, this write's raised over what the table held, recorded with the
+   * commit, so a later INSERT or streaming query never goes below it.
+   */
+  private EpochMark writtenMark(WriterCommitMessage[] messages) {
+    Map<Integer, Long> written = new HashMap<>(floor);
+    for (WriterCommitMessage m : messages) {
+      long[] highs = ((KplexCommitMessage) m).highs;
+      for (int vp = 0; vp < highs.length; vp++) {
+        if (highs[vp] != Long.MIN_VALUE) written.merge(vp, highs[vp], Math::max);
+      }
+    }
+    return new EpochMark(conf.table, EpochMark.INSERTS, 0, EventTime.Marks.of(written), List.of());
   }
 
   @Override

@@ -15,12 +15,16 @@ final class KplexCommitMessage implements WriterCommitMessage {
   final TaskTransaction txn;
   /** Per physical partition, the offset of the task's last record there, or -1. */
   final long[] lastOffsets;
+  /** Per virtual partition, the largest order value the task wrote, or Long.MIN_VALUE. */
+  final long[] highs;
 
-  KplexCommitMessage(int partitionId, long[] rowsPerVp, long dropped, TaskTransaction txn, long[] lastOffsets) {
+  KplexCommitMessage(int partitionId, long[] rowsPerVp, long dropped, TaskTransaction txn, long[] lastOffsets,
+      long[] highs) {
     this.partitionId = partitionId;
     this.rowsPerVp = rowsPerVp;
     this.dropped = dropped;
     this.txn = txn;
     this.lastOffsets = lastOffsets;
+    this.highs = highs;
   }
 }

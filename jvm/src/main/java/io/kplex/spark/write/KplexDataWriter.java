@@ -5,6 +5,7 @@ import io.kplex.spark.errors.Errors;
 import io.kplex.spark.errors.KplexException;
 import io.kplex.spark.kafka.AccessErrors;
 import io.kplex.spark.testing.FaultInjection;
+import io.kplex.spark.time.EventTime;
 import io.kplex.spark.txn.ExactlyOnceCommitter;
 import io.kplex.spark.txn.TaskTransaction;
 import io.kplex.spark.txn.TransactionResumer;
@@ -76,7 +77,20 @@ public final class KplexDataWriter implements DataWriter<InternalRow> {
   private CompletableFuture<Void> opening;
   private RuntimeException openFailure;
 
+  /**
+   * A batch write's floor per virtual partition: the largest order value the table holds
+   * there (another writer's); a record below it is late. Null: none (a stream's gate judges).
+   */
+  private final long[] floor;
+  /** The largest order value this task wrote per virtual partition (Long.MIN_VALUE: none). */
+  private final long[] highs;
+
   KplexDataWriter(WriteConf conf, WriteSchema schema, int partitionId, int stageAttempt, int attempt) {
+    this(conf, schema, partitionId, stageAttempt, attempt, null);
+  }
+
+  KplexDataWriter(WriteConf conf, WriteSchema schema, int partitionId, int stageAttempt, int attempt,
+      Map<Integer, Long> floor) {
     this.conf = conf;
     this.schema = schema;
     this.partitionId = partitionId;
@@ -88,6 +102,14 @@ public final class KplexDataWriter implements DataWriter<InternalRow> {
     this.binaryValue = schema.type(schema.value) instanceof BinaryType;
     this.vpHeaders = new Header[conf.virtualPartitions];
     this.rowsPerVp = new long[conf.virtualPartitions];
+    this.highs = new long[conf.virtualPartitions];
+    Arrays.fill(highs, Long.MIN_VALUE);
+    if (floor == null || floor.isEmpty()) {
+      this.floor = null;
+    } else {
+      this.floor = new long[conf.virtualPartitions];
+      for (int vp = 0; vp < this.floor.length; vp++) this.floor[vp] = EventTime.Marks.of(floor).written(vp);
+    }
     this.lastOffsets = new long[conf.physicalPartitions];
     java.util.Arrays.fill(lastOffsets, -1L);
     Map<String, Object> props = conf.kafka.producer();
@@ -172,6 +194,11 @@ public final class KplexDataWriter implements DataWriter<InternalRow> {
       orderValue = order.read(row, schema.order);
     }
     int vp = Placement.virtualPartition(keyBytes, conf.virtualPartitions);
+    if (floor != null && orderValue < floor[vp]) {
+      late(row, keyBytes, vp, orderValue);
+      return;
+    }
+    if (orderValue > highs[vp]) highs[vp] = orderValue;
     // A Collection: ProducerRecord copies it into its own headers in one step.
     List<Header> headers;
     Header orderHeader = new RecordHeader(KplexHeaders.ORDER, KplexHeaders.ascii(orderValue));
@@ -191,6 +218,25 @@ public final class KplexDataWriter implements DataWriter<InternalRow> {
     rows++;
     if (faults != null) {
       faults.afterRow(partitionId, faultAttempt, rows, producer::flush);
+    }
+  }
+
+  /**
+   * A batch write's record below what the table already holds on its virtual partition
+   * (written by another INSERT or a streaming query): the virtual partition never goes back,
+   * so it meets {@code kplex.late_policy}.
+   */
+  private void late(InternalRow row, byte[] keyBytes, int vp, long orderValue) {
+    switch (conf.latePolicy) {
+      case "drop":
+        dropped++;
+        return;
+      case "side_topic":
+        sendLate(row, keyBytes, vp, orderValue, conf.lateTopic, null, -1, -1, null);
+        return;
+      default:
+        throw Errors.lateStreamRecord(conf.table, KeyBytes.printable(keyBytes), orderValue, vp, false, floor[vp],
+            conf.maxDelayMs, null);
     }
   }
 
@@ -253,7 +299,7 @@ public final class KplexDataWriter implements DataWriter<InternalRow> {
     if (opening != null && rows + sideRows == 0) {
       // Exactly once, and nothing sent: no transaction to wait for, nor for the driver to
       // commit (close abandons the one still opening).
-      return new KplexCommitMessage(partitionId, rowsPerVp, dropped, null, lastOffsets);
+      return new KplexCommitMessage(partitionId, rowsPerVp, dropped, null, lastOffsets, highs);
     }
     awaitOpen();
     checkFailure();
@@ -264,7 +310,7 @@ public final class KplexDataWriter implements DataWriter<InternalRow> {
       var id = TransactionResumer.idAndEpoch(producer);
       txn = new TaskTransaction(transactionalId, id.producerId, id.epoch);
     }
-    return new KplexCommitMessage(partitionId, rowsPerVp, dropped, txn, lastOffsets);
+    return new KplexCommitMessage(partitionId, rowsPerVp, dropped, txn, lastOffsets, highs);
   }
 
   @Override
