@@ -237,3 +237,34 @@ def test_a_transactional_upstream_seen_half_committed_makes_nothing_late_downstr
     assert late(first) == late(last) == 0
     report = verify.check_derived_topic(bootstrap, upstream, downstream, 9, 3)
     assert report.ok and report.derived_count == 1_500, report.summary()
+
+
+def test_an_insert_into_a_table_holding_later_records_never_takes_a_virtual_partition_back(
+        spark, bootstrap, fresh_name, tmp_path):
+    source, target = fresh_name("views_insert_again"), fresh_name("by_user_insert_again")
+    datagen.generate_pageviews(bootstrap, source, 600, partitions=3, users=15, seed=31, out_of_order_ms=2_000)
+    create(spark, target, delay_ms=DELAY_MS)
+    insert = f"INSERT INTO kplex.{target} SELECT {', '.join(SELECT)} FROM kplex.{source}"
+    # A streaming query wrote the table first; the INSERT of the same records comes after.
+    available_now(spark, source, target, tmp_path / "chk", releaseAtEnd="true")
+    assert_exactly_once_in_order(bootstrap, source, target, 600)
+    try:
+        spark.sql(insert)
+        raise AssertionError("the INSERT below what the table holds was accepted")
+    except Exception as e:  # noqa: BLE001 - the error class is kplex's LateRecordError
+        assert "KPLEX_LATE_RECORD" in str(e) and "already holds records up to order value" in str(e), str(e)[:2000]
+    before = verify.read_topic(bootstrap, target)
+    assert len(before) == 600  # the failed INSERT wrote nothing
+    # Under 'drop', only the records at each virtual partition's highest order value go in.
+    # kplex tables cannot be altered: here the policy is the write's option.
+    (spark.read.format("kplex").option("table", source).load().selectExpr(*SELECT)
+     .write.format("kplex").option("table", target).option("kplex.late_policy", "drop").mode("append").save())
+    records = verify.read_topic(bootstrap, target)
+    tops = {vp: max(json.loads(v)["viewtime"] for v in values)
+            for vp, values in verify.virtual_partition_sequences(before).items()}
+    at_top = sum(1 for vp, values in verify.virtual_partition_sequences(before).items()
+                 for v in values if json.loads(v)["viewtime"] == tops[vp])
+    assert len(records) == 600 + at_top
+    for vp, values in verify.virtual_partition_sequences(records).items():
+        orders = [json.loads(v)["viewtime"] for v in values]
+        assert orders == sorted(orders), f"virtual partition {vp} went back"
