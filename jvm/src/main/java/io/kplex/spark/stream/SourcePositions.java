@@ -2,7 +2,6 @@ package io.kplex.spark.stream;
 
 import io.kplex.spark.catalog.KplexTable;
 import io.kplex.spark.write.WriteSchema;
-import java.lang.reflect.Method;
 import java.util.ArrayList;
 import java.util.List;
 import org.apache.spark.sql.catalyst.expressions.Alias;
@@ -18,7 +17,6 @@ import org.apache.spark.sql.catalyst.rules.Rule;
 import org.apache.spark.sql.catalyst.streaming.StreamingRelationV2;
 import org.apache.spark.sql.catalyst.streaming.WriteToStream;
 import scala.Option;
-import scala.Product;
 import scala.collection.immutable.Seq;
 import scala.jdk.javaapi.CollectionConverters;
 
@@ -63,7 +61,7 @@ public final class SourcePositions extends Rule<LogicalPlan> {
     Expression high = new ApplyFunctionExpression(new HighBefore(orderColumn.dataType()),
         seq(List.of(orderColumn, found.ordered)));
     columns.add(alias(high, 4));
-    return withInputQuery(write, new Project(seq(columns), found.plan));
+    return WriteToStreams.with(write, "inputQuery", new Project(seq(columns), found.plan));
   }
 
   private static NamedExpression alias(Expression e, int column) {
@@ -111,24 +109,5 @@ public final class SourcePositions extends Rule<LogicalPlan> {
 
   private static <T> Seq<T> seq(List<T> list) {
     return CollectionConverters.asScala(list).toList();
-  }
-
-  /** {@code write.copy(inputQuery = ...)} by field name: WriteToStream's fields differ between Spark versions. */
-  private static LogicalPlan withInputQuery(WriteToStream write, LogicalPlan query) {
-    Product p = write;
-    Object[] args = new Object[p.productArity()];
-    for (int i = 0; i < args.length; i++) {
-      args[i] = p.productElementName(i).equals("inputQuery") ? query : p.productElement(i);
-    }
-    for (Method m : WriteToStream.class.getMethods()) {
-      if (m.getName().equals("copy") && m.getParameterCount() == args.length) {
-        try {
-          return (LogicalPlan) m.invoke(write, args);
-        } catch (ReflectiveOperationException e) {
-          return write;
-        }
-      }
-    }
-    return write;
   }
 }

@@ -1,13 +1,11 @@
 package io.kplex.spark.stream;
 
 import io.kplex.spark.catalog.KplexTable;
-import java.lang.reflect.Method;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.rules.Rule;
 import org.apache.spark.sql.catalyst.streaming.WriteToStream;
 import org.apache.spark.sql.connector.catalog.Identifier;
 import scala.Option;
-import scala.Product;
 import scala.Tuple2;
 
 /**
@@ -26,21 +24,6 @@ public final class StreamingSinkCatalog extends Rule<LogicalPlan> {
     if (table.catalog().isEmpty()) return plan;
     Option<Tuple2<org.apache.spark.sql.connector.catalog.TableCatalog, Identifier>> withCatalog =
         Option.apply(new Tuple2<>(table.catalog().get(), Identifier.of(new String[0], table.name())));
-    // copy(...) by its field names: WriteToStream's fields differ between Spark versions.
-    Product p = write;
-    Object[] args = new Object[p.productArity()];
-    for (int i = 0; i < args.length; i++) {
-      args[i] = p.productElementName(i).equals("catalogAndIdent") ? withCatalog : p.productElement(i);
-    }
-    for (Method m : WriteToStream.class.getMethods()) {
-      if (m.getName().equals("copy") && m.getParameterCount() == args.length) {
-        try {
-          return (LogicalPlan) m.invoke(write, args);
-        } catch (ReflectiveOperationException e) {
-          return plan;
-        }
-      }
-    }
-    return plan;
+    return WriteToStreams.with(write, "catalogAndIdent", withCatalog);
   }
 }
