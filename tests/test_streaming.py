@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -116,11 +117,15 @@ def test_a_running_query_holds_its_table_and_frees_it_when_stopped(spark, bootst
     the INSERT right after query.stop() finds the table free."""
     source, target = fresh_name("views_held_table"), fresh_name("by_user_held_table")
     datagen.generate_pageviews(bootstrap, source, 300, partitions=3, users=15, seed=31)
+    # The INSERT brings later records: a virtual partition never goes back below what the query wrote.
+    later = fresh_name("views_held_table_later")
+    datagen.generate_pageviews(bootstrap, later, 300, partitions=3, users=15, seed=32,
+                               start_ms=datagen.ARTICLE_START_MS + 10_000_000)
     create(spark, target, delay_ms=0)
     # The input stops: after 2 s without a record, the query releases what it holds (a flush on request).
     query = (stream(spark, source, target, tmp_path / "chk", idleReleaseMs="2000")
              .trigger(processingTime="1 second").start())
-    insert = f"INSERT INTO kplex.{target} SELECT {', '.join(SELECT)} FROM kplex.{source}"
+    insert = f"INSERT INTO kplex.{target} SELECT {', '.join(SELECT)} FROM kplex.{later}"
     try:
         assert wait_for(300, bootstrap, target) == 300
         time.sleep(2)  # between micro-batches: no input, the query idles
@@ -255,7 +260,7 @@ STREAM_SCRIPT = """
 import sys
 from kplex.session import kplex_session
 spark = kplex_session({bootstrap!r}, master="local[2]", conf={{"spark.sql.shuffle.partitions": "3", **{conf!r}}})
-q = (spark.readStream.format("kplex").option("table", {source!r}).option("startingOffsets", "earliest")
+q = (spark.readStream.format("kplex").option("table", {source!r}).option("startingOffsets", {starting!r})
      .option("maxOffsetsPerTrigger", "300").option("releaseAtEnd", "true").load()
      .selectExpr({select!r}[0], {select!r}[1], {select!r}[2])
      .writeStream.format("kplex").option("table", {target!r}).option("checkpointLocation", {chk!r})
@@ -266,19 +271,23 @@ print("DONE", flush=True)
 
 
 def run_driver(bootstrap: str, source: str, target: str, chk: Path, conf: dict[str, str],
-               kill_after: float | None = None) -> subprocess.CompletedProcess | None:
+               kill_after: float | None = None, starting: str = "earliest",
+               kill_when: Callable[[], bool] | None = None) -> subprocess.CompletedProcess | None:
+    """The streaming job in a driver of its own (AvailableNow, the last run: it releases all);
+    killed with SIGKILL after `kill_after` seconds, or once `kill_when()` holds."""
     code = STREAM_SCRIPT.format(bootstrap=bootstrap, source=source, target=target, chk=str(chk),
-                                conf=conf, select=list(SELECT))
+                                conf=conf, select=list(SELECT), starting=starting)
     env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
-    if kill_after is None:
+    if kill_after is None and kill_when is None:
         return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=env)
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env=env, start_new_session=True)
-    try:
-        proc.wait(timeout=kill_after)
-    except subprocess.TimeoutExpired:
+    deadline = time.time() + (kill_after if kill_after is not None else 300)
+    while proc.poll() is None and time.time() < deadline and not (kill_when is not None and kill_when()):
+        time.sleep(0.2)
+    if proc.poll() is None:
         os.killpg(proc.pid, 9)  # the driver and its JVM, with SIGKILL: nothing runs on exit
-        proc.wait()
+    proc.wait()
     return None
 
 

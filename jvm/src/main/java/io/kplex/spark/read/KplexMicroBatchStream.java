@@ -81,7 +81,12 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
   private long lastDataAt = System.currentTimeMillis();
   private boolean dataSinceFlush = true;
 
-  KplexMicroBatchStream(KplexTable table, ReadConf conf, CaseInsensitiveStringMap options, int[] columns) {
+  /** The source's folder in the query's checkpoint ({@code <checkpoint>/sources/<n>}). */
+  private final String checkpointLocation;
+
+  KplexMicroBatchStream(KplexTable table, ReadConf conf, CaseInsensitiveStringMap options, int[] columns,
+      String checkpointLocation) {
+    this.checkpointLocation = checkpointLocation;
     this.table = table;
     this.conf = conf;
     this.options = options;
@@ -156,8 +161,37 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     return out;
   }
 
+  /**
+   * Where the query starts, resolved once and kept in its checkpoint before batch 0 runs (as
+   * Spark's Kafka source keeps it): a batch 0 that Spark runs again after a restart reads the
+   * same offsets, not {@code latest} or {@code earliest} of the moment of the restart.
+   */
   @Override
   public Offset initialOffset() {
+    org.apache.hadoop.fs.Path path = new org.apache.hadoop.fs.Path(checkpointLocation, INITIAL_OFFSETS);
+    try {
+      org.apache.hadoop.fs.FileSystem fs = path.getFileSystem(
+          org.apache.spark.SparkContext.getOrCreate().hadoopConfiguration());
+      if (fs.exists(path)) {
+        try (java.io.InputStream in = fs.open(path)) {
+          return SourceOffset.parse(conf.topic, new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8));
+        }
+      }
+      SourceOffset start = resolveInitialOffset();
+      try (java.io.OutputStream out = fs.create(path, false)) {
+        out.write(start.json().getBytes(java.nio.charset.StandardCharsets.UTF_8));
+      }
+      return start;
+    } catch (java.io.IOException e) {
+      throw new io.kplex.spark.errors.KplexException("CHECKPOINT", "cannot keep the query's starting offsets in "
+          + path + ": " + e, e);
+    }
+  }
+
+  /** The file of the starting offsets in the source's checkpoint folder. */
+  static final String INITIAL_OFFSETS = "kplex-initial-offsets.json";
+
+  private SourceOffset resolveInitialOffset() {
     List<TopicPartition> tps = partitions();
     Map<TopicPartition, long[]> bounds = ReadBounds.resolve(consumer(), store, List.of(conf.topic), tps, options);
     Map<Integer, Long> next = new TreeMap<>();
@@ -183,8 +217,11 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
   @Override
   public Offset latestOffset(Offset startOffset, ReadLimit limit) {
     SourceOffset start = (SourceOffset) startOffset;
-    SourceOffset end = availableNow != null ? availableNow : latest();
-    latestSeen = end;
+    SourceOffset now = latest();
+    // Trigger.AvailableNow reads up to what there was when it started (which Spark takes
+    // before it resolves a starting offset of `latest`: a start past it reads nothing).
+    SourceOffset end = availableNow != null ? availableNow : now;
+    latestSeen = now;
     Map<Integer, Long> from = new TreeMap<>(start.next);
     List<Integer> added = new ArrayList<>();
     for (Integer p : end.next.keySet()) if (!from.containsKey(p)) added.add(p);
@@ -196,9 +233,11 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     }
     Map<Integer, Long> until = new TreeMap<>();
     for (Map.Entry<Integer, Long> e : end.next.entrySet()) {
-      // An end below where the query stands (a topic deleted and recreated, a truncated
-      // partition) is kept: planning reports it as data loss.
-      until.put(e.getKey(), e.getValue());
+      long at = from.get(e.getKey());
+      long current = now.next.getOrDefault(e.getKey(), e.getValue());
+      // A partition whose end now lies below where the query stands (a topic deleted and
+      // recreated, a truncated partition) keeps that end: planning reports it as data loss.
+      until.put(e.getKey(), current < at ? current : Math.max(at, e.getValue()));
     }
     if (limit instanceof ReadMaxRows) {
       until = capped(from, until, ((ReadMaxRows) limit).maxRows());

@@ -182,7 +182,7 @@ final class KplexScan implements Scan, Batch {
     if (conf.kind == ReadConf.Kind.VIRTUAL) {
       throw Errors.virtualStream(table.name());
     }
-    return new KplexMicroBatchStream(table, conf, options, columns);
+    return new KplexMicroBatchStream(table, conf, options, columns, checkpointLocation);
   }
 
   @Override

@@ -1,0 +1,102 @@
+"""A stream never skips data silently, and its checkpoint restarts wherever it is put:
+batch 0 rerun after a restart, a source topic recreated with fewer records, a moved
+checkpoint. Every check reads the derived topic back with a plain read_committed consumer.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+import time
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient
+
+from kplex.testing import datagen, verify
+from test_streaming import assert_exactly_once_in_order, create, end_offsets, pageview, run_available_now, \
+    run_driver, stream
+
+
+def test_batch_0_rerun_after_a_driver_kill_reads_what_it_planned_from_latest(
+        spark, bootstrap, fresh_name, tmp_path):
+    """startingOffsets = latest, a steady producer, the driver killed while batch 0 runs:
+    the restart reads batch 0's range again from the offsets the checkpoint kept, so
+    nothing produced after the query started is missing (re-resolving `latest` would skip it)."""
+    source, target = fresh_name("views_batch0"), fresh_name("by_user_batch0")
+    datagen.generate_pageviews(bootstrap, source, 300, partitions=3, users=15, seed=33)
+    create(spark, target, delay_ms=1_000)
+    chk = tmp_path / "chk"
+    stop = threading.Event()
+
+    def steady() -> None:
+        producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
+        i = 0
+        while not stop.is_set():
+            key, value = pageview(f"User_{i % 15}", datagen.ARTICLE_START_MS + 10_000_000 + i * 10, f"Page_{i % 7}")
+            producer.produce(source, key=key, value=value)
+            producer.poll(0)
+            i += 1
+            time.sleep(0.01)
+        producer.flush(30)
+
+    producing = threading.Thread(target=steady)
+    producing.start()
+    try:
+        # Slow tasks: batch 0 is planned (its end offsets in the checkpoint) and still running.
+        run_driver(bootstrap, source, target, chk, {"spark.kplex.testing.sleep_ms": "1000"}, starting="latest",
+                   kill_when=lambda: (chk / "offsets" / "0").exists())
+        time.sleep(1)
+    finally:
+        stop.set()
+        producing.join(60)
+    assert (chk / "offsets" / "0").exists() and not (chk / "commits" / "0").exists(), "killed during batch 0"
+    initial = json.loads((chk / "sources" / "0" / "kplex-initial-offsets.json").read_text())[source]
+    done = run_driver(bootstrap, source, target, chk, {}, starting="latest")
+    assert done is not None and "DONE" in done.stdout, done.stderr[-3000:]
+    expected = sorted(r.value for r in verify.read_topic(bootstrap, source) if r.offset >= initial[str(r.partition)])
+    written = sorted(r.value for r in verify.read_topic(bootstrap, target))
+    assert len(expected) > 0 and written == expected
+
+
+def test_a_source_recreated_with_fewer_records_is_data_loss_or_read_from_its_start(
+        spark, bootstrap, fresh_name, tmp_path):
+    source, target = fresh_name("views_recreated"), fresh_name("by_user_recreated")
+    datagen.generate_pageviews(bootstrap, source, 300, partitions=3, users=15, seed=35)
+    create(spark, target, delay_ms=1_000, **{"kplex.late_policy": "drop"})
+    chk = tmp_path / "chk"
+    run_available_now(spark, source, target, chk)
+    assert len(verify.read_topic(bootstrap, target)) == 300
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.delete_topics([source])[source].result()
+    deadline = time.time() + 60
+    while source in admin.list_topics(timeout=10).topics and time.time() < deadline:
+        time.sleep(0.5)
+    # Later in event time than everything written, so none is late below what is there.
+    datagen.generate_pageviews(bootstrap, source, 60, partitions=3, users=15, seed=36,
+                               start_ms=datagen.ARTICLE_START_MS + 10_000_000)
+    with pytest.raises(Exception) as failure:
+        run_available_now(spark, source, target, chk)
+    message = str(failure.value)
+    assert "KPLEX_DATA_LOSS" in message and "went back" in message and "failOnDataLoss" in message, message[:2000]
+    assert len(verify.read_topic(bootstrap, target)) == 300  # nothing written
+    run_available_now(spark, source, target, chk, failOnDataLoss="false")
+    records = verify.read_topic(bootstrap, target)
+    new = {r.value for r in verify.read_topic(bootstrap, source)}
+    assert len(records) == 360 and sum(1 for r in records if r.value in new) == 60
+
+
+def test_a_moved_checkpoint_with_held_records_restarts_exactly_once_in_order(
+        spark, bootstrap, fresh_name, tmp_path):
+    source, target = fresh_name("views_moved"), fresh_name("by_user_moved")
+    datagen.generate_pageviews(bootstrap, source, 600, partitions=3, users=15, seed=37, out_of_order_ms=2_000)
+    create(spark, target, delay_ms=5_000)
+    first = tmp_path / "first"
+    query = stream(spark, source, target, first, releaseAtEnd="false").trigger(availableNow=True).start()
+    query.awaitTermination(300)
+    held = sum(int((p.sink.metrics or {}).get("heldRecords", "0")) for p in query.recentProgress[-1:])
+    assert held > 0 and len(verify.read_topic(bootstrap, target)) == 600 - held
+    moved = tmp_path / "elsewhere" / "chk"
+    shutil.move(str(first), str(moved))
+    run_available_now(spark, source, target, moved)
+    assert_exactly_once_in_order(bootstrap, source, target, 600)
