@@ -80,7 +80,10 @@ final class KplexStreamingWrite implements StreamingWrite {
       last = run.last;
     }
     HeldRelease.Signal signal = HeldRelease.take();
-    EpochStart start = new EpochStart(last.epoch(), last.marks(), signal.partitions(), signal.topic(),
+    // Rows without their source position (another source, or a plan SourcePositions does
+    // not follow, such as a join) count as one partition, whatever the source reads.
+    HeldRelease.Signal source = schema.positioned() ? signal : HeldRelease.NONE;
+    EpochStart start = new EpochStart(last.epoch(), last.marks(), source.partitions(), source.topic(),
         signal.releaseAll(), last.held());
     epochs.put(last.epoch() + 1, new Started(start, System.currentTimeMillis()));
     held.clean(last.epoch());
