@@ -13,13 +13,17 @@ from kplex.session import kplex_session
 
 
 def recover(bootstrap: str, table: str, metadata_topic: str = "_kplex_tables",
-            kafka_options: Mapping[str, str] | None = None) -> str:
+            kafka_options: Mapping[str, str] | None = None, claim_timeout_ms: int | None = None) -> str:
     """Finish a commit that a dead driver left half done, and fence (Kafka aborts) every
-    open transaction of ``table``, so read_committed consumers are not held back.
-    ``kafka_options`` are Java client settings (credentials: ``security.protocol``,
-    ``sasl.jaas.config``, ...), as the catalog's ``kafka.*`` settings."""
+    open transaction of ``table``, so read_committed consumers are not held back. Returns
+    what it found and did: a commit Kafka cut short names the virtual partitions it lost
+    and how they get written (an INSERT's is reported once). ``kafka_options`` are Java
+    client settings (credentials: ``security.protocol``, ``sasl.jaas.config``, ...), as the
+    catalog's ``kafka.*`` settings; ``claim_timeout_ms``: a writer's claim unrenewed for this
+    long is taken over (``kplex.writer_claim_timeout_ms``, default 6000)."""
     spark = kplex_session(bootstrap, master="local[1]", app_name="kplex-recover",
                           conf={"spark.sql.catalog.kplex.metadata_topic": metadata_topic},
                           kafka_options=kafka_options)
     with translated():
-        return spark._jvm.io.kplex.spark.KplexAdmin.recover(spark._jsparkSession, "kplex", table)  # noqa: SLF001
+        admin = spark._jvm.io.kplex.spark.KplexAdmin  # noqa: SLF001
+        return admin.recover(spark._jsparkSession, "kplex", table, -1 if claim_timeout_ms is None else claim_timeout_ms)  # noqa: SLF001

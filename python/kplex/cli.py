@@ -54,7 +54,7 @@ def _recover(args: argparse.Namespace) -> int:
     from kplex.admin import recover
 
     bootstrap, settings = kafka_config.from_args(args)
-    print(recover(bootstrap, args.table, kafka_options=settings))
+    print(recover(bootstrap, args.table, kafka_options=settings, claim_timeout_ms=args.claim_timeout_ms))
     return 0
 
 
@@ -137,9 +137,11 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--seed", type=int, default=42)
     gen.set_defaults(handler=_datagen)
 
-    rec = sub.add_parser("recover", help="finish or abort what a crashed write left open")
+    rec = sub.add_parser("recover", help="finish or settle what a crashed write left, and say what it found")
     kafka_config.add_arguments(rec)
     rec.add_argument("--table", required=True)
+    rec.add_argument("--claim-timeout-ms", type=int, default=None,
+                     help="take over a writer's claim left unrenewed this long (default 6000)")
     rec.set_defaults(handler=_recover)
 
     stream = sub.add_parser("stream", help="run a streaming SQL job into a kplex table",

@@ -29,6 +29,17 @@ public final class KplexAdmin {
    * settings (credentials too) are those of the session's catalog {@code catalog}.
    */
   public static String recover(org.apache.spark.sql.SparkSession session, String catalog, String table) {
+    return recover(session, catalog, table, -1);
+  }
+
+  /**
+   * As {@link #recover(org.apache.spark.sql.SparkSession, String, String)}, taking over a
+   * writer's claim left unrenewed for {@code claimTimeoutMs} (-1: the session's setting).
+   * A cut-short INSERT is reported (and then forgotten); a cut-short epoch stays until its
+   * query writes it again.
+   */
+  public static String recover(org.apache.spark.sql.SparkSession session, String catalog, String table,
+      long claimTimeoutMs) {
     Map<String, String> options = new HashMap<>();
     String prefix = "spark.sql.catalog." + catalog + ".";
     scala.jdk.javaapi.CollectionConverters.asJava(session.conf().getAll()).forEach((k, v) -> {
@@ -38,10 +49,12 @@ public final class KplexAdmin {
     String metadataTopic = options.getOrDefault(KplexOptions.METADATA_TOPIC, KplexOptions.DEFAULT_METADATA_TOPIC);
     try (TableStore store = new TableStore(kafka, metadataTopic)) {
       TableDefinition def = store.definition(table).orElseThrow(() -> Errors.notAKplexTable(table));
-      WriteConf conf = new WriteConf(def, options, Map.of());
-      // Under the table's writer lease: a live write is never fenced (its error names it).
-      try (WriterLease lease = WriterLease.acquire(conf.kafka, conf.table, "kplex recover")) {
-        return new ExactlyOnceCommitter(conf.kafka, conf.table, conf.topic, null).recover();
+      WriteConf conf = new WriteConf(def, options, Map.of(), WriteConf.sessionSettings());
+      // Under the table's writer claim: a live write is never fenced (its error names it).
+      long staleMs = claimTimeoutMs > 0 ? claimTimeoutMs : conf.claimTimeoutMs;
+      try (WriterLease lease = WriterLease.acquire(conf.kafka, conf.table, "kplex recover", null, staleMs)) {
+        return new ExactlyOnceCommitter(conf.kafka, conf.table, conf.topic, conf.virtualPartitions, null)
+            .recover(lease, true);
       }
     }
   }

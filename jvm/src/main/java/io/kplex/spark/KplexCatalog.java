@@ -4,6 +4,7 @@ import io.kplex.spark.catalog.KplexTable;
 import io.kplex.spark.catalog.TableDefinition;
 import io.kplex.spark.catalog.TableStore;
 import io.kplex.spark.catalog.VirtualTables;
+import io.kplex.spark.conf.WriteConf;
 import io.kplex.spark.conf.KplexOptions;
 import io.kplex.spark.errors.Errors;
 import io.kplex.spark.errors.KplexException;
@@ -82,7 +83,10 @@ public class KplexCatalog implements TableCatalog, FunctionCatalog {
       if (def.isPresent()) {
         if (!def.get().isVirtual()) {
           // Whatever touches the table finishes a commit a dead driver left half done.
-          PendingCommits.finishQuietly(store, table, def.get().topic());
+          Map<String, String> settings = new java.util.HashMap<>(WriteConf.sessionSettings());
+          settings.putAll(options);
+          PendingCommits.finishQuietly(store, table, def.get().topic(), def.get().virtualPartitions(),
+              WriteConf.claimTimeoutMs(settings));
         }
         return new KplexTable(table, def.get().topic(), def, options, metadataTopic).withCatalog(this);
       }

@@ -24,6 +24,12 @@ public final class KplexOptions {
   public static final String MAX_DELAY_MS = "kplex.max_delay_ms";
   public static final String LATE_POLICY = "kplex.late_policy";
   public static final String LATE_TOPIC = "kplex.late_topic";
+  /**
+   * How long a writer's claim on a table may go unrenewed before another writer takes it
+   * over (a session, catalog or write setting, not a table property): above the longest
+   * pause of a driver (GC), see {@code txn/WriterLease}.
+   */
+  public static final String WRITER_CLAIM_TIMEOUT_MS = "kplex.writer_claim_timeout_ms";
   /** Read-time tables: their default key (the source record's key) and order (its timestamp). */
   public static final String DEFAULT_VIRTUAL_KEY = "key";
   public static final String DEFAULT_VIRTUAL_ORDER = "timestamp";

@@ -35,6 +35,8 @@ public final class WriteConf implements Serializable {
   /** Streaming writes: what a record later than that meets (fail, drop, side_topic). */
   public final String latePolicy;
   public final String lateTopic;
+  /** How long another writer's claim may go unrenewed before this write takes it over. */
+  public final long claimTimeoutMs;
 
   public WriteConf(TableDefinition def, Map<String, String> catalogOptions, Map<String, String> writeOptions) {
     this(def, catalogOptions, writeOptions, Map.of());
@@ -74,10 +76,39 @@ public final class WriteConf implements Serializable {
     this.maxDelayMs = parsed;
     this.latePolicy = merged.getOrDefault(KplexOptions.LATE_POLICY, "fail");
     this.lateTopic = merged.get(KplexOptions.LATE_TOPIC);
+    this.claimTimeoutMs = claimTimeoutMs(merged);
     if ("side_topic".equals(latePolicy) && (lateTopic == null || lateTopic.isBlank())) {
       throw Errors.badOption(KplexOptions.LATE_POLICY, latePolicy, "'side_topic' needs '"
           + KplexOptions.LATE_TOPIC + "', the topic that receives late records");
     }
+  }
+
+  /** The writer claim timeout of these settings ({@link KplexOptions#WRITER_CLAIM_TIMEOUT_MS}). */
+  public static long claimTimeoutMs(Map<String, String> settings) {
+    String set = settings.get(KplexOptions.WRITER_CLAIM_TIMEOUT_MS);
+    if (set == null) return io.kplex.spark.txn.WriterLease.DEFAULT_STALE_MS;
+    try {
+      long ms = Long.parseLong(set.trim());
+      if (ms >= MIN_CLAIM_TIMEOUT_MS) return ms;
+    } catch (NumberFormatException e) {
+      // named below
+    }
+    throw Errors.badOption(KplexOptions.WRITER_CLAIM_TIMEOUT_MS, set, "milliseconds >= " + MIN_CLAIM_TIMEOUT_MS
+        + " (a claim is renewed every second)");
+  }
+
+  static final long MIN_CLAIM_TIMEOUT_MS = 2_000;
+
+  /** The active session's {@code spark.kplex.*} settings, as {@code kplex.*} keys. */
+  public static Map<String, String> sessionSettings() {
+    Map<String, String> settings = new HashMap<>();
+    org.apache.spark.sql.SparkSession.getActiveSession().foreach(session -> {
+      scala.jdk.javaapi.CollectionConverters.asJava(session.conf().getAll()).forEach((k, v) -> {
+        if (k.startsWith("spark.kplex.")) settings.put(k.substring("spark.".length()), v);
+      });
+      return null;
+    });
+    return settings;
   }
 
   private static void putLower(Map<String, String> into, Map<String, String> from) {

@@ -156,6 +156,15 @@ public final class Errors {
         + " processing), or write less at once (maxOffsetsPerTrigger).");
   }
 
+  /** A task's transaction was fenced while it wrote: another writer took the table over. */
+  public static KplexException taskFenced(String table, String transactionalId, Throwable cause) {
+    return new KplexException("TASK_FENCED", "the transaction " + transactionalId + " of this write into table "
+        + table + " was fenced while its task wrote (" + cause.getMessage() + "): another writer took the table"
+        + " over (this write stood still for longer than " + io.kplex.spark.conf.KplexOptions.WRITER_CLAIM_TIMEOUT_MS
+        + ") or `kplex recover` ran. None of this write's rows is committed: run it again (a streaming query"
+        + " restarted from its checkpoint does).", cause);
+  }
+
   public static KplexException sendFailed(String topic, Throwable cause) {
     return new KplexException("SEND_FAILED", "writing to topic '" + topic + "' failed: "
         + cause.getMessage(), cause);
@@ -258,6 +267,38 @@ public final class Errors {
   public static KplexException noCheckpoint(String table) {
     return new KplexException("MISSING_OPTION", "the streaming write into " + table + " needs a checkpoint:"
         + " .option(\"checkpointLocation\", \"<dir>\") (kplex keeps the records it holds back there).");
+  }
+
+  /**
+   * A writer found, once its commit was recorded, that its claim on the table had been
+   * taken over (it stood still past kplex.writer_claim_timeout_ms). {@code handedOver}: the
+   * commit was recorded before the take-over, so the taker finishes it.
+   */
+  public static KplexException claimTaken(String table, String by, boolean handedOver) {
+    return new KplexException("CLAIM_TAKEN", "this write's claim on table " + table + " was taken over by "
+        + by + " while the write stood still for longer than " + io.kplex.spark.conf.KplexOptions.WRITER_CLAIM_TIMEOUT_MS
+        + " (a long GC pause, a stopped process). "
+        + (handedOver
+            ? "Its commit had been recorded before that, so the taker commits it: its rows become visible,"
+                + " exactly once. Do not run it again (a streaming query restarted from its checkpoint skips it)."
+            : "Nothing of it was committed (the taker aborts its transactions): run it again (a streaming query"
+                + " restarted from its checkpoint does).")
+        + " Raise " + io.kplex.spark.conf.KplexOptions.WRITER_CLAIM_TIMEOUT_MS + " above the longest pause of a driver.");
+  }
+
+  /** A commit of which Kafka aborted some transactions, settled ({@code described}: what is missing, what to do). */
+  public static KplexException commitCutShort(String table, String described) {
+    return new KplexException("COMMIT_CUT_SHORT", described + " Table " + table + " stays writable.");
+  }
+
+  /** A rerun epoch does not hold the virtual partitions per task that its cut-short first run did. */
+  public static KplexException partialRerunDiffers(io.kplex.spark.txn.PartialCommit partial, int partition, int vp) {
+    return new KplexException("COMMIT_CUT_SHORT", "epoch " + partial.epoch() + " of query " + partial.query()
+        + " into table " + partial.table() + " runs again to write the virtual partitions Kafka aborted ("
+        + new java.util.TreeSet<>(partial.lostVps()) + "), but its task " + partition + " now holds virtual partition "
+        + vp + (partial.lostPartitions().contains(partition) ? ", which the first run committed" : ", which it lost")
+        + ": the rerun is partitioned differently (spark.sql.shuffle.partitions or the query changed), so"
+        + " nothing was committed. Restart the query unchanged from its checkpoint.");
   }
 
   public static KplexException tableBusy(String table, String query) {

@@ -62,6 +62,17 @@ public final class CompactedTopic {
     return latest;
   }
 
+  /** The latest value of {@code key} and the offset of that record; empty if deleted or never written. */
+  public java.util.Optional<Map.Entry<Long, byte[]>> latest(String key) {
+    byte[] wanted = key.getBytes(StandardCharsets.UTF_8);
+    java.util.concurrent.atomic.AtomicReference<Map.Entry<Long, byte[]>> last =
+        new java.util.concurrent.atomic.AtomicReference<>();
+    scan(r -> {
+      if (java.util.Arrays.equals(r.key(), wanted)) last.set(r.value() == null ? null : Map.entry(r.offset(), r.value()));
+    });
+    return java.util.Optional.ofNullable(last.get());
+  }
+
   /** Hands every record, from the beginning to the end offset of now, to {@code each}; nothing if no topic. */
   private void scan(java.util.function.Consumer<ConsumerRecord<byte[], byte[]>> each) {
     if (kafka.partitionCount(topic).isEmpty()) {
@@ -90,27 +101,32 @@ public final class CompactedTopic {
     });
   }
 
-  /** Writes (or, with a null value, deletes) one key, synchronously; creates the topic if needed. */
-  public void put(String key, byte[] value) {
+  /**
+   * Writes (or, with a null value, deletes) one key, synchronously; creates the topic if
+   * needed. Returns the record's offset.
+   */
+  public long put(String key, byte[] value) {
     Map<String, byte[]> one = new LinkedHashMap<>();
     one.put(key, value);
-    putAll(one);
+    return putAll(one);
   }
 
   /**
    * Writes (or deletes) these keys in their order, in one round trip: the log has one
    * partition, so a reader sees them in that order. Synchronous; creates the topic if needed.
+   * Returns the offset of the last.
    */
-  public void putAll(Map<String, byte[]> entries) {
+  public long putAll(Map<String, byte[]> entries) {
     // Short segments: the log cleaner only compacts closed ones, and readers read it all.
     kafka.ensureTopic(topic, 1, Map.of(TopicConfig.CLEANUP_POLICY_CONFIG, TopicConfig.CLEANUP_POLICY_COMPACT,
         TopicConfig.SEGMENT_MS_CONFIG, "600000"));
-    kafka.call("WRITE", "topic '" + topic + "'", () -> {
+    return kafka.call("WRITE", "topic '" + topic + "'", () -> {
       List<Future<RecordMetadata>> sent = new ArrayList<>();
       entries.forEach((key, value) -> sent.add(kafka.producer()
           .send(new ProducerRecord<>(topic, 0, key.getBytes(StandardCharsets.UTF_8), value))));
-      for (Future<RecordMetadata> f : sent) f.get(KafkaConf.ADMIN_TIMEOUT_MS, TimeUnit.MILLISECONDS);
-      return null;
+      long last = -1;
+      for (Future<RecordMetadata> f : sent) last = f.get(KafkaConf.ADMIN_TIMEOUT_MS, TimeUnit.MILLISECONDS).offset();
+      return last;
     });
   }
 }

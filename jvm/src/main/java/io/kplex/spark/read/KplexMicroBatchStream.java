@@ -347,12 +347,18 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
 
   private volatile Planned lastPlanned;
 
+  /** With failOnDataLoss = false: how often data was lost in this run, and how many offsets were skipped. */
+  private final java.util.concurrent.atomic.AtomicLong dataLossEvents = new java.util.concurrent.atomic.AtomicLong();
+  private final java.util.concurrent.atomic.AtomicLong offsetsLost = new java.util.concurrent.atomic.AtomicLong();
+
   private void lost(int partition, long from, long until, String why) {
     String what = "topic '" + conf.topic + "' partition " + partition + ": offsets [" + from + ", " + until
         + ") were not read because " + why;
     if (failOnDataLoss) {
       throw Errors.dataLoss(what, FAIL_ON_DATA_LOSS);
     }
+    dataLossEvents.incrementAndGet();
+    offsetsLost.addAndGet(Math.max(0, until - from));
     LOG.warn("kplex: {}; skipped ({} = false)", what, FAIL_ON_DATA_LOSS);
   }
 
@@ -377,6 +383,8 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
       }
       m.put("offsetsBehindLatest", Long.toString(behind));
     }
+    m.put("dataLossEvents", Long.toString(dataLossEvents.get()));
+    m.put("offsetsLost", Long.toString(offsetsLost.get()));
     return m;
   }
 

@@ -17,7 +17,9 @@ import java.util.Map;
  *       first 10 rows, and 5 N ms before committing (a straggler, a window to kill things in);</li>
  *   <li>{@code halt_after_commits=N}: the driver commits the tasks' transactions one at a
  *       time and halts its JVM after N of them (a driver that dies mid-commit, leaving the
- *       write half visible until the next session touches the table).</li>
+ *       write half visible until the next session touches the table);</li>
+ *   <li>{@code pause_between_commits_ms=N}: the driver commits the tasks' transactions one at
+ *       a time and waits N ms after each (a window for {@code query.stop()} mid-commit).</li>
  * </ul>
  */
 public final class FaultInjection implements Serializable {
@@ -28,6 +30,7 @@ public final class FaultInjection implements Serializable {
   final long haltAfterRows;
   final long sleepMs;
   final long haltAfterCommits;
+  final long pauseBetweenCommitsMs;
 
   public FaultInjection(Map<String, String> settings) {
     failAfterRows = number(settings, "fail_after_rows", -1);
@@ -35,6 +38,7 @@ public final class FaultInjection implements Serializable {
     haltAfterRows = number(settings, "halt_after_rows", -1);
     sleepMs = number(settings, "sleep_ms", 0);
     haltAfterCommits = number(settings, "halt_after_commits", -1);
+    pauseBetweenCommitsMs = number(settings, "pause_between_commits_ms", 0);
   }
 
   private static long number(Map<String, String> settings, String key, long orElse) {
@@ -76,13 +80,20 @@ public final class FaultInjection implements Serializable {
 
   /** Whether the driver must commit one transaction at a time, calling {@link #afterCommit}. */
   public boolean commitsOneByOne() {
-    return haltAfterCommits >= 0;
+    return haltAfterCommits >= 0 || pauseBetweenCommitsMs > 0;
   }
 
   /** Called on the driver after each transaction it committed ({@code committed} so far). */
   public void afterCommit(int committed) {
     if (haltAfterCommits >= 0 && committed == haltAfterCommits) {
       Runtime.getRuntime().halt(137);
+    }
+    if (pauseBetweenCommitsMs > 0) {
+      try {
+        Thread.sleep(pauseBetweenCommitsMs);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
     }
   }
 

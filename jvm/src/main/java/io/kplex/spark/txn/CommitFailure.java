@@ -40,6 +40,11 @@ public enum CommitFailure {
     this.meaning = meaning;
   }
 
+  /** Whether the transaction is gone for good: Kafka aborted it, nobody can commit it any more. */
+  public boolean aborted() {
+    return this == FENCED || this == UNKNOWN_PRODUCER;
+  }
+
   /** Whether the driver tries again with a fresh producer: only for transient failures. */
   public boolean retry() {
     return this == RETRIABLE || this == TIMED_OUT;

@@ -22,9 +22,12 @@ import java.util.Optional;
  * between leaves a record from which the next session rolls the commit forward.
  *
  * <pre>
- * {"table":"pageviews_by_user","query":"&lt;Spark query id&gt;",
- *  "transactions":[{"id":"kplex.pageviews_by_user.0.0.0","producer_id":17,"epoch":0}, ...]}
+ * {"table":"pageviews_by_user","query":"&lt;Spark query id&gt;","claim":"writer/pageviews_by_user/&lt;uuid&gt;",
+ *  "transactions":[{"id":"kplex.pageviews_by_user.0.0.0","producer_id":17,"epoch":0,"highs":{"3":1565...}}, ...],
+ *  "epoch_mark":{...}, "completes":"partial/pageviews_by_user/&lt;query&gt;/&lt;epoch&gt;"}
  * </pre>
+ * The same topic holds each streaming query's last epoch ({@link EpochMark}), the writer
+ * claims ({@link WriterLease}) and the commits Kafka cut short ({@link PartialCommit}).
  */
 public final class CommitLog {
   public static final String TOPIC = "_kplex_commits";
@@ -41,14 +44,27 @@ public final class CommitLog {
     public final String table;
     public final String query;
     public final List<TaskTransaction> transactions;
-    /** A streaming epoch's: the mark to record once its transactions are committed; else null. */
+    /** The mark to record once its transactions are committed (an epoch's, or the INSERTs'); else null. */
     public final EpochMark mark;
+    /** The key of the {@link PartialCommit} this commit completes (a rerun epoch's), or null. */
+    public final String completes;
+    /** Whether each transaction carries its virtual partitions (false: recorded by an older kplex). */
+    final boolean vpsKnown;
+    /** The writer claim ({@link WriterLease}) under which it was recorded, or null (an older kplex). */
+    public final String claim;
+    /** Its offset in the log (-1: not read from the log). */
+    public final long offset;
 
-    Pending(String table, String query, List<TaskTransaction> transactions, EpochMark mark) {
+    Pending(String table, String query, List<TaskTransaction> transactions, EpochMark mark, String completes,
+        boolean vpsKnown, String claim, long offset) {
+      this.claim = claim;
+      this.offset = offset;
       this.table = table;
       this.query = query;
       this.transactions = List.copyOf(transactions);
       this.mark = mark;
+      this.completes = completes;
+      this.vpsKnown = vpsKnown;
     }
   }
 
@@ -58,20 +74,61 @@ public final class CommitLog {
 
   /** {@code mark}: a streaming epoch's, recorded by {@link #end(Pending)} whoever finishes the commit. */
   public void begin(String table, String queryId, List<TaskTransaction> txns, EpochMark mark) {
-    topic.put(table, toJson(table, queryId, txns, mark));
+    begin(table, queryId, txns, mark, null, null);
+  }
+
+  /**
+   * {@code completes}: the key of the partial commit this one completes (a rerun epoch's), or
+   * null; {@code claim}: the writer claim it is recorded under. Returns the record's offset.
+   */
+  public long begin(String table, String queryId, List<TaskTransaction> txns, EpochMark mark, String completes,
+      String claim) {
+    return topic.put(table, toJson(table, queryId, txns, mark, completes, claim));
   }
 
   /** Ends a commit whose transactions are all committed: its epoch mark first, if any. */
   public void end(Pending pending) {
-    end(pending.table, pending.mark);
+    end(pending.table, pending.mark, pending.completes);
   }
 
   /** Ends {@code table}'s commit, recording {@code mark} (if not null) before, in one round trip. */
   public void end(String table, EpochMark mark) {
+    end(table, mark, null);
+  }
+
+  private void end(String table, EpochMark mark, String completes) {
     Map<String, byte[]> entries = new LinkedHashMap<>();
     if (mark != null) entries.put(mark.key(), mark.toJson());
+    if (completes != null) entries.put(completes, null);
     entries.put(table, null);
     topic.putAll(entries);
+  }
+
+  /**
+   * Ends a commit that Kafka cut short: the {@link PartialCommit} takes the pending record's
+   * place (with {@code mark}, the INSERTs' mark raised by what was committed, if not null),
+   * in one round trip, so the table is writable again and the loss is on record.
+   */
+  void settle(Pending pending, PartialCommit partial, EpochMark mark) {
+    Map<String, byte[]> entries = new LinkedHashMap<>();
+    if (mark != null) entries.put(mark.key(), mark.toJson());
+    entries.put(partial.key(), partial.toJson());
+    entries.put(pending.table, null);
+    topic.putAll(entries);
+  }
+
+  /** The commits of {@code table} that Kafka cut short and nothing completed yet. */
+  public List<PartialCommit> partials(String table) {
+    List<PartialCommit> out = new ArrayList<>();
+    topic.readAll().forEach((key, json) -> {
+      if (json != null && key.startsWith(PartialCommit.prefix(table))) out.add(PartialCommit.fromJson(json));
+    });
+    return out;
+  }
+
+  /** Forgets a partial INSERT an operator has been told of (a partial epoch is forgotten by its rerun). */
+  public void forget(PartialCommit partial) {
+    topic.put(partial.key(), null);
   }
 
   /** Records that a streaming query's epoch is committed (and what its next epoch needs). */
@@ -90,11 +147,23 @@ public final class CommitLog {
    * below.
    */
   public Map<Integer, Long> writtenHighs(String table) {
+    return writtenHighs(table, null);
+  }
+
+  /**
+   * As {@link #writtenHighs(String)}, with what the committed part of a cut-short commit
+   * holds, except for the partial epochs of {@code rerunning} (a query about to write them
+   * again: its own rows are not below themselves).
+   */
+  public Map<Integer, Long> writtenHighs(String table, String rerunning) {
     Map<Integer, Long> out = new java.util.HashMap<>();
     String prefix = EpochMark.key(table, "");
     topic.readAll().forEach((key, json) -> {
       if (json != null && key.startsWith(prefix)) {
         EpochMark.fromJson(json).marks().written().forEach((vp, w) -> out.merge(vp, w, Math::max));
+      } else if (json != null && key.startsWith(PartialCommit.prefix(table))) {
+        PartialCommit partial = PartialCommit.fromJson(json);
+        if (!partial.query().equals(rerunning)) partial.committed().forEach((vp, w) -> out.merge(vp, w, Math::max));
       }
     });
     return out;
@@ -105,13 +174,22 @@ public final class CommitLog {
     String prefix = EpochMark.key(table, "");
     Map<String, byte[]> gone = new LinkedHashMap<>();
     topic.readAll().forEach((key, json) -> {
-      if (json != null && key.startsWith(prefix)) gone.put(key, null);
+      if (json != null && (key.startsWith(prefix) || key.startsWith(PartialCommit.prefix(table)))) gone.put(key, null);
     });
     if (!gone.isEmpty()) topic.putAll(gone);
   }
 
   public Optional<Pending> pending(String table) {
-    return Optional.ofNullable(topic.readAll().get(table)).map(CommitLog::fromJson);
+    return topic.latest(table).map(e -> fromJson(e.getValue(), e.getKey()));
+  }
+
+  /** Writes these keys in their order in one round trip (the writer claims' bookkeeping). */
+  void putAll(Map<String, byte[]> entries) {
+    topic.putAll(entries);
+  }
+
+  CompactedTopic topic() {
+    return topic;
   }
 
   public void end(String table) {
@@ -123,27 +201,45 @@ public final class CommitLog {
   }
 
   static byte[] toJson(String table, String queryId, List<TaskTransaction> txns, EpochMark mark) {
+    return toJson(table, queryId, txns, mark, null, null);
+  }
+
+  static byte[] toJson(String table, String queryId, List<TaskTransaction> txns, EpochMark mark, String completes,
+      String claim) {
     ObjectNode node = JSON.createObjectNode();
     node.put("table", table);
     node.put("query", queryId);
     ArrayNode list = node.putArray("transactions");
     for (TaskTransaction t : txns) {
-      list.addObject().put("id", t.id()).put("producer_id", t.producerId()).put("epoch", t.epoch());
+      ObjectNode o = list.addObject().put("id", t.id()).put("producer_id", t.producerId()).put("epoch", t.epoch());
+      ObjectNode highs = o.putObject("highs");
+      t.highs().forEach((vp, h) -> highs.put(Integer.toString(vp), h));
     }
     if (mark != null) node.set("epoch_mark", mark.toJsonNode());
+    if (completes != null) node.put("completes", completes);
+    if (claim != null) node.put("claim", claim);
     return node.toString().getBytes(StandardCharsets.UTF_8);
   }
 
   static Pending fromJson(byte[] json) {
+    return fromJson(json, -1);
+  }
+
+  static Pending fromJson(byte[] json, long offset) {
     try {
       JsonNode node = JSON.readTree(json);
       List<TaskTransaction> txns = new ArrayList<>();
+      boolean vpsKnown = true;
       for (JsonNode t : node.path("transactions")) {
+        Map<Integer, Long> highs = new java.util.HashMap<>();
+        t.path("highs").fields().forEachRemaining(e -> highs.put(Integer.parseInt(e.getKey()), e.getValue().asLong()));
+        vpsKnown &= t.has("highs");
         txns.add(new TaskTransaction(t.path("id").asText(), t.path("producer_id").asLong(),
-            (short) t.path("epoch").asInt()));
+            (short) t.path("epoch").asInt(), highs));
       }
       EpochMark mark = node.has("epoch_mark") ? EpochMark.fromJson(node.get("epoch_mark")) : null;
-      return new Pending(node.path("table").asText(), node.path("query").asText(null), txns, mark);
+      return new Pending(node.path("table").asText(), node.path("query").asText(null), txns, mark,
+          node.path("completes").asText(null), vpsKnown, node.path("claim").asText(null), offset);
     } catch (IOException e) {
       throw new KplexException("METADATA", "unreadable pending commit in " + TOPIC + ": " + e.getMessage(), e);
     }

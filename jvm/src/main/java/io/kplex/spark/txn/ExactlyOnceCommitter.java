@@ -29,9 +29,17 @@ import org.slf4j.LoggerFactory;
  *   <li>deletes the log record.</li>
  * </ol>
  * An aborted job fences all open transactions of the table. Every write first runs
- * {@link #recover}: it finishes a commit that a dead driver left half done and fences
- * whatever a crashed run left open, so no transaction pins the topic's last stable
- * offset. One writer per table at a time: a new write fences a running one.
+ * {@link #recover} under its writer claim: it finishes a commit that a dead driver left
+ * half done and fences whatever a crashed run left open, so no transaction pins the
+ * topic's last stable offset. One writer per table at a time ({@link WriterLease}): a
+ * write never fences a live one; it fences only what a writer whose claim it took over
+ * left open.
+ *
+ * <p>A commit Kafka cut short (some transactions aborted by the broker's timeout before
+ * anything finished the commit) never locks the table: it is settled into a
+ * {@link PartialCommit} that says which virtual partitions are missing; a streaming
+ * epoch's rerun commits just those. The steps from the record to its end run to their
+ * end even if the committing thread is interrupted ({@code query.stop()}).
  */
 public final class ExactlyOnceCommitter {
   private static final Logger LOG = LoggerFactory.getLogger(ExactlyOnceCommitter.class);
@@ -41,20 +49,23 @@ public final class ExactlyOnceCommitter {
   private final KafkaConf kafka;
   private final String table;
   private final String topic;
+  private final int virtualPartitions;
   /** Test-only faults of the driver's commit (null: none). */
   private final FaultInjection faults;
   /** Clients kept across commits (a streaming run's), or null: each call makes its own. */
   private final Supplier<KafkaTopics> shared;
 
-  public ExactlyOnceCommitter(KafkaConf kafka, String table, String topic, FaultInjection faults) {
-    this(kafka, table, topic, faults, null);
+  public ExactlyOnceCommitter(KafkaConf kafka, String table, String topic, int virtualPartitions,
+      FaultInjection faults) {
+    this(kafka, table, topic, virtualPartitions, faults, null);
   }
 
-  public ExactlyOnceCommitter(KafkaConf kafka, String table, String topic, FaultInjection faults,
-      Supplier<KafkaTopics> shared) {
+  public ExactlyOnceCommitter(KafkaConf kafka, String table, String topic, int virtualPartitions,
+      FaultInjection faults, Supplier<KafkaTopics> shared) {
     this.kafka = kafka;
     this.table = table;
     this.topic = topic;
+    this.virtualPartitions = virtualPartitions;
     this.faults = faults;
     this.shared = shared;
   }
@@ -68,19 +79,14 @@ public final class ExactlyOnceCommitter {
 
   /**
    * Commits the tasks' transactions, then waits until read_committed consumers see them.
+   * {@code mark}: recorded in the commit log once they are committed (a streaming epoch's,
+   * or the INSERTs'), by this driver or by whoever rolls an interrupted commit forward.
    * {@code startedMs}: when the driver started the write (its clock); no task's transaction
-   * is older.
-   */
-  public void commit(String queryId, List<TaskTransaction> txns, long[] lastOffsets, long startedMs) {
-    commit(queryId, txns, lastOffsets, null, startedMs);
-  }
-
-  /**
-   * {@code mark}: a streaming epoch's, recorded in the commit log once its transactions are
-   * committed (by this driver, or by whoever rolls an interrupted commit forward).
+   * is older. {@code lease}: the writer claim it commits under (checked once the commit is
+   * recorded). {@code completing}: the partial commit a rerun epoch completes, or null.
    */
   public void commit(String queryId, List<TaskTransaction> txns, long[] lastOffsets, EpochMark mark,
-      long startedMs) {
+      long startedMs, WriterLease lease, PartialCommit completing) {
     if (!txns.isEmpty()) {
       try {
         requireTimeLeft(startedMs);
@@ -96,14 +102,27 @@ public final class ExactlyOnceCommitter {
         throw tooLate;
       }
     }
-    withKafka(admin -> {
+    String completes = completing == null ? null : completing.key();
+    Uninterruptibly.call("kplex-commit " + table, () -> withKafka(admin -> {
       CommitLog log = new CommitLog(admin);
-      log.begin(table, queryId, txns, mark);
-      finish(admin, txns);
-      log.end(table, mark);
+      String claim = lease == null ? null : lease.key();
+      long recorded = log.begin(table, queryId, txns, mark, completes, claim);
+      if (lease != null) {
+        long takenAt = lease.takenAt(log.topic());
+        if (takenAt >= 0) {
+          // recorded before the marker: the taker finishes this commit; after: nobody does.
+          throw Errors.claimTaken(table, lease.takenBy(log.topic()), recorded < takenAt);
+        }
+      }
+      List<TaskTransaction> lost = finish(admin, txns);
+      if (!lost.isEmpty()) {
+        CommitLog.Pending pending = new CommitLog.Pending(table, queryId, txns, mark, completes, true, claim, recorded);
+        throw Errors.commitCutShort(table, settle(log, pending, lost));
+      }
+      log.end(new CommitLog.Pending(table, queryId, txns, mark, completes, true, claim, recorded));
       CommitVisibility.await(admin, table, topic, lastOffsets);
       return null;
-    });
+    }));
   }
 
   /**
@@ -139,23 +158,34 @@ public final class ExactlyOnceCommitter {
   }
 
   /**
-   * The last epoch {@code query} committed to this table (after rolling a pending commit
-   * forward), its written marks raised to what every query wrote to the table: a new query
-   * (or one restarted after another wrote) never puts a virtual partition below what is
-   * already there.
+   * The last epoch {@code query} committed to this table, its written marks raised to what
+   * every writer wrote to the table (the committed part of another query's cut-short epoch
+   * included): a new query (or one restarted after another wrote) never puts a virtual
+   * partition below what is already there.
    */
   public EpochMark lastEpoch(String query) {
     return withKafka(admin -> {
       CommitLog log = new CommitLog(admin);
       EpochMark last = log.lastEpoch(table, query).orElse(EpochMark.start(table, query));
-      return new EpochMark(table, query, last.epoch(), last.marks().withWrittenAtLeast(log.writtenHighs(table)),
-          last.held());
+      return new EpochMark(table, query, last.epoch(),
+          last.marks().withWrittenAtLeast(log.writtenHighs(table, query)), last.held());
     });
   }
 
   /** Per virtual partition, the largest order value any writer recorded for this table. */
   public Map<Integer, Long> writtenHighs() {
     return withKafka(admin -> new CommitLog(admin).writtenHighs(table));
+  }
+
+  /** The epochs of {@code query} that Kafka cut short, by epoch: its rerun completes them. */
+  public Map<Long, PartialCommit> partialEpochs(String query) {
+    return withKafka(admin -> {
+      Map<Long, PartialCommit> out = new java.util.HashMap<>();
+      for (PartialCommit p : new CommitLog(admin).partials(table)) {
+        if (!p.insert() && p.query().equals(query)) out.put(p.epoch(), p);
+      }
+      return out;
+    });
   }
 
   /** Records an at-least-once epoch: its rows are flushed, there is no transaction to commit. */
@@ -173,31 +203,103 @@ public final class ExactlyOnceCommitter {
     }
   }
 
-  /** Rolls a half-done commit forward, then fences what is left open. Returns a report. */
-  public String recover() {
-    StringBuilder report = new StringBuilder();
-    try (KafkaTopics admin = new KafkaTopics(kafka)) {
-      CommitLog log = new CommitLog(admin);
-      Optional<CommitLog.Pending> pending = log.pending(table);
-      if (pending.isPresent()) {
-        List<TaskTransaction> txns = pending.get().transactions;
-        LOG.warn("kplex: finishing the commit of {} transactions that a previous driver of table {}"
-            + " left half done", txns.size(), table);
-        finish(admin, txns);
-        log.end(pending.get());
-        report.append("committed ").append(txns.size()).append(" transactions of an interrupted commit; ");
-      }
-      int fenced = TransactionFencer.fenceOpen(admin, table, Set.of());
-      report.append("fenced ").append(fenced).append(" open transactions");
-    }
-    return report.toString();
+  /**
+   * Under the writer claim {@code lease}: rolls a half-done commit forward (settling what
+   * Kafka aborted of it), then fences what is left open. Returns what it found and did.
+   */
+  public String recover(WriterLease lease) {
+    return recover(lease, false);
   }
 
-  /** Fences every other open transaction of the table, then commits these. */
-  private void finish(KafkaTopics admin, List<TaskTransaction> txns) {
+  /** {@code forgetReported}: an operator's recover, after which a cut-short INSERT's report is forgotten. */
+  public String recover(WriterLease lease, boolean forgetReported) {
+    List<String> report = new java.util.ArrayList<>();
+    try (KafkaTopics admin = new KafkaTopics(kafka)) {
+      CommitLog log = new CommitLog(admin);
+      Optional<CommitLog.Pending> found = log.pending(table);
+      if (found.isPresent()) {
+        CommitLog.Pending pending = found.get();
+        if (recordedAfterTakeOver(log, pending)) {
+          // Its writer lost its claim before recording it: it fails and commits nothing.
+          log.end(table);
+          report.add("removed the commit record of query " + pending.query + ", made after its writer's claim"
+              + " was taken over (that write failed; none of its transactions is committed)");
+        } else {
+          LOG.warn("kplex: finishing the commit of {} transactions (query {}) that a previous driver of table {}"
+              + " left half done", pending.transactions.size(), pending.query, table);
+          List<TaskTransaction> lost = finish(admin, pending.transactions);
+          if (lost.isEmpty()) {
+            log.end(pending);
+            report.add("committed the " + pending.transactions.size() + " transactions of an interrupted commit"
+                + " (query " + pending.query + ")");
+          } else {
+            report.add(settle(log, pending, lost));
+          }
+        }
+      }
+      int fenced = TransactionFencer.fenceOpen(admin, table, Set.of());
+      report.add("fenced " + fenced + " open transactions");
+      for (PartialCommit p : log.partials(table)) {
+        if (!report.contains(p.describe(virtualPartitions))) report.add(p.describe(virtualPartitions));
+        if (forgetReported && p.insert()) log.forget(p);
+      }
+    }
+    return String.join("; ", report);
+  }
+
+  /** Whether {@code pending} was recorded after its writer's claim was taken over. */
+  private boolean recordedAfterTakeOver(CommitLog log, CommitLog.Pending pending) {
+    if (pending.claim == null || pending.offset < 0) return false;
+    var marker = log.topic().readPrefix(WriterLease.takenPrefix(table)).get(WriterLease.takenKey(table, pending.claim));
+    return marker != null && marker.getKey() < pending.offset;
+  }
+
+  /**
+   * Settles a commit of which Kafka aborted {@code lost}: nothing committed, the record
+   * goes; else a {@link PartialCommit} takes its place. Returns what happened, for people.
+   */
+  private String settle(CommitLog log, CommitLog.Pending pending, List<TaskTransaction> lost) {
+    String what = pending.mark == null || EpochMark.INSERTS.equals(pending.mark.query())
+        ? "the INSERT of query " + pending.query
+        : "epoch " + pending.mark.epoch() + " of query " + pending.query;
+    if (lost.size() == pending.transactions.size()) {
+      log.end(table);
+      LOG.warn("kplex: Kafka aborted all {} transactions of {} into table {}", lost.size(), what, table);
+      return "Kafka aborted all " + lost.size() + " transactions of " + what + " (nothing of it is visible): "
+          + (pending.mark != null && !EpochMark.INSERTS.equals(pending.mark.query())
+              ? "the query writes the epoch again when it restarts from its checkpoint"
+              : "run the INSERT again");
+    }
+    PartialCommit partial = PartialCommit.of(pending, lost);
+    if (pending.completes != null) {
+      // A rerun that was cut short again: what the first run committed still is.
+      for (PartialCommit before : log.partials(table)) {
+        if (before.key().equals(pending.completes)) {
+          Map<Integer, Long> committed = new java.util.HashMap<>(before.committed());
+          partial.committed().forEach((vp, h) -> committed.merge(vp, h, Math::max));
+          partial = new PartialCommit(partial.table(), partial.query(), partial.epoch(), false,
+              partial.lostPartitions(), partial.lostVps(), committed, partial.vpsKnown());
+        }
+      }
+    }
+    EpochMark inserts = null;
+    if (partial.insert()) {
+      EpochMark before = log.lastEpoch(table, EpochMark.INSERTS).orElse(EpochMark.start(table, EpochMark.INSERTS));
+      Map<Integer, Long> written = new java.util.HashMap<>(before.marks().written());
+      partial.committed().forEach((vp, h) -> written.merge(vp, h, Math::max));
+      inserts = new EpochMark(table, EpochMark.INSERTS, 0, io.kplex.spark.time.EventTime.Marks.of(written), List.of());
+    }
+    log.settle(pending, partial, inserts);
+    String described = partial.describe(virtualPartitions);
+    LOG.warn("kplex: {}", described);
+    return described;
+  }
+
+  /** Fences every other open transaction of the table, then commits these; returns those Kafka had aborted. */
+  private List<TaskTransaction> finish(KafkaTopics admin, List<TaskTransaction> txns) {
     Set<String> keep = new HashSet<>();
     for (TaskTransaction t : txns) keep.add(t.id());
     TransactionFencer.fenceOpen(admin, table, keep);
-    new TransactionFinisher(kafka, table, faults).commitAll(txns);
+    return new TransactionFinisher(kafka, table, faults).commitAll(txns);
   }
 }

@@ -17,14 +17,15 @@ import org.slf4j.LoggerFactory;
  * Finishes a commit that a dead driver left half done, for any session that touches the
  * table: the catalog calls {@link #finish} whenever it loads a kplex table (a read, a
  * write, DESCRIBE, the CLI), so a half-visible write does not wait for the next write.
- * Only the transactions the commit log names are committed; nothing is fenced (a live
- * writer of the table keeps its open transactions). Cheap when nothing is pending: the
- * end offset of {@code _kplex_commits} is compared with the one at which this JVM last
- * found the table clean.
+ * It acts only under the table's writer claim ({@link WriterLease}), on what it reads
+ * under it: a live writer's commit is that writer's to finish (the claim is refused, and
+ * nothing is touched). Cheap when nothing is pending: the end offset of
+ * {@code _kplex_commits} is compared with the one at which this JVM last found the table
+ * clean.
  *
- * <p>What remains: if nothing touches the table before the unfinished transactions
- * outlive {@code transaction.timeout.ms}, the broker aborts them and the write stays half
- * visible; running {@code kplex recover} more often than that closes the window.
+ * <p>If nothing touches the table before the unfinished transactions outlive
+ * {@code transaction.timeout.ms}, the broker aborts them: the commit is then settled as a
+ * {@link PartialCommit} (see {@link ExactlyOnceCommitter#recover}), never left in the way.
  */
 public final class PendingCommits {
   private static final Logger LOG = LoggerFactory.getLogger(PendingCommits.class);
@@ -33,39 +34,44 @@ public final class PendingCommits {
 
   private PendingCommits() {}
 
-  /** Rolls the table's pending commit forward, if any; returns how many transactions it committed. */
-  public static int finish(KafkaTopics kafka, String table, String topic) {
+  /**
+   * Rolls the table's pending commit forward, if any, under its writer claim (a claim of
+   * another writer unchanged for {@code staleMs} is taken over); returns what it did, or
+   * an empty string.
+   */
+  public static String finish(KafkaTopics kafka, String table, String topic, int virtualPartitions, long staleMs) {
     Optional<Long> end = endOffset(kafka);
-    if (end.isEmpty()) return 0;
+    if (end.isEmpty()) return "";
     String key = kafka.conf().bootstrap() + "\u0000" + table;
-    if (end.get().equals(CLEAN_AT.get(key))) return 0;
-    CommitLog log = new CommitLog(kafka);
-    Optional<CommitLog.Pending> pending = log.pending(table);
-    int committed = 0;
-    if (pending.isPresent()) {
-      List<TaskTransaction> txns = pending.get().transactions;
-      LOG.warn("kplex: table {} has a commit that a previous driver left half done (query {}): committing"
-          + " its {} remaining transactions", table, pending.get().query, txns.size());
-      new TransactionFinisher(kafka.conf(), table, null).commitAll(txns);
-      log.end(pending.get());
-      CommitVisibility.awaitEnd(kafka, table, topic);
-      committed = txns.size();
+    if (end.get().equals(CLEAN_AT.get(key))) return "";
+    String report = "";
+    if (new CommitLog(kafka).pending(table).isPresent()) {
+      try (WriterLease lease = WriterLease.acquire(kafka.conf(), table, "kplex (table load)", null, staleMs)) {
+        report = new ExactlyOnceCommitter(kafka.conf(), table, topic, virtualPartitions, null).recover(lease);
+        LOG.warn("kplex: table {} had a commit that a previous driver left half done: {}", table, report);
+        CommitVisibility.awaitEnd(kafka, table, topic);
+      }
       end = endOffset(kafka);
     }
     end.ifPresent(offset -> CLEAN_AT.put(key, offset));
-    return committed;
+    return report;
   }
 
   /**
-   * {@link #finish}, for a catalog that must load the table whatever happens: a commit that
-   * cannot be finished now (the broker aborted it, a missing ACL) is logged, and
-   * {@code kplex recover} or the next write reports it.
+   * {@link #finish}, for a catalog that must load the table whatever happens: a live writer
+   * holding the table, or a commit that cannot be finished now (a missing ACL), is logged,
+   * and {@code kplex recover} or the next write deals with it.
    */
-  public static void finishQuietly(KafkaTopics kafka, String table, String topic) {
+  public static void finishQuietly(KafkaTopics kafka, String table, String topic, int virtualPartitions,
+      long staleMs) {
     try {
-      finish(kafka, table, topic);
+      finish(kafka, table, topic, virtualPartitions, staleMs);
     } catch (KplexException e) {
-      LOG.warn("kplex: could not finish the pending commit of table {}: {}", table, e.getMessage());
+      if ("TABLE_BUSY".equals(e.code())) {
+        LOG.info("kplex: table {} has a commit under way by a live writer, which finishes it", table);
+      } else {
+        LOG.warn("kplex: could not finish the pending commit of table {}: {}", table, e.getMessage());
+      }
     }
   }
 

@@ -22,8 +22,13 @@ import org.slf4j.LoggerFactory;
  * Commits tasks' open transactions from the driver: each is resumed in a new producer by
  * producer id and epoch ({@link TransactionResumer}) and committed, in parallel. A
  * retriable failure or a timeout is tried again with a fresh producer until
- * {@link #DEADLINE_MS}; fenced, expired and unauthorized transactions fail at once, with
- * an error that says which ({@link CommitFailure}).
+ * {@link #DEADLINE_MS}. A transaction Kafka aborted (fenced: its epoch was bumped by the
+ * broker's timeout or by a fencer; or no longer known) cannot be committed by anyone: it
+ * is reported back as lost, for the committer to settle ({@link PartialCommit}); a missing
+ * ACL and anything else fail at once, with an error that says which ({@link CommitFailure}).
+ *
+ * <p>Not cut off by an interrupt ({@code query.stop()} interrupts the thread that commits):
+ * every commit already under way runs to its end; the caller's interrupt status is kept.
  */
 final class TransactionFinisher {
   private static final Logger LOG = LoggerFactory.getLogger(TransactionFinisher.class);
@@ -41,60 +46,62 @@ final class TransactionFinisher {
     this.faults = faults;
   }
 
-  void commitAll(List<TaskTransaction> txns) {
+  /** Commits {@code txns}; returns those Kafka had aborted (empty: all committed). */
+  List<TaskTransaction> commitAll(List<TaskTransaction> txns) {
+    List<TaskTransaction> lost = new ArrayList<>();
     if (faults != null && faults.commitsOneByOne()) {
-      try {
-        for (int i = 0; i < txns.size(); i++) {
-          commit(txns.get(i));
-          faults.afterCommit(i + 1);
-        }
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new KplexException("INTERRUPTED", "interrupted while committing transactions", e);
+      for (int i = 0; i < txns.size(); i++) {
+        if (!commit(txns.get(i))) lost.add(txns.get(i));
+        faults.afterCommit(i + 1);
       }
-      return;
+      return lost;
     }
     ExecutorService pool = Executors.newFixedThreadPool(Math.max(1, Math.min(16, txns.size())));
+    boolean interrupted = false;
     try {
-      List<Future<?>> done = new ArrayList<>();
-      for (TaskTransaction t : txns) {
-        done.add(pool.submit(() -> {
-          commit(t);
-          return null;
-        }));
-      }
-      for (Future<?> f : done) {
-        try {
-          f.get();
-        } catch (ExecutionException e) {
-          throw e.getCause() instanceof KplexException k ? k
-              : new KplexException("COMMIT_FAILED", e.getCause().toString(), e.getCause());
+      List<Future<Boolean>> done = new ArrayList<>();
+      for (TaskTransaction t : txns) done.add(pool.submit(() -> commit(t)));
+      for (int i = 0; i < done.size(); i++) {
+        while (true) {
+          try {
+            if (!done.get(i).get()) lost.add(txns.get(i));
+            break;
+          } catch (InterruptedException e) {
+            interrupted = true;  // finish what is under way; the caller sees the interrupt after
+          } catch (ExecutionException e) {
+            throw e.getCause() instanceof KplexException k ? k
+                : new KplexException("COMMIT_FAILED", e.getCause().toString(), e.getCause());
+          }
         }
       }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new KplexException("INTERRUPTED", "interrupted while committing transactions", e);
+      return lost;
     } finally {
-      pool.shutdownNow();
+      pool.shutdown();
+      if (interrupted) Thread.currentThread().interrupt();
     }
   }
 
-  private void commit(TaskTransaction t) throws InterruptedException {
+  /** Commits {@code t}: true, or false if Kafka had aborted it. */
+  private boolean commit(TaskTransaction t) {
     long deadline = System.currentTimeMillis() + DEADLINE_MS;
     for (int attempt = 1; ; attempt++) {
       try {
         commitOnce(t);
-        return;
+        return true;
       } catch (RuntimeException e) {
         CommitFailure kind = CommitFailure.of(e);
         if (kind == CommitFailure.NOT_AUTHORIZED) {
           throw AccessErrors.notAuthorized(kafka, e, "WRITE", "transactional id '" + t.id() + "'");
         }
+        if (kind.aborted()) {
+          LOG.warn("kplex: transaction {} of table {} was aborted by Kafka ({}: {})", t, table, kind, e.toString());
+          return false;
+        }
         if (!kind.retry() || System.currentTimeMillis() + BACKOFF_MS > deadline) {
           throw Errors.commitFailed(kind.code, kind.meaning, t.toString(), table, attempt, e);
         }
         LOG.warn("kplex: committing {} of table {} failed ({}: {}); trying again", t, table, kind, e.toString());
-        Thread.sleep(BACKOFF_MS);
+        Uninterruptibly.sleep(BACKOFF_MS);
       }
     }
   }

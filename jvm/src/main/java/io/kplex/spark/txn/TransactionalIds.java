@@ -18,6 +18,12 @@ public final class TransactionalIds {
     return prefix(table) + partitionId + "." + stageAttempt + "." + attempt;
   }
 
+  /** The Spark partition id in a transactional id of this scheme. */
+  public static int partitionOf(String transactionalId) {
+    String[] parts = transactionalId.split("\\.");
+    return Integer.parseInt(parts[parts.length - 3]);
+  }
+
   public static boolean belongsTo(String table, String transactionalId) {
     if (!transactionalId.startsWith(prefix(table))) return false;
     // kplex.a.0.0.0 is table a's; kplex.a.b.0.0.0 belongs to table a.b, not to a.

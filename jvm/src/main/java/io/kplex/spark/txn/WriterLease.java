@@ -26,8 +26,17 @@ import org.slf4j.LoggerFactory;
  * log, so a total order even when both are made in the same millisecond) wins: the newer
  * write watches the older claim and fails as soon as it is renewed or released (its writer
  * is alive), before a task starts, naming the other query. A claim left unchanged for
- * {@link #STALE_MS} belongs to a driver that died: it is removed, and the new write
- * recovers what that one left (see {@link ExactlyOnceCommitter#recover}).
+ * the claim timeout ({@code kplex.writer_claim_timeout_ms}, {@link #DEFAULT_STALE_MS}) belongs
+ * to a driver that died, or stood still for that long (a GC pause, a stopped process): it
+ * is taken over (a {@code writer-taken/<table>/<id>} marker, then its removal), and the new
+ * write recovers what that one left (see {@link ExactlyOnceCommitter#recover}).
+ *
+ * <p>A claim is a fencing token, checked where it matters: a writer records its commit
+ * ({@link CommitLog#begin}) and then reads whether its claim was taken
+ * ({@link #takenAt}). The log's order decides who finishes the commit: recorded before the
+ * taker's marker, the taker finishes it (it reads the log after its marker); recorded
+ * after, neither does (the taker fences it, the writer fails). So a writer that was paused
+ * past the timeout never commits next to the one that took over.
  *
  * <p>So a write never fences the transactions of a live writer, and two concurrent
  * INSERTs never both become partly visible: one succeeds, the other fails having written
@@ -41,13 +50,16 @@ import org.slf4j.LoggerFactory;
 public final class WriterLease implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(WriterLease.class);
   static final long RENEW_MS = 1_000;
-  /** No renewal for this long: the claim's driver is dead. */
-  static final long STALE_MS = 6_000;
+  /** No renewal for this long: the claim's driver is dead (kplex.writer_claim_timeout_ms). */
+  public static final long DEFAULT_STALE_MS = 6_000;
+  /** Taken-over markers older than this are removed (their writers have long failed). */
+  static final long MARKER_KEEP_MS = 24 * 3_600_000L;
 
   /** The claims of this JVM that belong to a thread (a streaming query's run). */
   private static final Set<WriterLease> OWNED = ConcurrentHashMap.newKeySet();
 
   private final KafkaConf kafka;
+  private final String table;
   private final String key;
   private final Thread renewer;
   /** The thread whose end ends the claim (null: ended by {@link #close} only). */
@@ -57,8 +69,9 @@ public final class WriterLease implements AutoCloseable {
   private final CountDownLatch ending = new CountDownLatch(1);
   private final List<Runnable> onEnd = new CopyOnWriteArrayList<>();
 
-  private WriterLease(KafkaConf kafka, String key, String query, Thread owner) {
+  private WriterLease(KafkaConf kafka, String table, String key, String query, Thread owner) {
     this.kafka = kafka;
+    this.table = table;
     this.key = key;
     this.owner = owner;
     this.renewer = new Thread(() -> renew(query), "kplex-writer-lease " + key);
@@ -69,19 +82,34 @@ public final class WriterLease implements AutoCloseable {
     return "writer/" + table + "/";
   }
 
+  static String takenPrefix(String table) {
+    return "writer-taken/" + table + "/";
+  }
+
+  /** The marker that says the claim {@code claimKey} of {@code table} was taken over. */
+  static String takenKey(String table, String claimKey) {
+    return takenPrefix(table) + claimKey.substring(prefix(table).length());
+  }
+
+  /** This claim's key in the log ({@code writer/<table>/<id>}). */
+  public String key() {
+    return key;
+  }
+
   /** Claims {@code table} for the write of {@code query}, or fails naming the live writer. */
   public static WriterLease acquire(KafkaConf kafka, String table, String query) {
-    return acquire(kafka, table, query, null);
+    return acquire(kafka, table, query, null, DEFAULT_STALE_MS);
   }
 
   /**
    * As {@link #acquire(KafkaConf, String, String)}, for as long as {@code owner} runs (a
-   * streaming query's thread; null: until {@link #close}).
+   * streaming query's thread; null: until {@link #close}); a claim of another writer not
+   * renewed for {@code staleMs} is taken over.
    */
-  public static WriterLease acquire(KafkaConf kafka, String table, String query, Thread owner) {
+  public static WriterLease acquire(KafkaConf kafka, String table, String query, Thread owner, long staleMs) {
     releaseEnded();
     String key = prefix(table) + UUID.randomUUID();
-    WriterLease lease = new WriterLease(kafka, key, query, owner);
+    WriterLease lease = new WriterLease(kafka, table, key, query, owner);
     try (KafkaTopics admin = new KafkaTopics(kafka)) {
       CompactedTopic log = new CompactedTopic(admin, CommitLog.TOPIC);
       log.put(key, value(query, 0));
@@ -93,8 +121,8 @@ public final class WriterLease implements AutoCloseable {
       });
       if (!older.isEmpty()) {
         // Older claims: alive if renewed or released while we watch (fail at once), a dead
-        // driver's if unchanged for STALE_MS (remove them and go on).
-        long deadline = System.currentTimeMillis() + STALE_MS;
+        // (or paused) driver's if unchanged for staleMs: taken over, marked, then removed.
+        long deadline = System.currentTimeMillis() + staleMs;
         while (System.currentTimeMillis() < deadline) {
           sleep(RENEW_MS / 2);
           Map<String, Map.Entry<Long, byte[]>> now = log.readPrefix(prefix(table));
@@ -106,15 +134,50 @@ public final class WriterLease implements AutoCloseable {
             }
           }
         }
+        Map<String, byte[]> takeOver = new java.util.LinkedHashMap<>();
         for (String dead : older.keySet()) {
-          LOG.info("kplex: removing the claim {} on table {} of a writer that stopped renewing it", dead, table);
-          log.put(dead, null);
+          LOG.warn("kplex: taking over the claim {} on table {}: its writer did not renew it for {} ms", dead,
+              table, staleMs);
+          takeOver.put(takenKey(table, dead), taken(query));
+          takeOver.put(dead, null);
         }
+        log.putAll(takeOver);
       }
+      forgetOldMarkers(log, table);
     }
     if (owner != null) OWNED.add(lease);
     lease.renewer.start();
     return lease;
+  }
+
+  /**
+   * The offset of the marker that says this claim was taken over, or -1 if it was not: read
+   * after recording a commit, whose offset it is compared with (see the class comment).
+   */
+  public long takenAt(CompactedTopic log) {
+    Map.Entry<Long, byte[]> marker = log.readPrefix(takenPrefix(table)).get(takenKey(table, key));
+    return marker == null ? -1 : marker.getKey();
+  }
+
+  /** Who took this claim over (from its marker), for the error. */
+  public String takenBy(CompactedTopic log) {
+    Map.Entry<Long, byte[]> marker = log.readPrefix(takenPrefix(table)).get(takenKey(table, key));
+    return marker == null ? "?" : queryOf(marker.getValue());
+  }
+
+  private static void forgetOldMarkers(CompactedTopic log, String table) {
+    Map<String, byte[]> old = new java.util.LinkedHashMap<>();
+    long before = System.currentTimeMillis() - MARKER_KEEP_MS;
+    log.readPrefix(takenPrefix(table)).forEach((k, v) -> {
+      String text = new String(v.getValue(), StandardCharsets.UTF_8);
+      int at = text.indexOf("\"at\":");
+      if (at >= 0 && Long.parseLong(text.substring(at + 5, text.indexOf('}', at)).trim()) < before) old.put(k, null);
+    });
+    if (!old.isEmpty()) log.putAll(old);
+  }
+
+  private static byte[] taken(String query) {
+    return ("{\"query\":\"" + query + "\",\"at\":" + System.currentTimeMillis() + "}").getBytes(StandardCharsets.UTF_8);
   }
 
   /** Removes the claims of this JVM whose owning thread has ended (a stopped query's). */
@@ -174,7 +237,7 @@ public final class WriterLease implements AutoCloseable {
     try (KafkaTopics admin = new KafkaTopics(kafka)) {
       new CompactedTopic(admin, CommitLog.TOPIC).put(key, null);
     } catch (RuntimeException e) {
-      LOG.warn("kplex: could not remove the writer claim {} (it goes stale in {} ms): {}", key, STALE_MS, e.toString());
+      LOG.warn("kplex: could not remove the writer claim {} (it goes stale): {}", key, e.toString());
     }
     for (Runnable r : onEnd) {
       try {

@@ -35,11 +35,11 @@ final class KplexBatchWrite implements BatchWrite {
   @Override
   public DataWriterFactory createBatchWriterFactory(PhysicalWriteInfo info) {
     // One writer per table: fail now, naming the other writer, if one is live.
-    lease = WriterLease.acquire(conf.kafka, conf.table, queryId);
+    lease = WriterLease.acquire(conf.kafka, conf.table, queryId, null, conf.claimTimeoutMs);
     startedMs = System.currentTimeMillis();
     // Before any task writes: finish or fence what an earlier, crashed write left open.
     ExactlyOnceCommitter committer = committer();
-    committer.recover();
+    committer.recover(lease);
     // Under the claim: what the table holds per virtual partition (every writer's marks).
     floor = committer.writtenHighs();
     return new KplexWriterFactory(conf, schema, floor);
@@ -71,7 +71,7 @@ final class KplexBatchWrite implements BatchWrite {
         if (k.txn != null) txns.add(k.txn);
         for (int p = 0; p < last.length; p++) last[p] = Math.max(last[p], k.lastOffsets[p]);
       }
-      committer().commit(queryId, txns, last, writtenMark(messages), startedMs);
+      committer().commit(queryId, txns, last, writtenMark(messages), startedMs, lease, null);
     } else {
       committer().mark(writtenMark(messages));
     }
@@ -110,7 +110,7 @@ final class KplexBatchWrite implements BatchWrite {
   }
 
   private ExactlyOnceCommitter committer() {
-    return new ExactlyOnceCommitter(conf.kafka, conf.table, conf.topic, conf.faults);
+    return new ExactlyOnceCommitter(conf.kafka, conf.table, conf.topic, conf.virtualPartitions, conf.faults);
   }
 
   @Override

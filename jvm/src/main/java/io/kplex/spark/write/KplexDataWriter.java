@@ -17,6 +17,7 @@ import io.kplex.spark.wire.Placement;
 import java.time.Duration;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
@@ -164,7 +165,11 @@ public final class KplexDataWriter implements DataWriter<InternalRow> {
   private void checkFailure() {
     if (failure != null) {
       KplexException access = AccessErrors.of(conf.kafka, failure, "WRITE", "topic '" + conf.topic + "'");
-      throw access != null ? access : Errors.sendFailed(conf.topic, failure);
+      if (access != null) throw access;
+      if (conf.exactlyOnce() && io.kplex.spark.txn.CommitFailure.of(failure).aborted()) {
+        throw Errors.taskFenced(conf.table, transactionalId, failure);
+      }
+      throw Errors.sendFailed(conf.topic, failure);
     }
   }
 
@@ -308,7 +313,11 @@ public final class KplexDataWriter implements DataWriter<InternalRow> {
     if (conf.exactlyOnce() && rows + sideRows > 0) {
       // A transaction with no record never started on the broker: nothing to commit.
       var id = TransactionResumer.idAndEpoch(producer);
-      txn = new TaskTransaction(transactionalId, id.producerId, id.epoch);
+      Map<Integer, Long> written = new HashMap<>();
+      for (int vp = 0; vp < highs.length; vp++) {
+        if (highs[vp] != Long.MIN_VALUE) written.put(vp, highs[vp]);
+      }
+      txn = new TaskTransaction(transactionalId, id.producerId, id.epoch, written);
     }
     return new KplexCommitMessage(partitionId, rowsPerVp, dropped, txn, lastOffsets, highs);
   }

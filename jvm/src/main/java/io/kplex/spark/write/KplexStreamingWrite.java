@@ -5,8 +5,11 @@ import io.kplex.spark.errors.Errors;
 import io.kplex.spark.stream.HeldRelease;
 import io.kplex.spark.txn.EpochMark;
 import io.kplex.spark.txn.ExactlyOnceCommitter;
+import io.kplex.spark.txn.PartialCommit;
+import io.kplex.spark.txn.TaskTransaction;
 import io.kplex.spark.time.EventTime;
 import io.kplex.spark.txn.WriterLease;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Consumer;
@@ -54,7 +57,7 @@ final class KplexStreamingWrite implements StreamingWrite {
     this.held = held;
     this.progress = progress;
     this.run = StreamingRuns.of(conf.table, queryId);
-    this.committer = new ExactlyOnceCommitter(conf.kafka, conf.table, conf.topic, conf.faults,
+    this.committer = new ExactlyOnceCommitter(conf.kafka, conf.table, conf.topic, conf.virtualPartitions, conf.faults,
         run.runId == null ? null : () -> run.clients(conf.kafka));
   }
 
@@ -65,14 +68,16 @@ final class KplexStreamingWrite implements StreamingWrite {
       // whole run (renewed, and removed when the query's thread ends), or for this epoch
       // when Spark runs no stream thread.
       if (run.lease == null || !run.lease.held()) {
-        run.lease = WriterLease.acquire(conf.kafka, conf.table, queryId, run.runId == null ? null : Thread.currentThread());
+        run.lease = WriterLease.acquire(conf.kafka, conf.table, queryId, run.runId == null ? null : Thread.currentThread(),
+            conf.claimTimeoutMs);
         run.lease.whenEnded(run::closeClients);
       }
       lease = run.lease;
       if (!run.recovered) {
         // Once per run of the query: finish what a killed driver left half committed, fence
         // what its tasks left open, so nothing pins the topic's last stable offset.
-        committer.recover();
+        committer.recover(run.lease);
+        run.partials = conf.exactlyOnce() ? committer.partialEpochs(queryId) : Map.of();
         run.recovered = true;
         run.last = null;
       }
@@ -127,8 +132,26 @@ final class KplexStreamingWrite implements StreamingWrite {
     EventTime.Marks marks = last.marks().after(tally.read, tally.written);
     EpochMark mark = new EpochMark(conf.table, queryId, epochId, marks, tally.heldFiles);
     if (conf.exactlyOnce()) {
-      committer.commit(queryId, tally.txns, tally.lastOffsets, mark,
-          epoch == null ? System.currentTimeMillis() : epoch.atMs());
+      // An epoch Kafka cut short in an earlier run: commit only the lost tasks' rows.
+      PartialCommit partial;
+      synchronized (run) {
+        partial = run.partials.get(epochId);
+      }
+      List<TaskTransaction> txns = partial == null ? tally.txns : partial.toCommit(tally.txns);
+      if (partial != null) {
+        LOG.warn("kplex: epoch {} of query {} was cut short by Kafka in an earlier run: committing the {} of its {}"
+            + " transactions that hold virtual partitions {}", epochId, queryId, txns.size(), tally.txns.size(),
+            partial.lostVps());
+      }
+      committer.commit(queryId, txns, tally.lastOffsets, mark,
+          epoch == null ? System.currentTimeMillis() : epoch.atMs(), lease, partial);
+      if (partial != null) {
+        synchronized (run) {
+          Map<Long, PartialCommit> left = new java.util.HashMap<>(run.partials);
+          left.remove(epochId);
+          run.partials = left;
+        }
+      }
     } else {
       committer.mark(mark);
     }

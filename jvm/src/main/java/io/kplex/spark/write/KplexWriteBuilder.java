@@ -30,7 +30,7 @@ public final class KplexWriteBuilder implements WriteBuilder {
         ? Errors.notAKplexTable(table.topic()) : Errors.unknownTopic(table.topic()));
     WriteSchema schema = WriteSchema.resolve(info.schema());
     Map<String, String> options = info.options().asCaseSensitiveMap();
-    WriteConf conf = new WriteConf(def, table.catalogOptions(), options, sessionSettings());
+    WriteConf conf = new WriteConf(def, table.catalogOptions(), options, WriteConf.sessionSettings());
     // A streaming query builds a write for every micro-batch: check once per run.
     StreamingRuns.Run run = StreamingRuns.of(conf.table, info.queryId());
     if (run.runId == null || !run.checked) {
@@ -69,17 +69,5 @@ public final class KplexWriteBuilder implements WriteBuilder {
       return null;
     });
     return root[0] == null ? null : root[0] + "/" + queryId;
-  }
-
-  /** The active session's {@code spark.kplex.*} settings, as {@code kplex.*} keys. */
-  private static Map<String, String> sessionSettings() {
-    Map<String, String> settings = new java.util.HashMap<>();
-    SparkSession.getActiveSession().foreach(session -> {
-      scala.jdk.javaapi.CollectionConverters.asJava(session.conf().getAll()).forEach((k, v) -> {
-        if (k.startsWith("spark.kplex.")) settings.put(k.substring("spark.".length()), v);
-      });
-      return null;
-    });
-    return settings;
   }
 }

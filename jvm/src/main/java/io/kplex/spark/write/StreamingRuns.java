@@ -32,6 +32,8 @@ final class StreamingRuns {
     volatile boolean checked;
     boolean recovered;
     EpochMark last;
+    /** This query's epochs that Kafka cut short (their rerun commits only what was lost), by epoch. */
+    Map<Long, io.kplex.spark.txn.PartialCommit> partials = Map.of();
     /** The run's claim on the table (null: none yet, or given up after a failed epoch). */
     WriterLease lease;
     /** Kafka clients of the run's commits, closed when its claim ends. */

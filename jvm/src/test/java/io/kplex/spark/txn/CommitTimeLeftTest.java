@@ -24,7 +24,7 @@ public class CommitTimeLeftTest {
   private static ExactlyOnceCommitter committer(String timeoutMs) {
     Map<String, String> options = new HashMap<>(Map.of("kafka.bootstrap.servers", "127.0.0.1:1"));
     if (timeoutMs != null) options.put("kafka.transaction.timeout.ms", timeoutMs);
-    return new ExactlyOnceCommitter(KafkaConf.from(options), "views_by_user", "views_by_user", null);
+    return new ExactlyOnceCommitter(KafkaConf.from(options), "views_by_user", "views_by_user", 9, null);
   }
 
   private static long ago(long ms) {

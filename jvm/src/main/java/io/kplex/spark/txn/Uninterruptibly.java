@@ -1,0 +1,62 @@
+package io.kplex.spark.txn;
+
+import io.kplex.spark.errors.KplexException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.function.Supplier;
+
+/**
+ * Steps that an interrupt must not cut in half: a commit (record, commit every
+ * transaction, record the end) runs on a thread of its own, and the caller waits for it
+ * whatever happens to its own thread ({@code query.stop()} interrupts the query's thread,
+ * and Kafka's clients give up on an interrupted thread). The caller's interrupt status is
+ * restored afterwards, so it still stops. A JVM that exits meanwhile leaves the commit to
+ * recovery, as a killed driver does.
+ */
+final class Uninterruptibly {
+  private Uninterruptibly() {}
+
+  static <T> T call(String name, Supplier<T> body) {
+    CompletableFuture<T> result = new CompletableFuture<>();
+    Thread worker = new Thread(() -> {
+      try {
+        result.complete(body.get());
+      } catch (Throwable e) {
+        result.completeExceptionally(e);
+      }
+    }, name);
+    worker.setDaemon(true);
+    worker.start();
+    boolean interrupted = false;
+    try {
+      while (true) {
+        try {
+          return result.get();
+        } catch (InterruptedException e) {
+          interrupted = true;
+        } catch (ExecutionException e) {
+          Throwable cause = e.getCause();
+          if (cause instanceof RuntimeException r) throw r;
+          if (cause instanceof Error err) throw err;
+          throw new KplexException("COMMIT_FAILED", cause.toString(), cause);
+        }
+      }
+    } finally {
+      if (interrupted) Thread.currentThread().interrupt();
+    }
+  }
+
+  static void sleep(long ms) {
+    long until = System.nanoTime() + ms * 1_000_000;
+    boolean interrupted = false;
+    long left;
+    while ((left = until - System.nanoTime()) > 0) {
+      try {
+        Thread.sleep(Math.max(1, left / 1_000_000));
+      } catch (InterruptedException e) {
+        interrupted = true;
+      }
+    }
+    if (interrupted) Thread.currentThread().interrupt();
+  }
+}
