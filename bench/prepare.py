@@ -75,8 +75,8 @@ def machine() -> dict[str, str]:
             break
     mem_kib = int(Path("/proc/meminfo").read_text().split()[1])
     java = subprocess.run(["java", "-version"], stderr=subprocess.PIPE, text=True).stderr.splitlines()[0]
-    import pyspark
     import confluent_kafka
+    import pyspark
     return {
         "cpu": f"{os.cpu_count()} x {cpu}",
         "memory": f"{mem_kib / 2**20:.0f} GiB",

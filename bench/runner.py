@@ -14,16 +14,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka.admin import AdminClient
-
-from kplex.testing.datagen import ensure_topic
-
 import check
 import procmon
 import source as sourcegen
 from cases import Contender
 from common import parse_result
+from confluent_kafka.admin import AdminClient
 from prepare import BENCH, say
+
+from kplex.testing.datagen import ensure_topic
 
 MIB = 2**20
 

@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from typing import Iterator
 
-from confluent_kafka import KafkaException, Producer, TopicPartition, Consumer
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from kplex.testing.datagen import ARTICLE_START_MS, ensure_topic, user_name
 

@@ -6,6 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+echo "test: lint (ruff: Python lint and import order; checkstyle: Java)" >&2
+"${PYTHON:-python3}" -m ruff check .
+gradle -q --offline checkstyleMain checkstyleTest 2>/dev/null || gradle -q checkstyleMain checkstyleTest
 echo "test: JVM unit tests (gradle test)" >&2
 gradle -q --offline test 2>/dev/null || gradle -q test
 "${PYTHON:-python3}" -m pytest tests -q -p no:cacheprovider "$@"

@@ -14,10 +14,11 @@ import sys
 import time
 from pathlib import Path
 
-from kplex.admin import recover
-from kplex.testing import datagen, verify
 from test_exactly_once import INSERT, ROWS, assert_exactly_once, run_script, stable_offsets_reach_the_end, why
 from test_streaming import SELECT, STREAM_SCRIPT, assert_exactly_once_in_order, create, run_available_now, run_driver
+
+from kplex.admin import recover
+from kplex.testing import datagen, verify
 
 ROOT = Path(__file__).resolve().parents[1]
 # Short enough that Kafka aborts what a dead driver left within a test, long enough for a micro-batch.

@@ -10,10 +10,10 @@ import sys
 import textwrap
 
 import pytest
+from servers import kplex_server
 
 from kplex.testing import datagen
 from kplex.testing.verify import check_derived_topic
-from servers import kplex_server
 
 pytest.importorskip("grpc", reason="the Spark Connect client needs pyspark[connect] (requirements.txt)")
 

@@ -139,8 +139,9 @@ def two_host_cluster(tmp_path_factory):
     """A standalone Spark master and two workers on two loopback hosts (127.0.0.2 and
     127.0.0.3): Spark launches a speculative copy only on another host than the
     original attempt's, and local-cluster's executors all share one."""
-    import pyspark
     import socket
+
+    import pyspark
 
     home = Path(pyspark.__file__).parent
     env = {**os.environ, "SPARK_HOME": str(home), "SPARK_NO_DAEMONIZE": "1"}
@@ -310,7 +311,8 @@ def test_an_exactly_once_insert_returns_only_once_its_records_are_visible(spark,
     # Kafka acknowledges a commit before the markers are on the partitions; the INSERT
     # waits for them, so the last stable offset (what read_committed consumers read up
     # to) has reached the end of every partition when it returns.
-    from confluent_kafka import IsolationLevel, TopicPartition as TP
+    from confluent_kafka import IsolationLevel
+    from confluent_kafka import TopicPartition as TP
     from confluent_kafka.admin import AdminClient, OffsetSpec
 
     admin = AdminClient({"bootstrap.servers": bootstrap})

@@ -14,7 +14,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-
 from read_support import (
     clickstream,
     consumer_sequences,

@@ -13,12 +13,12 @@ import uuid
 from pathlib import Path
 
 import pytest
+from read_support import clickstream, create_virtual, produce
 
 from kplex.errors import LateRecordError, translated
 from kplex.reader import TableReader
 from kplex.session import read_metrics
 from kplex.testing import verify
-from read_support import clickstream, create_virtual, produce
 
 TIME = """CAST(get_json_object(CAST(value AS STRING), "$._time") AS BIGINT)"""
 USER = """get_json_object(CAST(value AS STRING), "$.userid")"""

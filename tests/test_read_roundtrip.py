@@ -12,10 +12,6 @@ from collections import defaultdict
 
 import pytest
 from pyspark.sql.functions import spark_partition_id
-
-from kplex.reader import TableReader, iter_virtual_partition
-from kplex.session import read_metrics
-from kplex.testing import verify
 from read_support import (
     consumer_sequences,
     create_materialized,
@@ -24,6 +20,10 @@ from read_support import (
     python_sequences,
     spark_sequences,
 )
+
+from kplex.reader import TableReader, iter_virtual_partition
+from kplex.session import read_metrics
+from kplex.testing import verify
 
 
 @pytest.fixture(scope="module")

@@ -21,13 +21,13 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
+from read_support import USERID, produce
 
 from kplex.definitions import parse_definition
 from kplex.errors import DefinitionError
 from kplex.placement import virtual_partition
 from kplex.reader import TableInfo
 from kplex.testing import datagen, verify
-from read_support import USERID, produce
 
 ROOT = Path(__file__).resolve().parents[1]
 ORDER = """CAST(get_json_object(CAST(value AS STRING), "$._time") AS BIGINT)"""

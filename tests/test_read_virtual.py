@@ -10,11 +10,6 @@ import uuid
 
 import pytest
 from confluent_kafka import Producer
-
-from kplex.errors import ExpressionError, NullKeyError, OptionError, ReadOnlyTableError, translated
-from kplex.reader import TableReader, read_table_definition
-from kplex.session import read_metrics
-from kplex.testing import datagen, verify
 from read_support import (
     INSERT,
     USERID,
@@ -25,6 +20,11 @@ from read_support import (
     python_sequences,
     spark_sequences,
 )
+
+from kplex.errors import ExpressionError, NullKeyError, OptionError, ReadOnlyTableError, translated
+from kplex.reader import TableReader, read_table_definition
+from kplex.session import read_metrics
+from kplex.testing import datagen, verify
 
 LAG_MS = 3_000
 

@@ -11,7 +11,6 @@ nothing and leaves no transaction open. What was written is checked by the harne
 through the open listener (a super user), not through kplex."""
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -20,8 +19,15 @@ import uuid
 from pathlib import Path
 
 import pytest
-from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient,
-                                   ResourcePatternType, ResourceType)
+from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    ResourcePatternType,
+    ResourceType,
+)
 
 from kplex.errors import NotAuthenticatedError, NotAuthorizedError
 from kplex.session import CATALOG_CLASS

@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from sql_cases import Case, cases
 
 from kplex.sqltools.check import check_file, check_text, require_clean
 from kplex.sqltools.cli import main
 from kplex.sqltools.errors import CheckFailed
-from sql_cases import Case, cases
 
 REPO = Path(__file__).resolve().parent.parent
 

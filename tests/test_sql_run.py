@@ -251,8 +251,8 @@ def test_a_failing_third_statement_leaves_the_first_two_statements_effects_on_th
         spark, bootstrap: str, fresh_name, tmp_path: Path) -> None:
     from confluent_kafka.admin import AdminClient
 
-    from kplex.testing import datagen
     from kplex.sqltools.definitions import read_table_definitions
+    from kplex.testing import datagen
     from kplex.testing.verify import read_topic
 
     source, kept, never = fresh_name("pageviews"), fresh_name("kept"), fresh_name("never")

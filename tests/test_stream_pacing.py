@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 
 from confluent_kafka import Producer
+from test_streaming import SELECT, assert_exactly_once_in_order, create, run_driver, stream
 
 from kplex.testing import datagen, verify
-from test_streaming import SELECT, assert_exactly_once_in_order, create, run_driver, stream, wait_for
 
 DELAY_MS = 5_000
 # Event time per record on each source partition: they advance at different speeds.

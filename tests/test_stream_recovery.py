@@ -12,10 +12,16 @@ import time
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
+from test_streaming import (
+    assert_exactly_once_in_order,
+    create,
+    pageview,
+    run_available_now,
+    run_driver,
+    stream,
+)
 
 from kplex.testing import datagen, verify
-from test_streaming import assert_exactly_once_in_order, create, end_offsets, pageview, run_available_now, \
-    run_driver, stream
 
 
 def test_batch_0_rerun_after_a_driver_kill_reads_what_it_planned_from_latest(

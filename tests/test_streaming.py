@@ -20,10 +20,10 @@ from typing import Callable
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions
+from test_exactly_once import stable_offsets_reach_the_end
 
 from kplex.placement import virtual_partition
 from kplex.testing import datagen, verify
-from test_exactly_once import stable_offsets_reach_the_end
 
 ROOT = Path(__file__).resolve().parents[1]
 SELECT = ("kplex_key(kplex_json(value, '/userid')) AS key",

@@ -7,11 +7,11 @@ import os
 import subprocess
 
 import pytest
+from servers import kplex_server
 
 from kplex.servers import spark_home
 from kplex.testing import datagen
 from kplex.testing.verify import check_derived_topic
-from servers import kplex_server
 
 
 @pytest.fixture(scope="module")

@@ -20,9 +20,8 @@ import sys
 import uuid
 from pathlib import Path
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
-
 from common import KPLEX_PRODUCER, arguments, emit
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 # KafkaConf.producer()'s defaults, so that the ceiling is what kplex's producer could reach.
 PRODUCER_PROPS = {"acks": "all", "enable.idempotence": "true", **KPLEX_PRODUCER}

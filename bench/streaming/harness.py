@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from kplex.testing.datagen import ensure_topic, generate_pageviews
-
 from contenders import Contender, Settings, Slot
 from watch import OutputWatcher, RateProducer
+
+from kplex.testing.datagen import ensure_topic, generate_pageviews
 
 
 def say(message: str) -> None:

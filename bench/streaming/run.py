@@ -41,14 +41,14 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.append(str(HERE.parent))  # bench/prepare.py: Spark's Kafka connector, the kplex snapshot
 
-from kplex.testing.datagen import pageview_records  # noqa: E402
-from kplex.testing.local_kafka import LocalKafka  # noqa: E402
-
 from contenders import BASELINE, RATE_SETTER, Settings, select  # noqa: E402
 from harness import Load, Result, run_contender, say  # noqa: E402
 from kstreams import build_rekey_streams  # noqa: E402
 from prepare import connector_jars, kplex_snapshot, machine  # noqa: E402
 from tables import breakdown_table, problems, results_document, results_table  # noqa: E402
+
+from kplex.testing.datagen import pageview_records  # noqa: E402
+from kplex.testing.local_kafka import LocalKafka  # noqa: E402
 
 #: The default live rate is half of kplex exactly-once's sustained rate, within these bounds.
 RATE_CAP, RATE_FLOOR = 50_000.0, 50.0

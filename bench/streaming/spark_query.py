@@ -17,7 +17,6 @@ import argparse
 import os
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any, TextIO
 

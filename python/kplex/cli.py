@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import sys
 from types import ModuleType
 from typing import Sequence

@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 from confluent_kafka import Consumer, KafkaError, KafkaException
 
-from kplex.errors import KplexError, NotAuthenticatedError, NotAuthorizedError
+from kplex.errors import BrokerUnreachableError, KplexError, NotAuthenticatedError, NotAuthorizedError
 
 __all__ = ["QUIET", "consumer", "partitions", "access_error"]
 
@@ -100,7 +100,7 @@ def partitions(client: Consumer, topic: str, timeout: float) -> list[int] | None
     try:
         metadata = client.list_topics(topic, timeout=timeout).topics.get(topic)
     except KafkaException as e:
-        raise access_error(client) or KplexError(f"no Kafka broker answered: {e}") from None
+        raise access_error(client) or BrokerUnreachableError(f"[KPLEX_UNREACHABLE] no Kafka broker answered: {e}") from None
     if metadata is None or metadata.error is not None:
         if metadata is not None and metadata.error.code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
             raise access_error(client, metadata.error, "DESCRIBE", f"topic '{topic}'") or KafkaException(metadata.error)

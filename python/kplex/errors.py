@@ -11,21 +11,65 @@ the code to a Python class, so callers can write::
 """
 from __future__ import annotations
 
+import json
 import re
 from contextlib import contextmanager
+from importlib import resources
 from typing import Iterator
 
+from pyspark.errors import PySparkException
 
-class KplexError(Exception):
-    """Base class of every kplex error.
+#: Every error condition of kplex (JVM and Python): ``KPLEX_<CODE>`` -> sqlState, python class, description.
+CONDITIONS: dict[str, dict[str, str]] = {
+    name: c for name, c in json.loads(resources.files("kplex").joinpath("error_conditions.json").read_text()).items()
+    if not name.startswith("_")
+}
 
-    Raised from the JVM, its message is kplex's own (``[KPLEX_<CODE>] what is wrong and
-    what to do``); the JVM side's full text, Java trace included, is in ``java_trace``.
+
+class KplexError(PySparkException):
+    """Base class of every kplex error, a :class:`pyspark.errors.PySparkException`.
+
+    Its message is kplex's own (``[KPLEX_<CODE>] what is wrong and what to do``);
+    :meth:`getCondition` is ``KPLEX_<CODE>`` and :meth:`getSqlState` its SQLSTATE, both from
+    ``error_conditions.json``. Raised from the JVM, the JVM side's full text, Java trace
+    included, is in ``java_trace``.
+
+    >>> e = NullKeyError("[KPLEX_NULL_KEY] NULL key in column `k`")
+    >>> e.getCondition(), e.getSqlState(), str(e)
+    ('KPLEX_NULL_KEY', '22004', '[KPLEX_NULL_KEY] NULL key in column `k`')
     """
 
     code = "ERROR"
     #: The JVM exception's full text (with its Java stack trace), when it came from the JVM.
     java_trace: str | None = None
+
+    def __init__(self, message: str) -> None:
+        match = _CODE.match(message)
+        condition = f"KPLEX_{match.group(1)}" if match else None
+        text = message[match.end(1) + 1:].lstrip() if match else message
+        PySparkException.__init__(self, message=text)  # the same call on every pyspark kplex runs on
+        Exception.__init__(self, message)  # args (and repr) keep the whole message
+        self._full = message
+        self._condition = condition
+
+    def __str__(self) -> str:
+        return self._full
+
+    def getCondition(self) -> str | None:  # noqa: N802 - pyspark's name
+        return self._condition
+
+    def getErrorClass(self) -> str | None:  # noqa: N802 - pyspark's name (3.5), without 4.x's deprecation warning
+        return self._condition
+
+    def getMessageParameters(self) -> dict[str, str]:  # noqa: N802 - pyspark's name
+        return {}
+
+    def getMessage(self) -> str:  # noqa: N802 - pyspark's name
+        return self._full
+
+    def getSqlState(self) -> str | None:  # noqa: N802 - pyspark's name
+        condition = CONDITIONS.get(self._condition or "")
+        return condition["sqlState"] if condition else None
 
 
 class NullKeyError(KplexError):
@@ -76,6 +120,12 @@ class WriteFailedError(KplexError):
     code = "WRITE_FAILED"
 
 
+class TableBusyError(KplexError):
+    """Another writer holds the table, or took it over from this write."""
+
+    code = "TABLE_BUSY"
+
+
 class NotAuthorizedError(KplexError):
     """The principal lacks an ACL the operation needs (the message names the resource)."""
 
@@ -83,29 +133,57 @@ class NotAuthorizedError(KplexError):
 
 
 class NotAuthenticatedError(KplexError):
-    """The broker did not accept the login (wrong password, unknown user, TLS trust); the
-    message names the principal, never the secret."""
+    """The broker refused the client's credentials."""
 
     code = "NOT_AUTHENTICATED"
 
 
 class LateRecordError(KplexError):
-    """A record of a read-time table came later than its ``kplex.max_delay_ms`` allows."""
+    """A record later than kplex.max_delay_ms, under late_policy = fail."""
 
     code = "LATE_RECORD"
 
 
+class DataLossError(KplexError):
+    """Source offsets were removed, or went back, before a stream read them."""
+
+    code = "DATA_LOSS"
+
+
 class ExpressionError(KplexError):
-    """A key or order expression that cannot be evaluated: a read-time table's, or a malformed JSON pointer."""
+    """A table's key or order expression, or a kplex_json pointer, is invalid."""
 
     code = "BAD_EXPRESSION"
 
 
 class DefinitionError(KplexError):
-    """A stored table definition this kplex cannot read: not JSON, not of format
-    ``kplex-table``, or of a newer format version."""
+    """A table definition this kplex cannot read."""
 
     code = "DEFINITION_FORMAT"
+
+
+class StateError(KplexError):
+    """kplex's metadata, a checkpoint or held-back records cannot be read or written."""
+
+    code = "STATE"
+
+
+class ReadStalledError(KplexError):
+    """Reading a partition made no progress."""
+
+    code = "READ_STALLED"
+
+
+class KafkaError(KplexError):
+    """Kafka failed in a way kplex does not classify, or its client lacks what kplex needs."""
+
+    code = "KAFKA"
+
+
+class UnsupportedError(KplexError):
+    """An operation kplex does not support (here, or on this Spark)."""
+
+    code = "UNSUPPORTED"
 
 
 class ReadOnlyTableError(KplexError):
@@ -114,43 +192,14 @@ class ReadOnlyTableError(KplexError):
     code = "READ_ONLY"
 
 
+# Code -> class, from error_conditions.json: the classes above are the only ones it may name.
 _BY_CODE: dict[str, type[KplexError]] = {
-    "NULL_KEY": NullKeyError,
-    "NULL_ORDER": NullOrderError,
-    "ORDER_TYPE": OrderTypeError,
-    "MISSING_COLUMN": ColumnError,
-    "AMBIGUOUS_COLUMN": ColumnError,
-    "UNEXPECTED_COLUMN": ColumnError,
-    "COLUMN_TYPE": ColumnError,
-    "BAD_OPTION": OptionError,
-    "MISSING_OPTION": OptionError,
-    "UNKNOWN_PROPERTY": OptionError,
-    "NO_BOOTSTRAP": OptionError,
-    "NAMESPACE": OptionError,
-    "UNKNOWN_TOPIC": UnknownTableError,
-    "NOT_A_KPLEX_TABLE": NotAKplexTableError,
-    "PARTITION_MISMATCH": PartitionMismatchError,
-    "UNREACHABLE": BrokerUnreachableError,
-    "SEND_FAILED": WriteFailedError,
-    "COMMIT_FAILED": WriteFailedError,
-    "COMMIT_RETRIABLE": WriteFailedError,
-    "COMMIT_TIMED_OUT": WriteFailedError,
-    "COMMIT_FENCED": WriteFailedError,
-    "COMMIT_EXPIRED": WriteFailedError,
-    "COMMIT_CUT_SHORT": WriteFailedError,
-    "CLAIM_TAKEN": WriteFailedError,
-    "TASK_FENCED": WriteFailedError,
-    "NOT_AUTHORIZED": NotAuthorizedError,
-    "NOT_AUTHENTICATED": NotAuthenticatedError,
-    "LATE_RECORD": LateRecordError,
-    "BAD_EXPRESSION": ExpressionError,
-    "JSON_POINTER": ExpressionError,
-    "READ_ONLY": ReadOnlyTableError,
-    "BAD_VIRTUAL_TABLE": OptionError,
-    "DEFINITION_FORMAT": DefinitionError,
+    name[len("KPLEX_"):]: globals()[c["python"]] for name, c in CONDITIONS.items()
 }
 
-_CODE = re.compile(r"\[KPLEX_([A-Z_]+)\]\s*([^\n]*)")
+# [KPLEX_<CODE>] and the rest of its line (a client that prints the condition again before
+# the message, as Spark Connect may, repeats the prefix: read once).
+_CODE = re.compile(r"\[KPLEX_([A-Z_]+)\]\s*(?:\[KPLEX_\1\]\s*)?([^\n]*)")
 _SPARK_NOT_FOUND = re.compile(r"\[TABLE_OR_VIEW_NOT_FOUND\][^\n]*")
 
 

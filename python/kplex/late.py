@@ -2,7 +2,7 @@
 read-time table that comes later than ``kplex.max_delay_ms`` allows.
 
 ``fail`` raises :class:`~kplex.errors.LateRecordError` naming the record, ``drop``
-counts it in :class:`~kplex.reader.ReadStats`, ``side_topic`` sends it to
+counts it in :class:`~kplex.tableinfo.ReadStats`, ``side_topic`` sends it to
 ``kplex.late_topic`` (created with one partition if missing, as Spark does) as it
 was, plus the headers ``kplex.vp``, ``kplex.order``, ``kplex.source_topic``, ``kplex.source_partition`` and
 ``kplex.source_offset``.
@@ -14,16 +14,14 @@ was, plus the headers ``kplex.vp``, ``kplex.order``, ``kplex.source_topic``, ``k
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from kplex.clients import QUIET
-from kplex.errors import KplexError, LateRecordError
+from kplex.errors import LateRecordError, WriteFailedError
 from kplex.placement import ORDER_HEADER, VP_HEADER
-
-if TYPE_CHECKING:  # pragma: no cover - the reader imports this module
-    from kplex.reader import ReadStats, TableInfo
+from kplex.tableinfo import ReadStats, TableInfo
 
 __all__ = ["LateRecords", "ensure_late_topic"]
 
@@ -102,7 +100,7 @@ class LateRecords:
     def flush(self) -> None:
         if self.producer is not None:
             if self.producer.flush(60) or self.errors:
-                raise KplexError(f"[KPLEX_SEND_FAILED] sending late records to"
+                raise WriteFailedError(f"[KPLEX_SEND_FAILED] sending late records to"
                                  f" {self.info.late_topic!r} failed: {self.errors[:1] or 'timeout'}")
 
     def close(self) -> None:

@@ -29,31 +29,32 @@ are handled by :mod:`kplex.late`.
 from __future__ import annotations
 
 import time
-from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Iterable, Iterator, Mapping
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
-from kplex.clients import access_error, consumer as _consumer, partitions as _partitions
+from kplex.clients import access_error
+from kplex.clients import consumer as _consumer
+from kplex.clients import partitions as _partitions
 from kplex.definitions import (
     TABLES_TOPIC,
-    TableDefinition,
     read_definition,
     read_table_definition,
-    source_topics,
 )
 from kplex.errors import (
-    DefinitionError,
-    KplexError,
+    NullKeyError,
+    NullOrderError,
     OptionError,
     PartitionMismatchError,
+    ReadStalledError,
     UnknownTableError,
 )
 from kplex.expressions import SourceRecord, compile_key, compile_order, pointer_or_expression
 from kplex.late import LateRecords
 from kplex.merge import EventTimeMerge, Pending
 from kplex.placement import ORDER_HEADER, VP_HEADER, virtual_partition
+from kplex.tableinfo import ReadStats, TableInfo
 
 __all__ = [
     "TABLES_TOPIC",
@@ -93,106 +94,6 @@ class KplexRecord:
     offset: int
     timestamp: int | None
     headers: tuple[tuple[str, bytes | None], ...] = ()
-
-
-@dataclass
-class ReadStats:
-    """What a read did: source records read, records yielded per vp, late records;
-    ``max_queued``: the most records that waited in one FIFO's queue
-    (:func:`kplex.fanout.serve_fifos`; 0 otherwise)."""
-
-    records_read: int = 0
-    per_vp: Counter = field(default_factory=Counter)
-    late_dropped: int = 0
-    late_to_side_topic: int = 0
-    max_queued: int = 0
-
-    @property
-    def records_out(self) -> int:
-        return sum(self.per_vp.values())
-
-    def __iadd__(self, other: ReadStats) -> ReadStats:
-        self.records_read += other.records_read
-        self.per_vp.update(other.per_vp)
-        self.late_dropped += other.late_dropped
-        self.late_to_side_topic += other.late_to_side_topic
-        self.max_queued = max(self.max_queued, other.max_queued)
-        return self
-
-    def summary(self) -> str:
-        """One line for ``kplex read --stats``.
-
-        >>> ReadStats(records_read=3, per_vp=Counter({0: 2}), late_dropped=1).summary()
-        '2 records out of 3 read; late: 1 dropped, 0 to the side topic'
-        """
-        queued = f"; at most {self.max_queued} records queued for one FIFO" if self.max_queued else ""
-        return (f"{self.records_out} records out of {self.records_read} read; late: "
-                f"{self.late_dropped} dropped, {self.late_to_side_topic} to the side topic{queued}")
-
-
-@dataclass(frozen=True)
-class TableInfo:
-    """What a reader needs to know about a table (from its stored definition).
-
-    ``kind`` is ``"derived"`` (kplex-written), ``"virtual"`` (read-time) or ``"topic"``;
-    ``topic`` is where the records are (a read-time table's source: one topic, or several
-    separated by commas, see :attr:`topics`).
-    """
-
-    name: str
-    topic: str
-    kind: str
-    virtual_partitions: int
-    physical_partitions: int
-    key: str | None = None
-    order: str | None = None
-    max_delay_ms: int = 0
-    late_policy: str = "fail"
-    late_topic: str | None = None
-    null_key: str = "fail"
-    null_order: str = "fail"
-    properties: Mapping[str, str] = field(default_factory=dict)
-
-    @classmethod
-    def from_definition(cls, definition: TableDefinition) -> TableInfo:
-        """From the definition stored in ``_kplex_tables`` (:mod:`kplex.definitions`).
-
-        >>> from kplex.definitions import parse_definition
-        >>> TableInfo.from_definition(parse_definition(b'{"format": "kplex-table", "version": 1,'
-        ...     b' "name": "t", "topic": "src", "virtual_partitions": 4, "physical_partitions": 2,'
-        ...     b' "properties": {"kplex.source": "src"}}')).kind
-        'virtual'
-        """
-        props = dict(definition.properties)
-        virtual = "kplex.source" in props
-        if definition.virtual_partitions is None or definition.virtual_partitions < 1:
-            raise DefinitionError(f"[KPLEX_DEFINITION_FORMAT] the stored definition of table"
-                                        f" {definition.name} has no virtual_partitions >= 1.")
-        source = props.get("kplex.source") or definition.source
-        return cls(
-            name=definition.name,
-            topic=", ".join(source_topics(source)) if virtual and source else definition.topic,
-            kind="virtual" if virtual else "derived",
-            virtual_partitions=definition.virtual_partitions,
-            physical_partitions=definition.physical_partitions or 0,
-            key=props.get("kplex.key", "key" if virtual else None),
-            order=props.get("kplex.order", "timestamp" if virtual else None),
-            max_delay_ms=int(props.get("kplex.max_delay_ms", "0")),
-            late_policy=props.get("kplex.late_policy", "fail"),
-            late_topic=props.get("kplex.late_topic"),
-            null_key=definition.null_key,
-            null_order=definition.null_order,
-            properties=props,
-        )
-
-    @property
-    def topics(self) -> tuple[str, ...]:
-        """The topics read, in ``kplex.source`` order (one but for a read-time table of several).
-
-        >>> TableInfo("t", "clicks, views", "virtual", 4, 5).topics
-        ('clicks', 'views')
-        """
-        return source_topics(self.topic)
 
 
 def open_table(bootstrap: str, table: str, *, key: str | None = None, order: str | None = None,
@@ -279,7 +180,7 @@ class _Feed:
         if batch:
             self.last_progress = self.last_call
         elif self.last_call - self.last_progress > STALL_S:
-            raise KplexError(f"[KPLEX_READ_STALLED] no progress reading topic partitions"
+            raise ReadStalledError(f"[KPLEX_READ_STALLED] no progress reading topic partitions"
                              f" {', '.join(f'{t}-{p}' for t, p in sorted(self.open))} for {STALL_S:.0f} s.")
         for msg in batch:
             tp = (msg.topic(), msg.partition())
@@ -472,12 +373,12 @@ class TableReader:
         if key is None:
             if self.info.null_key == "drop":
                 return
-            raise KplexError(f"[KPLEX_NULL_KEY] NULL key ('kplex.key' = {self.info.key}) at {where}."
+            raise NullKeyError(f"[KPLEX_NULL_KEY] NULL key ('kplex.key' = {self.info.key}) at {where}."
                              " Set 'kplex.null_key' = 'drop' to skip such records.")
         if order is None:
             if self.info.null_order == "drop":
                 return
-            raise KplexError(f"[KPLEX_NULL_ORDER] NULL order value ('kplex.order' = {self.info.order})"
+            raise NullOrderError(f"[KPLEX_NULL_ORDER] NULL order value ('kplex.order' = {self.info.order})"
                              f" at {where}. Set 'kplex.null_order' = 'drop' to skip such records.")
         vp = virtual_partition(key, self.info.virtual_partitions)
         if merge.is_late(source, order):

@@ -3,7 +3,6 @@
 Example:
     >>> from pyspark.sql import SparkSession
 
-from kplex.errors import KplexError
     >>> from kplex import configure_spark_with_kplex
     >>> builder = SparkSession.builder.master("local[2]")
     >>> spark = configure_spark_with_kplex(builder, bootstrap="127.0.0.1:9092").getOrCreate()
@@ -18,7 +17,7 @@ from typing import Any, Mapping
 
 from pyspark.sql import SparkSession
 
-from kplex.errors import KplexError
+from kplex.errors import KplexError, OptionError, UnsupportedError
 
 #: Spark's default ``spark.redaction.regex`` plus the Kafka client settings that carry
 #: credentials without saying "password" in their names (the JAAS line of SASL/SCRAM and
@@ -48,7 +47,7 @@ def check_spark_version(version: str | None = None) -> None:
     parts = tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
     if parts not in SUPPORTED_SPARK:
         supported = " and ".join(f"{a}.{b}" for a, b in SUPPORTED_SPARK)
-        raise KplexError(f"[KPLEX_SPARK_VERSION] kplex runs on Spark {supported} (Scala 2.13); this is Spark"
+        raise UnsupportedError(f"[KPLEX_SPARK_VERSION] kplex runs on Spark {supported} (Scala 2.13); this is Spark"
                          f" {version}. Install pyspark>=4.0,<4.2, or see the README's 'Spark versions'.")
 
 
@@ -151,7 +150,7 @@ def register_functions(spark: SparkSession) -> None:
     if is_remote(spark):
         found = {row[0] for row in spark.sql("SHOW FUNCTIONS LIKE 'kplex_*'").collect()}
         if "kplex_key" not in found:
-            raise KplexError("[KPLEX_NO_EXTENSION] the Spark Connect server has no kplex functions: start it"
+            raise OptionError("[KPLEX_NO_EXTENSION] the Spark Connect server has no kplex functions: start it"
                              f" with spark.sql.extensions={EXTENSIONS_CLASS} and kplex's jars"
                              " (`kplex server connect` does), or call them as kplex.kplex_key(...).")
         return

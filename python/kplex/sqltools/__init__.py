@@ -22,6 +22,7 @@ logging.getLogger("sqlglot").setLevel(logging.ERROR)
 
 from kplex.jsonpointer import PointerError, json_path  # noqa: E402
 from kplex.sqltools.check import CheckResult, check_file, check_script, check_text  # noqa: E402
+from kplex.sqltools.definitions import ExplainedTable, read_table_definitions  # noqa: E402
 from kplex.sqltools.diagnostics import Diagnostic  # noqa: E402
 from kplex.sqltools.errors import (  # noqa: E402
     BrokerUnavailable,
@@ -32,7 +33,6 @@ from kplex.sqltools.errors import (  # noqa: E402
     StatementFailed,
     UntranslatableJob,
 )
-from kplex.sqltools.definitions import ExplainedTable, read_table_definitions  # noqa: E402
 from kplex.sqltools.explain import explain_file, explain_text  # noqa: E402
 from kplex.sqltools.run import RunSummary, run_file  # noqa: E402
 from kplex.sqltools.script import Script, Statement, load_script, read_script  # noqa: E402

@@ -48,7 +48,7 @@ from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
 
-from kplex.sqltools import analysis as a
+import kplex.sqltools.analysis as a
 from kplex.sqltools.diagnostics import ERROR, WARNING, Diagnostic, format_diagnostics, has_errors
 from kplex.sqltools.errors import CheckFailed
 from kplex.sqltools.properties import (

@@ -44,12 +44,14 @@ class PropertySpec:
     required: bool = False
 
     maximum: int | None = None
+    #: 64 for a Java long (milliseconds), else a Java int.
+    bits: int = 32
 
     def problem(self, value: str) -> str | None:
         """Why ``value`` is wrong for this property, or None when it is right
         (choices compare case-insensitively, as the catalog does)."""
         if self.minimum is not None:
-            number = parse_int(value)
+            number = parse_int(value, self.bits)
             too_big = number is not None and self.maximum is not None and number > self.maximum
             if number is None or too_big or (number < self.minimum and number != self.also):
                 extra = f" (or {self.also})" if self.also is not None else ""
@@ -75,7 +77,7 @@ PROPERTIES: dict[str, PropertySpec] = {
         PropertySpec("kplex.topic"),
         # Read-time virtual tables (a view of a source topic, nothing written).
         PropertySpec(SOURCE),
-        PropertySpec("kplex.max_delay_ms", minimum=0),
+        PropertySpec("kplex.max_delay_ms", minimum=0, bits=64),
         PropertySpec("kplex.late_policy", choices=("fail", "drop", "side_topic")),
         PropertySpec("kplex.late_topic"),
     )
@@ -85,16 +87,16 @@ PROPERTIES: dict[str, PropertySpec] = {
 REQUIRED = tuple(name for name, spec in PROPERTIES.items() if spec.required)
 
 
-def parse_int(value: str) -> int | None:
-    """The 32-bit integer ``value`` spells in decimal, or None, as the catalog reads
-    numbers (Java's ``Integer.parseInt``): ``'9'`` → 9, ``'9.0'`` → None,
-    ``'3000000000'`` → None."""
+def parse_int(value: str, bits: int = 32) -> int | None:
+    """The ``bits``-bit integer ``value`` spells in decimal, or None, as the catalog reads
+    numbers (Java's ``Integer.parseInt``, or ``Long.parseLong`` for 64): ``'9'`` → 9,
+    ``'9.0'`` → None, ``'3000000000'`` → None (and 3000000000 with 64 bits)."""
     text = value.strip()
     digits = text[1:] if text[:1] in "+-" else text
     if not (digits.isascii() and digits.isdigit()):
         return None
     number = int(text)
-    return number if -2**31 <= number < 2**31 else None
+    return number if -2**(bits - 1) <= number < 2**(bits - 1) else None
 
 
 def suggest(name: str) -> str | None:

@@ -31,7 +31,7 @@ from typing import Any, Callable, Mapping, TextIO
 
 from sqlglot import exp
 
-from kplex.sqltools import analysis as a
+import kplex.sqltools.analysis as a
 from kplex.sqltools.bootstrap import ENV_VAR, resolve_bootstrap
 from kplex.sqltools.check import check_script, require_clean
 from kplex.sqltools.diagnostics import WARNING, format_diagnostics

@@ -51,11 +51,11 @@ from __future__ import annotations
 
 import json
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+import tomllib
 from sqlglot import exp
 
 from kplex.jsonpointer import PointerError, spark_extract

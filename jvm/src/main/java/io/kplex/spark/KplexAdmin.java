@@ -1,8 +1,8 @@
 package io.kplex.spark;
 
-import io.kplex.spark.catalog.TableDefinition;
+import io.kplex.spark.conf.TableDefinition;
 import io.kplex.spark.catalog.TableStore;
-import io.kplex.spark.conf.KplexOptions;
+import io.kplex.spark.spec.KplexOptions;
 import io.kplex.spark.conf.WriteConf;
 import io.kplex.spark.errors.Errors;
 import io.kplex.spark.functions.KplexFunctions;

@@ -1,13 +1,12 @@
 package io.kplex.spark;
 
 import io.kplex.spark.catalog.KplexTable;
-import io.kplex.spark.catalog.TableDefinition;
+import io.kplex.spark.conf.TableDefinition;
 import io.kplex.spark.catalog.TableStore;
 import io.kplex.spark.catalog.VirtualTables;
 import io.kplex.spark.conf.WriteConf;
-import io.kplex.spark.conf.KplexOptions;
+import io.kplex.spark.spec.KplexOptions;
 import io.kplex.spark.errors.Errors;
-import io.kplex.spark.errors.KplexException;
 import io.kplex.spark.functions.KplexFunctions;
 import io.kplex.spark.kafka.KafkaConf;
 import io.kplex.spark.txn.PendingCommits;
@@ -144,8 +143,7 @@ public class KplexCatalog implements TableCatalog, FunctionCatalog {
 
   @Override
   public Table alterTable(Identifier ident, TableChange... changes) {
-    throw new KplexException("UNSUPPORTED", "kplex tables cannot be altered: V and P are fixed"
-        + " once records are placed. Create a new table and INSERT into it.");
+    throw Errors.cannotAlter();
   }
 
   @Override
@@ -155,8 +153,7 @@ public class KplexCatalog implements TableCatalog, FunctionCatalog {
       Optional<TableDefinition> def = store.definition(table);
       if (def.isEmpty()) {
         if (store.visible(table)) {
-          throw new KplexException("NOT_A_KPLEX_TABLE", "'" + table + "' is a plain Kafka topic;"
-              + " kplex only drops tables it created. Delete the topic with Kafka's tools.");
+          throw Errors.dropPlainTopic(table);
         }
         return false;
       }
@@ -179,7 +176,7 @@ public class KplexCatalog implements TableCatalog, FunctionCatalog {
 
   @Override
   public void renameTable(Identifier from, Identifier to) {
-    throw new KplexException("UNSUPPORTED", "Kafka topics cannot be renamed.");
+    throw Errors.cannotRename();
   }
 
   @Override

@@ -2,8 +2,8 @@ package io.kplex.spark;
 
 import io.kplex.spark.functions.KplexFunctions;
 import io.kplex.spark.read.ReadTimePlan;
-import io.kplex.spark.stream.SourcePositions;
-import io.kplex.spark.stream.StreamingSinkCatalog;
+import io.kplex.spark.plan.SourcePositions;
+import io.kplex.spark.plan.StreamingSinkCatalog;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.SparkSessionExtensions;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;

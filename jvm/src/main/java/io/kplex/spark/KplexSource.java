@@ -1,8 +1,7 @@
 package io.kplex.spark;
 
 import io.kplex.spark.catalog.KplexTable;
-import io.kplex.spark.conf.KplexOptions;
-import io.kplex.spark.errors.KplexException;
+import io.kplex.spark.spec.KplexOptions;
 import java.util.Map;
 import org.apache.spark.sql.connector.catalog.Identifier;
 import org.apache.spark.sql.connector.catalog.SupportsCatalogOptions;
@@ -35,8 +34,7 @@ public final class KplexSource implements SupportsCatalogOptions, DataSourceRegi
       table = options.get("path");
     }
     if (table == null || table.isBlank()) {
-      throw new KplexException("MISSING_OPTION", "say which table: .option(\"table\", \"<name>\")"
-          + " or .save(\"<name>\").");
+      throw Errors.noTableOption();
     }
     return Identifier.of(new String[0], table);
   }
@@ -67,8 +65,7 @@ public final class KplexSource implements SupportsCatalogOptions, DataSourceRegi
       plugin = null;
     }
     if (!(plugin instanceof TableCatalog)) {
-      throw new KplexException("NO_CATALOG", "the kplex format needs the kplex catalog:"
-          + " set spark.sql.catalog." + catalog + "=io.kplex.spark.KplexCatalog (configure_spark_with_kplex does it).");
+      throw Errors.noCatalog(catalog);
     }
     try {
       return ((TableCatalog) plugin).loadTable(extractIdentifier(options));

@@ -1,5 +1,6 @@
 package io.kplex.spark.catalog;
 
+import io.kplex.spark.conf.TableDefinition;
 import io.kplex.spark.kafka.CompactedTopic;
 import io.kplex.spark.kafka.KafkaConf;
 import io.kplex.spark.kafka.KafkaTopics;

@@ -1,6 +1,7 @@
 package io.kplex.spark.catalog;
 
-import io.kplex.spark.conf.KplexOptions;
+import io.kplex.spark.conf.TableDefinition;
+import io.kplex.spark.spec.KplexOptions;
 import io.kplex.spark.errors.Errors;
 import io.kplex.spark.kafka.KafkaTopics;
 import io.kplex.spark.read.ReadExpressions;
@@ -40,7 +41,7 @@ public final class VirtualTables {
     return tableProperties.keySet().stream().anyMatch(k -> k.equalsIgnoreCase(KplexOptions.SOURCE));
   }
 
-  /** Checks that only a read-time table needs; called by {@link TableProperties#validate}. */
+  /** Checks that only a read-time table needs, after the common ones ({@code conf.TableProperties}). */
   public static void validate(Map<String, String> props, String table) {
     String source = props.get(KplexOptions.SOURCE);
     List<String> sources = TableDefinition.sourceList(source);
@@ -103,6 +104,7 @@ public final class VirtualTables {
     props.putIfAbsent(KplexOptions.MAX_DELAY_MS, "0");
     props.putIfAbsent(KplexOptions.LATE_POLICY, "fail");
     TableDefinition def = TableDefinition.create(table, props);
+    validate(def.properties(), table);
     if (ReadExpressions.sessionAvailable()) {
       ReadExpressions.compile(table, def.property(KplexOptions.KEY, null), def.property(KplexOptions.ORDER, null));
     }

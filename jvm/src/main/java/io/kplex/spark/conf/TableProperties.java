@@ -1,6 +1,6 @@
 package io.kplex.spark.conf;
 
-import io.kplex.spark.catalog.VirtualTables;
+import io.kplex.spark.spec.KplexOptions;
 import io.kplex.spark.errors.Errors;
 import java.util.Locale;
 import java.util.Map;
@@ -41,11 +41,8 @@ public final class TableProperties {
     oneOf(props, KplexOptions.NULL_ORDER, KplexOptions.NULL_ORDER_POLICIES);
     oneOf(props, KplexOptions.LATE_POLICY, KplexOptions.LATE_POLICIES);
     String delay = props.get(KplexOptions.MAX_DELAY_MS);
-    if (delay != null && parseInt(delay) < 0) {
-      throw Errors.badOption(KplexOptions.MAX_DELAY_MS, delay, "an integer >= 0 (milliseconds)");
-    }
-    if (virtual) {
-      VirtualTables.validate(props, table);
+    if (delay != null) {
+      maxDelayMs(delay);
     }
     return props;
   }
@@ -62,7 +59,7 @@ public final class TableProperties {
     return n;
   }
 
-  static void oneOf(Map<String, String> props, String key, java.util.List<String> allowed) {
+  public static void oneOf(Map<String, String> props, String key, java.util.List<String> allowed) {
     String value = props.get(key);
     if (value != null && !allowed.contains(value.toLowerCase(Locale.ROOT))) {
       throw Errors.badOption(key, value, "one of " + allowed);
@@ -77,6 +74,20 @@ public final class TableProperties {
     return n < 1 ? -1 : n;
   }
 
+  /**
+   * {@code kplex.max_delay_ms}, parsed the one way a table property, a write option and a
+   * read option all are: milliseconds, a long >= 0.
+   */
+  public static long maxDelayMs(String value) {
+    try {
+      long ms = Long.parseLong(value.trim());
+      if (ms >= 0) return ms;
+    } catch (NumberFormatException e) {
+      // named below
+    }
+    throw Errors.badOption(KplexOptions.MAX_DELAY_MS, value, "an integer >= 0 (milliseconds)");
+  }
+
   private static int parseInt(String value) {
     try {
       return Integer.parseInt(value.trim());
@@ -86,7 +97,7 @@ public final class TableProperties {
   }
 
   /** The known property nearest to a misspelt one (edit distance at most 3), or null. */
-  static String closest(String key) {
+  public static String closest(String key) {
     String best = null;
     int bestDistance = 4;
     for (String known : KplexOptions.TABLE_PROPERTIES) {

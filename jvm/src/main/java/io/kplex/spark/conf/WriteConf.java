@@ -1,6 +1,6 @@
 package io.kplex.spark.conf;
 
-import io.kplex.spark.catalog.TableDefinition;
+import io.kplex.spark.spec.KplexOptions;
 import io.kplex.spark.errors.Errors;
 import io.kplex.spark.kafka.KafkaConf;
 import io.kplex.spark.testing.FaultInjection;
@@ -63,17 +63,7 @@ public final class WriteConf implements Serializable {
     this.kafka = KafkaConf.from(catalogOptions, writeOptions);
     this.faults = new FaultInjection(merged);
     TableProperties.oneOf(merged, KplexOptions.LATE_POLICY, KplexOptions.LATE_POLICIES);
-    String delay = merged.getOrDefault(KplexOptions.MAX_DELAY_MS, "0");
-    long parsed = -1;
-    try {
-      parsed = Long.parseLong(delay.trim());
-    } catch (NumberFormatException e) {
-      // named below
-    }
-    if (parsed < 0) {
-      throw Errors.badOption(KplexOptions.MAX_DELAY_MS, delay, "an integer >= 0 (milliseconds)");
-    }
-    this.maxDelayMs = parsed;
+    this.maxDelayMs = TableProperties.maxDelayMs(merged.getOrDefault(KplexOptions.MAX_DELAY_MS, "0"));
     this.latePolicy = merged.getOrDefault(KplexOptions.LATE_POLICY, "fail");
     this.lateTopic = merged.get(KplexOptions.LATE_TOPIC);
     this.claimTimeoutMs = claimTimeoutMs(merged);
@@ -86,7 +76,7 @@ public final class WriteConf implements Serializable {
   /** The writer claim timeout of these settings ({@link KplexOptions#WRITER_CLAIM_TIMEOUT_MS}). */
   public static long claimTimeoutMs(Map<String, String> settings) {
     String set = settings.get(KplexOptions.WRITER_CLAIM_TIMEOUT_MS);
-    if (set == null) return io.kplex.spark.txn.WriterLease.DEFAULT_STALE_MS;
+    if (set == null) return KplexOptions.DEFAULT_WRITER_CLAIM_TIMEOUT_MS;
     try {
       long ms = Long.parseLong(set.trim());
       if (ms >= MIN_CLAIM_TIMEOUT_MS) return ms;

@@ -1,6 +1,6 @@
 package io.kplex.spark.errors;
 
-import io.kplex.spark.conf.KplexOptions;
+import io.kplex.spark.spec.KplexOptions;
 import java.util.List;
 
 /** Every error text of kplex, in one place: what is wrong and what to do. */
@@ -160,7 +160,7 @@ public final class Errors {
   public static KplexException taskFenced(String table, String transactionalId, Throwable cause) {
     return new KplexException("TASK_FENCED", "the transaction " + transactionalId + " of this write into table "
         + table + " was fenced while its task wrote (" + cause.getMessage() + "): another writer took the table"
-        + " over (this write stood still for longer than " + io.kplex.spark.conf.KplexOptions.WRITER_CLAIM_TIMEOUT_MS
+        + " over (this write stood still for longer than " + io.kplex.spark.spec.KplexOptions.WRITER_CLAIM_TIMEOUT_MS
         + ") or `kplex recover` ran. None of this write's rows is committed: run it again (a streaming query"
         + " restarted from its checkpoint does).", cause);
   }
@@ -276,14 +276,14 @@ public final class Errors {
    */
   public static KplexException claimTaken(String table, String by, boolean handedOver) {
     return new KplexException("CLAIM_TAKEN", "this write's claim on table " + table + " was taken over by "
-        + by + " while the write stood still for longer than " + io.kplex.spark.conf.KplexOptions.WRITER_CLAIM_TIMEOUT_MS
+        + by + " while the write stood still for longer than " + io.kplex.spark.spec.KplexOptions.WRITER_CLAIM_TIMEOUT_MS
         + " (a long GC pause, a stopped process). "
         + (handedOver
             ? "Its commit had been recorded before that, so the taker commits it: its rows become visible,"
                 + " exactly once. Do not run it again (a streaming query restarted from its checkpoint skips it)."
             : "Nothing of it was committed (the taker aborts its transactions): run it again (a streaming query"
                 + " restarted from its checkpoint does).")
-        + " Raise " + io.kplex.spark.conf.KplexOptions.WRITER_CLAIM_TIMEOUT_MS + " above the longest pause of a driver.");
+        + " Raise " + io.kplex.spark.spec.KplexOptions.WRITER_CLAIM_TIMEOUT_MS + " above the longest pause of a driver.");
   }
 
   /** A commit of which Kafka aborted some transactions, settled ({@code described}: what is missing, what to do). */
@@ -292,11 +292,12 @@ public final class Errors {
   }
 
   /** A rerun epoch does not hold the virtual partitions per task that its cut-short first run did. */
-  public static KplexException partialRerunDiffers(io.kplex.spark.txn.PartialCommit partial, int partition, int vp) {
-    return new KplexException("COMMIT_CUT_SHORT", "epoch " + partial.epoch() + " of query " + partial.query()
-        + " into table " + partial.table() + " runs again to write the virtual partitions Kafka aborted ("
-        + new java.util.TreeSet<>(partial.lostVps()) + "), but its task " + partition + " now holds virtual partition "
-        + vp + (partial.lostPartitions().contains(partition) ? ", which the first run committed" : ", which it lost")
+  public static KplexException partialRerunDiffers(String table, String query, long epoch,
+      java.util.Set<Integer> lostVps, boolean taskLost, int partition, int vp) {
+    return new KplexException("COMMIT_CUT_SHORT", "epoch " + epoch + " of query " + query
+        + " into table " + table + " runs again to write the virtual partitions Kafka aborted ("
+        + new java.util.TreeSet<>(lostVps) + "), but its task " + partition + " now holds virtual partition "
+        + vp + (taskLost ? ", which the first run committed" : ", which it lost")
         + ": the rerun is partitioned differently (spark.sql.shuffle.partitions or the query changed), so"
         + " nothing was committed. Restart the query unchanged from its checkpoint.");
   }
@@ -305,5 +306,114 @@ public final class Errors {
     return new KplexException("TABLE_BUSY", "table " + table + " is being written by another query (Spark query id "
         + query + "); kplex lets one write at a time into a table. Nothing was written: run this write"
         + " again once that one has finished.");
+  }
+
+  // Moved here so that every error text is in the catalogue.
+
+  public static KplexException definitionTooNew(String format, int version, int understood) {
+    return new KplexException("DEFINITION_FORMAT", "table definition of format '" + format + "' version " + version
+        + " is not understood by this kplex (format version " + understood + "): upgrade kplex.");
+  }
+
+  public static KplexException definitionUnreadable(Exception e) {
+    return new KplexException("DEFINITION_FORMAT", "unreadable table definition: " + e.getMessage(), e);
+  }
+
+  /** Committing failed with something kplex does not classify. */
+  public static KplexException commitFailed(Throwable cause) {
+    return new KplexException("COMMIT_FAILED", cause.toString(), cause);
+  }
+
+  public static KplexException kafkaClientsInternals(String version, Exception e) {
+    return new KplexException("KAFKA_CLIENTS_INTERNALS", "this kafka-clients (" + version + ") lacks the internals"
+        + " that exactly-once commits need (" + e + "). kplex ships and is tested with the version in"
+        + " gradle.properties; use its bundled jars, or kplex.delivery = 'at_least_once'.", e);
+  }
+
+  /** A record of kplex's metadata topic {@code topic} that cannot be read ({@code what}: which kind). */
+  public static KplexException unreadableMetadata(String what, String topic, Exception e) {
+    return new KplexException("METADATA", "unreadable " + what + " in " + topic + ": " + e.getMessage(), e);
+  }
+
+  public static KplexException metadataReadTimedOut(String topic) {
+    return new KplexException("METADATA", "timed out reading topic '" + topic + "'.");
+  }
+
+  public static KplexException heldWrite(Object file, Exception e) {
+    return new KplexException("HELD_STATE", "cannot write the held-back records to " + file + ": " + e, e);
+  }
+
+  public static KplexException heldColumns(Object file, int fields, int numFields) {
+    return new KplexException("HELD_STATE", "the held-back records in " + file + " have " + fields
+        + " columns, this query writes " + numFields + ": the query changed. Restart it from a new"
+        + " checkpoint (its held-back records are then not written).");
+  }
+
+  public static KplexException heldRead(Object file, Exception e) {
+    return new KplexException("HELD_STATE", "cannot read the held-back records of " + file
+        + " (the query's checkpoint): " + e, e);
+  }
+
+  /** Kafka failed in a way kplex does not classify. */
+  public static KplexException kafka(String what, Throwable cause) {
+    return new KplexException("KAFKA", what, cause);
+  }
+
+  /** {@code what}: the resource ({@code null}: unknown), {@code op}: the ACL operation. */
+  public static KplexException notAuthorized(String principal, String op, String what, String bootstrap,
+      Throwable cause) {
+    return new KplexException("NOT_AUTHORIZED", "principal " + principal + " is not allowed to "
+        + op + " " + (what == null ? "a resource kplex needs" : what) + " on " + bootstrap
+        + ": grant it an ACL for " + op + " on " + (what == null ? "it" : what)
+        + " (the README's 'Secured Kafka' lists every ACL kplex needs). Kafka said: "
+        + cause.getMessage(), cause);
+  }
+
+  /** {@code how}: the security protocol (and SASL mechanism); {@code hint}: what to check. */
+  public static KplexException notAuthenticated(String bootstrap, String principal, String how, String hint,
+      Throwable cause) {
+    return new KplexException("NOT_AUTHENTICATED", "the broker at " + bootstrap + " did not authenticate principal "
+        + principal + " (" + how + "): " + hint + ". Kafka said: " + cause.getMessage(), cause);
+  }
+
+  /** Reading {@code what} made no progress for {@code stallMs}. */
+  public static KplexException readStalled(String what, long stallMs) {
+    return new KplexException("READ_STALLED", "no progress reading " + what + " for " + stallMs / 1000 + " s.");
+  }
+
+  public static KplexException checkpointOfAnotherTopic(String offsets, String topic) {
+    return new KplexException("CHECKPOINT", "the checkpoint's offsets " + offsets + " are not of topic '"
+        + topic + "': this checkpoint belongs to a query that read another topic.");
+  }
+
+  public static KplexException checkpointUnreadable(String offsets, Exception e) {
+    return new KplexException("CHECKPOINT", "unreadable offsets in the checkpoint: " + offsets, e);
+  }
+
+  public static KplexException cannotAlter() {
+    return new KplexException("UNSUPPORTED", "kplex tables cannot be altered: V and P are fixed"
+        + " once records are placed. Create a new table and INSERT into it.");
+  }
+
+  public static KplexException cannotRename() {
+    return new KplexException("UNSUPPORTED", "Kafka topics cannot be renamed.");
+  }
+
+  public static KplexException dropPlainTopic(String table) {
+    return new KplexException("NOT_A_KPLEX_TABLE", "'" + table + "' is a plain Kafka topic;"
+        + " kplex only drops tables it created. Delete the topic with Kafka's tools.");
+  }
+
+  public static KplexException noTableOption() {
+    return new KplexException("MISSING_OPTION", "say which table: .option(\"table\", \"<name>\") or .save(\"<name>\").");
+  }
+
+  public static KplexException noCatalog(String catalog) {
+    return new KplexException("NO_CATALOG", "the kplex format needs the kplex catalog: set spark.sql.catalog." + catalog
+        + "=io.kplex.spark.KplexCatalog (configure_spark_with_kplex does it).");
+  }
+
+  public static KplexException checkpointWrite(String what, Object path, Exception e) {
+    return new KplexException("CHECKPOINT", "cannot keep " + what + " in " + path + ": " + e, e);
   }
 }

@@ -1,23 +1,62 @@
 package io.kplex.spark.errors;
 
+import java.util.Map;
+import org.apache.spark.SparkThrowable;
+
 /**
- * A kplex error: the message starts with {@code [KPLEX_<CODE>]} so that the Python
- * wrapper can turn it into the matching Python exception class.
+ * A kplex error: its message starts with {@code [KPLEX_<CODE>]}, and as a
+ * {@link SparkThrowable} it carries its condition ({@code KPLEX_<CODE>}) and SQLSTATE from
+ * {@link ErrorConditions}, so Spark Connect and JDBC clients get an error condition, and
+ * the Python package raises the matching {@code kplex.errors} class. Made only by
+ * {@link Errors}, the catalogue of kplex's error texts; its code is declared in the
+ * conditions file (ErrorConditionsTest checks every code the sources use).
  */
-public class KplexException extends IllegalArgumentException {
+public class KplexException extends IllegalArgumentException implements SparkThrowable {
   private final String code;
 
-  public KplexException(String code, String message) {
+  KplexException(String code, String message) {
     super("[KPLEX_" + code + "] " + message);
     this.code = code;
   }
 
-  public KplexException(String code, String message, Throwable cause) {
+  KplexException(String code, String message, Throwable cause) {
     super("[KPLEX_" + code + "] " + message, cause);
     this.code = code;
   }
 
+  /** The code, without the {@code KPLEX_} prefix. */
   public String code() {
     return code;
+  }
+
+  @Override
+  public String getCondition() {
+    return "KPLEX_" + code;
+  }
+
+  @Override
+  public String getErrorClass() {
+    return getCondition();
+  }
+
+  @Override
+  public String getSqlState() {
+    ErrorConditions.Condition c = ErrorConditions.of(code);
+    return c == null ? null : c.sqlState();
+  }
+
+  @Override
+  public boolean isInternalError() {
+    return false;
+  }
+
+  @Override
+  public Map<String, String> getMessageParameters() {
+    return Map.of();
+  }
+
+  /** Spark's template lookup knows only its own conditions: kplex's message is its own. */
+  public String getDefaultMessageTemplate() {
+    return getMessage();
   }
 }

@@ -35,9 +35,11 @@ import scala.runtime.AbstractFunction1;
 
 /**
  * The SQL functions of kplex, evaluated in the JVM: {@code kplex_key(x)} (canonical key
- * bytes), {@code kplex_order(x)} (a checked order value) and
- * {@code kplex_vpartition(key, V)}. They are V2 functions of the kplex catalog and are
- * also registered as session functions by {@link KplexExtensions} and {@link #register}.
+ * bytes), {@code kplex_order(x)} (a checked order value), {@code kplex_vpartition(key, V)}
+ * and {@code kplex_json(value, pointer)} ({@link KplexJson}), and the write's own
+ * {@code kplex_write_vpartition}. They are V2 functions of the kplex catalog and are also
+ * registered as session functions by the session extensions ({@code KplexExtensions}) and
+ * {@link #register}.
  */
 public final class KplexFunctions {
   private KplexFunctions() {}

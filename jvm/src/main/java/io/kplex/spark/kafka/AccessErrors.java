@@ -1,5 +1,6 @@
 package io.kplex.spark.kafka;
 
+import io.kplex.spark.errors.Errors;
 import io.kplex.spark.errors.KplexException;
 import java.util.Set;
 import java.util.stream.Collectors;
@@ -44,7 +45,7 @@ public final class AccessErrors {
   public static RuntimeException rethrow(KafkaConf kafka, Throwable t, String operation, String resource) {
     KplexException access = of(kafka, t, operation, resource);
     if (access != null) return access;
-    return t instanceof RuntimeException r ? r : new KplexException("KAFKA", t.toString(), t);
+    return t instanceof RuntimeException r ? r : Errors.kafka(t.toString(), t);
   }
 
   public static KplexException notAuthorized(KafkaConf kafka, Throwable cause, String operation, String resource) {
@@ -59,22 +60,16 @@ public final class AccessErrors {
       what = "its transactional ids";
     }
     String op = operation == null ? "use" : operation;
-    return new KplexException("NOT_AUTHORIZED", "principal " + kafka.principal() + " is not allowed to "
-        + op + " " + (what == null ? "a resource kplex needs" : what) + " on " + kafka.bootstrap()
-        + ": grant it an ACL for " + op + " on " + (what == null ? "it" : what)
-        + " (the README's 'Secured Kafka' lists every ACL kplex needs). Kafka said: "
-        + cause.getMessage(), cause);
+    return Errors.notAuthorized(kafka.principal(), op, what, kafka.bootstrap(), cause);
   }
 
   public static KplexException notAuthenticated(KafkaConf kafka, AuthenticationException cause) {
     String hint = cause instanceof SslAuthenticationException
         ? "the TLS handshake failed: check kafka.ssl.truststore.* (the broker's CA) and kafka.ssl.endpoint.identification.algorithm"
         : "wrong password, unknown user or a SASL mechanism the broker does not enable: check kafka.sasl.mechanism and kafka.sasl.jaas.config";
-    return new KplexException("NOT_AUTHENTICATED", "the broker at " + kafka.bootstrap()
-        + " did not authenticate principal " + kafka.principal() + " (" + kafka.securityProtocol()
-        + (kafka.securityProtocol().toUpperCase(java.util.Locale.ROOT).startsWith("SASL") ? ", " + kafka.saslMechanism() : "")
-        + "): "
-        + hint + ". Kafka said: " + cause.getMessage(), cause);
+    String how = kafka.securityProtocol()
+        + (kafka.securityProtocol().toUpperCase(java.util.Locale.ROOT).startsWith("SASL") ? ", " + kafka.saslMechanism() : "");
+    return Errors.notAuthenticated(kafka.bootstrap(), kafka.principal(), how, hint, cause);
   }
 
   private static String quoted(String kind, Set<String> names) {

@@ -1,6 +1,6 @@
 package io.kplex.spark.kafka;
 
-import io.kplex.spark.errors.KplexException;
+import io.kplex.spark.errors.Errors;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -87,7 +87,7 @@ public final class CompactedTopic {
         long deadline = System.currentTimeMillis() + KafkaConf.ADMIN_TIMEOUT_MS;
         while (consumer.position(tp) < end) {
           if (System.currentTimeMillis() > deadline) {
-            throw new KplexException("METADATA", "timed out reading topic '" + topic + "'.");
+            throw Errors.metadataReadTimedOut(topic);
           }
           for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(200))) {
             each.accept(r);

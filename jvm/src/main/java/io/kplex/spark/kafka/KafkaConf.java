@@ -1,6 +1,6 @@
 package io.kplex.spark.kafka;
 
-import io.kplex.spark.conf.KplexOptions;
+import io.kplex.spark.spec.KplexOptions;
 import io.kplex.spark.errors.Errors;
 import java.io.Serializable;
 import java.util.HashMap;

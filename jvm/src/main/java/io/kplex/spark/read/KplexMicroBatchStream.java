@@ -2,7 +2,6 @@ package io.kplex.spark.read;
 
 import io.kplex.spark.catalog.KplexTable;
 import io.kplex.spark.catalog.TableStore;
-import io.kplex.spark.conf.ReadConf;
 import io.kplex.spark.errors.Errors;
 import io.kplex.spark.stream.HeldRelease;
 import java.util.ArrayList;
@@ -183,8 +182,7 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
       }
       return start;
     } catch (java.io.IOException e) {
-      throw new io.kplex.spark.errors.KplexException("CHECKPOINT", "cannot keep the query's starting offsets in "
-          + path + ": " + e, e);
+      throw Errors.checkpointWrite("the query's starting offsets", path, e);
     }
   }
 

@@ -1,6 +1,6 @@
 package io.kplex.spark.read;
 
-import io.kplex.spark.errors.KplexException;
+import io.kplex.spark.errors.Errors;
 import io.kplex.spark.kafka.ConsumerPool;
 import io.kplex.spark.kafka.KafkaConf;
 import io.kplex.spark.wire.KplexHeaders;
@@ -84,8 +84,7 @@ final class KplexPartitionReader implements PartitionReader<InternalRow> {
       if (!records.isEmpty()) {
         lastProgress = System.currentTimeMillis();
       } else if (System.currentTimeMillis() - lastProgress > STALL_MS) {
-        throw new KplexException("READ_STALLED", "no progress reading " + range + " at offset "
-            + consumer.position(tp) + " for " + STALL_MS / 1000 + " s.");
+        throw Errors.readStalled(range + " at offset " + consumer.position(tp), STALL_MS);
       }
       batch = records.iterator();
     }

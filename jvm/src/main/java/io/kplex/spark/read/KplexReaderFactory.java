@@ -1,6 +1,5 @@
 package io.kplex.spark.read;
 
-import io.kplex.spark.conf.ReadConf;
 import java.util.Set;
 import java.util.TreeSet;
 import org.apache.spark.sql.catalyst.InternalRow;

@@ -3,7 +3,6 @@ package io.kplex.spark.read;
 import io.kplex.spark.catalog.KplexTable;
 import io.kplex.spark.catalog.TableStore;
 import io.kplex.spark.catalog.VirtualTables;
-import io.kplex.spark.conf.ReadConf;
 import io.kplex.spark.errors.Errors;
 import java.util.ArrayList;
 import java.util.Comparator;

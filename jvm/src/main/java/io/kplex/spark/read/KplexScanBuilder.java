@@ -1,7 +1,6 @@
 package io.kplex.spark.read;
 
 import io.kplex.spark.catalog.KplexTable;
-import io.kplex.spark.conf.ReadConf;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.TreeSet;

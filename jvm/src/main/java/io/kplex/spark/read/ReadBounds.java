@@ -1,7 +1,7 @@
 package io.kplex.spark.read;
 
 import io.kplex.spark.catalog.TableStore;
-import io.kplex.spark.conf.KplexOptions;
+import io.kplex.spark.spec.KplexOptions;
 import io.kplex.spark.errors.Errors;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;

@@ -1,7 +1,7 @@
 package io.kplex.spark.read;
 
 import io.kplex.spark.catalog.KplexTable;
-import io.kplex.spark.conf.KplexOptions;
+import io.kplex.spark.spec.KplexOptions;
 import io.kplex.spark.errors.Errors;
 import io.kplex.spark.errors.KplexException;
 import io.kplex.spark.wire.KeyBytes;

@@ -1,7 +1,7 @@
 package io.kplex.spark.read;
 
 import io.kplex.spark.catalog.KplexTable;
-import io.kplex.spark.catalog.TableDefinition;
+import io.kplex.spark.conf.TableDefinition;
 import java.lang.reflect.Constructor;
 import java.lang.reflect.Method;
 import java.util.ArrayList;

@@ -1,7 +1,6 @@
 package io.kplex.spark.read;
 
-import io.kplex.spark.conf.KplexOptions;
-import io.kplex.spark.conf.ReadConf;
+import io.kplex.spark.spec.KplexOptions;
 import io.kplex.spark.errors.Errors;
 import io.kplex.spark.wire.KplexHeaders;
 import io.kplex.spark.wire.Placement;

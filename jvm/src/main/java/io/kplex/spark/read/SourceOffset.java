@@ -1,9 +1,9 @@
 package io.kplex.spark.read;
 
+import io.kplex.spark.errors.Errors;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.kplex.spark.errors.KplexException;
 import java.io.IOException;
 import java.util.Collections;
 import java.util.Iterator;
@@ -55,8 +55,7 @@ public final class SourceOffset extends Offset {
       JsonNode root = JSON.readTree(json);
       JsonNode node = root.path(topic);
       if (!node.isObject()) {
-        throw new KplexException("CHECKPOINT", "the checkpoint's offsets " + json + " are not of topic '"
-            + topic + "': this checkpoint belongs to a query that read another topic.");
+        throw Errors.checkpointOfAnotherTopic(json, topic);
       }
       Map<Integer, Long> next = new TreeMap<>();
       for (Iterator<Map.Entry<String, JsonNode>> it = node.fields(); it.hasNext(); ) {
@@ -66,7 +65,7 @@ public final class SourceOffset extends Offset {
       // (An older kplex also wrote "kplex.caught_up"; the event-time rule no longer needs it.)
       return new SourceOffset(topic, next, root.path(FLUSHES).asLong(0));
     } catch (IOException | NumberFormatException e) {
-      throw new KplexException("CHECKPOINT", "unreadable offsets in the checkpoint: " + json, e);
+      throw Errors.checkpointUnreadable(json, e);
     }
   }
 }

@@ -1,7 +1,6 @@
 package io.kplex.spark.read;
 
-import io.kplex.spark.conf.ReadConf;
-import io.kplex.spark.errors.KplexException;
+import io.kplex.spark.errors.Errors;
 import java.time.Duration;
 import java.util.Iterator;
 import java.util.List;
@@ -94,8 +93,8 @@ final class SourcePartitionReader implements PartitionReader<InternalRow> {
       return;
     }
     if (System.currentTimeMillis() - lastProgress > KplexPartitionReader.STALL_MS) {
-      throw new KplexException("READ_STALLED", "no progress reading " + range.topic + "-" + range.partition
-          + " at offset " + position + " for " + KplexPartitionReader.STALL_MS / 1000 + " s.");
+      throw Errors.readStalled(range.topic + "-" + range.partition + " at offset " + position,
+          KplexPartitionReader.STALL_MS);
     }
   }
 

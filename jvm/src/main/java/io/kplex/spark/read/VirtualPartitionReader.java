@@ -1,7 +1,6 @@
 package io.kplex.spark.read;
 
-import io.kplex.spark.conf.ReadConf;
-import io.kplex.spark.errors.KplexException;
+import io.kplex.spark.errors.Errors;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -106,8 +105,7 @@ final class VirtualPartitionReader implements PartitionReader<InternalRow> {
       }
     }
     if (polled.isEmpty() && System.currentTimeMillis() - lastProgress > KplexPartitionReader.STALL_MS) {
-      throw new KplexException("READ_STALLED", "no progress reading " + conf.topic + " for vp " + vp
-          + " for " + KplexPartitionReader.STALL_MS / 1000 + " s.");
+      throw Errors.readStalled(conf.topic + " for vp " + vp, KplexPartitionReader.STALL_MS);
     }
   }
 

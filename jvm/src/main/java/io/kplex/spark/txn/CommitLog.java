@@ -1,6 +1,6 @@
 package io.kplex.spark.txn;
 
-import io.kplex.spark.errors.KplexException;
+import io.kplex.spark.errors.Errors;
 import io.kplex.spark.kafka.CompactedTopic;
 import io.kplex.spark.kafka.KafkaTopics;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -241,7 +241,7 @@ public final class CommitLog {
       return new Pending(node.path("table").asText(), node.path("query").asText(null), txns, mark,
           node.path("completes").asText(null), vpsKnown, node.path("claim").asText(null), offset);
     } catch (IOException e) {
-      throw new KplexException("METADATA", "unreadable pending commit in " + TOPIC + ": " + e.getMessage(), e);
+      throw Errors.unreadableMetadata("pending commit", TOPIC, e);
     }
   }
 }

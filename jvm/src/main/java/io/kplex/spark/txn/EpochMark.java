@@ -77,8 +77,7 @@ public record EpochMark(String table, String query, long epoch, EventTime.Marks 
     try {
       return fromJson(JSON.readTree(json));
     } catch (java.io.IOException e) {
-      throw new io.kplex.spark.errors.KplexException("METADATA", "unreadable epoch record in "
-          + CommitLog.TOPIC + ": " + e.getMessage(), e);
+      throw io.kplex.spark.errors.Errors.unreadableMetadata("epoch record", CommitLog.TOPIC, e);
     }
   }
 }

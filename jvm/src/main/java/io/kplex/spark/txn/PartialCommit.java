@@ -4,7 +4,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.kplex.spark.errors.Errors;
-import io.kplex.spark.errors.KplexException;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -83,7 +82,7 @@ public record PartialCommit(String table, String query, long epoch, boolean inse
       boolean lost = lostPartitions.contains(t.partition());
       for (int vp : t.highs().keySet()) {
         if (lost ? committed.containsKey(vp) : lostVps.contains(vp)) {
-          throw Errors.partialRerunDiffers(this, t.partition(), vp);
+          throw Errors.partialRerunDiffers(table, query, epoch, lostVps, lost, t.partition(), vp);
         }
       }
       if (lost) keep.add(t);
@@ -140,7 +139,7 @@ public record PartialCommit(String table, String query, long epoch, boolean inse
       return new PartialCommit(node.path("table").asText(), node.path("query").asText(), node.path("epoch").asLong(),
           node.path("insert").asBoolean(), partitions, vps, committed, node.path("vps_known").asBoolean(true));
     } catch (IOException e) {
-      throw new KplexException("METADATA", "unreadable partial commit in " + CommitLog.TOPIC + ": " + e.getMessage(), e);
+      throw Errors.unreadableMetadata("partial commit", CommitLog.TOPIC, e);
     }
   }
 }

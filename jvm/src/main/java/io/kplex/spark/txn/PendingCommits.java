@@ -3,7 +3,6 @@ package io.kplex.spark.txn;
 import io.kplex.spark.errors.KplexException;
 import io.kplex.spark.kafka.KafkaConf;
 import io.kplex.spark.kafka.KafkaTopics;
-import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;

@@ -70,7 +70,7 @@ final class TransactionFinisher {
             interrupted = true;  // finish what is under way; the caller sees the interrupt after
           } catch (ExecutionException e) {
             throw e.getCause() instanceof KplexException k ? k
-                : new KplexException("COMMIT_FAILED", e.getCause().toString(), e.getCause());
+                : Errors.commitFailed(e.getCause());
           }
         }
       }

@@ -1,5 +1,6 @@
 package io.kplex.spark.txn;
 
+import io.kplex.spark.errors.Errors;
 import io.kplex.spark.errors.KplexException;
 import java.lang.reflect.Field;
 import java.lang.reflect.Method;
@@ -98,9 +99,6 @@ public final class TransactionResumer {
   }
 
   private static KplexException incompatible(ReflectiveOperationException e) {
-    return new KplexException("KAFKA_CLIENTS_INTERNALS", "this kafka-clients ("
-        + org.apache.kafka.common.utils.AppInfoParser.getVersion() + ") lacks the internals that"
-        + " exactly-once commits need (" + e + "). kplex ships and is tested with the version in"
-        + " gradle.properties; use its bundled jars, or kplex.delivery = 'at_least_once'.", e);
+    return Errors.kafkaClientsInternals(org.apache.kafka.common.utils.AppInfoParser.getVersion(), e);
   }
 }

@@ -1,6 +1,6 @@
 package io.kplex.spark.txn;
 
-import io.kplex.spark.errors.KplexException;
+import io.kplex.spark.errors.Errors;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.function.Supplier;
@@ -38,7 +38,7 @@ final class Uninterruptibly {
           Throwable cause = e.getCause();
           if (cause instanceof RuntimeException r) throw r;
           if (cause instanceof Error err) throw err;
-          throw new KplexException("COMMIT_FAILED", cause.toString(), cause);
+          throw Errors.commitFailed(cause);
         }
       }
     } finally {

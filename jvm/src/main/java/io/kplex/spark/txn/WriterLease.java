@@ -51,7 +51,7 @@ public final class WriterLease implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(WriterLease.class);
   static final long RENEW_MS = 1_000;
   /** No renewal for this long: the claim's driver is dead (kplex.writer_claim_timeout_ms). */
-  public static final long DEFAULT_STALE_MS = 6_000;
+  public static final long DEFAULT_STALE_MS = io.kplex.spark.spec.KplexOptions.DEFAULT_WRITER_CLAIM_TIMEOUT_MS;
   /** Taken-over markers older than this are removed (their writers have long failed). */
   static final long MARKER_KEEP_MS = 24 * 3_600_000L;
 

@@ -1,6 +1,6 @@
 package io.kplex.spark.write;
 
-import io.kplex.spark.errors.KplexException;
+import io.kplex.spark.errors.Errors;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
@@ -113,7 +113,7 @@ final class HeldRows implements Serializable {
         }
       }
     } catch (IOException e) {
-      throw new KplexException("HELD_STATE", "cannot write the held-back records to " + file + ": " + e, e);
+      throw Errors.heldWrite(file, e);
     }
   }
 
@@ -125,9 +125,7 @@ final class HeldRows implements Serializable {
         if (in.readInt() != MAGIC) throw new IOException("not a kplex held-records file");
         int fields = in.readInt();
         if (fields != numFields) {
-          throw new KplexException("HELD_STATE", "the held-back records in " + file + " have " + fields
-              + " columns, this query writes " + numFields + ": the query changed. Restart it from a new"
-              + " checkpoint (its held-back records are then not written).");
+          throw Errors.heldColumns(file, fields, numFields);
         }
         int n = in.readInt();
         List<UnsafeRow> rows = new ArrayList<>(n);
@@ -141,8 +139,7 @@ final class HeldRows implements Serializable {
         return rows;
       }
     } catch (IOException e) {
-      throw new KplexException("HELD_STATE", "cannot read the held-back records of " + file
-          + " (the query's checkpoint): " + e, e);
+      throw Errors.heldRead(file, e);
     }
   }
 

@@ -1,7 +1,6 @@
 package io.kplex.spark.write;
 
 import io.kplex.spark.conf.WriteConf;
-import io.kplex.spark.errors.Errors;
 import io.kplex.spark.stream.HeldRelease;
 import io.kplex.spark.txn.EpochMark;
 import io.kplex.spark.txn.ExactlyOnceCommitter;

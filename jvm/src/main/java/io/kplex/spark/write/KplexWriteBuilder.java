@@ -1,7 +1,7 @@
 package io.kplex.spark.write;
 
 import io.kplex.spark.catalog.KplexTable;
-import io.kplex.spark.catalog.TableDefinition;
+import io.kplex.spark.conf.TableDefinition;
 import io.kplex.spark.catalog.TableStore;
 import io.kplex.spark.conf.WriteConf;
 import io.kplex.spark.errors.Errors;

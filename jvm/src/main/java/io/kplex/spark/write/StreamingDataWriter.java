@@ -23,7 +23,7 @@ import org.apache.spark.unsafe.hash.Murmur3_x86_32;
  * virtual partition in order across micro-batches (G2) whatever their pacing. The task's
  * rows arrive sorted (order value, key bytes, value), as in a batch write, each with its
  * source partition and the largest order value before it there in this micro-batch (the
- * columns {@link io.kplex.spark.stream.SourcePositions} adds; without them, as from another
+ * columns {@code plan.SourcePositions} adds; without them, as from another
  * source, the input counts as one partition judged against earlier micro-batches). The
  * records it held back in the previous epoch are merged in. Late records meet
  * {@code kplex.late_policy}; the rest are written now, at the commit, or held back in a

@@ -24,7 +24,7 @@ import org.apache.spark.sql.types.StructType;
  *   <li>value: a column named {@code value}, else the one column left over (BINARY or STRING);</li>
  *   <li>headers: optional, {@code ARRAY<STRUCT<key: STRING, value: BINARY>>};</li>
  *   <li>a streaming write from kplex's source: the source position of each row, added by
- *       {@link io.kplex.spark.stream.SourcePositions} ({@link #POSITION_COLUMNS}).</li>
+ *       {@code plan.SourcePositions} ({@link #POSITION_COLUMNS}).</li>
  * </ul>
  */
 public final class WriteSchema implements Serializable {

@@ -1,7 +1,6 @@
 package io.kplex.spark.read;
 
 import static org.junit.Assert.assertEquals;
-import static org.junit.Assert.assertTrue;
 
 import java.util.Map;
 import java.util.TreeMap;

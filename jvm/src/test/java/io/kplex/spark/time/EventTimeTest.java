@@ -1,7 +1,10 @@
 package io.kplex.spark.time;
 
 import static java.nio.charset.StandardCharsets.UTF_8;
-import static org.junit.Assert.*;
+import static org.junit.Assert.assertArrayEquals;
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertThrows;
+import static org.junit.Assert.assertTrue;
 
 import io.kplex.spark.time.EventTime.Late;
 import io.kplex.spark.time.EventTime.Marks;

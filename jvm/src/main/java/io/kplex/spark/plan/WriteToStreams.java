@@ -1,4 +1,4 @@
-package io.kplex.spark.stream;
+package io.kplex.spark.plan;
 
 import java.lang.reflect.Method;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;

@@ -1,4 +1,4 @@
-package io.kplex.spark.catalog;
+package io.kplex.spark.conf;
 
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertTrue;

@@ -1,11 +1,12 @@
-package io.kplex.spark.conf;
+package io.kplex.spark.spec;
 
 import java.util.List;
 
 /**
  * Every key a user can set on a kplex table (TBLPROPERTIES) or on a single write
  * ({@code df.write.option(...)}), in one place. How the layers combine is decided by
- * {@link WriteConf}; what values mean is documented in the README.
+ * {@code conf.WriteConf} and {@code conf.ReadConf}; what values mean is documented in the README.
+ * Below every other package: the error catalogue names these keys too.
  */
 public final class KplexOptions {
   private KplexOptions() {}
@@ -19,8 +20,9 @@ public final class KplexOptions {
   public static final String ORDER = "kplex.order";
   public static final String NULL_KEY = "kplex.null_key";
   public static final String NULL_ORDER = "kplex.null_order";
-  // Read-time (virtual) tables.
+  // A read-time (virtual) table's source.
   public static final String SOURCE = "kplex.source";
+  // Event time, for read-time tables and streaming writes alike.
   public static final String MAX_DELAY_MS = "kplex.max_delay_ms";
   public static final String LATE_POLICY = "kplex.late_policy";
   public static final String LATE_TOPIC = "kplex.late_topic";
@@ -30,6 +32,7 @@ public final class KplexOptions {
    * pause of a driver (GC), see {@code txn/WriterLease}.
    */
   public static final String WRITER_CLAIM_TIMEOUT_MS = "kplex.writer_claim_timeout_ms";
+  public static final long DEFAULT_WRITER_CLAIM_TIMEOUT_MS = 6_000;
   /** Read-time tables: their default key (the source record's key) and order (its timestamp). */
   public static final String DEFAULT_VIRTUAL_KEY = "key";
   public static final String DEFAULT_VIRTUAL_ORDER = "timestamp";

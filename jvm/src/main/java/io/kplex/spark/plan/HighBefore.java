@@ -1,4 +1,4 @@
-package io.kplex.spark.stream;
+package io.kplex.spark.plan;
 
 import io.kplex.spark.wire.OrderValues;
 import java.io.Serializable;

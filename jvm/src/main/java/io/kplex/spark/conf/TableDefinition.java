@@ -1,8 +1,7 @@
-package io.kplex.spark.catalog;
+package io.kplex.spark.conf;
 
-import io.kplex.spark.conf.KplexOptions;
-import io.kplex.spark.conf.TableProperties;
-import io.kplex.spark.errors.KplexException;
+import io.kplex.spark.errors.Errors;
+import io.kplex.spark.spec.KplexOptions;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -108,9 +107,7 @@ public final class TableDefinition implements Serializable {
       JsonNode node = JSON.readTree(bytes);
       int version = node.path("version").asInt(-1);
       if (!"kplex-table".equals(node.path("format").asText()) || version > FORMAT_VERSION) {
-        throw new KplexException("DEFINITION_FORMAT", "table definition of format '"
-            + node.path("format").asText() + "' version " + version
-            + " is not understood by this kplex (format version " + FORMAT_VERSION + "): upgrade kplex.");
+        throw Errors.definitionTooNew(node.path("format").asText(), version, FORMAT_VERSION);
       }
       Map<String, String> props = new TreeMap<>();
       for (Iterator<Map.Entry<String, JsonNode>> it = node.path("properties").fields(); it.hasNext(); ) {
@@ -119,7 +116,7 @@ public final class TableDefinition implements Serializable {
       }
       return new TableDefinition(node.path("name").asText(), props, node.path("created_ms").asLong());
     } catch (java.io.IOException e) {
-      throw new KplexException("DEFINITION_FORMAT", "unreadable table definition: " + e.getMessage(), e);
+      throw Errors.definitionUnreadable(e);
     }
   }
 

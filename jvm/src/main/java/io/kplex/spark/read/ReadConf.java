@@ -1,11 +1,12 @@
-package io.kplex.spark.conf;
+package io.kplex.spark.read;
 
+import io.kplex.spark.spec.KplexOptions;
 import io.kplex.spark.catalog.KplexTable;
-import io.kplex.spark.catalog.TableDefinition;
+import io.kplex.spark.conf.TableDefinition;
+import io.kplex.spark.conf.TableProperties;
 import io.kplex.spark.catalog.VirtualTables;
 import io.kplex.spark.errors.Errors;
 import io.kplex.spark.kafka.KafkaConf;
-import io.kplex.spark.read.ReadExpressions;
 import java.io.Serializable;
 import java.util.HashMap;
 import java.util.Locale;
@@ -61,15 +62,7 @@ public final class ReadConf implements Serializable {
     TableProperties.oneOf(merged, KplexOptions.LATE_POLICY, KplexOptions.LATE_POLICIES);
     TableProperties.oneOf(merged, KplexOptions.NULL_KEY, KplexOptions.NULL_KEY_POLICIES);
     TableProperties.oneOf(merged, KplexOptions.NULL_ORDER, KplexOptions.NULL_ORDER_POLICIES);
-    String delay = merged.getOrDefault(KplexOptions.MAX_DELAY_MS, "0");
-    try {
-      this.maxDelayMs = Long.parseLong(delay.trim());
-    } catch (NumberFormatException e) {
-      throw Errors.badOption(KplexOptions.MAX_DELAY_MS, delay, "an integer >= 0 (milliseconds)");
-    }
-    if (maxDelayMs < 0) {
-      throw Errors.badOption(KplexOptions.MAX_DELAY_MS, delay, "an integer >= 0 (milliseconds)");
-    }
+    this.maxDelayMs = TableProperties.maxDelayMs(merged.getOrDefault(KplexOptions.MAX_DELAY_MS, "0"));
     this.latePolicy = merged.getOrDefault(KplexOptions.LATE_POLICY, "fail");
     this.lateTopic = merged.get(KplexOptions.LATE_TOPIC);
     this.nullKey = merged.getOrDefault(KplexOptions.NULL_KEY, "fail");

@@ -1,0 +1,49 @@
+"""Errors as data: python/kplex/error_conditions.json declares every error condition of
+kplex; the Python classes, the codes the Python package raises and the jar's copy of the
+file are held to it (the JVM's codes: ErrorConditionsTest)."""
+from __future__ import annotations
+
+import json
+import re
+import zipfile
+from pathlib import Path
+
+import pytest
+from pyspark.errors import PySparkException
+
+from kplex import errors
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_condition_is_raised_as_the_class_it_names():
+    assert len(errors.CONDITIONS) > 40
+    for name, condition in errors.CONDITIONS.items():
+        cls = getattr(errors, condition["python"])
+        assert issubclass(cls, errors.KplexError), name
+        assert errors._BY_CODE[name.removeprefix("KPLEX_")] is cls  # noqa: SLF001
+        raised = errors.translate(RuntimeError(f"Job aborted: [{name}] what went wrong\n\tat ..."))
+        assert type(raised) is cls and raised.getCondition() == name and raised.getSqlState() == condition["sqlState"]
+        assert str(raised) == f"[{name}] what went wrong"
+
+
+def test_every_code_the_python_package_raises_is_declared():
+    used = set()
+    for source in (ROOT / "python" / "kplex").rglob("*.py"):
+        used |= set(re.findall(r"\[KPLEX_([A-Z_]+)\]", source.read_text()))
+    used.discard("CODE")  # the docstrings' placeholder
+    assert used and not {f"KPLEX_{c}" for c in used} - set(errors.CONDITIONS)
+
+
+def test_a_kplex_error_is_a_pyspark_exception_so_an_except_pyspark_exception_catches_it():
+    with pytest.raises(PySparkException) as caught:
+        raise errors.TableBusyError("[KPLEX_TABLE_BUSY] table t is being written by another query")
+    assert caught.value.getCondition() == "KPLEX_TABLE_BUSY" and caught.value.getSqlState() == "40001"
+    assert repr(caught.value) == "TableBusyError('[KPLEX_TABLE_BUSY] table t is being written by another query')"
+
+
+def test_the_jar_carries_the_same_file():
+    jar = ROOT / "python" / "kplex" / "jars" / "kplex-spark.jar"
+    with zipfile.ZipFile(jar) as z:
+        inside = json.loads(z.read("io/kplex/spark/errors/error_conditions.json"))
+    assert inside == json.loads((ROOT / "python" / "kplex" / "error_conditions.json").read_text())
