@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 echo "test: lint (ruff: Python lint and import order; checkstyle: Java)" >&2
-"${PYTHON:-python3}" -m ruff check .
+"${PYTHON:-python3}" -m ruff check --config python/pyproject.toml .
 gradle -q --offline checkstyleMain checkstyleTest 2>/dev/null || gradle -q checkstyleMain checkstyleTest
 echo "test: JVM unit tests (gradle test)" >&2
 gradle -q --offline test 2>/dev/null || gradle -q test
