@@ -2,8 +2,10 @@ package io.kplex.spark.functions;
 
 import io.kplex.spark.errors.Errors;
 import io.kplex.spark.wire.KeyBytes;
+import io.kplex.spark.wire.NullPolicy;
 import io.kplex.spark.wire.OrderValues;
 import io.kplex.spark.wire.Placement;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import org.apache.spark.sql.catalyst.FunctionIdentifier;
@@ -48,27 +50,36 @@ public final class KplexFunctions {
   public static final String ORDER = "kplex_order";
   public static final String VPARTITION = "kplex_vpartition";
   public static final String JSON = "kplex_json";
-  /** Internal: the distribution every kplex write plans (see {@link WriteRequirements}). */
+  /** Internal: the distribution every kplex write plans (see {@code write.WriteRequirements}). */
   public static final String WRITE_VPARTITION = "kplex_write_vpartition";
 
   /** Column metadata key naming the kplex function that produced a column. */
   public static final String ROLE = "kplex.function";
 
-  public static final Map<String, UnboundFunction> ALL = new LinkedHashMap<>();
-  static {
-    ALL.put(KEY, new Unbound(KEY, "kplex_key(expr) - the canonical key bytes of expr: STRING as"
+  /**
+   * Every kplex function by name, in this order: {@code kplex_key}, {@code kplex_order},
+   * {@code kplex_vpartition}, {@code kplex_json} ({@link KplexJson}) and the write's own
+   * {@code kplex_write_vpartition}. Built once and unmodifiable: the kplex catalog lists and
+   * loads them from it, {@link #register} and the session extensions register them.
+   */
+  public static final Map<String, UnboundFunction> ALL = functions();
+
+  private static Map<String, UnboundFunction> functions() {
+    Map<String, UnboundFunction> all = new LinkedHashMap<>();
+    all.put(KEY, new Unbound(KEY, "kplex_key(expr) - the canonical key bytes of expr: STRING as"
         + " UTF-8, INT and BIGINT big-endian, BINARY as is, others compact JSON with sorted fields.",
         KplexFunctions::bindKey));
-    ALL.put(ORDER, new Unbound(ORDER, "kplex_order(expr) - marks expr as the order of a kplex write;"
+    all.put(ORDER, new Unbound(ORDER, "kplex_order(expr) - marks expr as the order of a kplex write;"
         + " TIMESTAMP, TIMESTAMP_NTZ and DATE become TIMESTAMP, integral types BIGINT.",
         KplexFunctions::bindOrder));
-    ALL.put(VPARTITION, new Unbound(VPARTITION, "kplex_vpartition(key, V) - the virtual partition"
+    all.put(VPARTITION, new Unbound(VPARTITION, "kplex_vpartition(key, V) - the virtual partition"
         + " (murmur2(kplex_key(key)) & 0x7fffffff) % V.", KplexFunctions::bindVPartition));
-    ALL.put(JSON, new Unbound(JSON, KplexJson.DESCRIPTION, KplexJson::bind));
-    ALL.put(WRITE_VPARTITION, new Unbound(WRITE_VPARTITION, "kplex_write_vpartition(key, V, order,"
+    all.put(JSON, new Unbound(JSON, KplexJson.DESCRIPTION, KplexJson::bind));
+    all.put(WRITE_VPARTITION, new Unbound(WRITE_VPARTITION, "kplex_write_vpartition(key, V, order,"
         + " null_key, null_order, key_column, order_column) - kplex_vpartition(key, V) as a kplex write"
         + " plans it, refusing the NULL keys and orders its policies refuse before anything is written.",
         KplexFunctions::bindWriteVPartition));
+    return Collections.unmodifiableMap(all);
   }
 
   interface Binder {
@@ -144,33 +155,70 @@ public final class KplexFunctions {
 
   /**
    * The write's distribution. Spark evaluates it for every row in the shuffle that feeds
-   * the writers, so a NULL key or order that the policies refuse fails the whole write
-   * before any writer task has started: nothing is sent, in either delivery mode. A row
-   * the writer will drop goes to virtual partition 0.
+   * the writers, so a NULL key or order that the policies ({@link NullPolicy}) refuse fails
+   * the whole write before any writer task has started: nothing is sent, in either delivery
+   * mode. A row the writer will drop goes to its key's virtual partition, or without a key
+   * to virtual partition 0.
    */
   static BoundFunction bindWriteVPartition(StructType input) {
     StructField[] f = input.fields();
-    OrderValues.Reader count = f.length == 7 ? OrderValues.readerFor(f[1].dataType()) : null;
-    OrderValues.Reader order = f.length == 7 ? OrderValues.readerFor(f[2].dataType()) : null;
-    if (count == null || order == null) {
+    if (f.length != WriteArgs.COUNT || OrderValues.readerFor(f[WriteArgs.PARTITIONS].dataType()) == null
+        || OrderValues.readerFor(f[WriteArgs.ORDER].dataType()) == null) {
       throw new UnsupportedOperationException(WRITE_VPARTITION + " takes (key, V, order, null_key, null_order,"
           + " key_column, order_column), as a kplex write plans it; call kplex_vpartition(key, V) instead");
     }
-    KeyBytes.Encoder key = KeyBytes.encoderFor(f[0].dataType());
     DataType[] types = new DataType[f.length];
     for (int i = 0; i < f.length; i++) types[i] = f[i].dataType();
-    return new Scalar(WRITE_VPARTITION, types, DataTypes.IntegerType, true, row -> {
-      boolean nullOrder = row.isNullAt(2);
-      if (row.isNullAt(0)) {
-        if (row.getUTF8String(3).toString().equals("drop")) return 0;
-        throw Errors.nullKey(row.getUTF8String(5).toString(), nullOrder ? Long.MIN_VALUE : order.read(row, 2));
+    return new Scalar(WRITE_VPARTITION, types, DataTypes.IntegerType, true, new WriteVPartition(types));
+  }
+
+  /** The arguments of {@code kplex_write_vpartition}, by position, as {@code write.WriteRequirements} passes them. */
+  static final class WriteArgs {
+    private WriteArgs() {}
+
+    static final int KEY = 0;
+    static final int PARTITIONS = 1;
+    static final int ORDER = 2;
+    /** The literal policies and column names of the write, the same in every row. */
+    static final int NULL_KEY = 3;
+    static final int NULL_ORDER = 4;
+    static final int KEY_COLUMN = 5;
+    static final int ORDER_COLUMN = 6;
+    static final int COUNT = 7;
+  }
+
+  /** kplex_write_vpartition evaluated: the NULL policy, read once from the literal arguments, then the placement. */
+  static final class WriteVPartition implements Eval {
+    private static final long serialVersionUID = 1L;
+    private final KeyBytes.Encoder key;
+    private final OrderValues.Reader count;
+    private final OrderValues.Reader order;
+    /** From the first row's literal arguments (a race between threads builds an equal one). */
+    private NullPolicy nulls;
+
+    WriteVPartition(DataType[] types) {
+      this.key = KeyBytes.encoderFor(types[WriteArgs.KEY]);
+      this.count = OrderValues.readerFor(types[WriteArgs.PARTITIONS]);
+      this.order = OrderValues.readerFor(types[WriteArgs.ORDER]);
+    }
+
+    @Override
+    public Object apply(InternalRow row) {
+      NullPolicy policy = nulls;
+      if (policy == null) {
+        policy = NullPolicy.of(text(row, WriteArgs.NULL_KEY), text(row, WriteArgs.NULL_ORDER),
+            text(row, WriteArgs.KEY_COLUMN), text(row, WriteArgs.ORDER_COLUMN));
+        nulls = policy;
       }
-      byte[] keyBytes = key.encode(row, 0);
-      if (nullOrder && row.getUTF8String(4).toString().equals("fail")) {
-        throw Errors.nullOrder(row.getUTF8String(6).toString(), KeyBytes.printable(keyBytes));
-      }
-      return Placement.virtualPartition(keyBytes, (int) count.read(row, 1));
-    });
+      boolean nullOrder = row.isNullAt(WriteArgs.ORDER);
+      byte[] keyBytes = row.isNullAt(WriteArgs.KEY) ? null : key.encode(row, WriteArgs.KEY);
+      policy.admits(keyBytes, nullOrder, nullOrder ? Long.MIN_VALUE : order.read(row, WriteArgs.ORDER));
+      return keyBytes == null ? 0 : Placement.virtualPartition(keyBytes, (int) count.read(row, WriteArgs.PARTITIONS));
+    }
+
+    private static String text(InternalRow row, int arg) {
+      return row.getUTF8String(arg).toString();
+    }
   }
 
   interface Eval extends java.io.Serializable {

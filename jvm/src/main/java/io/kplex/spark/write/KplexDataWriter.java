@@ -4,59 +4,55 @@ import io.kplex.spark.conf.WriteConf;
 import io.kplex.spark.errors.Errors;
 import io.kplex.spark.errors.KplexException;
 import io.kplex.spark.kafka.AccessErrors;
+import io.kplex.spark.kafka.KafkaClients;
 import io.kplex.spark.testing.FaultInjection;
 import io.kplex.spark.time.EventTime;
-import io.kplex.spark.txn.ExactlyOnceCommitter;
 import io.kplex.spark.txn.TaskTransaction;
-import io.kplex.spark.txn.TransactionResumer;
-import io.kplex.spark.txn.TransactionalIds;
 import io.kplex.spark.wire.KeyBytes;
 import io.kplex.spark.wire.KplexHeaders;
-import io.kplex.spark.wire.OrderValues;
 import io.kplex.spark.wire.Placement;
-import java.time.Duration;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.Callback;
-import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeader;
 import org.apache.spark.sql.catalyst.InternalRow;
-import org.apache.spark.sql.catalyst.util.ArrayData;
 import org.apache.spark.sql.connector.write.DataWriter;
 import org.apache.spark.sql.connector.write.WriterCommitMessage;
-import org.apache.spark.sql.types.BinaryType;
 
 /**
  * Writes one task's rows (whole virtual partitions, sorted by order value, so each
- * virtual partition's rows come in its order) with one Kafka producer. Sends are asynchronous: the first failed send is
- * recorded by the callback, {@link #write} fails fast on it, and {@link #commit} checks,
- * flushes and checks again, so nothing is reported committed before it is on the broker.
- * Exactly once: the rows go into a Kafka transaction that this task opens and leaves
- * open; the driver commits it ({@link ExactlyOnceCommitter}).
+ * virtual partition's rows come in its order) with one Kafka producer. Sends are
+ * asynchronous: the first failed send is recorded by the callback, {@link #write} fails fast
+ * on it, and {@link #commit} checks, flushes and checks again, so nothing is reported
+ * committed before it is on the broker.
+ *
+ * <p>Delivery is the writer's type, chosen once per task by {@link #open} (Flink's
+ * {@code ExactlyOnceKafkaWriter extends KafkaWriter}): {@link AtLeastOnceDataWriter} sends
+ * and flushes; {@link ExactlyOnceDataWriter} sends inside a Kafka transaction the task
+ * opens and leaves open for the driver to commit. Rows are read through the write's
+ * {@link RowCodec}; the producer comes from {@link KafkaClients}.
  */
-public final class KplexDataWriter implements DataWriter<InternalRow> {
+abstract sealed class KplexDataWriter implements DataWriter<InternalRow>
+    permits AtLeastOnceDataWriter, ExactlyOnceDataWriter {
 
-  private final WriteConf conf;
-  private final WriteSchema schema;
-  private final int partitionId;
-  private final KeyBytes.Encoder key;
-  private final OrderValues.Reader order;
-  private final boolean timeOrder;
-  private final boolean binaryValue;
+  /** How long closing a producer waits for what is still in flight. */
+  static final Duration CLOSE_GRACE = Duration.ofSeconds(30);
+
+  final WriteConf conf;
+  final int partitionId;
+  final Producer<byte[], byte[]> producer;
+  private final RowCodec codec;
   private final Header[] vpHeaders;
   private final long[] rowsPerVp;
-  private final KafkaProducer<byte[], byte[]> producer;
   /**
    * The offset of the last record acknowledged per physical partition (-1: none). Written
    * by the producer's I/O thread in callbacks, read after {@code flush()}, which waits for
@@ -66,18 +62,11 @@ public final class KplexDataWriter implements DataWriter<InternalRow> {
   private final Callback callback = this::acknowledged;
   private volatile Exception failure;
   private long dropped;
-
-  private final String transactionalId;
   private final FaultInjection faults;
   private final int faultAttempt;
   private long rows;
-  /** Late records sent to the side topic: they too are in the task's transaction. */
+  /** Late records sent to the side topic (in an exactly-once write, in the task's transaction too). */
   private long sideRows;
-  private TaskTransaction txn;
-  /** Exactly once: initTransactions and beginTransaction, under way; null once done (or at least once). */
-  private CompletableFuture<Void> opening;
-  private RuntimeException openFailure;
-
   /**
    * A batch write's floor per virtual partition: the largest order value the table holds
    * there (another writer's); a record below it is late. Null: none (a stream's gate judges).
@@ -86,21 +75,13 @@ public final class KplexDataWriter implements DataWriter<InternalRow> {
   /** The largest order value this task wrote per virtual partition (Long.MIN_VALUE: none). */
   private final long[] highs;
 
-  KplexDataWriter(WriteConf conf, WriteSchema schema, int partitionId, int stageAttempt, int attempt) {
-    this(conf, schema, partitionId, stageAttempt, attempt, null);
-  }
-
-  KplexDataWriter(WriteConf conf, WriteSchema schema, int partitionId, int stageAttempt, int attempt,
-      Map<Integer, Long> floor) {
+  KplexDataWriter(WriteConf conf, RowCodec codec, int partitionId, int stageAttempt, int attempt,
+      Map<Integer, Long> floor, Producer<byte[], byte[]> producer) {
     this.conf = conf;
-    this.schema = schema;
+    this.codec = codec;
     this.partitionId = partitionId;
     this.faultAttempt = stageAttempt == 0 ? attempt : -1;  // faults hit the first stage attempt only
     this.faults = conf.faults.any() ? conf.faults : null;
-    this.key = KeyBytes.encoderFor(schema.type(schema.key));
-    this.order = OrderValues.readerFor(schema.type(schema.order));
-    this.timeOrder = OrderValues.isTime(schema.type(schema.order));
-    this.binaryValue = schema.type(schema.value) instanceof BinaryType;
     this.vpHeaders = new Header[conf.virtualPartitions];
     this.rowsPerVp = new long[conf.virtualPartitions];
     this.highs = new long[conf.virtualPartitions];
@@ -112,45 +93,45 @@ public final class KplexDataWriter implements DataWriter<InternalRow> {
       for (int vp = 0; vp < this.floor.length; vp++) this.floor[vp] = EventTime.Marks.of(floor).written(vp);
     }
     this.lastOffsets = new long[conf.physicalPartitions];
-    java.util.Arrays.fill(lastOffsets, -1L);
-    Map<String, Object> props = conf.kafka.producer();
-    this.transactionalId = conf.exactlyOnce()
-        ? TransactionalIds.of(conf.table, partitionId, stageAttempt, attempt) : null;
-    if (transactionalId != null) {
-      props.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, transactionalId);
-      props.put(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, (int) ExactlyOnceCommitter.transactionTimeoutMs(conf.kafka));
-    }
-    this.producer = new KafkaProducer<>(props);
-    // Exactly once: the transaction opens (two broker round trips, and waiting for the
-    // coordinator) while Spark sorts the task's rows; the first send waits for it.
-    this.opening = conf.exactlyOnce() ? CompletableFuture.runAsync(() -> {
-      producer.initTransactions();
-      producer.beginTransaction();
-    }, OPENERS) : null;
+    Arrays.fill(lastOffsets, -1L);
+    this.producer = producer;
   }
 
-  /** Threads that open transactions, idle ones ending after a minute. */
-  private static final ExecutorService OPENERS = Executors.newCachedThreadPool(r -> {
-    Thread t = new Thread(r, "kplex-open-transaction");
-    t.setDaemon(true);
-    return t;
-  });
-
-  /** Waits for the transaction to be open; fails naming the transactional id if it could not be. */
-  private void awaitOpen() {
-    if (openFailure != null) throw openFailure;
-    if (opening == null) return;
-    try {
-      opening.join();
-    } catch (CompletionException e) {
-      openFailure = AccessErrors.rethrow(conf.kafka, e.getCause(), "WRITE", "transactional id '" + transactionalId + "'");
-      throw openFailure;
-    } finally {
-      opening = null;
-    }
+  /**
+   * The writer of one task, of the write's delivery: the one place that asks it.
+   * {@code floor}: a batch write's largest order value per virtual partition already in
+   * the table (null or empty: none).
+   */
+  static KplexDataWriter open(WriteConf conf, RowCodec codec, int partitionId, int stageAttempt, int attempt,
+      Map<Integer, Long> floor, KafkaClients clients) {
+    return conf.exactlyOnce()
+        ? new ExactlyOnceDataWriter(conf, codec, partitionId, stageAttempt, attempt, floor, clients)
+        : new AtLeastOnceDataWriter(conf, codec, partitionId, stageAttempt, attempt, floor, clients);
   }
 
-  private void acknowledged(org.apache.kafka.clients.producer.RecordMetadata metadata, Exception e) {
+  /** Called before anything is sent: the exactly-once writer waits for its transaction to be open. */
+  abstract void beforeSend();
+
+  /**
+   * Makes what the task sent durable ({@link #flush}) and returns what the driver commits:
+   * the task's open transaction, or null (at least once, or nothing sent).
+   */
+  abstract TaskTransaction flushed();
+
+  /** Ends the task after a failure: the exactly-once writer aborts its transaction. */
+  @Override
+  public abstract void abort();
+
+  /** Closes the producer, waiting only for what must still reach the broker. */
+  @Override
+  public abstract void close();
+
+  /** The error a failed send fails the task with (not an access error: those are named first). */
+  RuntimeException sendError(Exception failure) {
+    return Errors.sendFailed(conf.topic, failure);
+  }
+
+  private void acknowledged(RecordMetadata metadata, Exception e) {
     if (e != null) {
       fail(e);
     } else if (metadata.offset() > lastOffsets[metadata.partition()]) {
@@ -162,41 +143,50 @@ public final class KplexDataWriter implements DataWriter<InternalRow> {
     if (failure == null) failure = e;
   }
 
-  private void checkFailure() {
-    if (failure != null) {
-      KplexException access = AccessErrors.of(conf.kafka, failure, "WRITE", "topic '" + conf.topic + "'");
-      if (access != null) throw access;
-      if (conf.exactlyOnce() && io.kplex.spark.txn.CommitFailure.of(failure).aborted()) {
-        throw Errors.taskFenced(conf.table, transactionalId, failure);
-      }
-      throw Errors.sendFailed(conf.topic, failure);
+  /** Whether a send failed. */
+  final boolean failed() {
+    return failure != null;
+  }
+
+  /** Throws the first failed send's error, if a send failed. */
+  final void checkFailure() {
+    Exception f = failure;
+    if (f == null) return;
+    KplexException access = AccessErrors.of(conf.kafka, f, "WRITE", "topic '" + conf.topic + "'");
+    if (access != null) throw access;
+    throw sendError(f);
+  }
+
+  /** Check for a failed send, flush, check again. */
+  final void flush() {
+    checkFailure();
+    producer.flush();
+    checkFailure();
+  }
+
+  /** Records sent, to the table's topic and to a side topic. */
+  final long sent() {
+    return rows + sideRows;
+  }
+
+  /** Per virtual partition written, the largest order value the task wrote there. */
+  final Map<Integer, Long> written() {
+    Map<Integer, Long> written = new HashMap<>();
+    for (int vp = 0; vp < highs.length; vp++) {
+      if (highs[vp] != Long.MIN_VALUE) written.put(vp, highs[vp]);
     }
+    return written;
   }
 
   @Override
-  public void write(InternalRow row) {
-    awaitOpen();
+  public final void write(InternalRow row) {
+    beforeSend();
     checkFailure();
-    boolean nullOrder = row.isNullAt(schema.order);
-    if (row.isNullAt(schema.key)) {
-      if (conf.nullKey.equals("drop")) {
-        dropped++;
-        return;
-      }
-      throw Errors.nullKey(schema.name(schema.key), nullOrder ? Long.MIN_VALUE : order.read(row, schema.order));
-    }
-    byte[] keyBytes = key.encode(row, schema.key);
-    long orderValue;
-    if (nullOrder) {
-      if (conf.nullOrder.equals("drop")) {
-        dropped++;
-        return;
-      } else if (conf.nullOrder.equals("fail")) {
-        throw Errors.nullOrder(schema.name(schema.order), KeyBytes.printable(keyBytes));
-      }
-      orderValue = Long.MIN_VALUE;
-    } else {
-      orderValue = order.read(row, schema.order);
+    byte[] keyBytes = codec.key(row);
+    long orderValue = codec.order(row);
+    if (!codec.admits(row, keyBytes, orderValue)) {
+      dropped++;
+      return;
     }
     int vp = Placement.virtualPartition(keyBytes, conf.virtualPartitions);
     if (floor != null && orderValue < floor[vp]) {
@@ -205,20 +195,16 @@ public final class KplexDataWriter implements DataWriter<InternalRow> {
     }
     if (orderValue > highs[vp]) highs[vp] = orderValue;
     // A Collection: ProducerRecord copies it into its own headers in one step.
-    List<Header> headers;
     Header orderHeader = new RecordHeader(KplexHeaders.ORDER, KplexHeaders.ascii(orderValue));
-    if (schema.headers >= 0 && !row.isNullAt(schema.headers)) {
-      headers = userHeaders(row.getArray(schema.headers));
+    List<Header> headers = codec.userHeaders(row, 2);
+    if (headers == null) {
+      headers = Arrays.asList(vpHeader(vp), orderHeader);
+    } else {
       headers.add(vpHeader(vp));
       headers.add(orderHeader);
-    } else {
-      headers = Arrays.asList(vpHeader(vp), orderHeader);
     }
-    byte[] value = row.isNullAt(schema.value) ? null
-        : binaryValue ? row.getBinary(schema.value) : row.getUTF8String(schema.value).getBytes();
-    Long timestamp = timeOrder && orderValue >= 0 ? orderValue : null;
     producer.send(new ProducerRecord<>(conf.topic, Placement.physicalPartition(vp, conf.physicalPartitions),
-        timestamp, keyBytes, value, headers), callback);
+        codec.timestamp(orderValue), keyBytes, codec.value(row), headers), callback);
     rowsPerVp[vp]++;
     rows++;
     if (faults != null) {
@@ -247,20 +233,18 @@ public final class KplexDataWriter implements DataWriter<InternalRow> {
 
   /**
    * A streaming write's late record under {@code late_policy = side_topic}, inside this
-   * task's transaction, to {@code lateTopic}: its key bytes, value, headers and timestamp
-   * (the source record's; null: the producer's clock), plus {@code kplex.vp},
+   * task's transaction (exactly once), to {@code lateTopic}: its key bytes, value, headers
+   * and timestamp (the source record's; null: the producer's clock), plus {@code kplex.vp},
    * {@code kplex.order} and, when known, where it came from ({@code kplex.source_topic},
    * {@code kplex.source_partition}, {@code kplex.source_offset}), as the contract gives
    * late records of read-time tables.
    */
-  void sendLate(InternalRow row, byte[] keyBytes, int vp, long orderValue, String lateTopic, String sourceTopic,
-      int sourcePartition, long sourceOffset, Long timestampMs) {
-    awaitOpen();
+  final void sendLate(InternalRow row, byte[] keyBytes, int vp, long orderValue, String lateTopic,
+      String sourceTopic, int sourcePartition, long sourceOffset, Long timestampMs) {
+    beforeSend();
     checkFailure();
-    byte[] value = row.isNullAt(schema.value) ? null
-        : binaryValue ? row.getBinary(schema.value) : row.getUTF8String(schema.value).getBytes();
-    List<Header> headers = schema.headers >= 0 && !row.isNullAt(schema.headers)
-        ? userHeaders(row.getArray(schema.headers)) : new ArrayList<>(5);
+    List<Header> headers = codec.userHeaders(row, 5);
+    if (headers == null) headers = new ArrayList<>(5);
     headers.add(vpHeader(vp));
     headers.add(new RecordHeader(KplexHeaders.ORDER, KplexHeaders.ascii(orderValue)));
     if (sourceTopic != null) {
@@ -268,7 +252,7 @@ public final class KplexDataWriter implements DataWriter<InternalRow> {
       headers.add(new RecordHeader(KplexHeaders.SOURCE_PARTITION, KplexHeaders.ascii(sourcePartition)));
       headers.add(new RecordHeader(KplexHeaders.SOURCE_OFFSET, KplexHeaders.ascii(sourceOffset)));
     }
-    producer.send(new ProducerRecord<>(lateTopic, null, timestampMs, keyBytes, value, headers), (m, e) -> {
+    producer.send(new ProducerRecord<>(lateTopic, null, timestampMs, keyBytes, codec.value(row), headers), (m, e) -> {
       if (e != null) fail(e);
     });
     sideRows++;
@@ -284,76 +268,12 @@ public final class KplexDataWriter implements DataWriter<InternalRow> {
     return h;
   }
 
-  private static List<Header> userHeaders(ArrayData array) {
-    List<Header> headers = new ArrayList<>(array.numElements() + 2);
-    for (int i = 0; i < array.numElements(); i++) {
-      InternalRow h = array.getStruct(i, 2);
-      if (h.isNullAt(0)) continue;
-      String name = h.getUTF8String(0).toString();
-      if (KplexHeaders.isReserved(name)) continue;
-      headers.add(new RecordHeader(name, h.isNullAt(1) ? null : h.getBinary(1)));
-    }
-    return headers;
-  }
-
   @Override
-  public WriterCommitMessage commit() {
+  public final WriterCommitMessage commit() {
     if (faults != null) {
       faults.beforeCommit(partitionId, faultAttempt);
     }
-    if (opening != null && rows + sideRows == 0) {
-      // Exactly once, and nothing sent: no transaction to wait for, nor for the driver to
-      // commit (close abandons the one still opening).
-      return new KplexCommitMessage(partitionId, rowsPerVp, dropped, null, lastOffsets, highs);
-    }
-    awaitOpen();
-    checkFailure();
-    producer.flush();
-    checkFailure();
-    if (conf.exactlyOnce() && rows + sideRows > 0) {
-      // A transaction with no record never started on the broker: nothing to commit.
-      var id = TransactionResumer.idAndEpoch(producer);
-      Map<Integer, Long> written = new HashMap<>();
-      for (int vp = 0; vp < highs.length; vp++) {
-        if (highs[vp] != Long.MIN_VALUE) written.put(vp, highs[vp]);
-      }
-      txn = new TaskTransaction(transactionalId, id.producerId, id.epoch, written);
-    }
+    TaskTransaction txn = flushed();
     return new KplexCommitMessage(partitionId, rowsPerVp, dropped, txn, lastOffsets, highs);
-  }
-
-  @Override
-  public void abort() {
-    if (conf.exactlyOnce()) {
-      try {
-        awaitOpen();
-        producer.abortTransaction();
-      } catch (RuntimeException e) {
-        // Fenced or broken: the driver fences this transaction when it aborts the job.
-      }
-    }
-    // At least once: records already sent stay; the task's retry sends them again.
-  }
-
-  @Override
-  public void close() {
-    if (openFailure != null || opening != null) {
-      // Never opened, or still opening (the task failed first): nothing of it to keep.
-      producer.close(Duration.ZERO);
-      return;
-    }
-    if (txn != null) {
-      // A flushed transaction stays open for the driver to commit: close at once, since a
-      // graceful close would abort it.
-      producer.close(Duration.ZERO);
-      return;
-    }
-    if (conf.exactlyOnce() && rows + sideRows == 0 && failure == null) {
-      // A transaction that never sent a record: nothing is on the broker, nothing to wait for
-      // (a graceful close would wait on it).
-      producer.close(Duration.ZERO);
-      return;
-    }
-    producer.close(Duration.ofSeconds(30));
   }
 }

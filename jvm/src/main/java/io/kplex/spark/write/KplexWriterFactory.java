@@ -1,30 +1,42 @@
 package io.kplex.spark.write;
 
-import java.util.Map;
 import io.kplex.spark.conf.WriteConf;
+import io.kplex.spark.kafka.KafkaClients;
+import java.util.Map;
 import org.apache.spark.TaskContext;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.connector.write.DataWriter;
 import org.apache.spark.sql.connector.write.DataWriterFactory;
 
-/** Shipped to the executors: the resolved settings, column roles and where each virtual partition stands. */
+/**
+ * Shipped to the executors: the resolved settings, how rows become records ({@link RowCodec}),
+ * where each virtual partition stands and where Kafka clients come from.
+ */
 final class KplexWriterFactory implements DataWriterFactory {
   private final WriteConf conf;
   private final WriteSchema schema;
+  private final RowCodec codec;
   /** Per virtual partition, the largest order value the table already holds. */
   private final Map<Integer, Long> floor;
+  private final KafkaClients clients;
 
   KplexWriterFactory(WriteConf conf, WriteSchema schema, Map<Integer, Long> floor) {
+    this(conf, schema, floor, KafkaClients.REAL);
+  }
+
+  KplexWriterFactory(WriteConf conf, WriteSchema schema, Map<Integer, Long> floor, KafkaClients clients) {
     this.conf = conf;
     this.schema = schema;
+    this.codec = RowCodec.of(schema, conf);
     this.floor = floor;
+    this.clients = clients;
   }
 
   @Override
   public DataWriter<InternalRow> createWriter(int partitionId, long taskId) {
     TaskContext task = TaskContext.get();
-    return new KplexDataWriter(conf, schema, partitionId,
-        task == null ? 0 : task.stageAttemptNumber(), task == null ? 0 : task.attemptNumber(), floor);
+    return KplexDataWriter.open(conf, codec, partitionId, task == null ? 0 : task.stageAttemptNumber(),
+        task == null ? 0 : task.attemptNumber(), floor, clients);
   }
 
   @Override

@@ -2,10 +2,10 @@ package io.kplex.spark.write;
 
 import io.kplex.spark.conf.WriteConf;
 import io.kplex.spark.errors.Errors;
+import io.kplex.spark.time.Clock;
 import io.kplex.spark.time.EventTime;
 import io.kplex.spark.time.EventTimeGate;
 import io.kplex.spark.wire.KeyBytes;
-import io.kplex.spark.wire.OrderValues;
 import io.kplex.spark.wire.Placement;
 import java.util.ArrayList;
 import java.util.List;
@@ -14,7 +14,6 @@ import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.connector.write.DataWriter;
 import org.apache.spark.sql.connector.write.WriterCommitMessage;
-import org.apache.spark.sql.types.BinaryType;
 import org.apache.spark.unsafe.hash.Murmur3_x86_32;
 
 /**
@@ -28,8 +27,9 @@ import org.apache.spark.unsafe.hash.Murmur3_x86_32;
  * records it held back in the previous epoch are merged in. Late records meet
  * {@code kplex.late_policy}; the rest are written now, at the commit, or held back in a
  * file of the query's checkpoint ({@link HeldRows}).
- * Rows with a NULL key, or a NULL order under 'fail'/'drop', go straight to the batch
- * writer, which applies the NULL policies.
+ * Rows whose fate the NULL policies decide (a NULL key, or a NULL order under 'fail' or
+ * 'drop') go straight to the batch writer, which applies them; rows are read through the
+ * write's {@link RowCodec}, and durations measured on the injected {@link Clock}.
  */
 final class StreamingDataWriter implements DataWriter<InternalRow> {
   private final KplexDataWriter out;
@@ -40,33 +40,29 @@ final class StreamingDataWriter implements DataWriter<InternalRow> {
   private final int numPartitions;
   private final String heldFile;
   private final HeldRows held;
-  private final KeyBytes.Encoder key;
-  private final boolean keyIsBytes;
-  private final OrderValues.Reader order;
-  private final boolean binaryValue;
+  private final RowCodec codec;
+  private final Clock clock;
   private final UnsafeProjection toUnsafe;
   private final EventTimeGate<UnsafeRow> gate;
   private final long[] times = TaskTimes.none();
-  /** System.nanoTime() when the writer was ready, and when its first row came (0: none yet). */
+  /** The clock's nanos when the writer was ready, and when its first row came (0: none yet). */
   private final long readyAt;
   private long firstRowAt;
 
-  StreamingDataWriter(KplexDataWriter out, WriteConf conf, WriteSchema schema, EpochStart start, int partitionId,
-      int numPartitions, HeldRows held, String heldFile) {
+  StreamingDataWriter(KplexDataWriter out, WriteConf conf, WriteSchema schema, RowCodec codec, EpochStart start,
+      int partitionId, int numPartitions, HeldRows held, String heldFile, Clock clock) {
     this.out = out;
     this.conf = conf;
     this.schema = schema;
+    this.codec = codec;
+    this.clock = clock;
     this.start = start;
     this.partitionId = partitionId;
     this.numPartitions = numPartitions;
     this.held = held;
     this.heldFile = heldFile;
-    this.key = KeyBytes.encoderFor(schema.type(schema.key));
-    this.keyIsBytes = schema.type(schema.key) instanceof BinaryType;
-    this.order = OrderValues.readerFor(schema.type(schema.order));
-    this.binaryValue = schema.type(schema.value) instanceof BinaryType;
     this.toUnsafe = UnsafeProjection.create(schema.schema);
-    long started = System.nanoTime();
+    long started = clock.nanos();
     List<EventTimeGate.Item<UnsafeRow>> mine = new ArrayList<>();
     for (String file : start.held()) {
       int[] by = HeldRows.writtenBy(file);
@@ -79,7 +75,7 @@ final class StreamingDataWriter implements DataWriter<InternalRow> {
     }
     this.gate = new EventTimeGate<>(start.marks(), start.partitions(), conf.maxDelayMs, start.releaseAll(), mine,
         new Out());
-    this.readyAt = System.nanoTime();
+    this.readyAt = clock.nanos();
     times[TaskTimes.HELD_READ] = TaskTimes.ms(started, readyAt);
   }
 
@@ -97,20 +93,18 @@ final class StreamingDataWriter implements DataWriter<InternalRow> {
   }
 
   private EventTimeGate.Item<UnsafeRow> item(UnsafeRow row) {
-    long o = row.isNullAt(schema.order) ? Long.MIN_VALUE : order.read(row, schema.order);
-    byte[] k = keyIsBytes ? row.getBinary(schema.key) : key.encode(row, schema.key);
-    byte[] v = row.isNullAt(schema.value) ? null
-        : binaryValue ? row.getBinary(schema.value) : row.getUTF8String(schema.value).getBytes();
-    return new EventTimeGate.Item<>(row, o, k, v, Placement.virtualPartition(k, conf.virtualPartitions));
+    byte[] k = codec.key(row);
+    return new EventTimeGate.Item<>(row, codec.order(row), k, codec.value(row),
+        Placement.virtualPartition(k, conf.virtualPartitions));
   }
 
   @Override
   public void write(InternalRow row) {
     if (firstRowAt == 0) {
-      firstRowAt = System.nanoTime();
+      firstRowAt = clock.nanos();
       times[TaskTimes.SORT] = TaskTimes.ms(readyAt, firstRowAt);
     }
-    if (row.isNullAt(schema.key) || (row.isNullAt(schema.order) && !"first".equals(conf.nullOrder))) {
+    if (codec.nullsDecide(row)) {
       out.write(row);
       return;
     }
@@ -159,7 +153,7 @@ final class StreamingDataWriter implements DataWriter<InternalRow> {
 
   @Override
   public WriterCommitMessage commit() {
-    long committing = System.nanoTime();
+    long committing = clock.nanos();
     if (firstRowAt != 0) times[TaskTimes.WRITE] = TaskTimes.ms(firstRowAt, committing);
     List<EventTimeGate.Item<UnsafeRow>> holding = gate.commit();
     String file = null;
@@ -170,7 +164,7 @@ final class StreamingDataWriter implements DataWriter<InternalRow> {
       file = held.relative(heldFile);
     }
     KplexCommitMessage written = (KplexCommitMessage) out.commit();
-    times[TaskTimes.COMMIT] = TaskTimes.ms(committing, System.nanoTime());
+    times[TaskTimes.COMMIT] = TaskTimes.ms(committing, clock.nanos());
     return new EpochCommitMessage(written, file, holding.size(), gate.read(), gate.written(),
         gate.late(EventTime.Late.BEHIND_PARTITION), gate.late(EventTime.Late.BELOW_WRITTEN), times);
   }

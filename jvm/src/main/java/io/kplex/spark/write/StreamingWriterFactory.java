@@ -1,6 +1,8 @@
 package io.kplex.spark.write;
 
 import io.kplex.spark.conf.WriteConf;
+import io.kplex.spark.kafka.KafkaClients;
+import io.kplex.spark.time.Clock;
 import java.util.Map;
 import org.apache.spark.TaskContext;
 import org.apache.spark.sql.catalyst.InternalRow;
@@ -8,20 +10,35 @@ import org.apache.spark.sql.connector.write.DataWriter;
 import org.apache.spark.sql.connector.write.WriterCommitMessage;
 import org.apache.spark.sql.connector.write.streaming.StreamingDataWriterFactory;
 
-/** Shipped to the executors for one epoch: the write's settings and where the epochs before left off. */
+/**
+ * Shipped to the executors for one epoch: the write's settings, how rows become records
+ * ({@link RowCodec}), where the epochs before left off, and where Kafka clients and the
+ * time come from.
+ */
 final class StreamingWriterFactory implements StreamingDataWriterFactory {
   private final WriteConf conf;
   private final WriteSchema schema;
+  private final RowCodec codec;
   private final EpochStart start;
   private final HeldRows held;
   private final int numPartitions;
+  private final KafkaClients clients;
+  private final Clock clock;
 
   StreamingWriterFactory(WriteConf conf, WriteSchema schema, EpochStart start, HeldRows held, int numPartitions) {
+    this(conf, schema, start, held, numPartitions, KafkaClients.REAL, Clock.SYSTEM);
+  }
+
+  StreamingWriterFactory(WriteConf conf, WriteSchema schema, EpochStart start, HeldRows held, int numPartitions,
+      KafkaClients clients, Clock clock) {
     this.conf = conf;
     this.schema = schema;
+    this.codec = RowCodec.of(schema, conf);
     this.start = start;
     this.held = held;
     this.numPartitions = numPartitions;
+    this.clients = clients;
+    this.clock = clock;
   }
 
   @Override
@@ -30,10 +47,10 @@ final class StreamingWriterFactory implements StreamingDataWriterFactory {
       return new Committed();
     }
     TaskContext task = TaskContext.get();
-    KplexDataWriter out = new KplexDataWriter(conf, schema, partitionId,
-        task == null ? 0 : task.stageAttemptNumber(), task == null ? 0 : task.attemptNumber());
-    return new StreamingDataWriter(out, conf, schema, start, partitionId, numPartitions, held,
-        held.path(epochId, partitionId, numPartitions, taskId));
+    KplexDataWriter out = KplexDataWriter.open(conf, codec, partitionId,
+        task == null ? 0 : task.stageAttemptNumber(), task == null ? 0 : task.attemptNumber(), null, clients);
+    return new StreamingDataWriter(out, conf, schema, codec, start, partitionId, numPartitions, held,
+        held.path(epochId, partitionId, numPartitions, taskId), clock);
   }
 
   /** A task of an epoch this table already committed (Spark runs it again): writes nothing. */

@@ -1,0 +1,121 @@
+package io.kplex.spark.write;
+
+import io.kplex.spark.conf.WriteConf;
+import io.kplex.spark.wire.KeyBytes;
+import io.kplex.spark.wire.KplexHeaders;
+import io.kplex.spark.wire.NullPolicy;
+import io.kplex.spark.wire.OrderValues;
+import java.io.Serializable;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.internals.RecordHeader;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.util.ArrayData;
+import org.apache.spark.sql.types.BinaryType;
+
+/**
+ * How a written row becomes a Kafka record's parts, decided once per write from its columns
+ * ({@link WriteSchema}) and settings: the canonical key bytes, the order value, the value
+ * bytes, the row's own headers, and what the NULL policies ({@link NullPolicy}) make of it.
+ * The batch writer ({@link KplexDataWriter}) and the streaming one ({@link StreamingDataWriter})
+ * both read rows through it; shipped to the executors inside the writer factories.
+ */
+final class RowCodec implements Serializable {
+  private static final long serialVersionUID = 1L;
+
+  private final int keyColumn;
+  private final int orderColumn;
+  private final int valueColumn;
+  /** -1: no headers column. */
+  private final int headersColumn;
+  private final KeyBytes.Encoder key;
+  private final OrderValues.Reader order;
+  private final boolean timeOrder;
+  private final boolean binaryValue;
+  private final NullPolicy nulls;
+
+  private RowCodec(WriteSchema schema, NullPolicy nulls) {
+    this.keyColumn = schema.key;
+    this.orderColumn = schema.order;
+    this.valueColumn = schema.value;
+    this.headersColumn = schema.headers;
+    this.key = KeyBytes.encoderFor(schema.type(schema.key));
+    this.order = OrderValues.readerFor(schema.type(schema.order));
+    this.timeOrder = OrderValues.isTime(schema.type(schema.order));
+    this.binaryValue = schema.type(schema.value) instanceof BinaryType;
+    this.nulls = nulls;
+  }
+
+  /** The codec of a write: its columns, and its NULL policies ({@code kplex.null_key}, {@code kplex.null_order}). */
+  static RowCodec of(WriteSchema schema, WriteConf conf) {
+    return new RowCodec(schema,
+        NullPolicy.of(conf.nullKey, conf.nullOrder, schema.name(schema.key), schema.name(schema.order)));
+  }
+
+  /** The row's canonical key bytes; null for a NULL key. */
+  byte[] key(InternalRow row) {
+    return row.isNullAt(keyColumn) ? null : key.encode(row, keyColumn);
+  }
+
+  boolean nullOrder(InternalRow row) {
+    return row.isNullAt(orderColumn);
+  }
+
+  /** The row's order value; {@link Long#MIN_VALUE} for NULL (it sorts first). */
+  long order(InternalRow row) {
+    return row.isNullAt(orderColumn) ? Long.MIN_VALUE : order.read(row, orderColumn);
+  }
+
+  /**
+   * The record timestamp of an order value: itself if the order is a time (epoch
+   * milliseconds), else null (the producer's clock).
+   */
+  Long timestamp(long orderValue) {
+    return timeOrder && orderValue >= 0 ? orderValue : null;
+  }
+
+  /** The row's value bytes: BINARY as is, STRING as UTF-8; null for NULL. */
+  byte[] value(InternalRow row) {
+    if (row.isNullAt(valueColumn)) return null;
+    return binaryValue ? row.getBinary(valueColumn) : row.getUTF8String(valueColumn).getBytes();
+  }
+
+  /**
+   * Whether the row is written (true) or dropped (false) under the NULL policies; throws the
+   * write's error for a NULL they refuse. {@code keyBytes} and {@code orderValue}: the row's
+   * ({@link #key}, {@link #order}).
+   */
+  boolean admits(InternalRow row, byte[] keyBytes, long orderValue) {
+    return nulls.admits(keyBytes, row.isNullAt(orderColumn), orderValue);
+  }
+
+  /** Whether the NULL policies, rather than its order, decide the row's fate. */
+  boolean nullsDecide(InternalRow row) {
+    return nulls.decides(row.isNullAt(keyColumn), row.isNullAt(orderColumn));
+  }
+
+  /**
+   * The row's own headers, in a list with room for {@code more}; null if it has none (no
+   * headers column, or NULL). Headers with a NULL name, and kplex's reserved ones, are left
+   * out: kplex sets those.
+   */
+  List<Header> userHeaders(InternalRow row, int more) {
+    if (headersColumn < 0 || row.isNullAt(headersColumn)) return null;
+    ArrayData array = row.getArray(headersColumn);
+    List<Header> headers = new ArrayList<>(array.numElements() + more);
+    for (int i = 0; i < array.numElements(); i++) {
+      InternalRow h = array.getStruct(i, 2);
+      if (h.isNullAt(0)) continue;
+      String name = h.getUTF8String(0).toString();
+      if (KplexHeaders.isReserved(name)) continue;
+      headers.add(new RecordHeader(name, h.isNullAt(1) ? null : h.getBinary(1)));
+    }
+    return headers;
+  }
+
+  @Override
+  public String toString() {
+    return nulls.toString();
+  }
+}
