@@ -65,6 +65,10 @@ public final class KplexFunctions {
     ALL.put(VPARTITION, new Unbound(VPARTITION, "kplex_vpartition(key, V) - the virtual partition"
         + " (murmur2(kplex_key(key)) & 0x7fffffff) % V.", KplexFunctions::bindVPartition));
     ALL.put(JSON, new Unbound(JSON, KplexJson.DESCRIPTION, KplexJson::bind));
+    ALL.put(ConfluentWire.PAYLOAD, new Unbound(ConfluentWire.PAYLOAD, ConfluentWire.PAYLOAD_DESCRIPTION,
+        ConfluentWire::bindPayload));
+    ALL.put(ConfluentWire.SCHEMA_ID, new Unbound(ConfluentWire.SCHEMA_ID, ConfluentWire.SCHEMA_ID_DESCRIPTION,
+        ConfluentWire::bindSchemaId));
     ALL.put(WRITE_VPARTITION, new Unbound(WRITE_VPARTITION, "kplex_write_vpartition(key, V, order,"
         + " null_key, null_order, key_column, order_column) - kplex_vpartition(key, V) as a kplex write"
         + " plans it, refusing the NULL keys and orders its policies refuse before anything is written.",
