@@ -26,8 +26,9 @@ import org.slf4j.LoggerFactory;
  * {@link #commit} twice for an epoch, or run it again after a driver restart, and a
  * committed epoch writes nothing a second time. Order across epochs: see
  * {@link StreamingDataWriter}; what a batch may release comes from its source
- * ({@link HeldRelease}); the bounds it uses come from the last epoch's mark, read
- * from {@code _kplex_commits} once per run and then kept in memory ({@link StreamingRuns}).
+ * ({@link HeldRelease}, addressed by query and batch); the bounds it uses come from the
+ * last epoch's mark, read from {@code _kplex_commits} once per run and then kept in memory
+ * ({@link StreamingRuns}).
  */
 final class KplexStreamingWrite implements StreamingWrite {
   private static final Logger LOG = LoggerFactory.getLogger(KplexStreamingWrite.class);
@@ -115,20 +116,25 @@ final class KplexStreamingWrite implements StreamingWrite {
         Started epoch = epochs.get(epochId);
         EpochTally tally = EpochTally.of(conf.physicalPartitions, messages);
         EpochMark mark = tally.mark(conf.table, queryId, epochId, last.marks());
-        commit(tally, mark, epoch == null ? System.currentTimeMillis() : epoch.atMs());
+        doCommit(tally, mark, epoch == null ? System.currentTimeMillis() : epoch.atMs());
         advance(mark);
         publish(tally, mark, epoch == null ? HeldRelease.NONE.partitions() : epoch.start().partitions(), started);
       }
       if (run.runId == null) release();
     } catch (RuntimeException | Error e) {
-      synchronized (run) {
-        run.recovered = false;  // what was left half done is recovered (and read) afresh
-        run.last = null;
-        run.lease = null;
-      }
-      release();
+      failed();
       throw e;
     }
+  }
+
+  /** After a failed commit: the claim is given up, and what was left half done is recovered (and read) afresh. */
+  private void failed() {
+    synchronized (run) {
+      run.recovered = false;
+      run.last = null;
+      run.lease = null;
+    }
+    release();
   }
 
   /** Whether epoch {@code epochId} is already committed (then there is nothing more to write). */
@@ -145,7 +151,7 @@ final class KplexStreamingWrite implements StreamingWrite {
    * its mark once its rows are sent (at least once). {@code startedAtMs}: when its write
    * started, on the driver's clock (none of its transactions is older).
    */
-  private void commit(EpochTally tally, EpochMark mark, long startedAtMs) {
+  private void doCommit(EpochTally tally, EpochMark mark, long startedAtMs) {
     if (!conf.exactlyOnce()) {
       committer.mark(mark);
       return;
