@@ -26,7 +26,7 @@ from kplex import kafka_config
 from kplex.errors import KplexError
 
 #: Modules that add sub-commands to ``kplex`` with ``register(subparsers)``.
-COMMAND_MODULES = ("kplex.sqltools.cli", "kplex.reader_cli")
+COMMAND_MODULES = ("kplex.sqltools.cli", "kplex.reader_cli", "kplex.advise_cli")
 
 
 def _bootstrap(args: argparse.Namespace) -> str:

@@ -156,6 +156,13 @@ class ExpressionError(KplexError):
     code = "BAD_EXPRESSION"
 
 
+class ConfluentFramingError(KplexError):
+    """A value given to kplex_confluent_payload / kplex_confluent_schema_id is not in the
+    Confluent wire format (magic byte 0, a 4-byte schema id, for Protobuf message indexes)."""
+
+    code = "NOT_CONFLUENT_FRAMED"
+
+
 class DefinitionError(KplexError):
     """A table definition this kplex cannot read."""
 

@@ -416,4 +416,12 @@ public final class Errors {
   public static KplexException checkpointWrite(String what, Object path, Exception e) {
     return new KplexException("CHECKPOINT", "cannot keep " + what + " in " + path + ": " + e, e);
   }
+
+  /** A value that kplex_confluent_payload / kplex_confluent_schema_id cannot unframe. */
+  public static KplexException notConfluentFramed(int length, String firstBytesHex, String why) {
+    return new KplexException("NOT_CONFLUENT_FRAMED", "a value of " + length + " bytes (starting 0x" + firstBytesHex
+        + ") is not in the Confluent wire format: " + why + ". It takes records written by a Confluent serializer"
+        + " (magic byte 0, a 4-byte schema id, then for Protobuf the message indexes); filter other records out,"
+        + " e.g. WHERE substring(value, 1, 1) = X'00'.");
+  }
 }

@@ -37,8 +37,10 @@ import scala.runtime.AbstractFunction1;
 
 /**
  * The SQL functions of kplex, evaluated in the JVM: {@code kplex_key(x)} (canonical key
- * bytes), {@code kplex_order(x)} (a checked order value), {@code kplex_vpartition(key, V)}
- * and {@code kplex_json(value, pointer)} ({@link KplexJson}), and the write's own
+ * bytes), {@code kplex_order(x)} (a checked order value), {@code kplex_vpartition(key, V)},
+ * {@code kplex_json(value, pointer)} ({@link KplexJson}),
+ * {@code kplex_confluent_payload(value [, format])} and
+ * {@code kplex_confluent_schema_id(value)} ({@link ConfluentWire}), and the write's own
  * {@code kplex_write_vpartition}. They are V2 functions of the kplex catalog and are also
  * registered as session functions by the session extensions ({@code KplexExtensions}) and
  * {@link #register}.
@@ -58,8 +60,9 @@ public final class KplexFunctions {
 
   /**
    * Every kplex function by name, in this order: {@code kplex_key}, {@code kplex_order},
-   * {@code kplex_vpartition}, {@code kplex_json} ({@link KplexJson}) and the write's own
-   * {@code kplex_write_vpartition}. Built once and unmodifiable: the kplex catalog lists and
+   * {@code kplex_vpartition}, {@code kplex_json} ({@link KplexJson}),
+   * {@code kplex_confluent_payload} and {@code kplex_confluent_schema_id} ({@link ConfluentWire})
+   * and the write's own {@code kplex_write_vpartition}. Built once and unmodifiable: the kplex catalog lists and
    * loads them from it, {@link #register} and the session extensions register them.
    */
   public static final Map<String, UnboundFunction> ALL = functions();
@@ -75,6 +78,10 @@ public final class KplexFunctions {
     all.put(VPARTITION, new Unbound(VPARTITION, "kplex_vpartition(key, V) - the virtual partition"
         + " (murmur2(kplex_key(key)) & 0x7fffffff) % V.", KplexFunctions::bindVPartition));
     all.put(JSON, new Unbound(JSON, KplexJson.DESCRIPTION, KplexJson::bind));
+    all.put(ConfluentWire.PAYLOAD, new Unbound(ConfluentWire.PAYLOAD, ConfluentWire.PAYLOAD_DESCRIPTION,
+        ConfluentWire::bindPayload));
+    all.put(ConfluentWire.SCHEMA_ID, new Unbound(ConfluentWire.SCHEMA_ID, ConfluentWire.SCHEMA_ID_DESCRIPTION,
+        ConfluentWire::bindSchemaId));
     all.put(WRITE_VPARTITION, new Unbound(WRITE_VPARTITION, "kplex_write_vpartition(key, V, order,"
         + " null_key, null_order, key_column, order_column) - kplex_vpartition(key, V) as a kplex write"
         + " plans it, refusing the NULL keys and orders its policies refuse before anything is written.",

@@ -8,10 +8,11 @@ package io.kplex.spark.stream;
  * {@code releaseAtEnd} with Trigger.AvailableNow, or {@code idleReleaseMs}). Another source
  * gives no signal: its input counts as one partition.
  *
- * <p>The source plans a batch, then the sink's driver side runs it, on the query's own
- * thread: the signal is a value of that thread, set by the source when it plans a
- * micro-batch from what its offsets record (so a batch rerun from the checkpoint gives the
- * same signal) and taken by the sink.
+ * <p>The source signals when it plans a micro-batch, from what its offsets record (so a
+ * batch rerun from the checkpoint gives the same signal); the sink takes the signal when it
+ * writes the batch. The signal goes through a {@link ReleaseChannel}, one per driver JVM,
+ * addressed by the query's and the batch's ids as Spark sets them ({@link StreamingBatch}):
+ * outside a micro-batch of a streaming query there is no signal.
  */
 public final class HeldRelease {
   /** A micro-batch's signal; see the class comment. */
@@ -20,19 +21,20 @@ public final class HeldRelease {
   /** What a sink assumes without a signal: one partition, no flush. */
   public static final Signal NONE = new Signal(null, new int[] {0}, false);
 
-  private static final ThreadLocal<Signal> SIGNAL = ThreadLocal.withInitial(() -> NONE);
+  /** The driver's channel: far more queries than one driver runs at once. */
+  private static final ReleaseChannel CHANNEL = new ReleaseChannel(256);
 
   private HeldRelease() {}
 
-  /** The source: what the micro-batch it just planned tells the sink. */
+  /** The source: what the micro-batch it is planning tells the sink. */
   public static void signal(Signal signal) {
-    SIGNAL.set(signal);
+    StreamingBatch batch = StreamingBatch.current();
+    if (batch != null) CHANNEL.signal(batch.queryId(), batch.batchId(), signal);
   }
 
-  /** The sink: this micro-batch's signal; clears it. */
+  /** The sink: the signal of the micro-batch it is writing (NONE if its source gave none). */
   public static Signal take() {
-    Signal signal = SIGNAL.get();
-    SIGNAL.set(NONE);
-    return signal;
+    StreamingBatch batch = StreamingBatch.current();
+    return batch == null ? NONE : CHANNEL.take(batch.queryId(), batch.batchId());
   }
 }

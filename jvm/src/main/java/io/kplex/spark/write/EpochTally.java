@@ -1,5 +1,7 @@
 package io.kplex.spark.write;
 
+import io.kplex.spark.time.EventTime;
+import io.kplex.spark.txn.EpochMark;
 import io.kplex.spark.txn.TaskTransaction;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -50,6 +52,14 @@ final class EpochTally {
     lateBelow += e.lateBelow;
     held += e.held;
     TaskTimes.max(times, e.times);
+  }
+
+  /**
+   * The epoch's mark, its bounds decided: the marks of the epochs {@code before} it, moved
+   * on by what it read and wrote, and the files it held back.
+   */
+  EpochMark mark(String table, String query, long epoch, EventTime.Marks before) {
+    return new EpochMark(table, query, epoch, before.after(read, written), heldFiles);
   }
 
   List<KplexCommitMessage> written() {

@@ -7,11 +7,12 @@ import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
 import java.io.Serializable;
-import java.util.ArrayList;
 import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import org.apache.hadoop.conf.Configuration;
@@ -33,8 +34,20 @@ final class HeldRows implements Serializable {
 
   /** The Hadoop configuration of the session, shipped as bytes (Configuration is Writable). */
   private final byte[] hadoopConf;
-  /** Configurations read back, by their bytes: each JVM reads a session's once, not once per task. */
-  private static final Map<ByteBuffer, Configuration> CONFS = new ConcurrentHashMap<>();
+  private static final int MAX_CONFS = 16;
+  /**
+   * Configurations read back, by their bytes: each JVM reads a session's once, not once per
+   * task. Kept per JVM, not per query: an executor has no object of a query that outlives a
+   * task (Spark ships the writer factory, and this with it, to every task afresh). Bounded:
+   * the configurations used last, one per session whose queries ran here (in practice one).
+   */
+  private static final Map<ByteBuffer, Configuration> CONFS = Collections.synchronizedMap(
+      new LinkedHashMap<>(16, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<ByteBuffer, Configuration> eldest) {
+          return size() > MAX_CONFS;
+        }
+      });
   final String dir;
 
   HeldRows(Configuration conf, String dir) {
@@ -54,7 +67,6 @@ final class HeldRows implements Serializable {
     if (c == null) {
       c = new Configuration(false);
       c.readFields(new DataInputStream(new ByteArrayInputStream(hadoopConf)));
-      if (CONFS.size() > 16) CONFS.clear();
       CONFS.put(key, c);
     }
     return c;

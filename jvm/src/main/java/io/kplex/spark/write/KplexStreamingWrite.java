@@ -26,8 +26,9 @@ import org.slf4j.LoggerFactory;
  * {@link #commit} twice for an epoch, or run it again after a driver restart, and a
  * committed epoch writes nothing a second time. Order across epochs: see
  * {@link StreamingDataWriter}; what a batch may release comes from its source
- * ({@link HeldRelease}); the bounds it uses come from the last epoch's mark, read
- * from {@code _kplex_commits} once per run and then kept in memory ({@link StreamingRuns}).
+ * ({@link HeldRelease}, addressed by query and batch); the bounds it uses come from the
+ * last epoch's mark, read from {@code _kplex_commits} once per run and then kept in memory
+ * ({@link StreamingRuns}).
  */
 final class KplexStreamingWrite implements StreamingWrite {
   private static final Logger LOG = LoggerFactory.getLogger(KplexStreamingWrite.class);
@@ -55,7 +56,7 @@ final class KplexStreamingWrite implements StreamingWrite {
     this.queryId = queryId;
     this.held = held;
     this.progress = progress;
-    this.run = StreamingRuns.of(conf.table, queryId);
+    this.run = StreamingRuns.DRIVER.of(conf.table, queryId);
     this.committer = new ExactlyOnceCommitter(conf.kafka, conf.table, conf.topic, conf.virtualPartitions, conf.faults,
         run.runId == null ? null : () -> run.clients(conf.kafka));
   }
@@ -69,14 +70,14 @@ final class KplexStreamingWrite implements StreamingWrite {
       if (run.lease == null || !run.lease.held()) {
         run.lease = WriterLease.acquire(conf.kafka, conf.table, queryId, run.runId == null ? null : Thread.currentThread(),
             conf.claimTimeoutMs);
-        run.lease.whenEnded(run::closeClients);
+        run.lease.whenEnded(() -> StreamingRuns.DRIVER.claimEnded(run));
       }
       lease = run.lease;
       if (!run.recovered) {
         // Once per run of the query: finish what a killed driver left half committed, fence
         // what its tasks left open, so nothing pins the topic's last stable offset.
         committer.recover(run.lease);
-        run.partials = conf.exactlyOnce() ? committer.partialEpochs(queryId) : Map.of();
+        run.partials(conf.exactlyOnce() ? committer.partialEpochs(queryId) : Map.of());
         run.recovered = true;
         run.last = null;
       }
@@ -102,67 +103,86 @@ final class KplexStreamingWrite implements StreamingWrite {
     }
   }
 
+  /**
+   * Commits epoch {@code epochId}, once: an epoch already committed (Spark calls again, or
+   * reruns it after a restart) writes nothing; otherwise its task messages are tallied, its
+   * bounds decided, its rows committed with its mark, and its figures published.
+   */
   @Override
   public void commit(long epochId, WriterCommitMessage[] messages) {
+    long started = System.nanoTime();
     try {
-      commitEpoch(epochId, messages);
+      if (!committed(epochId)) {
+        Started epoch = epochs.get(epochId);
+        EpochTally tally = EpochTally.of(conf.physicalPartitions, messages);
+        EpochMark mark = tally.mark(conf.table, queryId, epochId, last.marks());
+        doCommit(tally, mark, epoch == null ? System.currentTimeMillis() : epoch.atMs());
+        advance(mark);
+        publish(tally, mark, epoch == null ? HeldRelease.NONE.partitions() : epoch.start().partitions(), started);
+      }
       if (run.runId == null) release();
     } catch (RuntimeException | Error e) {
-      synchronized (run) {
-        run.recovered = false;  // what was left half done is recovered (and read) afresh
-        run.last = null;
-        run.lease = null;
-      }
-      release();
+      failed();
       throw e;
     }
   }
 
-  private void commitEpoch(long epochId, WriterCommitMessage[] messages) {
-    long started = System.nanoTime();
+  /** After a failed commit: the claim is given up, and what was left half done is recovered (and read) afresh. */
+  private void failed() {
+    synchronized (run) {
+      run.recovered = false;
+      run.last = null;
+      run.lease = null;
+    }
+    release();
+  }
+
+  /** Whether epoch {@code epochId} is already committed (then there is nothing more to write). */
+  private boolean committed(long epochId) {
     if (last == null) last = committer.lastEpoch(queryId);
-    if (epochId <= last.epoch()) {
-      LOG.info("kplex: epoch {} of query {} is already committed to table {}: nothing more to write",
-          epochId, queryId, conf.table);
+    if (epochId > last.epoch()) return false;
+    LOG.info("kplex: epoch {} of query {} is already committed to table {}: nothing more to write",
+        epochId, queryId, conf.table);
+    return true;
+  }
+
+  /**
+   * Commits the epoch's transactions and its mark in one step (exactly once), or records
+   * its mark once its rows are sent (at least once). {@code startedAtMs}: when its write
+   * started, on the driver's clock (none of its transactions is older).
+   */
+  private void doCommit(EpochTally tally, EpochMark mark, long startedAtMs) {
+    if (!conf.exactlyOnce()) {
+      committer.mark(mark);
       return;
     }
-    Started epoch = epochs.get(epochId);
-    EpochTally tally = EpochTally.of(conf.physicalPartitions, messages);
-    EventTime.Marks marks = last.marks().after(tally.read, tally.written);
-    EpochMark mark = new EpochMark(conf.table, queryId, epochId, marks, tally.heldFiles);
-    if (conf.exactlyOnce()) {
-      // An epoch Kafka cut short in an earlier run: commit only the lost tasks' rows.
-      PartialCommit partial;
-      synchronized (run) {
-        partial = run.partials.get(epochId);
-      }
-      List<TaskTransaction> txns = partial == null ? tally.txns : partial.toCommit(tally.txns);
-      if (partial != null) {
-        LOG.warn("kplex: epoch {} of query {} was cut short by Kafka in an earlier run: committing the {} of its {}"
-            + " transactions that hold virtual partitions {}", epochId, queryId, txns.size(), tally.txns.size(),
-            partial.lostVps());
-      }
-      committer.commit(queryId, txns, tally.lastOffsets, mark,
-          epoch == null ? System.currentTimeMillis() : epoch.atMs(), lease, partial);
-      if (partial != null) {
-        synchronized (run) {
-          Map<Long, PartialCommit> left = new java.util.HashMap<>(run.partials);
-          left.remove(epochId);
-          run.partials = left;
-        }
-      }
-    } else {
-      committer.mark(mark);
+    // An epoch Kafka cut short in an earlier run: commit only the lost tasks' rows.
+    PartialCommit partial = run.partial(mark.epoch());
+    List<TaskTransaction> txns = partial == null ? tally.txns : partial.toCommit(tally.txns);
+    if (partial != null) {
+      LOG.warn("kplex: epoch {} of query {} was cut short by Kafka in an earlier run: committing the {} of its {}"
+          + " transactions that hold virtual partitions {}", mark.epoch(), queryId, txns.size(), tally.txns.size(),
+          partial.lostVps());
     }
+    committer.commit(queryId, txns, tally.lastOffsets, mark, startedAtMs, lease, partial);
+    if (partial != null) run.completed(mark.epoch());
+  }
+
+  /** The committed epoch's mark is what the next epoch starts from. */
+  private void advance(EpochMark mark) {
     last = mark;
     synchronized (run) {
       run.last = mark;
     }
-    epochs.remove(epochId);
+    epochs.remove(mark.epoch());
+  }
+
+  /** The epoch's figures: the write's summary, and the sink metrics of the query's progress. */
+  private void publish(EpochTally tally, EpochMark mark, int[] partitions, long startedNanos) {
     WriteSummary.record(conf, tally.written().toArray(new WriterCommitMessage[0]));
-    int[] partitions = epoch == null ? HeldRelease.NONE.partitions() : epoch.start().partitions();
-    progress.accept(tally.figures(epochId, conf.virtualPartitions, marks.watermark(partitions, conf.maxDelayMs),
-        marks.holding(partitions, conf.maxDelayMs), (System.nanoTime() - started) / 1_000_000));
+    EventTime.Marks marks = mark.marks();
+    progress.accept(tally.figures(mark.epoch(), conf.virtualPartitions, marks.watermark(partitions, conf.maxDelayMs),
+        marks.holding(partitions, conf.maxDelayMs), (System.nanoTime() - startedNanos) / 1_000_000));
   }
 
   @Override

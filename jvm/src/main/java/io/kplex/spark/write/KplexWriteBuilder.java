@@ -32,7 +32,7 @@ public final class KplexWriteBuilder implements WriteBuilder {
     Map<String, String> options = info.options().asCaseSensitiveMap();
     WriteConf conf = new WriteConf(def, table.catalogOptions(), options, WriteConf.sessionSettings());
     // A streaming query builds a write for every micro-batch: check once per run.
-    StreamingRuns.Run run = StreamingRuns.of(conf.table, info.queryId());
+    StreamingRuns.Run run = StreamingRuns.DRIVER.of(conf.table, info.queryId());
     if (run.runId == null || !run.checked) {
       check(conf);
       run.checked = true;

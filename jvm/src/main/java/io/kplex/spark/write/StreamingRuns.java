@@ -2,45 +2,62 @@ package io.kplex.spark.write;
 
 import io.kplex.spark.kafka.KafkaConf;
 import io.kplex.spark.kafka.KafkaTopics;
+import io.kplex.spark.stream.StreamingBatch;
 import io.kplex.spark.txn.EpochMark;
+import io.kplex.spark.txn.PartialCommit;
 import io.kplex.spark.txn.WriterLease;
+import java.util.HashMap;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.spark.SparkContext;
 
 /**
- * What the driver knows about one run of a streaming query writing a table, across its
- * micro-batches (Spark makes a new {@link KplexStreamingWrite} for every batch): whether
- * this run has recovered what an earlier driver left (once per run), the last epoch
- * mark this run committed, so an epoch does not read it back from {@code _kplex_commits},
- * and its claim on the table ({@link WriterLease}), held from its first epoch until the
- * query's thread ends.
+ * What the driver knows about the runs of streaming queries writing tables, across their
+ * micro-batches (Spark makes a new {@link KplexStreamingWrite} for every batch): for each
+ * run, whether it has recovered what an earlier driver left (once per run), the last epoch
+ * mark it committed, so an epoch does not read it back from {@code _kplex_commits}, and its
+ * claim on the table ({@link WriterLease}), held from its first epoch until the query's
+ * thread ends.
  * A run is Spark's (query id, run id); a restarted query, in this JVM or another, is a
  * new run and reads everything afresh. One entry per (table, query) is kept.
+ *
+ * <p>Lifecycle: a run lives as long as the query's thread that runs it (the thread that
+ * plans and commits its micro-batches, which owns its claim too). An entry is removed once
+ * that thread has ended: when the run's claim ends (its renewer sees the thread gone), and
+ * whenever a run is looked up, so a run that ended before it claimed the table goes too.
+ * Removing it when the claim ends for another reason (a failed epoch) would make the next
+ * epoch of a live run recover afresh and check the topic again; the thread decides instead.
  */
 final class StreamingRuns {
-  private StreamingRuns() {}
+  /** The runs of this driver JVM. */
+  static final StreamingRuns DRIVER = new StreamingRuns();
 
-  /** Thread-local properties Spark's stream execution sets: the query's id, and its run's id as the job group. */
-  static final String QUERY_ID = "sql.streaming.queryId";
+  /** Thread-local property Spark's stream execution sets: its run's id, as the job group. */
   static final String JOB_GROUP = "spark.jobGroup.id";
 
   static final class Run {
     final String runId;
+    /** The thread running the query (null for a write outside a run, which is not kept). */
+    final Thread thread;
     /** Whether the topic's partitions and the principal's permissions were checked. */
     volatile boolean checked;
     boolean recovered;
     EpochMark last;
     /** This query's epochs that Kafka cut short (their rerun commits only what was lost), by epoch. */
-    Map<Long, io.kplex.spark.txn.PartialCommit> partials = Map.of();
+    private Map<Long, PartialCommit> partials = Map.of();
     /** The run's claim on the table (null: none yet, or given up after a failed epoch). */
     WriterLease lease;
     /** Kafka clients of the run's commits, closed when its claim ends. */
     private KafkaTopics clients;
 
-    Run(String runId) {
+    Run(String runId, Thread thread) {
       this.runId = runId;
+      this.thread = thread;
+    }
+
+    boolean ended() {
+      return thread != null && !thread.isAlive();
     }
 
     synchronized KafkaTopics clients(KafkaConf kafka) {
@@ -54,16 +71,58 @@ final class StreamingRuns {
         clients = null;
       }
     }
+
+    synchronized void partials(Map<Long, PartialCommit> partials) {
+      this.partials = partials;
+    }
+
+    /** How epoch {@code epoch} was cut short in an earlier run, or null. */
+    synchronized PartialCommit partial(long epoch) {
+      return partials.get(epoch);
+    }
+
+    /** Epoch {@code epoch}'s partial commit is completed. */
+    synchronized void completed(long epoch) {
+      Map<Long, PartialCommit> left = new HashMap<>(partials);
+      left.remove(epoch);
+      partials = left;
+    }
   }
 
-  private static final Map<String, Run> RUNS = new ConcurrentHashMap<>();
+  private final Map<String, Run> runs = new ConcurrentHashMap<>();
 
-  /** This run's state; a fresh one when the run id is unknown or changed. */
-  static Run of(String table, String queryId) {
+  /** This thread's run of query {@code queryId} writing {@code table}, as Spark's local properties name it. */
+  Run of(String table, String queryId) {
     SparkContext sc = SparkContext.getOrCreate();
-    String runId = sc.getLocalProperty(QUERY_ID) == null ? null : sc.getLocalProperty(JOB_GROUP);
-    if (runId == null) return new Run(null);
-    return RUNS.compute(table + "\n" + queryId,
-        (key, run) -> run != null && Objects.equals(run.runId, runId) ? run : new Run(runId));
+    String runId = sc.getLocalProperty(StreamingBatch.QUERY_ID) == null ? null : sc.getLocalProperty(JOB_GROUP);
+    return of(table, queryId, runId, Thread.currentThread());
+  }
+
+  /**
+   * Run {@code runId} of query {@code queryId} writing {@code table}, run by {@code thread}:
+   * kept across its micro-batches; a fresh one when the run id is unknown or changed, and a
+   * fresh one not kept for a write with no run id (no stream thread).
+   */
+  Run of(String table, String queryId, String runId, Thread thread) {
+    removeEnded();
+    if (runId == null) return new Run(null, null);
+    return runs.compute(table + "\n" + queryId,
+        (key, known) -> known != null && Objects.equals(known.runId, runId) ? known : new Run(runId, thread));
+  }
+
+  /** Run {@code run}'s claim on its table ended: its clients are closed, and it is forgotten if its thread ended. */
+  void claimEnded(Run run) {
+    run.closeClients();
+    removeEnded();
+  }
+
+  /** Forgets the runs whose thread has ended (a stopped or failed query's). */
+  void removeEnded() {
+    runs.values().removeIf(Run::ended);
+  }
+
+  /** How many runs are kept. */
+  int size() {
+    return runs.size();
   }
 }

@@ -1,0 +1,28 @@
+package io.kplex.spark.stream;
+
+import org.apache.spark.SparkContext;
+
+/**
+ * The streaming query and micro-batch the calling code runs for, as Spark's stream execution
+ * sets them (thread-local properties, inherited by the threads it starts) before it plans a
+ * micro-batch and writes it: the source's planning and the sink's driver side both see them.
+ */
+public record StreamingBatch(String queryId, long batchId) {
+  /** Set by Spark's stream execution: the query's id (its {@code StreamingQuery.id}). */
+  public static final String QUERY_ID = "sql.streaming.queryId";
+  /** Set by Spark's micro-batch execution for each batch it runs. */
+  public static final String BATCH_ID = "streaming.sql.batchId";
+
+  /** The query and batch of this thread, or null outside a micro-batch of a streaming query. */
+  public static StreamingBatch current() {
+    SparkContext sc = SparkContext.getOrCreate();
+    String query = sc.getLocalProperty(QUERY_ID);
+    String batch = sc.getLocalProperty(BATCH_ID);
+    if (query == null || batch == null) return null;
+    try {
+      return new StreamingBatch(query, Long.parseLong(batch));
+    } catch (NumberFormatException e) {
+      return null;
+    }
+  }
+}
