@@ -24,6 +24,7 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeader;
+import org.apache.spark.TaskContext;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.connector.write.DataWriter;
 import org.apache.spark.sql.connector.write.WriterCommitMessage;
@@ -95,6 +96,14 @@ abstract sealed class KplexDataWriter implements DataWriter<InternalRow>
     this.lastOffsets = new long[conf.physicalPartitions];
     Arrays.fill(lastOffsets, -1L);
     this.producer = producer;
+  }
+
+  /** The writer of the running Spark task (its attempt numbers from its {@link TaskContext}). */
+  static KplexDataWriter forTask(WriteConf conf, RowCodec codec, int partitionId, Map<Integer, Long> floor,
+      KafkaClients clients) {
+    TaskContext task = TaskContext.get();
+    return open(conf, codec, partitionId, task == null ? 0 : task.stageAttemptNumber(),
+        task == null ? 0 : task.attemptNumber(), floor, clients);
   }
 
   /**

@@ -3,7 +3,6 @@ package io.kplex.spark.write;
 import io.kplex.spark.conf.WriteConf;
 import io.kplex.spark.kafka.KafkaClients;
 import java.util.Map;
-import org.apache.spark.TaskContext;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.connector.write.DataWriter;
 import org.apache.spark.sql.connector.write.DataWriterFactory;
@@ -34,9 +33,7 @@ final class KplexWriterFactory implements DataWriterFactory {
 
   @Override
   public DataWriter<InternalRow> createWriter(int partitionId, long taskId) {
-    TaskContext task = TaskContext.get();
-    return KplexDataWriter.open(conf, codec, partitionId, task == null ? 0 : task.stageAttemptNumber(),
-        task == null ? 0 : task.attemptNumber(), floor, clients);
+    return KplexDataWriter.forTask(conf, codec, partitionId, floor, clients);
   }
 
   @Override

@@ -4,7 +4,6 @@ import io.kplex.spark.conf.WriteConf;
 import io.kplex.spark.kafka.KafkaClients;
 import io.kplex.spark.time.Clock;
 import java.util.Map;
-import org.apache.spark.TaskContext;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.connector.write.DataWriter;
 import org.apache.spark.sql.connector.write.WriterCommitMessage;
@@ -46,9 +45,7 @@ final class StreamingWriterFactory implements StreamingDataWriterFactory {
     if (epochId <= start.lastEpoch()) {
       return new Committed();
     }
-    TaskContext task = TaskContext.get();
-    KplexDataWriter out = KplexDataWriter.open(conf, codec, partitionId,
-        task == null ? 0 : task.stageAttemptNumber(), task == null ? 0 : task.attemptNumber(), null, clients);
+    KplexDataWriter out = KplexDataWriter.forTask(conf, codec, partitionId, null, clients);
     return new StreamingDataWriter(out, conf, schema, codec, start, partitionId, numPartitions, held,
         held.path(epochId, partitionId, numPartitions, taskId), clock);
   }
