@@ -1,4 +1,4 @@
-"""Issue 2: INSERT INTO kplex.<table> SELECT ..., end to end on a real broker.
+"""INSERT INTO kplex.<table> SELECT ..., end to end on a real broker.
 
 Every check reads the derived topic back with a plain confluent-kafka consumer
 (kplex.testing.verify), never through kplex's own reader.
