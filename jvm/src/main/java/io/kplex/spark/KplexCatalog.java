@@ -43,6 +43,18 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 public class KplexCatalog implements TableCatalog, FunctionCatalog {
   /** How this catalog's tables are read and written (catalog/ sits below read/ and write/). */
   private static final KplexTable.Access ACCESS = new KplexTable.Access(KplexScanBuilder::new, KplexWriteBuilder::new);
+  /** How a read-time table's key and order are checked when it is created. */
+  private static final VirtualTables.Expressions EXPRESSIONS = new VirtualTables.Expressions() {
+    @Override
+    public boolean checkable() {
+      return ReadExpressions.sessionAvailable();
+    }
+
+    @Override
+    public void check(String table, String key, String order) {
+      ReadExpressions.compile(table, key, order);
+    }
+  };
 
   private String name;
   private Map<String, String> options;
@@ -68,12 +80,6 @@ public class KplexCatalog implements TableCatalog, FunctionCatalog {
     return new KplexTable(table, topic, def, options, metadataTopic, ACCESS).withCatalog(this);
   }
 
-  /** A read-time table's key and order resolve with the active session, when there is one. */
-  private static void checkExpressions(String table, String key, String order) {
-    if (ReadExpressions.sessionAvailable()) {
-      ReadExpressions.compile(table, key, order);
-    }
-  }
 
   private static String tableName(Identifier ident) {
     if (ident.namespace().length > 0) {
@@ -130,7 +136,7 @@ public class KplexCatalog implements TableCatalog, FunctionCatalog {
         if (store.definition(table).isPresent()) {
           throw new TableAlreadyExistsException(ident);
         }
-        TableDefinition def = VirtualTables.create(table, properties, store, KplexCatalog::checkExpressions);
+        TableDefinition def = VirtualTables.create(table, properties, store, EXPRESSIONS);
         return kplexTable(table, def.topic(), Optional.of(def));
       }
     }

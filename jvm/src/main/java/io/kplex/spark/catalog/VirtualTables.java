@@ -73,11 +73,14 @@ public final class VirtualTables {
   }
 
   /**
-   * Checks a read-time table's key and order expressions ({@code read.ReadExpressions}, above
-   * this package: the catalog hands it in); throws naming the bad property.
+   * A read-time table's key and order expressions, checked by {@code read.ReadExpressions}:
+   * read/ sits above this package, so the catalog hands the check in.
    */
-  @FunctionalInterface
-  public interface ExpressionCheck {
+  public interface Expressions {
+    /** Whether they can be checked now (a Spark session is active). */
+    boolean checkable();
+
+    /** Resolves both; throws naming the bad property. */
     void check(String table, String key, String order);
   }
 
@@ -86,7 +89,7 @@ public final class VirtualTables {
    * the late-record topic of {@code late_policy = side_topic} when it is missing.
    */
   public static TableDefinition create(String table, Map<String, String> given, TableStore store,
-      ExpressionCheck expressions) {
+      Expressions expressions) {
     Map<String, String> props = new TreeMap<>();
     given.forEach((k, v) -> props.put(k.toLowerCase(Locale.ROOT).startsWith("kplex.")
         ? k.toLowerCase(Locale.ROOT) : k, v));
@@ -114,7 +117,9 @@ public final class VirtualTables {
     props.putIfAbsent(KplexOptions.LATE_POLICY, "fail");
     TableDefinition def = TableDefinition.create(table, props);
     validate(def.properties(), table);
-    expressions.check(table, def.property(KplexOptions.KEY, null), def.property(KplexOptions.ORDER, null));
+    if (expressions.checkable()) {
+      expressions.check(table, def.property(KplexOptions.KEY, null), def.property(KplexOptions.ORDER, null));
+    }
     if ("side_topic".equals(def.property(KplexOptions.LATE_POLICY, "fail"))) {
       ensureLateTopic(store, def.property(KplexOptions.LATE_TOPIC, null));
     }
