@@ -80,7 +80,6 @@ public class KplexCatalog implements TableCatalog, FunctionCatalog {
     return new KplexTable(table, topic, def, options, metadataTopic, ACCESS).withCatalog(this);
   }
 
-
   private static String tableName(Identifier ident) {
     if (ident.namespace().length > 0) {
       throw Errors.namespace(ident.toString());
