@@ -75,9 +75,8 @@ PROPERTIES: dict[str, PropertySpec] = {
         PropertySpec("kplex.null_key", choices=("fail", "drop")),
         PropertySpec("kplex.null_order", choices=("fail", "drop", "first")),
         PropertySpec("kplex.topic"),
-        # Read-time tables (a view of a source topic, nothing written).
+        # Read-time virtual tables (a view of a source topic, nothing written).
         PropertySpec(SOURCE),
-        # Event time, for read-time tables and streaming writes alike.
         PropertySpec("kplex.max_delay_ms", minimum=0, bits=64),
         PropertySpec("kplex.late_policy", choices=("fail", "drop", "side_topic")),
         PropertySpec("kplex.late_topic"),
