@@ -1,4 +1,4 @@
-"""Issue 2, bad input: a clear error naming the culprit, and nothing half-written.
+"""Bad input: a clear error naming the culprit, and nothing half-written.
 
 Each case runs one statement that must fail with a given kplex error class and a
 message naming the column, key, option or topic; then a plain consumer checks

@@ -1,4 +1,4 @@
-"""Issue 14: concurrent writers. One writer per table at a time (a lease in the commit
+"""Concurrent writers. One writer per table at a time (a lease in the commit
 log): of two INSERTs into one table at once, one succeeds and the other fails saying so,
 and the table holds the rows of exactly one of them, once. Writes into different tables
 from one session's threads do not disturb each other.

@@ -1,4 +1,4 @@
-"""Issue 3, G3: an INSERT is all or nothing for read_committed consumers.
+"""G3: an INSERT is all or nothing for read_committed consumers.
 
 Faults are real: tasks that throw after their rows reached the broker, an executor
 JVM that halts, a driver process killed with SIGKILL, a broker stopped mid-write.

@@ -1,4 +1,4 @@
-"""Issue 2: INSERT INTO kplex.<table> SELECT ..., end to end on a real broker.
+"""INSERT INTO kplex.<table> SELECT ..., end to end on a real broker.
 
 Every check reads the derived topic back with a plain confluent-kafka consumer
 (kplex.testing.verify), never through kplex's own reader.
@@ -11,17 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from read_support import INSERT
 
 from kplex.session import jars, last_write_summary
 from kplex.testing import datagen, verify
 
 ROOT = Path(__file__).resolve().parents[1]
 JOB = (ROOT / "sql" / "pageviews_by_user.sql").read_text()
-INSERT = """INSERT INTO kplex.{target}
-SELECT kplex_key(get_json_object(CAST(value AS STRING), '$.userid')),
-       kplex_order(CAST(get_json_object(CAST(value AS STRING), '$.viewtime') AS BIGINT)),
-       value
-FROM kplex.{source}"""
 
 
 def create(spark, table: str, v: int, p: int, **props: str) -> None:

@@ -155,7 +155,7 @@ def viewtimes(bootstrap: str, topic: str) -> list[int]:
 
 def test_a_record_within_the_bound_after_a_run_ended_is_written_in_order_not_late(
         spark, bootstrap, fresh_name, tmp_path):
-    """The scheduled job of the issue: run 1 reads t and t+20 s, run 2 reads t+10 s, which is
+    """A job run on a schedule: run 1 reads t and t+20 s, run 2 reads t+10 s, which is
     10 s behind the largest order value seen, well inside a 30 s bound."""
     source = one_partition_source(bootstrap, fresh_name("views_runs"))
     target = fresh_name("by_user_runs")

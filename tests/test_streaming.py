@@ -1,4 +1,4 @@
-"""Issue 12: Structured Streaming into kplex tables, exactly once per micro-batch, order
+"""Structured Streaming into kplex tables, exactly once per micro-batch, order
 kept across micro-batches (G2 for streams).
 
 Every check reads the derived topic back with a plain read_committed consumer

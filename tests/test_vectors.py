@@ -13,6 +13,7 @@ import pytest
 
 from kplex.expressions import SourceRecord, compile_key, compile_order, get_json_object
 from kplex.merge import EventTimeMerge, Pending
+from kplex.nulls import null_verdict
 from kplex.placement import canonical_int_key, canonical_key, murmur2, physical_partition, virtual_partition
 from kplex.sqltools.properties import validate
 
@@ -96,6 +97,12 @@ def _schedules(case: dict[str, Any]) -> dict[str, list[int]]:
     forwards = [p for p, n in enumerate(sizes) for _ in range(n)]
     backwards = [p for p, n in reversed(list(enumerate(sizes))) for _ in range(n)]
     return {"round robin": turns, "first partition first": forwards, "last partition first": backwards}
+
+
+@pytest.mark.parametrize("case", load("null_policy.json")["cases"], ids=lambda c: json.dumps(c))
+def test_a_null_key_or_order_is_kept_dropped_or_refused_as_the_vectors_say(case: dict[str, Any]) -> None:
+    assert null_verdict(key_is_null=case["key"] is None, order_is_null=case["order"] is None,
+                        null_key=case["null_key"], null_order=case["null_order"]) == case["row"]
 
 
 @pytest.mark.parametrize("case", load("event_time_merge.json")["cases"], ids=lambda c: c["name"])

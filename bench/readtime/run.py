@@ -14,7 +14,7 @@ reported:
 - INSERT of the same definition into a kplex table (V = 12, P = 4): read, shuffle, sort,
   write exactly once.
 
-Prints a table and the issue's target ratios, and writes bench/readtime/RESULTS.md.
+Prints a table and the target ratios, and writes bench/readtime/RESULTS.md.
 """
 from __future__ import annotations
 

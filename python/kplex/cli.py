@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import sys
 from types import ModuleType
 from typing import Sequence
@@ -54,6 +55,16 @@ def _recover(args: argparse.Namespace) -> int:
 
     bootstrap, settings = kafka_config.from_args(args)
     print(recover(bootstrap, args.table, kafka_options=settings, claim_timeout_ms=args.claim_timeout_ms))
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    from kplex.status import render, status
+
+    bootstrap, settings = kafka_config.from_args(args)
+    state = status(bootstrap, args.table, count=args.count, kafka_options=settings,
+                   config=kafka_config.librdkafka(settings) if settings else None)
+    print(json.dumps(state, indent=2) if args.json else render(state))
     return 0
 
 
@@ -142,6 +153,15 @@ def build_parser() -> argparse.ArgumentParser:
     rec.add_argument("--claim-timeout-ms", type=int, default=None,
                      help="take over a writer's claim left unrenewed this long (default 6000)")
     rec.set_defaults(handler=_recover)
+
+    stat = sub.add_parser("status", help="a table's state: definition, offsets, high marks, writer claim,"
+                                         " pending commit, open transactions, streaming queries and their lag")
+    kafka_config.add_arguments(stat)
+    stat.add_argument("table")
+    stat.add_argument("--count", action="store_true",
+                      help="also count the records of each virtual partition (reads the whole topic)")
+    stat.add_argument("--json", action="store_true", help="print the state as JSON")
+    stat.set_defaults(handler=_status)
 
     stream = sub.add_parser("stream", help="run a streaming SQL job into a kplex table",
                             description="Run the statements of a SQL file; its INSERT INTO kplex.<table>"

@@ -53,6 +53,7 @@ from kplex.errors import (
 from kplex.expressions import SourceRecord, compile_key, compile_order, pointer_or_expression
 from kplex.late import LateRecords
 from kplex.merge import EventTimeMerge, Pending
+from kplex.nulls import DROPPED, null_verdict
 from kplex.placement import ORDER_HEADER, VP_HEADER, virtual_partition
 from kplex.tableinfo import ReadStats, TableInfo
 
@@ -370,14 +371,13 @@ class TableReader:
         key = self._key(src)
         order = self._order(src)
         where = f"{src.topic}-{src.partition} offset {src.offset}"
+        if null_verdict(key_is_null=key is None, order_is_null=order is None, null_key=self.info.null_key,
+                        null_order=self.info.null_order) == DROPPED:
+            return
         if key is None:
-            if self.info.null_key == "drop":
-                return
             raise NullKeyError(f"[KPLEX_NULL_KEY] NULL key ('kplex.key' = {self.info.key}) at {where}."
                              " Set 'kplex.null_key' = 'drop' to skip such records.")
-        if order is None:
-            if self.info.null_order == "drop":
-                return
+        if order is None:  # null_order = first included: a read-time table's merge cannot honour it
             raise NullOrderError(f"[KPLEX_NULL_ORDER] NULL order value ('kplex.order' = {self.info.order})"
                              f" at {where}. Set 'kplex.null_order' = 'drop' to skip such records.")
         vp = virtual_partition(key, self.info.virtual_partitions)

@@ -2,11 +2,10 @@
 
 Example:
     >>> from pyspark.sql import SparkSession
-
     >>> from kplex import configure_spark_with_kplex
     >>> builder = SparkSession.builder.master("local[2]")
-    >>> spark = configure_spark_with_kplex(builder, bootstrap="127.0.0.1:9092").getOrCreate()
-    >>> spark.sql("SHOW TABLES IN kplex").show()
+    >>> spark = configure_spark_with_kplex(builder, bootstrap="127.0.0.1:9092").getOrCreate()  # doctest: +SKIP
+    >>> spark.sql("SHOW TABLES IN kplex").show()  # doctest: +SKIP
 """
 from __future__ import annotations
 

@@ -65,6 +65,14 @@ def _common(parser: argparse.ArgumentParser) -> None:
                         "databricks, ...); default spark")
 
 
+def _kafka(parser: argparse.ArgumentParser, bootstrap_help: str) -> None:
+    """``--bootstrap`` (falling back as :func:`kplex.sqltools.bootstrap.resolve_bootstrap` does)
+    and the Kafka client settings."""
+    parser.add_argument("--bootstrap", help=f"{bootstrap_help} (default: $KPLEX_BOOTSTRAP, then the file's"
+                        " '-- kplex.bootstrap = ...' comment)")
+    kafka_config.add_arguments(parser, bootstrap=False)
+
+
 def register(subparsers: Any) -> None:
     """Add the ``sql`` (run / check / explain) and ``translate`` commands."""
     sql = subparsers.add_parser("sql", help="run, check or explain a kplex SQL file",
@@ -75,9 +83,7 @@ def register(subparsers: Any) -> None:
                               description="Check the file, then run its statements in order in one Spark "
                               "session with kplex configured. Query rows go to stdout, progress to stderr.")
     _common(run)
-    run.add_argument("--bootstrap", help="Kafka bootstrap servers (default: $KPLEX_BOOTSTRAP, "
-                     "then the file's '-- kplex.bootstrap = ...' comment)")
-    kafka_config.add_arguments(run, bootstrap=False)
+    _kafka(run, "Kafka bootstrap servers")
     run.add_argument("--master", help="Spark master URL (default: Spark's own, e.g. local[*])")
     run.add_argument("--conf", action="append", metavar="KEY=VALUE", help="a Spark setting (repeatable)")
     run.add_argument("--spark-log-level", default="FATAL", metavar="LEVEL",
@@ -94,9 +100,7 @@ def register(subparsers: Any) -> None:
                                   description="Source, key, order, V and P, partition mapping and delivery "
                                   "of each kplex statement.")
     _common(explain)
-    explain.add_argument("--bootstrap", help="read stored table definitions from this Kafka cluster "
-                         "(default: $KPLEX_BOOTSTRAP, then the file's '-- kplex.bootstrap' comment)")
-    kafka_config.add_arguments(explain, bootstrap=False)
+    _kafka(explain, "read stored table definitions from this Kafka cluster")
     explain.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for the broker (default 5)")
     explain.set_defaults(func=explain_command, handler=explain_command)
 

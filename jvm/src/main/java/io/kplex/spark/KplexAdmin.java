@@ -40,11 +40,7 @@ public final class KplexAdmin {
    */
   public static String recover(org.apache.spark.sql.SparkSession session, String catalog, String table,
       long claimTimeoutMs) {
-    Map<String, String> options = new HashMap<>();
-    String prefix = "spark.sql.catalog." + catalog + ".";
-    scala.jdk.javaapi.CollectionConverters.asJava(session.conf().getAll()).forEach((k, v) -> {
-      if (k.startsWith(prefix)) options.put(k.substring(prefix.length()), v);
-    });
+    Map<String, String> options = catalogOptions(session, catalog);
     KafkaConf kafka = KafkaConf.from(options);
     String metadataTopic = options.getOrDefault(KplexOptions.METADATA_TOPIC, KplexOptions.DEFAULT_METADATA_TOPIC);
     try (TableStore store = new TableStore(kafka, metadataTopic)) {
@@ -57,6 +53,44 @@ public final class KplexAdmin {
             .recover(lease, true);
       }
     }
+  }
+
+  /**
+   * The state of a kplex table as JSON ({@code kplex status}): its definition, then what
+   * {@link io.kplex.spark.txn.TableState} gathers (offsets, high order values per virtual
+   * partition, the writer claim, a pending commit and what recovery would do with it, open
+   * transactions, streaming queries and their lag). Reads only.
+   */
+  public static String status(org.apache.spark.sql.SparkSession session, String catalog, String table) {
+    Map<String, String> options = catalogOptions(session, catalog);
+    KafkaConf kafka = KafkaConf.from(options);
+    String metadataTopic = options.getOrDefault(KplexOptions.METADATA_TOPIC, KplexOptions.DEFAULT_METADATA_TOPIC);
+    try (TableStore store = new TableStore(kafka, metadataTopic)) {
+      TableDefinition def = store.definition(table).orElseThrow(() -> Errors.notAKplexTable(table));
+      if (def.isVirtual()) {
+        return "{\"definition\":" + definitionJson(def) + ",\"table\":\"" + table + "\",\"kind\":\"read-time\"}";
+      }
+      WriteConf conf = new WriteConf(def, options, Map.of(), WriteConf.sessionSettings());
+      String state = io.kplex.spark.txn.TableState.json(store, conf.table, conf.topic, conf.virtualPartitions,
+          conf.claimTimeoutMs, System.currentTimeMillis());
+      return "{\"definition\":" + definitionJson(def) + ",\"kind\":\"kplex-written\"," + state.substring(1);
+    }
+  }
+
+  private static String definitionJson(TableDefinition def) {
+    com.fasterxml.jackson.databind.node.ObjectNode node = new com.fasterxml.jackson.databind.ObjectMapper()
+        .createObjectNode();
+    new java.util.TreeMap<>(def.properties()).forEach(node::put);
+    return node.toString();
+  }
+
+  private static Map<String, String> catalogOptions(org.apache.spark.sql.SparkSession session, String catalog) {
+    Map<String, String> options = new HashMap<>();
+    String prefix = "spark.sql.catalog." + catalog + ".";
+    scala.jdk.javaapi.CollectionConverters.asJava(session.conf().getAll()).forEach((k, v) -> {
+      if (k.startsWith(prefix)) options.put(k.substring(prefix.length()), v);
+    });
+    return options;
   }
 
   /** Registers kplex's SQL functions in a session built without {@code spark.sql.extensions}. */

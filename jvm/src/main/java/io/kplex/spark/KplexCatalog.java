@@ -9,7 +9,10 @@ import io.kplex.spark.spec.KplexOptions;
 import io.kplex.spark.errors.Errors;
 import io.kplex.spark.functions.KplexFunctions;
 import io.kplex.spark.kafka.KafkaConf;
+import io.kplex.spark.read.KplexScanBuilder;
+import io.kplex.spark.read.ReadExpressions;
 import io.kplex.spark.txn.PendingCommits;
+import io.kplex.spark.write.KplexWriteBuilder;
 import java.util.Map;
 import java.util.Optional;
 import java.util.TreeSet;
@@ -38,6 +41,21 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * definition and no topic ({@link VirtualTables}); dropping it leaves the source alone.
  */
 public class KplexCatalog implements TableCatalog, FunctionCatalog {
+  /** How this catalog's tables are read and written (catalog/ sits below read/ and write/). */
+  private static final KplexTable.Access ACCESS = new KplexTable.Access(KplexScanBuilder::new, KplexWriteBuilder::new);
+  /** How a read-time table's key and order are checked when it is created. */
+  private static final VirtualTables.Expressions EXPRESSIONS = new VirtualTables.Expressions() {
+    @Override
+    public boolean checkable() {
+      return ReadExpressions.sessionAvailable();
+    }
+
+    @Override
+    public void check(String table, String key, String order) {
+      ReadExpressions.compile(table, key, order);
+    }
+  };
+
   private String name;
   private Map<String, String> options;
   private String metadataTopic;
@@ -56,6 +74,10 @@ public class KplexCatalog implements TableCatalog, FunctionCatalog {
 
   private TableStore store() {
     return new TableStore(KafkaConf.from(options), metadataTopic);
+  }
+
+  private KplexTable kplexTable(String table, String topic, Optional<TableDefinition> def) {
+    return new KplexTable(table, topic, def, options, metadataTopic, ACCESS).withCatalog(this);
   }
 
   private static String tableName(Identifier ident) {
@@ -87,12 +109,12 @@ public class KplexCatalog implements TableCatalog, FunctionCatalog {
           PendingCommits.finishQuietly(store, table, def.get().topic(), def.get().virtualPartitions(),
               WriteConf.claimTimeoutMs(settings));
         }
-        return new KplexTable(table, def.get().topic(), def, options, metadataTopic).withCatalog(this);
+        return kplexTable(table, def.get().topic(), def);
       }
       // A missing topic still loads, as a table whose reads and writes fail naming the
       // topic: with NoSuchTableException, Spark would go on to read `kplex.<name>` as a
       // file in the kplex format and fail with an error that names neither.
-      return new KplexTable(table, table, Optional.empty(), options, metadataTopic).withCatalog(this);
+      return kplexTable(table, table, Optional.empty());
     }
   }
 
@@ -113,8 +135,8 @@ public class KplexCatalog implements TableCatalog, FunctionCatalog {
         if (store.definition(table).isPresent()) {
           throw new TableAlreadyExistsException(ident);
         }
-        TableDefinition def = VirtualTables.create(table, properties, store);
-        return new KplexTable(table, def.topic(), Optional.of(def), options, metadataTopic).withCatalog(this);
+        TableDefinition def = VirtualTables.create(table, properties, store, EXPRESSIONS);
+        return kplexTable(table, def.topic(), Optional.of(def));
       }
     }
     TableDefinition def = TableDefinition.create(table, properties);
@@ -131,7 +153,7 @@ public class KplexCatalog implements TableCatalog, FunctionCatalog {
       }
       store.putDefinition(def);
     }
-    return new KplexTable(table, def.topic(), Optional.of(def), options, metadataTopic).withCatalog(this);
+    return kplexTable(table, def.topic(), Optional.of(def));
   }
 
   @Override

@@ -3,11 +3,10 @@ package io.kplex.spark.catalog;
 import io.kplex.spark.conf.TableDefinition;
 import io.kplex.spark.errors.Errors;
 import io.kplex.spark.kafka.KafkaConf;
-import io.kplex.spark.read.KplexScanBuilder;
-import io.kplex.spark.write.KplexWriteBuilder;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.function.BiFunction;
 import org.apache.spark.sql.connector.catalog.SupportsRead;
 import org.apache.spark.sql.connector.catalog.SupportsWrite;
 import org.apache.spark.sql.connector.catalog.TableCapability;
@@ -23,7 +22,11 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 /**
  * A Kafka topic as a table. With a kplex definition it is a derived table (V virtual
  * partitions on P physical ones) that can be written; without, a plain topic to read.
- * Writes accept any schema: {@link WriteSchema} finds the key, order and value columns.
+ * Writes accept any schema: {@code write.WriteSchema} finds the key, order and value columns.
+ *
+ * <p>Reading and writing sit above this package (their builders take the table), so the
+ * catalog that loads a table hands their builders in as an {@link Access}: catalog/ does
+ * not depend on read/ or write/.
  */
 public final class KplexTable implements SupportsRead, SupportsWrite, ReportsSinkMetrics {
   static final StructType HEADERS = new StructType().add("key", DataTypes.StringType)
@@ -45,6 +48,7 @@ public final class KplexTable implements SupportsRead, SupportsWrite, ReportsSin
   private final Optional<TableDefinition> definition;
   private final Map<String, String> catalogOptions;
   private final String metadataTopic;
+  private final Access access;
   /** The catalog that loaded this table (so a streaming write can find kplex's functions). */
   private TableCatalog catalog;
 
@@ -57,13 +61,18 @@ public final class KplexTable implements SupportsRead, SupportsWrite, ReportsSin
     return Optional.ofNullable(catalog);
   }
 
+  /** How a table is read and written: {@code KplexScanBuilder::new} and {@code KplexWriteBuilder::new}. */
+  public record Access(BiFunction<KplexTable, CaseInsensitiveStringMap, ScanBuilder> scan,
+      BiFunction<KplexTable, LogicalWriteInfo, WriteBuilder> write) {}
+
   public KplexTable(String name, String topic, Optional<TableDefinition> definition,
-      Map<String, String> catalogOptions, String metadataTopic) {
+      Map<String, String> catalogOptions, String metadataTopic, Access access) {
     this.name = name;
     this.topic = topic;
     this.definition = definition;
     this.catalogOptions = catalogOptions;
     this.metadataTopic = metadataTopic;
+    this.access = access;
   }
 
   public Optional<TableDefinition> definition() { return definition; }
@@ -111,7 +120,7 @@ public final class KplexTable implements SupportsRead, SupportsWrite, ReportsSin
 
   @Override
   public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
-    return new KplexScanBuilder(this, options);
+    return access.scan().apply(this, options);
   }
 
   @Override
@@ -119,7 +128,7 @@ public final class KplexTable implements SupportsRead, SupportsWrite, ReportsSin
     if (definition.isPresent() && definition.get().isVirtual()) {
       throw Errors.virtualReadOnly(name, definition.get().source());
     }
-    return new KplexWriteBuilder(this, info);
+    return access.write().apply(this, info);
   }
 
   @Override

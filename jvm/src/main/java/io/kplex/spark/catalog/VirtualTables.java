@@ -4,7 +4,6 @@ import io.kplex.spark.conf.TableDefinition;
 import io.kplex.spark.spec.KplexOptions;
 import io.kplex.spark.errors.Errors;
 import io.kplex.spark.kafka.KafkaTopics;
-import io.kplex.spark.read.ReadExpressions;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
@@ -25,7 +24,7 @@ import java.util.TreeMap;
  * </pre>
  *
  * Key and order are Spark SQL expressions over the source's columns (defaults: the
- * record's {@code key} and {@code timestamp}); {@link ReadExpressions} evaluates them.
+ * record's {@code key} and {@code timestamp}); {@code read.ReadExpressions} evaluates them.
  * The stored definition carries every default explicitly, and P is the source's
  * partition count, so a plain consumer can redo the computation (docs/contract.md, G5).
  *
@@ -74,10 +73,23 @@ public final class VirtualTables {
   }
 
   /**
+   * A read-time table's key and order expressions, checked by {@code read.ReadExpressions}:
+   * read/ sits above this package, so the catalog hands the check in.
+   */
+  public interface Expressions {
+    /** Whether they can be checked now (a Spark session is active). */
+    boolean checkable();
+
+    /** Resolves both; throws naming the bad property. */
+    void check(String table, String key, String order);
+  }
+
+  /**
    * Validates and stores the definition of a read-time table; creates no topic except
    * the late-record topic of {@code late_policy = side_topic} when it is missing.
    */
-  public static TableDefinition create(String table, Map<String, String> given, TableStore store) {
+  public static TableDefinition create(String table, Map<String, String> given, TableStore store,
+      Expressions expressions) {
     Map<String, String> props = new TreeMap<>();
     given.forEach((k, v) -> props.put(k.toLowerCase(Locale.ROOT).startsWith("kplex.")
         ? k.toLowerCase(Locale.ROOT) : k, v));
@@ -105,8 +117,8 @@ public final class VirtualTables {
     props.putIfAbsent(KplexOptions.LATE_POLICY, "fail");
     TableDefinition def = TableDefinition.create(table, props);
     validate(def.properties(), table);
-    if (ReadExpressions.sessionAvailable()) {
-      ReadExpressions.compile(table, def.property(KplexOptions.KEY, null), def.property(KplexOptions.ORDER, null));
+    if (expressions.checkable()) {
+      expressions.check(table, def.property(KplexOptions.KEY, null), def.property(KplexOptions.ORDER, null));
     }
     if ("side_topic".equals(def.property(KplexOptions.LATE_POLICY, "fail"))) {
       ensureLateTopic(store, def.property(KplexOptions.LATE_TOPIC, null));

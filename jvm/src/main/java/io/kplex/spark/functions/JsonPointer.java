@@ -105,7 +105,7 @@ final class JsonPointer implements Serializable {
   private int member(byte[] json, int p, int to, int t) {
     p = space(json, p, to);
     if (p < to && json[p] == '}') return -1;
-    while (p < to && json[p] == '"') {
+    while (p >= 0 && p < to && json[p] == '"') {
       int nameEnd = skipString(json, p, to);
       if (nameEnd < 0) return -1;
       boolean match = sameName(json, p + 1, nameEnd - 1, t);
@@ -113,11 +113,7 @@ final class JsonPointer implements Serializable {
       if (p >= to || json[p] != ':') return -1;
       p = space(json, p + 1, to);
       if (match) return p;
-      p = skipValue(json, p, to);
-      if (p < 0) return -1;
-      p = space(json, p, to);
-      if (p >= to || json[p] != ',') return -1;
-      p = space(json, p + 1, to);
+      p = nextItem(json, p, to);
     }
     return -1;
   }
@@ -126,15 +122,20 @@ final class JsonPointer implements Serializable {
   private static int element(byte[] json, int p, int to, int index) {
     p = space(json, p, to);
     if (p < to && json[p] == ']') return -1;
-    for (int i = 0; p < to; i++) {
+    for (int i = 0; p >= 0 && p < to; i++) {
       if (i == index) return p;
-      p = skipValue(json, p, to);
-      if (p < 0) return -1;
-      p = space(json, p, to);
-      if (p >= to || json[p] != ',') return -1;
-      p = space(json, p + 1, to);
+      p = nextItem(json, p, to);
     }
     return -1;
+  }
+
+  /** Past the value at p and the ',' after it: where the container's next item starts, or -1. */
+  private static int nextItem(byte[] json, int p, int to) {
+    p = skipValue(json, p, to);
+    if (p < 0) return -1;
+    p = space(json, p, to);
+    if (p >= to || json[p] != ',') return -1;
+    return space(json, p + 1, to);
   }
 
   /** Whether the member name in json[from, to) (quotes excluded, still escaped) is names[t]. */

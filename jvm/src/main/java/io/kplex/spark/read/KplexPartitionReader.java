@@ -1,6 +1,5 @@
 package io.kplex.spark.read;
 
-import io.kplex.spark.errors.Errors;
 import io.kplex.spark.kafka.ConsumerPool;
 import io.kplex.spark.kafka.KafkaConf;
 import io.kplex.spark.wire.KplexHeaders;
@@ -25,7 +24,6 @@ import org.apache.spark.unsafe.types.UTF8String;
  */
 final class KplexPartitionReader implements PartitionReader<InternalRow> {
   private static final Duration POLL = Duration.ofMillis(500);
-  static final long STALL_MS = 120_000;
 
   private final KafkaConf kafka;
   private final OffsetRange range;
@@ -36,7 +34,7 @@ final class KplexPartitionReader implements PartitionReader<InternalRow> {
   private final int[] columns;
   private Iterator<ConsumerRecord<byte[], byte[]>> batch = java.util.Collections.emptyIterator();
   private InternalRow current;
-  private long lastProgress = System.currentTimeMillis();
+  private final ReadProgress progress = new ReadProgress();
   private long read;
   /** The whole range was read: the consumer may serve the next task ({@link ConsumerPool}). */
   private boolean finished;
@@ -81,11 +79,7 @@ final class KplexPartitionReader implements PartitionReader<InternalRow> {
         return false;
       }
       List<ConsumerRecord<byte[], byte[]>> records = consumer.poll(POLL).records(tp);
-      if (!records.isEmpty()) {
-        lastProgress = System.currentTimeMillis();
-      } else if (System.currentTimeMillis() - lastProgress > STALL_MS) {
-        throw Errors.readStalled(range + " at offset " + consumer.position(tp), STALL_MS);
-      }
+      progress.polled(!records.isEmpty(), () -> range + " at offset " + consumer.position(tp));
       batch = records.iterator();
     }
   }

@@ -1,18 +1,12 @@
 package io.kplex.spark.read;
 
-import io.kplex.spark.errors.Errors;
-import java.time.Duration;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Set;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
-import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
-import org.apache.spark.sql.connector.metric.CustomTaskMetric;
-import org.apache.spark.sql.connector.read.PartitionReader;
 
 /**
  * One partition of a read-time table's source, read once, whole, in offset order: every
@@ -24,30 +18,21 @@ import org.apache.spark.sql.connector.read.PartitionReader;
  * by (order, key, value, topic, partition, offset) then give every virtual partition the
  * sequence the merge would release.
  */
-final class SourcePartitionReader implements PartitionReader<InternalRow> {
-  private static final Duration POLL = Duration.ofMillis(500);
-
-  private final ReadConf conf;
+final class SourcePartitionReader extends ReadTimeReader {
   private final OffsetRange range;
   private final TopicPartition tp;
   private final Set<Integer> vps;
-  private final KafkaConsumer<byte[], byte[]> consumer;
-  private final ReadTimeRecords records;
   /** Used for its lateness rule alone, over this one source. */
   private final EventTimeMerge<Void> lateness;
   private Iterator<ConsumerRecord<byte[], byte[]>> polled = java.util.Collections.emptyIterator();
   private long position;
-  private long lastProgress = System.currentTimeMillis();
-  private InternalRow current;
 
   /** {@code vps}: the virtual partitions to return (null: all). */
   SourcePartitionReader(ReadConf conf, OffsetRange range, Set<Integer> vps) {
-    this.conf = conf;
+    super(conf);
     this.range = range;
     this.vps = vps;
-    this.records = new ReadTimeRecords(conf);
     this.lateness = new EventTimeMerge<>(1, conf.maxDelayMs);
-    this.consumer = new KafkaConsumer<>(conf.kafka.consumer());
     this.tp = new TopicPartition(range.topic, range.partition);
     consumer.assign(List.of(tp));
     consumer.seek(tp, range.from);
@@ -67,16 +52,8 @@ final class SourcePartitionReader implements PartitionReader<InternalRow> {
       ConsumerRecord<byte[], byte[]> r = polled.next();
       position = r.offset() + 1;
       if (r.offset() >= range.until) break;
-      GenericInternalRow row = records.derive(r);
-      if (row == null) continue;
-      long order = ReadTimeRecords.order(row);
-      boolean kept = vps == null || vps.contains(ReadTimeRecords.vp(row));
-      if (lateness.isLate(0, order)) {
-        if (kept) records.late(r, row, lateness.high(0));
-        continue;
-      }
-      lateness.accept(0, order);
-      if (kept) {
+      GenericInternalRow row = onTime(r, lateness, 0, vp -> vps == null || vps.contains(vp));
+      if (row != null) {
         current = row;
         return true;
       }
@@ -88,29 +65,6 @@ final class SourcePartitionReader implements PartitionReader<InternalRow> {
   private void poll() {
     ConsumerRecords<byte[], byte[]> batch = consumer.poll(POLL);
     polled = batch.iterator();
-    if (!batch.isEmpty()) {
-      lastProgress = System.currentTimeMillis();
-      return;
-    }
-    if (System.currentTimeMillis() - lastProgress > KplexPartitionReader.STALL_MS) {
-      throw Errors.readStalled(range.topic + "-" + range.partition + " at offset " + position,
-          KplexPartitionReader.STALL_MS);
-    }
-  }
-
-  @Override
-  public InternalRow get() {
-    return current;
-  }
-
-  @Override
-  public CustomTaskMetric[] currentMetricsValues() {
-    return ReadMetrics.values(records.read, records.lateDropped, records.lateSent);
-  }
-
-  @Override
-  public void close() {
-    consumer.close(Duration.ZERO);
-    records.close();
+    progress.polled(!batch.isEmpty(), () -> range.topic + "-" + range.partition + " at offset " + position);
   }
 }

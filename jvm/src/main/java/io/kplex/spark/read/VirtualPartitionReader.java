@@ -1,19 +1,14 @@
 package io.kplex.spark.read;
 
-import io.kplex.spark.errors.Errors;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
-import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
-import org.apache.spark.sql.connector.metric.CustomTaskMetric;
-import org.apache.spark.sql.connector.read.PartitionReader;
 
 /**
  * One virtual partition of a read-time table, for a session without kplex's extension
@@ -27,8 +22,7 @@ import org.apache.spark.sql.connector.read.PartitionReader;
  * more than {@link #MAX_BUFFERED} wait, the source partitions that do not hold the
  * watermark back are paused until it moves.
  */
-final class VirtualPartitionReader implements PartitionReader<InternalRow> {
-  private static final Duration POLL = Duration.ofMillis(500);
+final class VirtualPartitionReader extends ReadTimeReader {
   static final int MAX_BUFFERED = 100_000;
 
   private final ReadConf conf;
@@ -36,21 +30,16 @@ final class VirtualPartitionReader implements PartitionReader<InternalRow> {
   private final OffsetRange[] ranges;
   private final TopicPartition[] tps;
   private final Map<TopicPartition, Integer> index = new HashMap<>();
-  private final KafkaConsumer<byte[], byte[]> consumer;
-  private final ReadTimeRecords records;
   private final EventTimeMerge<InternalRow> merge;
-  private InternalRow current;
-  private long lastProgress = System.currentTimeMillis();
   private boolean paused;
 
   VirtualPartitionReader(ReadConf conf, VirtualRange range) {
+    super(conf);
     this.conf = conf;
     this.vp = range.vp;
     this.ranges = range.sources;
     this.tps = new TopicPartition[ranges.length];
-    this.records = new ReadTimeRecords(conf);
     this.merge = new EventTimeMerge<>(ranges.length, conf.maxDelayMs);
-    this.consumer = new KafkaConsumer<>(conf.kafka.consumer());
     List<TopicPartition> assigned = new ArrayList<>();
     for (int i = 0; i < ranges.length; i++) {
       tps[i] = new TopicPartition(ranges[i].topic, ranges[i].partition);
@@ -86,9 +75,6 @@ final class VirtualPartitionReader implements PartitionReader<InternalRow> {
   private void fetch() {
     flowControl();
     ConsumerRecords<byte[], byte[]> polled = consumer.poll(POLL);
-    if (!polled.isEmpty()) {
-      lastProgress = System.currentTimeMillis();
-    }
     for (TopicPartition tp : polled.partitions()) {
       int i = index.get(tp);
       for (ConsumerRecord<byte[], byte[]> r : polled.records(tp)) {
@@ -104,24 +90,14 @@ final class VirtualPartitionReader implements PartitionReader<InternalRow> {
         consumer.pause(List.of(tps[i]));
       }
     }
-    if (polled.isEmpty() && System.currentTimeMillis() - lastProgress > KplexPartitionReader.STALL_MS) {
-      throw Errors.readStalled(conf.topic + " for vp " + vp, KplexPartitionReader.STALL_MS);
-    }
+    progress.polled(!polled.isEmpty(), () -> conf.topic + " for vp " + vp);
   }
 
   private void handle(int i, ConsumerRecord<byte[], byte[]> r) {
-    GenericInternalRow row = records.derive(r);
-    if (row == null) return;
-    long order = ReadTimeRecords.order(row);
-    boolean mine = ReadTimeRecords.vp(row) == vp;
-    if (merge.isLate(i, order)) {
-      if (mine) records.late(r, row, merge.high(i));
-      return;
-    }
-    merge.accept(i, order);
-    if (mine) {
+    GenericInternalRow row = onTime(r, merge, i, v -> v == vp);
+    if (row != null) {
       // Ranges are sorted by topic and partition, so i breaks ties as (topic, partition) does.
-      merge.add(new EventTimeMerge.Entry<>(order, row.getBinary(0), r.value(), i, r.offset(), row));
+      merge.add(new EventTimeMerge.Entry<>(ReadTimeRecords.order(row), row.getBinary(0), r.value(), i, r.offset(), row));
     }
   }
 
@@ -138,22 +114,5 @@ final class VirtualPartitionReader implements PartitionReader<InternalRow> {
     consumer.pause(pause);
     consumer.resume(resume);
     paused = !pause.isEmpty();
-  }
-
-  @Override
-  public InternalRow get() {
-    return current;
-  }
-
-  @Override
-  public CustomTaskMetric[] currentMetricsValues() {
-    return ReadMetrics.values(records.read, records.lateDropped, records.lateSent);
-  }
-
-  @Override
-  public void close() {
-    // Nothing to commit: do not wait for the fetch still parked at the broker.
-    consumer.close(Duration.ZERO);
-    records.close();
   }
 }

@@ -1,0 +1,110 @@
+"""``kplex status <table>``: a table's state in one place, for an operator.
+
+Its definition (``_kplex_tables``); per physical partition its offsets; per virtual
+partition the highest order value written (the marks in ``_kplex_commits``) and, with
+``count=True``, its record count (read from the records' headers with a plain
+read_committed consumer); who holds the writer claim and since when; a pending commit and
+what recovery would do with it; commits Kafka cut short; the table's open transactions
+(Kafka's admin API); and per streaming query its last epoch, its held-back record files and
+its lag (the offsets it committed to its monitoring group ``kplex.<table>.<query>``).
+
+>>> state = status("127.0.0.1:9092", "pageviews_by_user", count=True)  # doctest: +SKIP
+>>> state["writer_claim"], state["records_per_virtual_partition"]["3"]  # doctest: +SKIP
+(None, 1187)
+"""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any, Mapping
+
+from kplex.errors import translated
+
+__all__ = ["status", "count_per_virtual_partition", "render"]
+
+
+def status(bootstrap: str, table: str, *, count: bool = False, metadata_topic: str = "_kplex_tables",
+           kafka_options: Mapping[str, str] | None = None, config: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The state of ``table`` as a dict (the ``--json`` form). ``kafka_options``: Java client
+    settings for the JVM side (as the catalog's ``kafka.*``); ``config``: librdkafka settings
+    for counting."""
+    from kplex.session import kplex_session
+
+    spark = kplex_session(bootstrap, master="local[1]", app_name="kplex-status",
+                          conf={"spark.sql.catalog.kplex.metadata_topic": metadata_topic},
+                          kafka_options=kafka_options)
+    with translated():
+        state = json.loads(spark._jvm.io.kplex.spark.KplexAdmin.status(spark._jsparkSession, "kplex", table))  # noqa: SLF001
+    if count and state.get("kind") == "kplex-written":
+        counts = count_per_virtual_partition(bootstrap, state["topic"], config)
+        state["records_per_virtual_partition"] = {str(vp): n for vp, n in sorted(counts.items())}
+    return state
+
+
+def count_per_virtual_partition(bootstrap: str, topic: str, config: Mapping[str, Any] | None = None,
+                                timeout: float = 15.0) -> Counter:
+    """Committed records per ``kplex.vp`` header, from the start of each partition to its
+    last stable offset, read with a plain read_committed consumer."""
+    from confluent_kafka import KafkaError, TopicPartition
+
+    from kplex.clients import access_error, consumer, partitions
+
+    client = consumer(bootstrap, config)
+    counts: Counter = Counter()
+    try:
+        parts = partitions(client, topic, timeout) or []
+        client.assign([TopicPartition(topic, p, 0) for p in parts])
+        todo = set(parts)
+        while todo:
+            msgs = client.consume(1000, timeout)
+            if not msgs:
+                raise access_error(client) or TimeoutError(f"counting {topic}: no progress for {timeout:g} s")
+            for m in msgs:
+                if m.error() is not None:
+                    if m.error().code() != KafkaError._PARTITION_EOF:
+                        raise access_error(client, m.error()) or RuntimeError(str(m.error()))
+                    todo.discard(m.partition())
+                    continue
+                vp = dict(m.headers() or ()).get("kplex.vp")
+                if vp is not None:
+                    counts[int(vp)] += 1
+    finally:
+        client.close()
+    return counts
+
+
+def render(state: Mapping[str, Any]) -> str:
+    """The state as the terminal shows it."""
+    d = state["definition"]
+    lines = [f"table {state['table']} ({state['kind']}): " + ", ".join(f"{k} = {v}" for k, v in d.items())]
+    if state["kind"] != "kplex-written":
+        return "\n".join(lines + ["read-time table: nothing is written, no writer state"])
+    lines.append(f"topic {state['topic']}:")
+    for p in state["partitions"]:
+        lines.append(f"  partition {p['partition']}: offsets {p['start_offset']}..{p['end_offset']}"
+                     f" (last stable {p['last_stable_offset']})")
+    counts = state.get("records_per_virtual_partition", {})
+    highs = state["high_order_per_virtual_partition"]
+    lines.append("virtual partitions (records, highest order value written):")
+    for vp in range(state["virtual_partitions"]):
+        n = counts.get(str(vp), "?" if not counts else 0)
+        lines.append(f"  {vp:>4}  {n!s:>10}  {highs.get(str(vp), '-')}")
+    claim = state["writer_claim"]
+    lines.append("writer claim: " + ("free" if claim is None else
+                                     f"{claim.get('query')} (renewed {claim.get('age_ms')} ms ago"
+                                     + (", stale: the next write takes it over)" if claim.get("stale") else ")")))
+    pending = state["pending_commit"]
+    lines.append("pending commit: " + ("none" if pending is None else
+                                       f"query {pending['query']}, {pending['transactions']} transactions;"
+                                       f" {pending['recovery']}"))
+    lines += [f"cut short: {p}" for p in state["partial_commits"]]
+    txns = state["open_transactions"]
+    lines.append(f"open transactions: {len(txns)}" + "".join(
+        f"\n  {t['transactional_id']} {t['state']} open {t.get('open_ms', '?')} ms" for t in txns))
+    if "open_transactions_error" in state:
+        lines.append(f"  ({state['open_transactions_error']})")
+    for q in state["streams"]:
+        lag = "" if q.get("kind") != "streaming query" else (
+            f", lag {q['total_lag']} ({q['monitor_group']})" if q.get("monitor_group") else ", lag unknown (no group)")
+        lines.append(f"{q['kind']} {q['query']}: last epoch {q['last_epoch']}, {q['held_files']} held files{lag}")
+    return "\n".join(lines)
