@@ -58,10 +58,6 @@ final class RowCodec implements Serializable {
     return row.isNullAt(keyColumn) ? null : key.encode(row, keyColumn);
   }
 
-  boolean nullOrder(InternalRow row) {
-    return row.isNullAt(orderColumn);
-  }
-
   /** The row's order value; {@link Long#MIN_VALUE} for NULL (it sorts first). */
   long order(InternalRow row) {
     return row.isNullAt(orderColumn) ? Long.MIN_VALUE : order.read(row, orderColumn);

@@ -44,11 +44,16 @@ public class AtLeastOnceDataWriterTest {
     return writer("kplex.delivery", "at_least_once");
   }
 
+  private static KplexDataWriter writerOf(String... options) {
+    WriteConf conf = conf(options);
+    return KplexDataWriter.open(conf, WriterFixture.codec(conf), 1, 0, 0, null, new WriterFixture.Clients());
+  }
+
   @Test
   public void theDeliveryChoosesTheWritersType() {
-    assertTrue(writer() instanceof AtLeastOnceDataWriter);
-    assertTrue(writer("kplex.delivery", "exactly_once") instanceof ExactlyOnceDataWriter);
-    assertTrue(writer(new String[0]) instanceof ExactlyOnceDataWriter);
+    assertTrue(writerOf("kplex.delivery", "at_least_once") instanceof AtLeastOnceDataWriter);
+    assertTrue(writerOf("kplex.delivery", "exactly_once") instanceof ExactlyOnceDataWriter);
+    assertTrue("the default", writerOf() instanceof ExactlyOnceDataWriter);
   }
 
   @Test

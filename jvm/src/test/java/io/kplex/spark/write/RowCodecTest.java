@@ -72,7 +72,6 @@ public class RowCodecTest {
     InternalRow r = row(null, null, null);
     assertNull(c.key(r));
     assertNull(c.value(r));
-    assertTrue(c.nullOrder(r));
     assertEquals(Long.MIN_VALUE, c.order(r));
   }
 
