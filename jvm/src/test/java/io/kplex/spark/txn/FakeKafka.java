@@ -19,7 +19,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
-import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.CreateTopicsOptions;
 import org.apache.kafka.clients.admin.CreateTopicsResult;
 import org.apache.kafka.clients.admin.FenceProducersOptions;
@@ -69,7 +68,7 @@ final class FakeKafka implements KafkaClients {
   final List<String> fenced = new java.util.concurrent.CopyOnWriteArrayList<>();
   /** How many consumers were made: how many times a topic was read. */
   final AtomicInteger reads = new AtomicInteger();
-  private final Admin admin = new Admin();
+  private final FakeAdmin admin = new FakeAdmin();
   private final Map<String, Runnable> hooks = new ConcurrentHashMap<>();
 
   /** Runs {@code then} once, right after {@code key} is next written (before the writer goes on). */
@@ -161,8 +160,8 @@ final class FakeKafka implements KafkaClients {
   }
 
   /** MockAdminClient, with topics that hold records and transactions that can be listed and fenced. */
-  private final class Admin extends MockAdminClient {
-    Admin() {
+  private final class FakeAdmin extends MockAdminClient {
+    FakeAdmin() {
       super(List.of(NODE), NODE);
     }
 
