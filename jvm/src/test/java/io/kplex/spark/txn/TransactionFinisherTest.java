@@ -13,7 +13,8 @@ import org.junit.Test;
 
 /**
  * The finisher alone, with a fake {@link ResumedCommit}: an interrupt (Spark's
- * {@code query.stop()}) does not cut a commit in half, and which transactions are lost.
+ * {@code query.stop()}) does not cut a commit in half, and which transactions are lost. And
+ * the wait for commit markers ({@link CommitVisibility}) on a {@link ManualClock}.
  */
 public class TransactionFinisherTest {
   private static final List<TaskTransaction> TASKS = List.of(
