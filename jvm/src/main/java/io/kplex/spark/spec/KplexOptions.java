@@ -58,7 +58,8 @@ public final class KplexOptions {
   public static final String RELEASE_AT_END_CONF = "kplex.stream.releaseAtEnd";
   /**
    * Table properties a read may override on a read-time table (the rest are fixed): the
-   * kplex.* settings options.json allows as read options, in the order errors name them.
+   * kplex.* settings options.json allows as read options (a test keeps the two the same), in
+   * the order errors name them.
    */
   public static final List<String> READ_OVERRIDES = List.of(MAX_DELAY_MS, LATE_POLICY, LATE_TOPIC,
       NULL_KEY, NULL_ORDER);
@@ -72,6 +73,11 @@ public final class KplexOptions {
   public static final String METADATA_TOPIC = "metadata_topic";
   public static final String DEFAULT_METADATA_TOPIC = "_kplex_tables";
 
-  /** The table properties, in the order errors name them (options.json's). */
-  public static final List<String> TABLE_PROPERTIES = OptionSpecs.names(OptionSpec.Scope.TABLE);
+  /**
+   * The table properties: those options.json allows as such (a test keeps the two the same),
+   * in the order the catalog's errors name them.
+   */
+  public static final List<String> TABLE_PROPERTIES = List.of(
+      VIRTUAL_PARTITIONS, PHYSICAL_PARTITIONS, REPLICATION_FACTOR, TOPIC, DELIVERY, KEY, ORDER,
+      NULL_KEY, NULL_ORDER, SOURCE, MAX_DELAY_MS, LATE_POLICY, LATE_TOPIC);
 }
