@@ -1,5 +1,7 @@
 package io.kplex.spark.functions;
 
+import io.kplex.spark.conf.NullKeyPolicy;
+import io.kplex.spark.conf.NullOrderPolicy;
 import io.kplex.spark.errors.Errors;
 import io.kplex.spark.wire.KeyBytes;
 import io.kplex.spark.wire.OrderValues;
@@ -166,11 +168,11 @@ public final class KplexFunctions {
     return new Scalar(WRITE_VPARTITION, types, DataTypes.IntegerType, true, row -> {
       boolean nullOrder = row.isNullAt(2);
       if (row.isNullAt(0)) {
-        if (row.getUTF8String(3).toString().equals("drop")) return 0;
+        if (row.getUTF8String(3).toString().equals(NullKeyPolicy.DROP.wire())) return 0;
         throw Errors.nullKey(row.getUTF8String(5).toString(), nullOrder ? Long.MIN_VALUE : order.read(row, 2));
       }
       byte[] keyBytes = key.encode(row, 0);
-      if (nullOrder && row.getUTF8String(4).toString().equals("fail")) {
+      if (nullOrder && row.getUTF8String(4).toString().equals(NullOrderPolicy.FAIL.wire())) {
         throw Errors.nullOrder(row.getUTF8String(6).toString(), KeyBytes.printable(keyBytes));
       }
       return Placement.virtualPartition(keyBytes, (int) count.read(row, 1));

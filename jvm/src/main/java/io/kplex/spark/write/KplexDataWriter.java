@@ -1,5 +1,7 @@
 package io.kplex.spark.write;
 
+import io.kplex.spark.conf.NullKeyPolicy;
+import io.kplex.spark.conf.NullOrderPolicy;
 import io.kplex.spark.conf.WriteConf;
 import io.kplex.spark.errors.Errors;
 import io.kplex.spark.errors.KplexException;
@@ -179,7 +181,7 @@ public final class KplexDataWriter implements DataWriter<InternalRow> {
     checkFailure();
     boolean nullOrder = row.isNullAt(schema.order);
     if (row.isNullAt(schema.key)) {
-      if (conf.nullKey.equals("drop")) {
+      if (conf.nullKey == NullKeyPolicy.DROP) {
         dropped++;
         return;
       }
@@ -188,10 +190,10 @@ public final class KplexDataWriter implements DataWriter<InternalRow> {
     byte[] keyBytes = key.encode(row, schema.key);
     long orderValue;
     if (nullOrder) {
-      if (conf.nullOrder.equals("drop")) {
+      if (conf.nullOrder == NullOrderPolicy.DROP) {
         dropped++;
         return;
-      } else if (conf.nullOrder.equals("fail")) {
+      } else if (conf.nullOrder == NullOrderPolicy.FAIL) {
         throw Errors.nullOrder(schema.name(schema.order), KeyBytes.printable(keyBytes));
       }
       orderValue = Long.MIN_VALUE;
@@ -233,10 +235,10 @@ public final class KplexDataWriter implements DataWriter<InternalRow> {
    */
   private void late(InternalRow row, byte[] keyBytes, int vp, long orderValue) {
     switch (conf.latePolicy) {
-      case "drop":
+      case DROP:
         dropped++;
         return;
-      case "side_topic":
+      case SIDE_TOPIC:
         sendLate(row, keyBytes, vp, orderValue, conf.lateTopic, null, -1, -1, null);
         return;
       default:

@@ -1,5 +1,6 @@
 package io.kplex.spark.write;
 
+import io.kplex.spark.conf.NullOrderPolicy;
 import io.kplex.spark.conf.WriteConf;
 import io.kplex.spark.errors.Errors;
 import io.kplex.spark.time.EventTime;
@@ -110,7 +111,7 @@ final class StreamingDataWriter implements DataWriter<InternalRow> {
       firstRowAt = System.nanoTime();
       times[TaskTimes.SORT] = TaskTimes.ms(readyAt, firstRowAt);
     }
-    if (row.isNullAt(schema.key) || (row.isNullAt(schema.order) && !"first".equals(conf.nullOrder))) {
+    if (row.isNullAt(schema.key) || (row.isNullAt(schema.order) && conf.nullOrder != NullOrderPolicy.FIRST)) {
       out.write(row);
       return;
     }
@@ -141,9 +142,9 @@ final class StreamingDataWriter implements DataWriter<InternalRow> {
       int partition = positioned ? row.getInt(schema.sourcePartition) : -1;
       long offset = positioned && schema.sourceOffset >= 0 ? row.getLong(schema.sourceOffset) : -1;
       switch (conf.latePolicy) {
-        case "drop":
+        case DROP:
           return;
-        case "side_topic":
+        case SIDE_TOPIC:
           Long timestamp = schema.sourceTimestamp >= 0 && !row.isNullAt(schema.sourceTimestamp)
               ? Math.floorDiv(row.getLong(schema.sourceTimestamp), 1000L) : null;
           out.sendLate(row, item.key(), item.vp(), item.order(), conf.lateTopic,
