@@ -1,22 +1,29 @@
 """The table properties of the ``kplex`` catalog, as data, and their validation.
 
-Every property a ``CREATE TABLE kplex.<name> TBLPROPERTIES (...)`` may carry is
-one row of :data:`PROPERTIES`; :func:`validate` checks names and values.
+Every setting of kplex is one entry of ``kplex/options.json``, the file the JVM plugin
+validates by too (its ``spec/OptionSpecs``); those that a ``CREATE TABLE kplex.<name>
+TBLPROPERTIES (...)`` may carry are :data:`PROPERTIES`, and :func:`validate` checks names
+and values.
 
 >>> validate({"kplex.virtual_partitions": "9", "kplex.physical_partitions": "three"})
 ["'kplex.physical_partitions' must be an integer >= 1, got 'three'"]
 >>> validate({"kplex.virtual_partition": "9", "kplex.physical_partitions": "3"})
 ["unknown table property 'kplex.virtual_partition'; did you mean 'kplex.virtual_partitions'?", "missing table property 'kplex.virtual_partitions' (required)"]
+>>> OPTIONS["kplex.late_policy"].choices, OPTIONS["kplex.late_policy"].default
+(('fail', 'drop', 'side_topic'), 'fail')
 """
 
 from __future__ import annotations
 
 import difflib
+import json
 from dataclasses import dataclass
-from typing import Collection, Mapping
+from importlib import resources
+from typing import Any, Collection, Mapping
 
 __all__ = [
     "PropertySpec",
+    "OPTIONS",
     "PROPERTIES",
     "VIRTUAL_PARTITIONS",
     "PHYSICAL_PARTITIONS",
@@ -34,8 +41,9 @@ SOURCE = "kplex.source"
 
 @dataclass(frozen=True)
 class PropertySpec:
-    """What one property accepts: an integer from ``minimum`` up to ``maximum``
-    (``also`` allowed besides), one of ``choices``, or free text (neither)."""
+    """What one setting accepts, as ``options.json`` declares it: an integer from ``minimum``
+    up to ``maximum`` (``also`` allowed besides), one of ``choices``, or free text (neither);
+    its ``default`` and where it may be set (``set_as``: table, write, read, catalog, session)."""
 
     name: str
     minimum: int | None = None
@@ -46,6 +54,21 @@ class PropertySpec:
     maximum: int | None = None
     #: 64 for a Java long (milliseconds), else a Java int.
     bits: int = 32
+    kind: str = "text"
+    default: str | None = None
+    set_as: tuple[str, ...] = ()
+
+    @classmethod
+    def from_json(cls, entry: Mapping[str, Any]) -> PropertySpec:
+        """The spec of one ``options.json`` entry.
+
+        >>> PropertySpec.from_json({"name": "kplex.x", "type": "long", "min": 0, "set_as": ["table"]}).bits
+        64
+        """
+        return cls(entry["name"], minimum=entry.get("min"), also=entry.get("also"),
+                   choices=tuple(entry.get("choices", ())), required=entry.get("required", False),
+                   maximum=entry.get("max"), bits=64 if entry["type"] == "long" else 32, kind=entry["type"],
+                   default=entry.get("default"), set_as=tuple(entry["set_as"]))
 
     def problem(self, value: str) -> str | None:
         """Why ``value`` is wrong for this property, or None when it is right
@@ -63,25 +86,14 @@ class PropertySpec:
         return None
 
 
-PROPERTIES: dict[str, PropertySpec] = {
-    spec.name: spec
-    for spec in (
-        PropertySpec(VIRTUAL_PARTITIONS, minimum=1, required=True),
-        PropertySpec(PHYSICAL_PARTITIONS, minimum=1, required=True),
-        PropertySpec("kplex.replication_factor", minimum=1, also=-1, maximum=32767),
-        PropertySpec("kplex.delivery", choices=("exactly_once", "at_least_once")),
-        PropertySpec("kplex.key"),
-        PropertySpec("kplex.order"),
-        PropertySpec("kplex.null_key", choices=("fail", "drop")),
-        PropertySpec("kplex.null_order", choices=("fail", "drop", "first")),
-        PropertySpec("kplex.topic"),
-        # Read-time virtual tables (a view of a source topic, nothing written).
-        PropertySpec(SOURCE),
-        PropertySpec("kplex.max_delay_ms", minimum=0, bits=64),
-        PropertySpec("kplex.late_policy", choices=("fail", "drop", "side_topic")),
-        PropertySpec("kplex.late_topic"),
-    )
+#: Every setting of kplex, by name, in ``options.json``'s order (table properties first).
+OPTIONS: dict[str, PropertySpec] = {
+    entry["name"]: PropertySpec.from_json(entry)
+    for entry in json.loads(resources.files("kplex").joinpath("options.json").read_text())["options"]
 }
+
+#: The settings a table may carry (TBLPROPERTIES), in the order the catalog names them.
+PROPERTIES: dict[str, PropertySpec] = {name: spec for name, spec in OPTIONS.items() if "table" in spec.set_as}
 
 #: Properties a derived topic (no ``kplex.source``) cannot do without.
 REQUIRED = tuple(name for name, spec in PROPERTIES.items() if spec.required)

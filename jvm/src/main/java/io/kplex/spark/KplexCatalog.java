@@ -59,6 +59,8 @@ public class KplexCatalog implements TableCatalog, FunctionCatalog {
   private String name;
   private Map<String, String> options;
   private String metadataTopic;
+  /** Finishes commits dead drivers left half done; remembers, for this catalog's life, which tables it found clean. */
+  private final PendingCommits pending = new PendingCommits();
 
   @Override
   public void initialize(String name, CaseInsensitiveStringMap options) {
@@ -106,7 +108,7 @@ public class KplexCatalog implements TableCatalog, FunctionCatalog {
           // Whatever touches the table finishes a commit a dead driver left half done.
           Map<String, String> settings = new java.util.HashMap<>(WriteConf.sessionSettings());
           settings.putAll(options);
-          PendingCommits.finishQuietly(store, table, def.get().topic(), def.get().virtualPartitions(),
+          pending.finishQuietly(store, table, def.get().topic(), def.get().virtualPartitions(),
               WriteConf.claimTimeoutMs(settings));
         }
         return kplexTable(table, def.get().topic(), def);

@@ -1,5 +1,8 @@
 package io.kplex.spark.catalog;
 
+import io.kplex.spark.conf.ConfParser;
+import io.kplex.spark.conf.LatePolicy;
+import io.kplex.spark.conf.NullOrderPolicy;
 import io.kplex.spark.conf.TableDefinition;
 import io.kplex.spark.spec.KplexOptions;
 import io.kplex.spark.errors.Errors;
@@ -56,11 +59,12 @@ public final class VirtualTables {
       throw Errors.virtualNeeds(table, "it reads topic '" + source + "' and has no topic of its own:"
           + " leave '" + KplexOptions.TOPIC + "' out.");
     }
-    if ("first".equals(props.get(KplexOptions.NULL_ORDER))) {
+    ConfParser settings = ConfParser.of(props);
+    if (settings.enumConf(KplexOptions.NULL_ORDER, NullOrderPolicy.class) == NullOrderPolicy.FIRST) {
       throw Errors.virtualNeeds(table, "'" + KplexOptions.NULL_ORDER + "' = 'first' cannot be honoured"
           + " by a merge that has already released records; use 'fail' or 'drop'.");
     }
-    if ("side_topic".equals(props.get(KplexOptions.LATE_POLICY))) {
+    if (settings.enumConf(KplexOptions.LATE_POLICY, LatePolicy.class) == LatePolicy.SIDE_TOPIC) {
       String late = props.get(KplexOptions.LATE_TOPIC);
       if (late == null || late.isBlank()) {
         throw Errors.virtualNeeds(table, "'" + KplexOptions.LATE_POLICY + "' = 'side_topic' needs '"
@@ -114,13 +118,13 @@ public final class VirtualTables {
     props.putIfAbsent(KplexOptions.KEY, KplexOptions.DEFAULT_VIRTUAL_KEY);
     props.putIfAbsent(KplexOptions.ORDER, KplexOptions.DEFAULT_VIRTUAL_ORDER);
     props.putIfAbsent(KplexOptions.MAX_DELAY_MS, "0");
-    props.putIfAbsent(KplexOptions.LATE_POLICY, "fail");
+    props.putIfAbsent(KplexOptions.LATE_POLICY, LatePolicy.FAIL.wire());
     TableDefinition def = TableDefinition.create(table, props);
     validate(def.properties(), table);
     if (expressions.checkable()) {
       expressions.check(table, def.property(KplexOptions.KEY, null), def.property(KplexOptions.ORDER, null));
     }
-    if ("side_topic".equals(def.property(KplexOptions.LATE_POLICY, "fail"))) {
+    if (ConfParser.of(def.properties()).enumConf(KplexOptions.LATE_POLICY, LatePolicy.class) == LatePolicy.SIDE_TOPIC) {
       ensureLateTopic(store, def.property(KplexOptions.LATE_TOPIC, null));
     }
     store.putDefinition(def);

@@ -91,11 +91,11 @@ public final class TableDefinition implements Serializable {
     }
     node.put("virtual_partitions", virtualPartitions);
     node.put("physical_partitions", physicalPartitions);
-    node.put("delivery", properties.getOrDefault(KplexOptions.DELIVERY, KplexOptions.EXACTLY_ONCE));
+    node.put("delivery", properties.getOrDefault(KplexOptions.DELIVERY, Delivery.EXACTLY_ONCE.wire()));
     node.put("key", properties.get(KplexOptions.KEY));
     node.put("order", properties.get(KplexOptions.ORDER));
-    node.put("null_key", properties.getOrDefault(KplexOptions.NULL_KEY, "fail"));
-    node.put("null_order", properties.getOrDefault(KplexOptions.NULL_ORDER, "fail"));
+    node.put("null_key", properties.getOrDefault(KplexOptions.NULL_KEY, NullKeyPolicy.FAIL.wire()));
+    node.put("null_order", properties.getOrDefault(KplexOptions.NULL_ORDER, NullOrderPolicy.FAIL.wire()));
     node.put("created_ms", createdMs);
     ObjectNode props = node.putObject("properties");
     new TreeMap<>(properties).forEach(props::put);

@@ -1,12 +1,16 @@
 package io.kplex.spark.conf;
 
-import io.kplex.spark.spec.KplexOptions;
 import io.kplex.spark.errors.Errors;
+import io.kplex.spark.spec.KplexOptions;
+import io.kplex.spark.spec.OptionSpecs;
 import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
 
-/** Validation of kplex.* table properties and write options: names and values. */
+/**
+ * Validation of kplex.* table properties: names (those options.json allows as table
+ * properties) and values (by their spec, {@link ConfParser#canonical}).
+ */
 public final class TableProperties {
   private TableProperties() {}
 
@@ -31,70 +35,19 @@ public final class TableProperties {
     if (!virtual || props.containsKey(KplexOptions.PHYSICAL_PARTITIONS)) {
       requirePositive(props, KplexOptions.PHYSICAL_PARTITIONS, table);
     }
-    String rf = props.get(KplexOptions.REPLICATION_FACTOR);
-    int replication = rf == null ? -1 : parseInt(rf);
-    if (replication != -1 && (replication < 1 || replication > Short.MAX_VALUE)) {
-      throw Errors.badOption(KplexOptions.REPLICATION_FACTOR, rf, "an integer >= 1, or -1 for the broker default");
-    }
-    oneOf(props, KplexOptions.DELIVERY, KplexOptions.DELIVERIES);
-    oneOf(props, KplexOptions.NULL_KEY, KplexOptions.NULL_KEY_POLICIES);
-    oneOf(props, KplexOptions.NULL_ORDER, KplexOptions.NULL_ORDER_POLICIES);
-    oneOf(props, KplexOptions.LATE_POLICY, KplexOptions.LATE_POLICIES);
-    String delay = props.get(KplexOptions.MAX_DELAY_MS);
-    if (delay != null) {
-      maxDelayMs(delay);
-    }
+    props.replaceAll(ConfParser::canonical);
     return props;
   }
 
+  /** The int a required property gives (V, P), or the error naming it missing or wrong. */
   public static int requirePositive(Map<String, String> props, String key, String table) {
-    String value = props.get(key);
-    if (value == null) {
-      throw Errors.missingOption(key, table, "an integer >= 1");
+    ConfParser settings = ConfParser.of(props);
+    if (!settings.isSet(key)) {
+      throw Errors.missingOption(key, table, OptionSpecs.of(key).expected());
     }
-    int n = parsePositive(value);
-    if (n < 1) {
-      throw Errors.badOption(key, value, "an integer >= 1");
-    }
-    return n;
+    return settings.intConf(key);
   }
 
-  public static void oneOf(Map<String, String> props, String key, java.util.List<String> allowed) {
-    String value = props.get(key);
-    if (value != null && !allowed.contains(value.toLowerCase(Locale.ROOT))) {
-      throw Errors.badOption(key, value, "one of " + allowed);
-    }
-    if (value != null) {
-      props.put(key, value.toLowerCase(Locale.ROOT));
-    }
-  }
-
-  private static int parsePositive(String value) {
-    int n = parseInt(value);
-    return n < 1 ? -1 : n;
-  }
-
-  /**
-   * {@code kplex.max_delay_ms}, parsed the one way a table property, a write option and a
-   * read option all are: milliseconds, a long >= 0.
-   */
-  public static long maxDelayMs(String value) {
-    try {
-      long ms = Long.parseLong(value.trim());
-      if (ms >= 0) return ms;
-    } catch (NumberFormatException e) {
-      // named below
-    }
-    throw Errors.badOption(KplexOptions.MAX_DELAY_MS, value, "an integer >= 0 (milliseconds)");
-  }
-
-  private static int parseInt(String value) {
-    try {
-      return Integer.parseInt(value.trim());
-    } catch (NumberFormatException e) {
-      return Integer.MIN_VALUE;
-    }
-  }
 
   /** The known property nearest to a misspelt one (edit distance at most 3), or null. */
   public static String closest(String key) {

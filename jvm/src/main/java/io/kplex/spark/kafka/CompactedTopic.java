@@ -11,7 +11,7 @@ import java.util.Map;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
@@ -20,7 +20,8 @@ import org.apache.kafka.common.config.TopicConfig;
 /**
  * A one-partition compacted topic used as a key-value map: the latest record of a key
  * is its value, a tombstone deletes it. kplex keeps its table definitions
- * ({@code _kplex_tables}) and its pending commits ({@code _kplex_commits}) this way.
+ * ({@code _kplex_tables}) and its pending commits ({@code _kplex_commits}) this way. Its
+ * clients and clock are those of the {@link KafkaTopics} it is made with.
  */
 public final class CompactedTopic {
   private final KafkaTopics kafka;
@@ -80,13 +81,13 @@ public final class CompactedTopic {
     }
     TopicPartition tp = new TopicPartition(topic, 0);
     kafka.call("READ", "topic '" + topic + "'", () -> {
-      try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(kafka.conf().consumer())) {
+      try (Consumer<byte[], byte[]> consumer = kafka.clients().consumer(kafka.conf().consumer())) {
         consumer.assign(List.of(tp));
         consumer.seekToBeginning(List.of(tp));
         long end = consumer.endOffsets(List.of(tp)).get(tp);
-        long deadline = System.currentTimeMillis() + KafkaConf.ADMIN_TIMEOUT_MS;
+        long deadline = kafka.clock().millis() + KafkaConf.ADMIN_TIMEOUT_MS;
         while (consumer.position(tp) < end) {
-          if (System.currentTimeMillis() > deadline) {
+          if (kafka.clock().millis() > deadline) {
             throw Errors.metadataReadTimedOut(topic);
           }
           for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(200))) {

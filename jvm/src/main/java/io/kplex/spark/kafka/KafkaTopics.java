@@ -15,7 +15,8 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.DescribeTopicsOptions;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.TopicDescription;
-import org.apache.kafka.clients.producer.KafkaProducer;
+import io.kplex.spark.time.Clock;
+import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.acl.AclOperation;
 import org.apache.kafka.common.errors.TopicAuthorizationException;
@@ -26,28 +27,49 @@ import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 /**
  * One Kafka admin connection and the topic operations kplex needs. Every call goes
  * through {@link #call}, which turns a broker that does not answer into an
- * "unreachable" error within {@link KafkaConf#ADMIN_TIMEOUT_MS}, not a hang.
+ * "unreachable" error within {@link KafkaConf#ADMIN_TIMEOUT_MS}, not a hang. Its clients come
+ * from a {@link KafkaClients} and its time from a {@link Clock} (the real ones unless a test
+ * injects others); what is built on it ({@link CompactedTopic}, the commit log, the writer
+ * claims) uses the same.
  */
 public class KafkaTopics implements AutoCloseable {
   private static final long TIMEOUT_MS = KafkaConf.ADMIN_TIMEOUT_MS;
 
   private final KafkaConf kafka;
+  private final KafkaClients clients;
+  private final Clock clock;
   private Admin admin;
-  private KafkaProducer<byte[], byte[]> producer;
+  private Producer<byte[], byte[]> producer;
   /** Topics {@link #ensureTopic} has seen exist: not asked again. */
   private final Set<String> ensured = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
   public KafkaTopics(KafkaConf kafka) {
+    this(kafka, KafkaClients.REAL, Clock.SYSTEM);
+  }
+
+  public KafkaTopics(KafkaConf kafka, KafkaClients clients, Clock clock) {
     this.kafka = kafka;
+    this.clients = clients;
+    this.clock = clock;
   }
 
   public KafkaConf conf() {
     return kafka;
   }
 
+  /** Where this object's clients come from (and those of what is built on it). */
+  public KafkaClients clients() {
+    return clients;
+  }
+
+  /** The time this object and what is built on it read. */
+  public Clock clock() {
+    return clock;
+  }
+
   public synchronized Admin admin() {
     if (admin == null) {
-      admin = Admin.create(kafka.admin());
+      admin = clients.admin(kafka.admin());
     }
     return admin;
   }
@@ -56,11 +78,11 @@ public class KafkaTopics implements AutoCloseable {
    * A plain (non-transactional) producer for kplex's own records, closed with this object.
    * They are sent one at a time and waited for: no linger.
    */
-  public synchronized KafkaProducer<byte[], byte[]> producer() {
+  public synchronized Producer<byte[], byte[]> producer() {
     if (producer == null) {
       Map<String, Object> props = kafka.producer();
       props.put(ProducerConfig.LINGER_MS_CONFIG, 0);
-      producer = new KafkaProducer<>(props);
+      producer = clients.producer(props);
     }
     return producer;
   }

@@ -2,7 +2,9 @@ package io.kplex.spark.read;
 
 import io.kplex.spark.catalog.KplexTable;
 import io.kplex.spark.catalog.TableStore;
+import io.kplex.spark.conf.ConfParser;
 import io.kplex.spark.errors.Errors;
+import io.kplex.spark.spec.KplexOptions;
 import io.kplex.spark.stream.HeldRelease;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -53,15 +55,13 @@ import org.slf4j.LoggerFactory;
  */
 final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAvailableNow, ReportsSourceMetrics {
   private static final Logger LOG = LoggerFactory.getLogger(KplexMicroBatchStream.class);
-  static final String MAX_OFFSETS_PER_TRIGGER = "maxOffsetsPerTrigger";
-  static final String FAIL_ON_DATA_LOSS = "failOnDataLoss";
-  /** After this long without a new record, a micro-batch releases what a kplex sink holds back. */
-  static final String IDLE_RELEASE_MS = "idleReleaseMs";
-  static final long DEFAULT_IDLE_RELEASE_MS = 0;
-  /** With Trigger.AvailableNow: release everything a kplex sink holds once the run has read all. */
-  static final String RELEASE_AT_END = "releaseAtEnd";
-  /** The same for every kplex source of a session (SQL's STREAM(...) takes no read options). */
-  static final String RELEASE_AT_END_CONF = "kplex.stream.releaseAtEnd";
+  static final String MAX_OFFSETS_PER_TRIGGER = KplexOptions.MAX_OFFSETS_PER_TRIGGER;
+  static final String FAIL_ON_DATA_LOSS = KplexOptions.FAIL_ON_DATA_LOSS;
+  static final String IDLE_RELEASE_MS = KplexOptions.IDLE_RELEASE_MS;
+  static final String RELEASE_AT_END = KplexOptions.RELEASE_AT_END;
+  static final String RELEASE_AT_END_CONF = KplexOptions.RELEASE_AT_END_CONF;
+  /** maxOffsetsPerTrigger not set: no limit. */
+  private static final long NO_LIMIT = -1;
 
   private final KplexTable table;
   private final ReadConf conf;
@@ -90,33 +90,19 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     this.conf = conf;
     this.options = options;
     this.columns = columns;
-    this.failOnDataLoss = flag(options, FAIL_ON_DATA_LOSS, true);
-    this.releaseAtEnd = flag(options, RELEASE_AT_END,
-        Boolean.parseBoolean(org.apache.spark.sql.internal.SQLConf.get().getConfString(RELEASE_AT_END_CONF, "false")));
-    this.maxOffsetsPerTrigger = positiveLong(MAX_OFFSETS_PER_TRIGGER, options.get(MAX_OFFSETS_PER_TRIGGER),
-        "a number of offsets > 0 per micro-batch");
-    this.idleReleaseMs = options.containsKey(IDLE_RELEASE_MS) && options.get(IDLE_RELEASE_MS).trim().equals("0") ? 0
-        : options.containsKey(IDLE_RELEASE_MS) ? positiveLong(IDLE_RELEASE_MS, options.get(IDLE_RELEASE_MS),
-            "milliseconds > 0 (0: never)") : DEFAULT_IDLE_RELEASE_MS;
+    ConfParser settings = settings(options);
+    this.failOnDataLoss = settings.booleanConf(FAIL_ON_DATA_LOSS);
+    this.releaseAtEnd = settings.booleanConf(RELEASE_AT_END);
+    this.maxOffsetsPerTrigger = settings.isSet(MAX_OFFSETS_PER_TRIGGER)
+        ? settings.longConf(MAX_OFFSETS_PER_TRIGGER) : NO_LIMIT;
+    this.idleReleaseMs = settings.longConf(IDLE_RELEASE_MS);
   }
 
-  private static boolean flag(CaseInsensitiveStringMap options, String key, boolean otherwise) {
-    String text = options.get(key);
-    if (text == null) return otherwise;
-    if (text.trim().equalsIgnoreCase("true")) return true;
-    if (text.trim().equalsIgnoreCase("false")) return false;
-    throw Errors.badOption(key, text, "true or false");
-  }
-
-  private static long positiveLong(String key, String text, String expected) {
-    if (text == null) return -1;
-    try {
-      long n = Long.parseLong(text.trim());
-      if (n > 0) return n;
-    } catch (NumberFormatException e) {
-      // named below
-    }
-    throw Errors.badOption(key, text, expected);
+  /** The read's options over the session's {@code kplex.stream.releaseAtEnd}. */
+  private static ConfParser settings(CaseInsensitiveStringMap options) {
+    String atEnd = org.apache.spark.sql.internal.SQLConf.get().getConfString(RELEASE_AT_END_CONF, null);
+    return ConfParser.builder().options(options.asCaseSensitiveMap())
+        .session(atEnd == null ? Map.of() : Map.of(RELEASE_AT_END, atEnd)).build();
   }
 
   private synchronized KafkaConsumer<byte[], byte[]> consumer() {

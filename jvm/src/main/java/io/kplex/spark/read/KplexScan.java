@@ -1,9 +1,12 @@
 package io.kplex.spark.read;
 
+import io.kplex.spark.conf.ConfParser;
+import io.kplex.spark.conf.LatePolicy;
 import io.kplex.spark.catalog.KplexTable;
 import io.kplex.spark.catalog.TableStore;
 import io.kplex.spark.catalog.VirtualTables;
 import io.kplex.spark.errors.Errors;
+import io.kplex.spark.spec.KplexOptions;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -115,7 +118,7 @@ final class KplexScan implements Scan, Batch {
           }
           break;
         default:
-          if ("side_topic".equals(conf.latePolicy)) {
+          if (conf.latePolicy == LatePolicy.SIDE_TOPIC) {
             VirtualTables.ensureLateTopic(store, conf.lateTopic);
           }
           if (readOnce) {
@@ -135,7 +138,7 @@ final class KplexScan implements Scan, Batch {
   }
 
   /** Spark's Kafka source's name for the same read option. */
-  static final String MIN_PARTITIONS = "minPartitions";
+  static final String MIN_PARTITIONS = KplexOptions.MIN_PARTITIONS;
 
   /**
    * The read option {@code minPartitions}, else twice Spark's default parallelism: with
@@ -143,18 +146,13 @@ final class KplexScan implements Scan, Batch {
    * of the read.
    */
   private int minPartitions() {
-    String text = options.get(MIN_PARTITIONS);
-    if (text == null) {
+    ConfParser settings = ConfParser.of(options.asCaseSensitiveMap());
+    if (!settings.isSet(MIN_PARTITIONS)) {
       return 2 * org.apache.spark.SparkContext.getOrCreate().defaultParallelism();
     }
-    try {
-      int n = Integer.parseInt(text.trim());
-      if (n >= 1) return n;
-    } catch (NumberFormatException e) {
-      // named below
-    }
-    throw Errors.badOption(MIN_PARTITIONS, text, "an integer >= 1 (the fewest read tasks of a plain topic)");
+    return settings.intConf(MIN_PARTITIONS);
   }
+
 
   /**
    * The non-empty ranges, each cut into equal pieces of at most total / {@code want}

@@ -2,6 +2,10 @@ package io.kplex.spark.read;
 
 import io.kplex.spark.spec.KplexOptions;
 import io.kplex.spark.catalog.KplexTable;
+import io.kplex.spark.conf.ConfParser;
+import io.kplex.spark.conf.LatePolicy;
+import io.kplex.spark.conf.NullKeyPolicy;
+import io.kplex.spark.conf.NullOrderPolicy;
 import io.kplex.spark.conf.TableDefinition;
 import io.kplex.spark.conf.TableProperties;
 import io.kplex.spark.catalog.VirtualTables;
@@ -21,10 +25,10 @@ import java.util.Map;
  *   <li>{@code VIRTUAL}: a read-time table ({@code kplex.source}), its V virtual
  *       partitions computed from the source while reading ({@link VirtualPartitionReader}).</li>
  * </ul>
- * Precedence of the read-time settings (max_delay_ms, late_policy, late_topic, null_key,
- * null_order), highest first: options of the read; the table's properties; the catalog's
- * options; defaults (0 ms, fail, fail, fail). Kafka client settings ({@code kafka.*}):
- * options of the read over the catalog's.
+ * The read-time settings (max_delay_ms, late_policy, late_topic, null_key, null_order) are
+ * resolved by {@link ConfParser}, highest first: options of the read; the table's properties;
+ * the catalog's options; defaults (0 ms, fail, fail, fail). No session settings: those are
+ * for writes. Kafka client settings ({@code kafka.*}): options of the read over the catalog's.
  */
 public final class ReadConf implements Serializable {
   public enum Kind { TOPIC, DERIVED, VIRTUAL }
@@ -37,14 +41,14 @@ public final class ReadConf implements Serializable {
   public final int virtualPartitions;
   public final int physicalPartitions;
   public final long maxDelayMs;
-  public final String latePolicy;
+  public final LatePolicy latePolicy;
   public final String lateTopic;
-  public final String nullKey;
-  public final String nullOrder;
+  public final NullKeyPolicy nullKey;
+  public final NullOrderPolicy nullOrder;
   public final KafkaConf kafka;
   public final ReadExpressions expressions;
 
-  private ReadConf(KplexTable t, Map<String, String> merged, KafkaConf kafka) {
+  private ReadConf(KplexTable t, ConfParser settings, KafkaConf kafka) {
     TableDefinition def = t.definition().orElse(null);
     this.kind = def == null ? Kind.TOPIC : def.isVirtual() ? Kind.VIRTUAL : Kind.DERIVED;
     this.table = t.name();
@@ -55,19 +59,19 @@ public final class ReadConf implements Serializable {
     this.kafka = kafka;
     if (kind != Kind.VIRTUAL) {
       this.maxDelayMs = 0;
-      this.latePolicy = this.lateTopic = this.nullKey = this.nullOrder = null;
+      this.latePolicy = null;
+      this.lateTopic = null;
+      this.nullKey = null;
+      this.nullOrder = null;
       this.expressions = null;
       return;
     }
-    TableProperties.oneOf(merged, KplexOptions.LATE_POLICY, KplexOptions.LATE_POLICIES);
-    TableProperties.oneOf(merged, KplexOptions.NULL_KEY, KplexOptions.NULL_KEY_POLICIES);
-    TableProperties.oneOf(merged, KplexOptions.NULL_ORDER, KplexOptions.NULL_ORDER_POLICIES);
-    this.maxDelayMs = TableProperties.maxDelayMs(merged.getOrDefault(KplexOptions.MAX_DELAY_MS, "0"));
-    this.latePolicy = merged.getOrDefault(KplexOptions.LATE_POLICY, "fail");
-    this.lateTopic = merged.get(KplexOptions.LATE_TOPIC);
-    this.nullKey = merged.getOrDefault(KplexOptions.NULL_KEY, "fail");
-    this.nullOrder = merged.getOrDefault(KplexOptions.NULL_ORDER, "fail");
-    Map<String, String> check = new HashMap<>(merged);
+    this.latePolicy = settings.enumConf(KplexOptions.LATE_POLICY, LatePolicy.class);
+    this.nullKey = settings.enumConf(KplexOptions.NULL_KEY, NullKeyPolicy.class);
+    this.nullOrder = settings.enumConf(KplexOptions.NULL_ORDER, NullOrderPolicy.class);
+    this.maxDelayMs = settings.longConf(KplexOptions.MAX_DELAY_MS);
+    this.lateTopic = settings.text(KplexOptions.LATE_TOPIC);
+    Map<String, String> check = settings.merged();
     check.put(KplexOptions.SOURCE, def.source());
     VirtualTables.validate(check, table);
     this.expressions = ReadExpressions.compile(table,
@@ -77,9 +81,7 @@ public final class ReadConf implements Serializable {
 
   public static ReadConf resolve(KplexTable t, Map<String, String> readOptions) {
     boolean virtual = t.definition().map(TableDefinition::isVirtual).orElse(false);
-    Map<String, String> merged = new HashMap<>();
-    putKplex(merged, t.catalogOptions());
-    t.definition().ifPresent(d -> putKplex(merged, d.properties()));
+    Map<String, String> overrides = new HashMap<>();
     for (Map.Entry<String, String> e : readOptions.entrySet()) {
       String k = e.getKey().toLowerCase(Locale.ROOT);
       if (!k.startsWith("kplex.")) continue;
@@ -89,16 +91,20 @@ public final class ReadConf implements Serializable {
       if (!virtual || !KplexOptions.READ_OVERRIDES.contains(k)) {
         throw Errors.fixedByDefinition(e.getKey(), t.name(), virtual);
       }
-      merged.put(k, e.getValue().trim());
+      overrides.put(k, e.getValue().trim());
     }
-    return new ReadConf(t, merged, KafkaConf.from(t.catalogOptions(), readOptions));
+    ConfParser settings = ConfParser.builder().options(overrides)
+        .table(kplexOnly(t.definition().map(TableDefinition::properties).orElse(Map.of())))
+        .catalog(kplexOnly(t.catalogOptions())).build();
+    return new ReadConf(t, settings, KafkaConf.from(t.catalogOptions(), readOptions));
   }
 
-  private static void putKplex(Map<String, String> into, Map<String, String> from) {
+  private static Map<String, String> kplexOnly(Map<String, String> from) {
+    Map<String, String> out = new HashMap<>();
     from.forEach((k, v) -> {
-      String key = k.toLowerCase(Locale.ROOT);
-      if (key.startsWith("kplex.")) into.put(key, v);
+      if (k.toLowerCase(Locale.ROOT).startsWith("kplex.")) out.put(k, v);
     });
+    return out;
   }
 
   @Override
@@ -111,7 +117,7 @@ public final class ReadConf implements Serializable {
       default:
         return table + " (read-time view of topic " + topic + ", V=" + virtualPartitions + ", "
             + expressions + ", max delay " + maxDelayMs + " ms, late records: " + latePolicy
-            + (lateTopic != null && latePolicy.equals("side_topic") ? " to " + lateTopic : "") + ")";
+            + (lateTopic != null && latePolicy == LatePolicy.SIDE_TOPIC ? " to " + lateTopic : "") + ")";
     }
   }
 }

@@ -1,5 +1,7 @@
 package io.kplex.spark.read;
 
+import io.kplex.spark.conf.NullKeyPolicy;
+import io.kplex.spark.conf.NullOrderPolicy;
 import io.kplex.spark.spec.KplexOptions;
 import io.kplex.spark.errors.Errors;
 import io.kplex.spark.wire.KplexHeaders;
@@ -45,12 +47,12 @@ final class ReadTimeRecords implements AutoCloseable {
     byte[] key = eval.key(row);
     Long order = eval.order(row);
     if (key == null) {
-      if (conf.nullKey.equals("drop")) return null;
+      if (conf.nullKey == NullKeyPolicy.DROP) return null;
       throw Errors.nullReadTimeKey(conf.table, KplexOptions.KEY + " = " + conf.expressions.keyText,
           r.topic(), r.partition(), r.offset());
     }
     if (order == null) {
-      if (conf.nullOrder.equals("drop")) return null;
+      if (conf.nullOrder == NullOrderPolicy.DROP) return null;
       throw Errors.nullReadTimeOrder(conf.table, KplexOptions.ORDER + " = " + conf.expressions.orderText,
           r.topic(), r.partition(), r.offset());
     }
@@ -71,10 +73,10 @@ final class ReadTimeRecords implements AutoCloseable {
   /** A late record of a virtual partition the read keeps: by the late policy. */
   void late(ConsumerRecord<byte[], byte[]> r, GenericInternalRow derived, long partitionMax) {
     switch (conf.latePolicy) {
-      case "drop":
+      case DROP:
         lateDropped++;
         return;
-      case "side_topic":
+      case SIDE_TOPIC:
         sendLate(r, vp(derived), order(derived));
         lateSent++;
         return;

@@ -3,9 +3,9 @@ package io.kplex.spark.spec;
 import java.util.List;
 
 /**
- * Every key a user can set on a kplex table (TBLPROPERTIES) or on a single write
- * ({@code df.write.option(...)}), in one place. How the layers combine is decided by
- * {@code conf.WriteConf} and {@code conf.ReadConf}; what values mean is documented in the README.
+ * The name of every setting, as constants; what each accepts (type, range, default, where it
+ * may be set) is data, {@code options.json} ({@link OptionSpecs}). How the layers combine is
+ * decided by {@code conf.ConfParser}; what values mean is documented in the README.
  * Below every other package: the error catalogue names these keys too.
  */
 public final class KplexOptions {
@@ -32,7 +32,8 @@ public final class KplexOptions {
    * pause of a driver (GC), see {@code txn/WriterLease}.
    */
   public static final String WRITER_CLAIM_TIMEOUT_MS = "kplex.writer_claim_timeout_ms";
-  public static final long DEFAULT_WRITER_CLAIM_TIMEOUT_MS = 6_000;
+  public static final long DEFAULT_WRITER_CLAIM_TIMEOUT_MS =
+      Long.parseLong(OptionSpecs.of(WRITER_CLAIM_TIMEOUT_MS).defaultValue());
   /** Read-time tables: their default key (the source record's key) and order (its timestamp). */
   public static final String DEFAULT_VIRTUAL_KEY = "key";
   public static final String DEFAULT_VIRTUAL_ORDER = "timestamp";
@@ -44,7 +45,22 @@ public final class KplexOptions {
   public static final String ENDING_OFFSETS = "endingOffsets";
   public static final String STARTING_TIMESTAMP = "startingTimestamp";
   public static final String ENDING_TIMESTAMP = "endingTimestamp";
-  /** Table properties a read may override on a read-time table (the rest are fixed). */
+  /** The fewest read tasks of a plain topic (Spark's Kafka source's name). */
+  public static final String MIN_PARTITIONS = "minPartitions";
+  // Options of a streaming read (see read/KplexMicroBatchStream).
+  public static final String MAX_OFFSETS_PER_TRIGGER = "maxOffsetsPerTrigger";
+  public static final String FAIL_ON_DATA_LOSS = "failOnDataLoss";
+  /** After this long without a new record, a micro-batch releases what a kplex sink holds back. */
+  public static final String IDLE_RELEASE_MS = "idleReleaseMs";
+  /** With Trigger.AvailableNow: release everything a kplex sink holds once the run has read all. */
+  public static final String RELEASE_AT_END = "releaseAtEnd";
+  /** The same for every kplex source of a session (SQL's STREAM(...) takes no read options). */
+  public static final String RELEASE_AT_END_CONF = "kplex.stream.releaseAtEnd";
+  /**
+   * Table properties a read may override on a read-time table (the rest are fixed): the
+   * kplex.* settings options.json allows as read options (a test keeps the two the same), in
+   * the order errors name them.
+   */
   public static final List<String> READ_OVERRIDES = List.of(MAX_DELAY_MS, LATE_POLICY, LATE_TOPIC,
       NULL_KEY, NULL_ORDER);
 
@@ -57,15 +73,11 @@ public final class KplexOptions {
   public static final String METADATA_TOPIC = "metadata_topic";
   public static final String DEFAULT_METADATA_TOPIC = "_kplex_tables";
 
-  public static final String EXACTLY_ONCE = "exactly_once";
-  public static final String AT_LEAST_ONCE = "at_least_once";
-
+  /**
+   * The table properties: those options.json allows as such (a test keeps the two the same),
+   * in the order the catalog's errors name them.
+   */
   public static final List<String> TABLE_PROPERTIES = List.of(
       VIRTUAL_PARTITIONS, PHYSICAL_PARTITIONS, REPLICATION_FACTOR, TOPIC, DELIVERY, KEY, ORDER,
       NULL_KEY, NULL_ORDER, SOURCE, MAX_DELAY_MS, LATE_POLICY, LATE_TOPIC);
-
-  public static final List<String> DELIVERIES = List.of(EXACTLY_ONCE, AT_LEAST_ONCE);
-  public static final List<String> NULL_KEY_POLICIES = List.of("fail", "drop");
-  public static final List<String> NULL_ORDER_POLICIES = List.of("fail", "drop", "first");
-  public static final List<String> LATE_POLICIES = List.of("fail", "drop", "side_topic");
 }

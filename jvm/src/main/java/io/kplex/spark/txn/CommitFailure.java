@@ -18,9 +18,12 @@ public enum CommitFailure {
   RETRIABLE("COMMIT_RETRIABLE", "Kafka could not take the commit for a while"),
   /** No answer in time: try again until the commit's deadline. */
   TIMED_OUT("COMMIT_TIMED_OUT", "no broker answered the commit in time"),
-  /** Another producer took over the transactional id: a newer write or `kplex recover` fenced it. */
-  FENCED("COMMIT_FENCED", "the transaction was fenced: a newer write of the table, or"
-      + " `kplex recover`, took over its transactional id and Kafka aborted it"),
+  /**
+   * Kafka bumped the producer epoch and aborted the transaction: its writer's claim was taken
+   * over (see {@link WriterLease}), `kplex recover` fenced it, or it outlived its timeout.
+   */
+  FENCED("COMMIT_FENCED", "the transaction was fenced: its writer's claim on the table was taken"
+      + " over, or `kplex recover` ran, and Kafka aborted it"),
   /** The broker no longer knows the transaction: it outlived transaction.timeout.ms and was aborted. */
   UNKNOWN_PRODUCER("COMMIT_EXPIRED", "the broker no longer knows this transaction: it"
       + " outlived transaction.timeout.ms and Kafka aborted it. Raise kafka.transaction.timeout.ms"

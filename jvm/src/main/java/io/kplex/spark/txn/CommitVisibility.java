@@ -15,6 +15,7 @@ import org.slf4j.LoggerFactory;
 /**
  * Kafka acknowledges a commit before its markers are on the partitions. This waits for
  * them, so that a read_committed consumer started after the INSERT returns sees its rows.
+ * Its clients and clock are those of the {@link KafkaTopics} it is given.
  */
 final class CommitVisibility {
   private static final Logger LOG = LoggerFactory.getLogger(CommitVisibility.class);
@@ -47,7 +48,7 @@ final class CommitVisibility {
     for (int p = 0; p < lastOffsets.length; p++) {
       if (lastOffsets[p] >= 0) specs.put(new TopicPartition(topic, p), OffsetSpec.latest());
     }
-    long deadline = System.currentTimeMillis() + WAIT_MS;
+    long deadline = kafka.clock().millis() + WAIT_MS;
     try {
       while (!specs.isEmpty()) {
         var stable = kafka.call(() -> kafka.admin().listOffsets(specs,
@@ -55,13 +56,13 @@ final class CommitVisibility {
             .get(KafkaConf.ADMIN_TIMEOUT_MS, TimeUnit.MILLISECONDS));
         specs.keySet().removeIf(tp -> stable.get(tp).offset() > lastOffsets[tp.partition()]);
         if (specs.isEmpty()) return;
-        if (System.currentTimeMillis() > deadline) {
+        if (kafka.clock().millis() > deadline) {
           LOG.warn("kplex: table {} is committed, but after {} s the commit markers of {} are not"
               + " visible yet; read_committed consumers will see the records once they are",
               table, WAIT_MS / 1000, specs.keySet());
           return;
         }
-        Thread.sleep(10);
+        kafka.clock().sleep(10);
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();

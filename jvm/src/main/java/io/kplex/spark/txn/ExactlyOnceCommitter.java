@@ -2,9 +2,11 @@ package io.kplex.spark.txn;
 
 import io.kplex.spark.errors.Errors;
 import io.kplex.spark.errors.KplexException;
+import io.kplex.spark.kafka.KafkaClients;
 import io.kplex.spark.kafka.KafkaConf;
 import io.kplex.spark.kafka.KafkaTopics;
 import io.kplex.spark.testing.FaultInjection;
+import io.kplex.spark.time.Clock;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -32,8 +34,9 @@ import org.slf4j.LoggerFactory;
  * {@link #recover} under its writer claim: it finishes a commit that a dead driver left
  * half done and fences whatever a crashed run left open, so no transaction pins the
  * topic's last stable offset. One writer per table at a time ({@link WriterLease}): a
- * write never fences a live one; it fences only what a writer whose claim it took over
- * left open.
+ * write fences only the open transactions of writers that hold no claim (a write that
+ * failed or ended, or one whose claim it took over: dead, or standing still past the claim
+ * timeout), never those of a writer that holds its claim.
  *
  * <p>A commit Kafka cut short (some transactions aborted by the broker's timeout before
  * anything finished the commit) never locks the table: it is settled into a
@@ -54,6 +57,10 @@ public final class ExactlyOnceCommitter {
   private final FaultInjection faults;
   /** Clients kept across commits (a streaming run's), or null: each call makes its own. */
   private final Supplier<KafkaTopics> shared;
+  private final KafkaClients clients;
+  private final Clock clock;
+  /** How one task's transaction is resumed and committed. */
+  private final ResumedCommit resumed;
 
   public ExactlyOnceCommitter(KafkaConf kafka, String table, String topic, int virtualPartitions,
       FaultInjection faults) {
@@ -62,17 +69,37 @@ public final class ExactlyOnceCommitter {
 
   public ExactlyOnceCommitter(KafkaConf kafka, String table, String topic, int virtualPartitions,
       FaultInjection faults, Supplier<KafkaTopics> shared) {
+    this(kafka, table, topic, virtualPartitions, faults, shared, KafkaClients.REAL, Clock.SYSTEM);
+  }
+
+  /** With the clients and the clock it uses ({@code shared}'s, if not null, should be the same). */
+  public ExactlyOnceCommitter(KafkaConf kafka, String table, String topic, int virtualPartitions,
+      FaultInjection faults, Supplier<KafkaTopics> shared, KafkaClients clients, Clock clock) {
+    this(kafka, table, topic, virtualPartitions, faults, shared, clients, clock,
+        ResumedCommit.withProducers(kafka, clients));
+  }
+
+  ExactlyOnceCommitter(KafkaConf kafka, String table, String topic, int virtualPartitions,
+      FaultInjection faults, Supplier<KafkaTopics> shared, KafkaClients clients, Clock clock,
+      ResumedCommit resumed) {
     this.kafka = kafka;
     this.table = table;
     this.topic = topic;
     this.virtualPartitions = virtualPartitions;
     this.faults = faults;
     this.shared = shared;
+    this.clients = clients;
+    this.clock = clock;
+    this.resumed = resumed;
+  }
+
+  private KafkaTopics connect() {
+    return new KafkaTopics(kafka, clients, clock);
   }
 
   private <T> T withKafka(Function<KafkaTopics, T> body) {
     if (shared != null) return body.apply(shared.get());
-    try (KafkaTopics admin = new KafkaTopics(kafka)) {
+    try (KafkaTopics admin = connect()) {
       return body.apply(admin);
     }
   }
@@ -135,7 +162,7 @@ public final class ExactlyOnceCommitter {
   void requireTimeLeft(long startedMs) {
     long timeoutMs = transactionTimeoutMs(kafka);
     long marginMs = Math.min(timeoutMs / 2, COMMIT_MARGIN_MS);
-    long openMs = System.currentTimeMillis() - startedMs;
+    long openMs = clock.millis() - startedMs;
     if (openMs > timeoutMs - marginMs) {
       throw Errors.commitTooLate(table, openMs, timeoutMs, marginMs);
     }
@@ -198,7 +225,7 @@ public final class ExactlyOnceCommitter {
 
   /** Aborts a failed write: every open transaction of the table is fenced. */
   public void abort() {
-    try (KafkaTopics admin = new KafkaTopics(kafka)) {
+    try (KafkaTopics admin = connect()) {
       TransactionFencer.fenceOpen(admin, table, Set.of());
     }
   }
@@ -214,7 +241,7 @@ public final class ExactlyOnceCommitter {
   /** {@code forgetReported}: an operator's recover, after which a cut-short INSERT's report is forgotten. */
   public String recover(WriterLease lease, boolean forgetReported) {
     List<String> report = new java.util.ArrayList<>();
-    try (KafkaTopics admin = new KafkaTopics(kafka)) {
+    try (KafkaTopics admin = connect()) {
       CommitLog log = new CommitLog(admin);
       Optional<CommitLog.Pending> found = log.pending(table);
       if (found.isPresent()) {
@@ -300,6 +327,6 @@ public final class ExactlyOnceCommitter {
     Set<String> keep = new HashSet<>();
     for (TaskTransaction t : txns) keep.add(t.id());
     TransactionFencer.fenceOpen(admin, table, keep);
-    return new TransactionFinisher(kafka, table, faults).commitAll(txns);
+    return new TransactionFinisher(kafka, table, faults, resumed, clock).commitAll(txns);
   }
 }

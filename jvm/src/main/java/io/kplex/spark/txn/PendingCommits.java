@@ -25,35 +25,54 @@ import org.slf4j.LoggerFactory;
  * <p>If nothing touches the table before the unfinished transactions outlive
  * {@code transaction.timeout.ms}, the broker aborts them: the commit is then settled as a
  * {@link PartialCommit} (see {@link ExactlyOnceCommitter#recover}), never left in the way.
+ *
+ * <p>Lifecycle: one per catalog instance (a Spark session's catalog), which keeps where it
+ * last found each table clean for as long as it lives; {@link #clear} forgets that (the
+ * next load checks the log again). Its writer claims are made in {@code claims}; its
+ * clients and clock are those of the {@link KafkaTopics} it is handed.
  */
 public final class PendingCommits {
   private static final Logger LOG = LoggerFactory.getLogger(PendingCommits.class);
   /** (bootstrap, table) -> the end offset of the commit log at which the table had nothing pending. */
-  private static final Map<String, Long> CLEAN_AT = new ConcurrentHashMap<>();
+  private final Map<String, Long> cleanAt = new ConcurrentHashMap<>();
+  private final WriterClaims claims;
 
-  private PendingCommits() {}
+  /** Claims made in this JVM's {@link WriterClaims#JVM}. */
+  public PendingCommits() {
+    this(WriterClaims.JVM);
+  }
+
+  public PendingCommits(WriterClaims claims) {
+    this.claims = claims;
+  }
 
   /**
    * Rolls the table's pending commit forward, if any, under its writer claim (a claim of
    * another writer unchanged for {@code staleMs} is taken over); returns what it did, or
    * an empty string.
    */
-  public static String finish(KafkaTopics kafka, String table, String topic, int virtualPartitions, long staleMs) {
+  public String finish(KafkaTopics kafka, String table, String topic, int virtualPartitions, long staleMs) {
     Optional<Long> end = endOffset(kafka);
     if (end.isEmpty()) return "";
     String key = kafka.conf().bootstrap() + "\u0000" + table;
-    if (end.get().equals(CLEAN_AT.get(key))) return "";
+    if (end.get().equals(cleanAt.get(key))) return "";
     String report = "";
     if (new CommitLog(kafka).pending(table).isPresent()) {
-      try (WriterLease lease = WriterLease.acquire(kafka.conf(), table, "kplex (table load)", null, staleMs)) {
-        report = new ExactlyOnceCommitter(kafka.conf(), table, topic, virtualPartitions, null).recover(lease);
+      try (WriterLease lease = claims.acquire(kafka.conf(), table, "kplex (table load)", null, staleMs)) {
+        report = new ExactlyOnceCommitter(kafka.conf(), table, topic, virtualPartitions, null, null, kafka.clients(),
+            kafka.clock()).recover(lease);
         LOG.warn("kplex: table {} had a commit that a previous driver left half done: {}", table, report);
         CommitVisibility.awaitEnd(kafka, table, topic);
       }
       end = endOffset(kafka);
     }
-    end.ifPresent(offset -> CLEAN_AT.put(key, offset));
+    end.ifPresent(offset -> cleanAt.put(key, offset));
     return report;
+  }
+
+  /** Forgets where every table was found clean: the next {@link #finish} reads the log again. */
+  public void clear() {
+    cleanAt.clear();
   }
 
   /**
@@ -61,7 +80,7 @@ public final class PendingCommits {
    * holding the table, or a commit that cannot be finished now (a missing ACL), is logged,
    * and {@code kplex recover} or the next write deals with it.
    */
-  public static void finishQuietly(KafkaTopics kafka, String table, String topic, int virtualPartitions,
+  public void finishQuietly(KafkaTopics kafka, String table, String topic, int virtualPartitions,
       long staleMs) {
     try {
       finish(kafka, table, topic, virtualPartitions, staleMs);

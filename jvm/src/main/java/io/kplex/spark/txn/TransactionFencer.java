@@ -14,7 +14,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Fences open transactions of a table (Kafka aborts them): those of failed, lost and
- * speculative task attempts, of a crashed run, or of a writer that a newer one replaces.
+ * speculative task attempts, of a crashed run, or of a writer whose claim was taken over
+ * ({@link WriterLease}): never those of a writer that holds its claim.
  */
 final class TransactionFencer {
   private static final Logger LOG = LoggerFactory.getLogger(TransactionFencer.class);

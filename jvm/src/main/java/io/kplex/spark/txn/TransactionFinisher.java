@@ -5,22 +5,19 @@ import io.kplex.spark.errors.KplexException;
 import io.kplex.spark.kafka.AccessErrors;
 import io.kplex.spark.kafka.KafkaConf;
 import io.kplex.spark.testing.FaultInjection;
-import java.time.Duration;
+import io.kplex.spark.time.Clock;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-import org.apache.kafka.clients.producer.KafkaProducer;
-import org.apache.kafka.clients.producer.ProducerConfig;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * Commits tasks' open transactions from the driver: each is resumed in a new producer by
- * producer id and epoch ({@link TransactionResumer}) and committed, in parallel. A
+ * producer id and epoch and committed ({@link ResumedCommit}), in parallel. A
  * retriable failure or a timeout is tried again with a fresh producer until
  * {@link #DEADLINE_MS}. A transaction Kafka aborted (fenced: its epoch was bumped by the
  * broker's timeout or by a fencer; or no longer known) cannot be committed by anyone: it
@@ -39,11 +36,16 @@ final class TransactionFinisher {
   private final KafkaConf kafka;
   private final String table;
   private final FaultInjection faults;
+  private final ResumedCommit resumed;
+  private final Clock clock;
 
-  TransactionFinisher(KafkaConf kafka, String table, FaultInjection faults) {
+  /** {@code kafka}: the settings the errors name (the principal); {@code resumed}: how one commit is made. */
+  TransactionFinisher(KafkaConf kafka, String table, FaultInjection faults, ResumedCommit resumed, Clock clock) {
     this.kafka = kafka;
     this.table = table;
     this.faults = faults;
+    this.resumed = resumed;
+    this.clock = clock;
   }
 
   /** Commits {@code txns}; returns those Kafka had aborted (empty: all committed). */
@@ -83,10 +85,10 @@ final class TransactionFinisher {
 
   /** Commits {@code t}: true, or false if Kafka had aborted it. */
   private boolean commit(TaskTransaction t) {
-    long deadline = System.currentTimeMillis() + DEADLINE_MS;
+    long deadline = clock.millis() + DEADLINE_MS;
     for (int attempt = 1; ; attempt++) {
       try {
-        commitOnce(t);
+        resumed.commit(t);
         return true;
       } catch (RuntimeException e) {
         CommitFailure kind = CommitFailure.of(e);
@@ -97,28 +99,12 @@ final class TransactionFinisher {
           LOG.warn("kplex: transaction {} of table {} was aborted by Kafka ({}: {})", t, table, kind, e.toString());
           return false;
         }
-        if (!kind.retry() || System.currentTimeMillis() + BACKOFF_MS > deadline) {
+        if (!kind.retry() || clock.millis() + BACKOFF_MS > deadline) {
           throw Errors.commitFailed(kind.code, kind.meaning, t.toString(), table, attempt, e);
         }
         LOG.warn("kplex: committing {} of table {} failed ({}: {}); trying again", t, table, kind, e.toString());
-        Uninterruptibly.sleep(BACKOFF_MS);
+        Uninterruptibly.sleep(clock, BACKOFF_MS);
       }
-    }
-  }
-
-  private void commitOnce(TaskTransaction t) {
-    Map<String, Object> props = kafka.producer();
-    props.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, t.id());
-    KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(props);
-    boolean committed = false;
-    try {
-      TransactionResumer.resume(producer, t.producerId(), t.epoch());
-      producer.commitTransaction();
-      committed = true;
-    } finally {
-      // After a failure, close at once: a graceful close would abort the transaction that
-      // the next attempt is to commit.
-      producer.close(committed ? Duration.ofSeconds(30) : Duration.ZERO);
     }
   }
 }

@@ -1,6 +1,7 @@
 package io.kplex.spark.txn;
 
 import io.kplex.spark.errors.Errors;
+import io.kplex.spark.time.Clock;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.function.Supplier;
@@ -46,13 +47,14 @@ final class Uninterruptibly {
     }
   }
 
-  static void sleep(long ms) {
-    long until = System.nanoTime() + ms * 1_000_000;
+  /** Waits {@code ms} on {@code clock}, whatever interrupts the thread (its status is kept). */
+  static void sleep(Clock clock, long ms) {
+    long until = clock.nanos() + ms * 1_000_000;
     boolean interrupted = false;
     long left;
-    while ((left = until - System.nanoTime()) > 0) {
+    while ((left = until - clock.nanos()) > 0) {
       try {
-        Thread.sleep(Math.max(1, left / 1_000_000));
+        clock.sleep(Math.max(1, left / 1_000_000));
       } catch (InterruptedException e) {
         interrupted = true;
       }

@@ -4,14 +4,12 @@ import io.kplex.spark.errors.Errors;
 import io.kplex.spark.kafka.CompactedTopic;
 import io.kplex.spark.kafka.KafkaConf;
 import io.kplex.spark.kafka.KafkaTopics;
+import io.kplex.spark.time.Clock;
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.UUID;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -38,14 +36,17 @@ import org.slf4j.LoggerFactory;
  * after, neither does (the taker fences it, the writer fails). So a writer that was paused
  * past the timeout never commits next to the one that took over.
  *
- * <p>So a write never fences the transactions of a live writer, and two concurrent
- * INSERTs never both become partly visible: one succeeds, the other fails having written
- * nothing.
+ * <p>So a write fences only the open transactions of writers that hold no claim: a write
+ * that failed or ended, or one whose claim it took over (dead, or standing still past the
+ * claim timeout); never those of a writer that holds its claim. Two concurrent INSERTs
+ * never both become partly visible: one succeeds, the other fails having written nothing.
  *
  * <p>A streaming query holds one claim for its whole run ({@link #acquire(KafkaConf, String,
- * String, Thread)}): the claim belongs to the query's thread, and is removed once that thread
- * has ended, by the renewer within {@link #RENEW_MS}, and at once by any claim made in this
- * JVM after it (so a write that follows {@code query.stop()} finds the table free).
+ * String, Thread, long)} with its thread as owner): the claim belongs to the query's thread,
+ * and is removed once that thread has ended, by the renewer within {@link #RENEW_MS}, and at
+ * once by any claim made after it through the same {@link WriterClaims} (this JVM's, so a
+ * write that follows {@code query.stop()} finds the table free). The renewer waits real time
+ * (a second between beats); everything else reads the claims' {@link Clock}.
  */
 public final class WriterLease implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(WriterLease.class);
@@ -55,9 +56,8 @@ public final class WriterLease implements AutoCloseable {
   /** Taken-over markers older than this are removed (their writers have long failed). */
   static final long MARKER_KEEP_MS = 24 * 3_600_000L;
 
-  /** The claims of this JVM that belong to a thread (a streaming query's run). */
-  private static final Set<WriterLease> OWNED = ConcurrentHashMap.newKeySet();
-
+  /** Where it was claimed: its clients, its clock, and the claims of this JVM held for a thread. */
+  private final WriterClaims claims;
   private final KafkaConf kafka;
   private final String table;
   private final String key;
@@ -69,7 +69,8 @@ public final class WriterLease implements AutoCloseable {
   private final CountDownLatch ending = new CountDownLatch(1);
   private final List<Runnable> onEnd = new CopyOnWriteArrayList<>();
 
-  private WriterLease(KafkaConf kafka, String table, String key, String query, Thread owner) {
+  private WriterLease(WriterClaims claims, KafkaConf kafka, String table, String key, String query, Thread owner) {
+    this.claims = claims;
     this.kafka = kafka;
     this.table = table;
     this.key = key;
@@ -104,27 +105,33 @@ public final class WriterLease implements AutoCloseable {
   /**
    * As {@link #acquire(KafkaConf, String, String)}, for as long as {@code owner} runs (a
    * streaming query's thread; null: until {@link #close}); a claim of another writer not
-   * renewed for {@code staleMs} is taken over.
+   * renewed for {@code staleMs} is taken over. Claimed in this JVM's {@link WriterClaims#JVM}.
    */
   public static WriterLease acquire(KafkaConf kafka, String table, String query, Thread owner, long staleMs) {
-    releaseEnded();
+    return WriterClaims.JVM.acquire(kafka, table, query, owner, staleMs);
+  }
+
+  /** Makes the claim in the log (see the class comment); {@link #start} then renews it. */
+  static WriterLease claim(WriterClaims claims, KafkaConf kafka, String table, String query, Thread owner,
+      long staleMs) {
+    Clock clock = claims.clock();
     String key = prefix(table) + UUID.randomUUID();
-    WriterLease lease = new WriterLease(kafka, table, key, query, owner);
-    try (KafkaTopics admin = new KafkaTopics(kafka)) {
+    WriterLease lease = new WriterLease(claims, kafka, table, key, query, owner);
+    try (KafkaTopics admin = claims.kafka(kafka)) {
       CompactedTopic log = new CompactedTopic(admin, CommitLog.TOPIC);
       log.put(key, value(query, 0));
-      Map<String, Map.Entry<Long, byte[]>> claims = log.readPrefix(prefix(table));
-      long mine = claims.get(key).getKey();
+      Map<String, Map.Entry<Long, byte[]>> claimed = log.readPrefix(prefix(table));
+      long mine = claimed.get(key).getKey();
       Map<String, Map.Entry<Long, byte[]>> older = new HashMap<>();
-      claims.forEach((k, v) -> {
+      claimed.forEach((k, v) -> {
         if (v.getKey() < mine) older.put(k, v);
       });
       if (!older.isEmpty()) {
         // Older claims: alive if renewed or released while we watch (fail at once), a dead
         // (or paused) driver's if unchanged for staleMs: taken over, marked, then removed.
-        long deadline = System.currentTimeMillis() + staleMs;
-        while (System.currentTimeMillis() < deadline) {
-          sleep(RENEW_MS / 2);
+        long deadline = clock.millis() + staleMs;
+        while (clock.millis() < deadline) {
+          sleep(clock, RENEW_MS / 2);
           Map<String, Map.Entry<Long, byte[]>> now = log.readPrefix(prefix(table));
           for (Map.Entry<String, Map.Entry<Long, byte[]>> o : older.entrySet()) {
             Map.Entry<Long, byte[]> later = now.get(o.getKey());
@@ -138,16 +145,24 @@ public final class WriterLease implements AutoCloseable {
         for (String dead : older.keySet()) {
           LOG.warn("kplex: taking over the claim {} on table {}: its writer did not renew it for {} ms", dead,
               table, staleMs);
-          takeOver.put(takenKey(table, dead), taken(query));
+          takeOver.put(takenKey(table, dead), taken(query, clock));
           takeOver.put(dead, null);
         }
         log.putAll(takeOver);
       }
-      forgetOldMarkers(log, table);
+      forgetOldMarkers(log, table, clock);
     }
-    if (owner != null) OWNED.add(lease);
-    lease.renewer.start();
     return lease;
+  }
+
+  /** Starts renewing the claim. */
+  void start() {
+    renewer.start();
+  }
+
+  /** The thread whose end ends this claim, or null. */
+  Thread owner() {
+    return owner;
   }
 
   /**
@@ -165,9 +180,9 @@ public final class WriterLease implements AutoCloseable {
     return marker == null ? "?" : queryOf(marker.getValue());
   }
 
-  private static void forgetOldMarkers(CompactedTopic log, String table) {
+  private static void forgetOldMarkers(CompactedTopic log, String table, Clock clock) {
     Map<String, byte[]> old = new java.util.LinkedHashMap<>();
-    long before = System.currentTimeMillis() - MARKER_KEEP_MS;
+    long before = clock.millis() - MARKER_KEEP_MS;
     log.readPrefix(takenPrefix(table)).forEach((k, v) -> {
       String text = new String(v.getValue(), StandardCharsets.UTF_8);
       int at = text.indexOf("\"at\":");
@@ -176,17 +191,8 @@ public final class WriterLease implements AutoCloseable {
     if (!old.isEmpty()) log.putAll(old);
   }
 
-  private static byte[] taken(String query) {
-    return ("{\"query\":\"" + query + "\",\"at\":" + System.currentTimeMillis() + "}").getBytes(StandardCharsets.UTF_8);
-  }
-
-  /** Removes the claims of this JVM whose owning thread has ended (a stopped query's). */
-  static void releaseEnded() {
-    List<WriterLease> ended = new ArrayList<>();
-    for (WriterLease l : OWNED) {
-      if (!l.owner.isAlive()) ended.add(l);
-    }
-    for (WriterLease l : ended) l.close();
+  private static byte[] taken(String query, Clock clock) {
+    return ("{\"query\":\"" + query + "\",\"at\":" + clock.millis() + "}").getBytes(StandardCharsets.UTF_8);
   }
 
   /** Runs {@code ended} when the claim ends (closed, or its owning thread gone). */
@@ -201,7 +207,7 @@ public final class WriterLease implements AutoCloseable {
 
   private void renew(String query) {
     long beat = 0;
-    try (KafkaTopics admin = new KafkaTopics(kafka)) {
+    try (KafkaTopics admin = claims.kafka(kafka)) {
       CompactedTopic log = new CompactedTopic(admin, CommitLog.TOPIC);
       while (!ending.await(RENEW_MS, TimeUnit.MILLISECONDS)) {
         if (owner != null && !owner.isAlive()) {
@@ -225,7 +231,7 @@ public final class WriterLease implements AutoCloseable {
       if (closed) return;
       closed = true;
     }
-    OWNED.remove(this);
+    claims.forget(this);
     ending.countDown();
     if (Thread.currentThread() != renewer) {
       try {
@@ -234,7 +240,7 @@ public final class WriterLease implements AutoCloseable {
         Thread.currentThread().interrupt();
       }
     }
-    try (KafkaTopics admin = new KafkaTopics(kafka)) {
+    try (KafkaTopics admin = claims.kafka(kafka)) {
       new CompactedTopic(admin, CommitLog.TOPIC).put(key, null);
     } catch (RuntimeException e) {
       LOG.warn("kplex: could not remove the writer claim {} (it goes stale): {}", key, e.toString());
@@ -258,9 +264,9 @@ public final class WriterLease implements AutoCloseable {
     return i < 0 ? "?" : text.substring(i + 9, text.indexOf('"', i + 9));
   }
 
-  private static void sleep(long ms) {
+  private static void sleep(Clock clock, long ms) {
     try {
-      Thread.sleep(ms);
+      clock.sleep(ms);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }

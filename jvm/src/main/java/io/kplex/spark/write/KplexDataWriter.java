@@ -228,10 +228,10 @@ abstract sealed class KplexDataWriter implements DataWriter<InternalRow>
    */
   private void late(InternalRow row, byte[] keyBytes, int vp, long orderValue) {
     switch (conf.latePolicy) {
-      case "drop":
+      case DROP:
         dropped++;
         return;
-      case "side_topic":
+      case SIDE_TOPIC:
         sendLate(row, keyBytes, vp, orderValue, conf.lateTopic, null, -1, -1, null);
         return;
       default:

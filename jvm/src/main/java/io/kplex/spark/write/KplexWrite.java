@@ -40,7 +40,7 @@ final class KplexWrite implements RequiresDistributionAndOrdering {
     this.progress = progress;
     this.requirements = WriteRequirements.of(schema.name(schema.key),
         schema.type(schema.key) instanceof BinaryType, schema.name(schema.order),
-        schema.name(schema.value), conf.virtualPartitions, conf.nullKey, conf.nullOrder);
+        schema.name(schema.value), conf.virtualPartitions, conf.nullKey.wire(), conf.nullOrder.wire());
   }
 
   @Override public Distribution requiredDistribution() { return requirements.distribution; }

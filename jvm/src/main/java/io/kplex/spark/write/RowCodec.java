@@ -50,7 +50,7 @@ final class RowCodec implements Serializable {
   /** The codec of a write: its columns, and its NULL policies ({@code kplex.null_key}, {@code kplex.null_order}). */
   static RowCodec of(WriteSchema schema, WriteConf conf) {
     return new RowCodec(schema,
-        NullPolicy.of(conf.nullKey, conf.nullOrder, schema.name(schema.key), schema.name(schema.order)));
+        NullPolicy.of(conf.nullKey.wire(), conf.nullOrder.wire(), schema.name(schema.key), schema.name(schema.order)));
   }
 
   /** The row's canonical key bytes; null for a NULL key. */

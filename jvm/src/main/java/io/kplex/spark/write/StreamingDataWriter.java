@@ -135,9 +135,9 @@ final class StreamingDataWriter implements DataWriter<InternalRow> {
       int partition = positioned ? row.getInt(schema.sourcePartition) : -1;
       long offset = positioned && schema.sourceOffset >= 0 ? row.getLong(schema.sourceOffset) : -1;
       switch (conf.latePolicy) {
-        case "drop":
+        case DROP:
           return;
-        case "side_topic":
+        case SIDE_TOPIC:
           Long timestamp = schema.sourceTimestamp >= 0 && !row.isNullAt(schema.sourceTimestamp)
               ? Math.floorDiv(row.getLong(schema.sourceTimestamp), 1000L) : null;
           out.sendLate(row, item.key(), item.vp(), item.order(), conf.lateTopic,

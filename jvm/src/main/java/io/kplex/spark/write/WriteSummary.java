@@ -32,7 +32,7 @@ public final class WriteSummary {
     ObjectNode node = new ObjectMapper().createObjectNode();
     node.put("table", conf.table);
     node.put("topic", conf.topic);
-    node.put("delivery", conf.delivery);
+    node.put("delivery", conf.delivery.wire());
     long rows = 0;
     ObjectNode counts = node.putObject("rows_per_vp");
     for (int vp = 0; vp < perVp.length; vp++) {

@@ -5,7 +5,9 @@ import static org.junit.Assert.assertThrows;
 import static org.junit.Assert.assertTrue;
 
 import io.kplex.spark.errors.KplexException;
+import io.kplex.spark.kafka.KafkaClients;
 import io.kplex.spark.kafka.KafkaConf;
+import io.kplex.spark.time.ManualClock;
 import java.util.HashMap;
 import java.util.Map;
 import org.junit.Test;
@@ -21,14 +23,18 @@ import org.junit.Test;
  * </pre>
  */
 public class CommitTimeLeftTest {
-  private static ExactlyOnceCommitter committer(String timeoutMs) {
+  /** The driver's clock: the write started {@code ago(ms)}, and no time passes meanwhile. */
+  private final ManualClock clock = new ManualClock(1_700_000_000_000L);
+
+  private ExactlyOnceCommitter committer(String timeoutMs) {
     Map<String, String> options = new HashMap<>(Map.of("kafka.bootstrap.servers", "127.0.0.1:1"));
     if (timeoutMs != null) options.put("kafka.transaction.timeout.ms", timeoutMs);
-    return new ExactlyOnceCommitter(KafkaConf.from(options), "views_by_user", "views_by_user", 9, null);
+    return new ExactlyOnceCommitter(KafkaConf.from(options), "views_by_user", "views_by_user", 9, null, null,
+        KafkaClients.REAL, clock);
   }
 
-  private static long ago(long ms) {
-    return System.currentTimeMillis() - ms;
+  private long ago(long ms) {
+    return clock.millis() - ms;
   }
 
   @Test

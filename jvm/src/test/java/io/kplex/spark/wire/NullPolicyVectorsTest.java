@@ -15,8 +15,12 @@ import org.junit.Test;
  * dropped or refused with the vectors' error condition, under each pair of policies.
  */
 public class NullPolicyVectorsTest {
+  private static NullPolicy policy(JsonNode c) {
+    return NullPolicy.of(c.get("null_key").asText(), c.get("null_order").asText(), "k", "o");
+  }
+
   private static String verdict(JsonNode c) {
-    NullPolicy policy = NullPolicy.of(c.get("null_key").asText(), c.get("null_order").asText(), "k", "o");
+    NullPolicy policy = policy(c);
     byte[] key = c.get("key").isNull() ? null : "a".getBytes(StandardCharsets.UTF_8);
     boolean nullOrder = c.get("order").isNull();
     try {
@@ -38,7 +42,7 @@ public class NullPolicyVectorsTest {
   @Test
   public void thePolicyDecidesExactlyTheRowsItDoesNotKeepAsTheyAre() {
     for (JsonNode c : Vectors.load("null_policy.json").get("cases")) {
-      NullPolicy policy = NullPolicy.of(c.get("null_key").asText(), c.get("null_order").asText(), "k", "o");
+      NullPolicy policy = policy(c);
       boolean nullKey = c.get("key").isNull();
       boolean nullOrder = c.get("order").isNull();
       boolean orderedFirst = !nullKey && nullOrder && c.get("null_order").asText().equals("first");

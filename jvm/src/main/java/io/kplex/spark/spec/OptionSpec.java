@@ -1,0 +1,64 @@
+package io.kplex.spark.spec;
+
+import java.util.List;
+import java.util.Locale;
+import java.util.Set;
+
+/**
+ * One setting as {@code options.json} declares it: its name, type, range, default and where
+ * it may be set. Data only: {@code conf/ConfParser} parses values by it, {@code
+ * conf/TableProperties} validates table properties by it.
+ *
+ * @param min the least number allowed (null: not a number)
+ * @param max the greatest number allowed, or null
+ * @param also one number allowed besides the range (-1 for the broker default), or null
+ * @param defaultValue the value when no layer sets it, as text, or null
+ */
+public record OptionSpec(String name, Type type, Long min, Long max, Long also, List<String> choices,
+    String defaultValue, boolean required, Set<Scope> setAs, String expectedText) {
+
+  /** How a value is read. */
+  public enum Type { INT, LONG, BOOLEAN, CHOICE, TEXT }
+
+  /** Where a setting may be given. */
+  public enum Scope {
+    /** TBLPROPERTIES of a kplex table, stored in its definition. */
+    TABLE,
+    /** {@code df.write.option(k, v)}. */
+    WRITE,
+    /** {@code spark.read.option(k, v)} (kplex.* ones on read-time tables only). */
+    READ,
+    /** {@code spark.sql.catalog.kplex.<k>}. */
+    CATALOG,
+    /** {@code spark.kplex.<k>} for {@code kplex.<k>}. */
+    SESSION;
+
+    /** The wire name, as options.json spells it. */
+    public String wire() {
+      return name().toLowerCase(Locale.ROOT);
+    }
+  }
+
+  public boolean settableAs(Scope scope) {
+    return setAs.contains(scope);
+  }
+
+  /**
+   * What a value should have been, for an error: as declared, else {@code one of [a, b]} for a
+   * choice, {@code an integer >= min} for a number, {@code true or false} for a flag.
+   */
+  public String expected() {
+    if (expectedText != null) return expectedText;
+    switch (type) {
+      case CHOICE:
+        return "one of " + choices;
+      case INT:
+      case LONG:
+        return "an integer >= " + min;
+      case BOOLEAN:
+        return "true or false";
+      default:
+        return "text";
+    }
+  }
+}

@@ -1,0 +1,44 @@
+package io.kplex.spark.txn;
+
+import io.kplex.spark.kafka.KafkaClients;
+import io.kplex.spark.kafka.KafkaConf;
+import java.time.Duration;
+import java.util.Map;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.Producer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+
+/**
+ * Commits one task's open transaction from the driver: resumes it by transactional id,
+ * producer id and epoch in a new producer, and commits it. The seam between
+ * {@link TransactionFinisher}'s handling of each failure kind (retried, aborted by Kafka,
+ * refused) and Kafka's internals: a JUnit test gives the finisher one that throws what a
+ * broker would ({@code ProducerFencedException}, a timeout, ...).
+ */
+@FunctionalInterface
+interface ResumedCommit {
+  /** Commits {@code t}, or throws what Kafka threw ({@link CommitFailure#of} tells its kind). */
+  void commit(TaskTransaction t);
+
+  /**
+   * The real one: a producer from {@code clients} (a {@link KafkaProducer}, whose internals
+   * {@link TransactionResumer} sets), closed after each attempt.
+   */
+  static ResumedCommit withProducers(KafkaConf kafka, KafkaClients clients) {
+    return t -> {
+      Map<String, Object> props = kafka.producer();
+      props.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, t.id());
+      Producer<byte[], byte[]> producer = clients.producer(props);
+      boolean committed = false;
+      try {
+        TransactionResumer.resume((KafkaProducer<?, ?>) producer, t.producerId(), t.epoch());
+        producer.commitTransaction();
+        committed = true;
+      } finally {
+        // After a failure, close at once: a graceful close would abort the transaction that
+        // the next attempt is to commit.
+        producer.close(committed ? Duration.ofSeconds(30) : Duration.ZERO);
+      }
+    };
+  }
+}

@@ -1,0 +1,240 @@
+package io.kplex.spark.txn;
+
+import io.kplex.spark.kafka.CompactedTopic;
+import io.kplex.spark.kafka.KafkaClients;
+import io.kplex.spark.kafka.KafkaConf;
+import io.kplex.spark.kafka.KafkaTopics;
+import io.kplex.spark.time.Clock;
+import java.lang.reflect.Constructor;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
+import org.apache.kafka.clients.admin.CreateTopicsOptions;
+import org.apache.kafka.clients.admin.CreateTopicsResult;
+import org.apache.kafka.clients.admin.FenceProducersOptions;
+import org.apache.kafka.clients.admin.FenceProducersResult;
+import org.apache.kafka.clients.admin.ListOffsetsOptions;
+import org.apache.kafka.clients.admin.ListOffsetsResult;
+import org.apache.kafka.clients.admin.ListTransactionsOptions;
+import org.apache.kafka.clients.admin.ListTransactionsResult;
+import org.apache.kafka.clients.admin.MockAdminClient;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.admin.TransactionListing;
+import org.apache.kafka.clients.admin.TransactionState;
+import org.apache.kafka.clients.admin.internals.CoordinatorKey;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.MockConsumer;
+import org.apache.kafka.clients.consumer.OffsetResetStrategy;
+import org.apache.kafka.clients.producer.Callback;
+import org.apache.kafka.clients.producer.MockProducer;
+import org.apache.kafka.clients.producer.Producer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.KafkaFuture;
+import org.apache.kafka.common.Node;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.internals.KafkaFutureImpl;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.common.utils.ProducerIdAndEpoch;
+
+/**
+ * An in-memory Kafka for the transaction layer's JUnit tests, behind {@link KafkaClients}:
+ * one-partition topics as lists of records (what kplex's compacted topics need), written
+ * by {@link MockProducer}s and read back by {@link MockConsumer}s, and a
+ * {@link MockAdminClient} that also lists and fences open transactions (which the mock
+ * does not). A test opens transactions ({@link #open}), reads what was fenced
+ * ({@link #fenced}), and can act right after a key is written ({@link #afterWriting}), as
+ * another writer would.
+ */
+final class FakeKafka implements KafkaClients {
+  static final KafkaConf CONF = KafkaConf.from(Map.of("kafka.bootstrap.servers", "fake:9092"));
+  private static final Node NODE = new Node(0, "fake", 9092);
+
+  /** Topic -> its records, in offset order. */
+  private final Map<String, List<ConsumerRecord<byte[], byte[]>>> topics = new HashMap<>();
+  /** Open transactional ids, and those fenced, in order. */
+  final Set<String> open = ConcurrentHashMap.newKeySet();
+  final List<String> fenced = new java.util.concurrent.CopyOnWriteArrayList<>();
+  /** How many consumers were made: how many times a topic was read. */
+  final AtomicInteger reads = new AtomicInteger();
+  private final FakeAdmin admin = new FakeAdmin();
+  private final Map<String, Runnable> hooks = new ConcurrentHashMap<>();
+
+  /** Runs {@code then} once, right after {@code key} is next written (before the writer goes on). */
+  void afterWriting(String key, Runnable then) {
+    hooks.put(key, then);
+  }
+
+  /** Transactions a task left open (ONGOING), for the fencer to find. */
+  void open(String... ids) {
+    open.addAll(List.of(ids));
+  }
+
+  /** A connection to this Kafka, reading {@code clock}. */
+  KafkaTopics topics(Clock clock) {
+    return new KafkaTopics(CONF, this, clock);
+  }
+
+  /** The commit log as kplex keeps it, for a test to read or write directly. */
+  CompactedTopic commitLog(Clock clock) {
+    return new CompactedTopic(topics(clock), CommitLog.TOPIC);
+  }
+
+  /** The latest value of every key of {@code topic}, as text (deleted keys left out). */
+  synchronized Map<String, String> latest(String topic) {
+    Map<String, String> out = new LinkedHashMap<>();
+    for (ConsumerRecord<byte[], byte[]> r : topics.getOrDefault(topic, List.of())) {
+      String key = new String(r.key(), StandardCharsets.UTF_8);
+      if (r.value() == null) {
+        out.remove(key);
+      } else {
+        out.put(key, new String(r.value(), StandardCharsets.UTF_8));
+      }
+    }
+    return out;
+  }
+
+  private long append(String topic, byte[] key, byte[] value) {
+    long offset;
+    synchronized (this) {
+      List<ConsumerRecord<byte[], byte[]>> log = topics.computeIfAbsent(topic, t -> new ArrayList<>());
+      offset = log.size();
+      log.add(new ConsumerRecord<>(topic, 0, offset, key, value));
+    }
+    Runnable hook = hooks.remove(new String(key, StandardCharsets.UTF_8));
+    if (hook != null) hook.run();
+    return offset;
+  }
+
+  private synchronized Map<TopicPartition, List<ConsumerRecord<byte[], byte[]>>> snapshot() {
+    Map<TopicPartition, List<ConsumerRecord<byte[], byte[]>>> copy = new HashMap<>();
+    topics.forEach((t, log) -> copy.put(new TopicPartition(t, 0), List.copyOf(log)));
+    return copy;
+  }
+
+  @Override
+  public Producer<byte[], byte[]> producer(Map<String, Object> props) {
+    return new MockProducer<>(true, new ByteArraySerializer(), new ByteArraySerializer()) {
+      @Override
+      public synchronized Future<RecordMetadata> send(ProducerRecord<byte[], byte[]> r, Callback callback) {
+        long offset = append(r.topic(), r.key(), r.value());
+        return CompletableFuture.completedFuture(new RecordMetadata(new TopicPartition(r.topic(), 0), offset, 0,
+            0L, 0, 0));
+      }
+    };
+  }
+
+  @Override
+  public org.apache.kafka.clients.consumer.Consumer<byte[], byte[]> consumer(Map<String, Object> props) {
+    reads.incrementAndGet();
+    Map<TopicPartition, List<ConsumerRecord<byte[], byte[]>>> now = snapshot();
+    MockConsumer<byte[], byte[]> consumer = new MockConsumer<>(OffsetResetStrategy.EARLIEST);
+    Map<TopicPartition, Long> begin = new HashMap<>();
+    Map<TopicPartition, Long> end = new HashMap<>();
+    now.forEach((tp, log) -> {
+      begin.put(tp, 0L);
+      end.put(tp, (long) log.size());
+    });
+    consumer.updateBeginningOffsets(begin);
+    consumer.updateEndOffsets(end);
+    consumer.schedulePollTask(() -> {
+      for (TopicPartition tp : consumer.assignment()) now.getOrDefault(tp, List.of()).forEach(consumer::addRecord);
+    });
+    return consumer;
+  }
+
+  @Override
+  public org.apache.kafka.clients.admin.Admin admin(Map<String, Object> props) {
+    return admin;
+  }
+
+  /** MockAdminClient, with topics that hold records and transactions that can be listed and fenced. */
+  private final class FakeAdmin extends MockAdminClient {
+    FakeAdmin() {
+      super(List.of(NODE), NODE);
+    }
+
+    @Override
+    public synchronized CreateTopicsResult createTopics(Collection<NewTopic> newTopics, CreateTopicsOptions options) {
+      synchronized (FakeKafka.this) {
+        for (NewTopic t : newTopics) topics.putIfAbsent(t.name(), new ArrayList<>());
+      }
+      return super.createTopics(newTopics, options);
+    }
+
+    @Override
+    public synchronized ListOffsetsResult listOffsets(Map<TopicPartition, OffsetSpec> specs,
+        ListOffsetsOptions options) {
+      Map<TopicPartition, List<ConsumerRecord<byte[], byte[]>>> now = snapshot();
+      Map<TopicPartition, KafkaFuture<ListOffsetsResult.ListOffsetsResultInfo>> out = new HashMap<>();
+      for (TopicPartition tp : specs.keySet()) {
+        out.put(tp, KafkaFuture.completedFuture(new ListOffsetsResult.ListOffsetsResultInfo(
+            now.getOrDefault(tp, List.of()).size(), -1, java.util.Optional.empty())));
+      }
+      return new ListOffsetsResult(out);
+    }
+
+    @Override
+    public ListTransactionsResult listTransactions(ListTransactionsOptions options) {
+      List<TransactionListing> listed = new ArrayList<>();
+      for (String id : open) listed.add(new TransactionListing(id, 1, TransactionState.ONGOING));
+      KafkaFutureImpl<Collection<TransactionListing>> byBroker = new KafkaFutureImpl<>();
+      byBroker.complete(listed);
+      return construct(ListTransactionsResult.class, KafkaFuture.completedFuture(Map.of(NODE.id(), byBroker)));
+    }
+
+    @Override
+    public FenceProducersResult fenceProducers(Collection<String> ids, FenceProducersOptions options) {
+      Map<CoordinatorKey, KafkaFuture<ProducerIdAndEpoch>> done = new HashMap<>();
+      for (String id : ids) {
+        open.remove(id);
+        fenced.add(id);
+        done.put(CoordinatorKey.byTransactionalId(id), KafkaFuture.completedFuture(new ProducerIdAndEpoch(1, (short) 1)));
+      }
+      return construct(FenceProducersResult.class, done);
+    }
+  }
+
+  /** The admin results whose constructors Kafka keeps to its package. */
+  private static <T> T construct(Class<T> type, Object arg) {
+    try {
+      Constructor<?> c = type.getDeclaredConstructors()[0];
+      c.setAccessible(true);
+      return type.cast(c.newInstance(arg));
+    } catch (ReflectiveOperationException e) {
+      throw new AssertionError(e);
+    }
+  }
+
+  /** A clock that runs {@code onSleep} each time a waiter sleeps on it (another writer acting meanwhile). */
+  static Clock actingWhileWaiting(io.kplex.spark.time.ManualClock clock, Consumer<Long> onSleep) {
+    return new Clock() {
+      @Override
+      public long millis() {
+        return clock.millis();
+      }
+
+      @Override
+      public long nanos() {
+        return clock.nanos();
+      }
+
+      @Override
+      public void sleep(long ms) {
+        clock.advance(ms);
+        onSleep.accept(ms);
+      }
+    };
+  }
+}

@@ -1,0 +1,51 @@
+"""Settings as data: python/kplex/options.json declares every setting of kplex (type, range,
+default, where it may be set) for the JVM plugin (spec/OptionSpecs, which OptionSpecsTest
+keeps KplexOptions to) and for this package (kplex.sqltools.properties). What each side
+accepts as a table property is pinned by tests/vectors/table_properties.json
+(test_vectors.py, TablePropertiesTest); here, that the Python side reads the file whole."""
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kplex.sqltools.properties import OPTIONS, PROPERTIES
+
+ROOT = Path(__file__).parent.parent
+SPEC: list[dict[str, Any]] = json.loads((ROOT / "python" / "kplex" / "options.json").read_text())["options"]
+
+
+def test_the_table_properties_are_the_settings_a_table_may_carry_in_the_files_order():
+    assert list(PROPERTIES) == [o["name"] for o in SPEC if "table" in o["set_as"]]
+
+
+@pytest.mark.parametrize("entry", SPEC, ids=lambda o: o["name"])
+def test_each_setting_reads_as_the_file_declares_it(entry: dict[str, Any]) -> None:
+    spec = OPTIONS[entry["name"]]
+    assert (spec.kind, spec.minimum, spec.maximum, spec.also, spec.choices, spec.default, spec.required) == (
+        entry["type"], entry.get("min"), entry.get("max"), entry.get("also"), tuple(entry.get("choices", ())),
+        entry.get("default"), entry.get("required", False))
+    assert spec.bits == (64 if entry["type"] == "long" else 32)
+    assert set(spec.set_as) <= {"table", "write", "read", "catalog", "session"}
+
+
+def test_a_setting_s_default_is_a_value_it_accepts():
+    for spec in OPTIONS.values():
+        if spec.default is not None:
+            assert spec.problem(spec.default) is None, spec.name
+
+
+def test_the_readers_late_policies_are_the_settings_choices():
+    from kplex.reader import LATE_POLICIES
+
+    assert LATE_POLICIES == OPTIONS["kplex.late_policy"].choices
+
+
+def test_the_jar_carries_the_same_file():
+    jar = ROOT / "python" / "kplex" / "jars" / "kplex-spark.jar"
+    with zipfile.ZipFile(jar) as z:
+        inside = json.loads(z.read("io/kplex/spark/spec/options.json"))
+    assert inside == json.loads((ROOT / "python" / "kplex" / "options.json").read_text())
