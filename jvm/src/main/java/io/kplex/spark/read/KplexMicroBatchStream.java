@@ -4,8 +4,10 @@ import io.kplex.spark.catalog.KplexTable;
 import io.kplex.spark.catalog.TableStore;
 import io.kplex.spark.conf.ConfParser;
 import io.kplex.spark.errors.Errors;
+import io.kplex.spark.kafka.MonitorGroup;
 import io.kplex.spark.spec.KplexOptions;
 import io.kplex.spark.stream.HeldRelease;
+import io.kplex.spark.stream.QuerySinks;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -76,6 +78,9 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
   private SourceOffset latestSeen;
   private final long idleReleaseMs;
   private final boolean releaseAtEnd;
+  /** The monitoring group option (null: the default name). */
+  private final String monitorGroup;
+  private boolean monitorWarned;
   /** When the offsets last moved, and whether records came since the last release. */
   private long lastDataAt = System.currentTimeMillis();
   private boolean dataSinceFlush = true;
@@ -96,6 +101,7 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     this.maxOffsetsPerTrigger = settings.isSet(MAX_OFFSETS_PER_TRIGGER)
         ? settings.longConf(MAX_OFFSETS_PER_TRIGGER) : NO_LIMIT;
     this.idleReleaseMs = settings.longConf(IDLE_RELEASE_MS);
+    this.monitorGroup = settings.text(KplexOptions.MONITOR_GROUP);
   }
 
   /** The read's options over the session's {@code kplex.stream.releaseAtEnd}. */
@@ -278,7 +284,8 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
   public InputPartition[] planInputPartitions(Offset startOffset, Offset endOffset) {
     SourceOffset start = (SourceOffset) startOffset;
     SourceOffset end = (SourceOffset) endOffset;
-    HeldRelease.signal(new HeldRelease.Signal(conf.topic, orderedPartitions(end), end.flushes > start.flushes));
+    HeldRelease.signal(new HeldRelease.Signal(conf.topic, orderedPartitions(end), end.flushes > start.flushes,
+        end.next, monitorGroup));
     // Spark asks several times per micro-batch (each copy of the plan): plan once.
     Planned before = lastPlanned;
     if (before != null && before.start.equals(start) && before.end.equals(end)) return before.partitions.clone();
@@ -372,9 +379,26 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     return m;
   }
 
+  /**
+   * Spark is done with the micro-batches up to {@code end} (it says so when it plans the next
+   * one). For a query whose sink is not kplex's, the offsets go to its monitoring group
+   * ({@link MonitorGroup}), for lag tools only; a kplex sink commits them itself, at once,
+   * with the batch's exactly-once commit. Nothing reads them back: the checkpoint holds the
+   * offsets a restart resumes from.
+   */
   @Override
   public void commit(Offset end) {
-    // Nothing to do: the checkpoint holds the offsets; no consumer group is used.
+    io.kplex.spark.stream.StreamingBatch batch = io.kplex.spark.stream.StreamingBatch.current();
+    String query = batch == null ? null : batch.queryId();
+    if (query == null || QuerySinks.DRIVER.table(query) != null) return;
+    String group = MonitorGroup.name(monitorGroup, null, query);
+    if (group == null || store == null || !(end instanceof SourceOffset)) return;
+    Exception failed = MonitorGroup.commit(store, group, conf.topic, ((SourceOffset) end).next);
+    if (failed != null && !monitorWarned) {
+      monitorWarned = true;
+      LOG.warn("kplex: cannot commit the offsets of query {} to its monitoring group {} ({}); the query goes on,"
+          + " its lag is only not shown there (it needs READ on the group)", query, group, failed.toString());
+    }
   }
 
   @Override

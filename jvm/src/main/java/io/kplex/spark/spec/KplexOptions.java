@@ -54,6 +54,11 @@ public final class KplexOptions {
   public static final String IDLE_RELEASE_MS = "idleReleaseMs";
   /** With Trigger.AvailableNow: release everything a kplex sink holds once the run has read all. */
   public static final String RELEASE_AT_END = "releaseAtEnd";
+  /**
+   * The consumer group a streaming query commits its committed offsets to, for monitoring only
+   * (default {@code kplex.<table>.<query id>}; {@code false}: none). See kafka/MonitorGroup.
+   */
+  public static final String MONITOR_GROUP = "monitorGroup";
   /** The same for every kplex source of a session (SQL's STREAM(...) takes no read options). */
   public static final String RELEASE_AT_END_CONF = "kplex.stream.releaseAtEnd";
   /**

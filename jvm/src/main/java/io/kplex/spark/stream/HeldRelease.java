@@ -15,8 +15,18 @@ package io.kplex.spark.stream;
  * outside a micro-batch of a streaming query there is no signal.
  */
 public final class HeldRelease {
-  /** A micro-batch's signal; see the class comment. */
-  public record Signal(String topic, int[] partitions, boolean releaseAll) {}
+  /**
+   * A micro-batch's signal; see the class comment. {@code ends}: the offset after the batch's
+   * last record per partition of {@code topic}, and {@code monitorGroup} the read's option
+   * of that name: what a kplex sink commits to the query's monitoring group once the batch
+   * is committed exactly once (kafka/MonitorGroup).
+   */
+  public record Signal(String topic, int[] partitions, boolean releaseAll, java.util.Map<Integer, Long> ends,
+      String monitorGroup) {
+    public Signal(String topic, int[] partitions, boolean releaseAll) {
+      this(topic, partitions, releaseAll, java.util.Map.of(), null);
+    }
+  }
 
   /** What a sink assumes without a signal: one partition, no flush. */
   public static final Signal NONE = new Signal(null, new int[] {0}, false);

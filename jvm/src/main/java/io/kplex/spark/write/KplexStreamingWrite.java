@@ -1,5 +1,7 @@
 package io.kplex.spark.write;
 
+import io.kplex.spark.kafka.KafkaTopics;
+import io.kplex.spark.kafka.MonitorGroup;
 import io.kplex.spark.conf.WriteConf;
 import io.kplex.spark.stream.HeldRelease;
 import io.kplex.spark.txn.EpochMark;
@@ -47,7 +49,7 @@ final class KplexStreamingWrite implements StreamingWrite {
   private final Map<Long, Started> epochs = new ConcurrentHashMap<>();
 
   /** An epoch as its writer factory was made: what its tasks started from, and when, on the driver's clock (none of its transactions is older). */
-  private record Started(EpochStart start, long atMs) {}
+  private record Started(EpochStart start, long atMs, HeldRelease.Signal signal) {}
 
   KplexStreamingWrite(WriteConf conf, WriteSchema schema, String queryId, HeldRows held,
       Consumer<Map<String, String>> progress) {
@@ -57,6 +59,7 @@ final class KplexStreamingWrite implements StreamingWrite {
     this.held = held;
     this.progress = progress;
     this.run = StreamingRuns.DRIVER.of(conf.table, queryId);
+    io.kplex.spark.stream.QuerySinks.DRIVER.writes(queryId, conf.table);
     this.committer = new ExactlyOnceCommitter(conf.kafka, conf.table, conf.topic, conf.virtualPartitions, conf.faults,
         run.runId == null ? null : () -> run.clients(conf.kafka));
   }
@@ -90,7 +93,7 @@ final class KplexStreamingWrite implements StreamingWrite {
     HeldRelease.Signal source = schema.positioned() ? signal : HeldRelease.NONE;
     EpochStart start = new EpochStart(last.epoch(), last.marks(), source.partitions(), source.topic(),
         signal.releaseAll(), last.held());
-    epochs.put(last.epoch() + 1, new Started(start, System.currentTimeMillis()));
+    epochs.put(last.epoch() + 1, new Started(start, System.currentTimeMillis(), signal));
     held.clean(last.epoch());
     return new StreamingWriterFactory(conf, schema, start, held, info.numPartitions());
   }
@@ -119,6 +122,7 @@ final class KplexStreamingWrite implements StreamingWrite {
         doCommit(tally, mark, epoch == null ? System.currentTimeMillis() : epoch.atMs());
         advance(mark);
         publish(tally, mark, epoch == null ? HeldRelease.NONE.partitions() : epoch.start().partitions(), started);
+        monitor(epoch == null ? HeldRelease.NONE : epoch.signal());
       }
       if (run.runId == null) release();
     } catch (RuntimeException | Error e) {
@@ -183,6 +187,28 @@ final class KplexStreamingWrite implements StreamingWrite {
     EventTime.Marks marks = mark.marks();
     progress.accept(tally.figures(mark.epoch(), conf.virtualPartitions, marks.watermark(partitions, conf.maxDelayMs),
         marks.holding(partitions, conf.maxDelayMs), (System.nanoTime() - startedNanos) / 1_000_000));
+  }
+
+  /**
+   * The committed epoch's source offsets to the query's monitoring group
+   * ({@code kplex.<table>.<query id>}, or the read's {@code monitorGroup}), for lag tools only:
+   * never read back, and a failure only logged (once per run).
+   */
+  private void monitor(HeldRelease.Signal signal) {
+    String group = MonitorGroup.name(signal.monitorGroup(), conf.table, queryId);
+    if (group == null || signal.topic() == null || signal.ends().isEmpty()) return;
+    Exception failed;
+    if (run.runId != null) {
+      failed = MonitorGroup.commit(run.clients(conf.kafka), group, signal.topic(), signal.ends());
+    } else {
+      try (KafkaTopics kafka = new KafkaTopics(conf.kafka)) {
+        failed = MonitorGroup.commit(kafka, group, signal.topic(), signal.ends());
+      }
+    }
+    if (failed != null && run.warnMonitorOnce()) {
+      LOG.warn("kplex: cannot commit the offsets of query {} to its monitoring group {} ({}); the query goes on,"
+          + " its lag is only not shown there (it needs READ on the group)", queryId, group, failed.toString());
+    }
   }
 
   @Override

@@ -42,6 +42,15 @@ final class StreamingRuns {
     final Thread thread;
     /** Whether the topic's partitions and the principal's permissions were checked. */
     volatile boolean checked;
+    /** Whether a failed commit to the monitoring group was logged in this run. */
+    private boolean monitorWarned;
+
+    /** True the first time it is asked in this run: log a monitoring failure once. */
+    synchronized boolean warnMonitorOnce() {
+      boolean first = !monitorWarned;
+      monitorWarned = true;
+      return first;
+    }
     boolean recovered;
     EpochMark last;
     /** This query's epochs that Kafka cut short (their rerun commits only what was lost), by epoch. */
