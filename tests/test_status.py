@@ -91,3 +91,66 @@ def test_an_unknown_table_is_named(spark, bootstrap):
     done = subprocess.run([sys.executable, "-m", "kplex", "status", "no_such_status_table"],
                           capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
     assert done.returncode == 2 and "no_such_status_table" in done.stderr, done.stderr[-3000:]
+
+
+def group_tool(bootstrap: str, *args: str) -> str:
+    """Kafka's own ``kafka-consumer-groups.sh`` (its class, from the broker's jars)."""
+    from kplex.testing.local_kafka import kafka_libs
+
+    done = subprocess.run(["java", "-cp", f"{kafka_libs()}/*", "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+                           "--bootstrap-server", bootstrap, *args], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def describe_group(bootstrap: str, group: str) -> dict[int, tuple[int, int]]:
+    """``--describe --group``: per source partition (committed offset, lag)."""
+    out = {}
+    for line in group_tool(bootstrap, "--describe", "--group", group).splitlines():
+        cols = line.split()
+        if len(cols) >= 6 and cols[0] == group and cols[2].isdigit():
+            out[int(cols[2])] = (int(cols[3]), int(cols[5]))
+    return out
+
+
+def streamed(spark, source: str, table: str, checkpoint: Path, **options: str):
+    """A Trigger.AvailableNow run of the pageviews job from ``source`` into ``table``, to its end."""
+    from test_streaming import SELECT
+
+    reader = spark.readStream.format("kplex").option("table", source).option("releaseAtEnd", "true")
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    query = (reader.load().selectExpr(*SELECT).writeStream.format("kplex").option("table", table)
+             .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+    query.awaitTermination(300)
+    return query
+
+
+def test_a_streaming_query_shows_its_lag_to_kafkas_own_group_tool_and_to_status(spark, bootstrap, fresh_name,
+                                                                                tmp_path):
+    source, table = fresh_name("lag_src"), fresh_name("lag")
+    pageviews(bootstrap, source, 300)
+    spark.sql(f"CREATE TABLE kplex.{table} TBLPROPERTIES ('kplex.virtual_partitions' = '6',"
+              " 'kplex.physical_partitions' = '3')")
+    query = streamed(spark, source, table, tmp_path / "chk", maxOffsetsPerTrigger="100")
+    group = f"kplex.{table}.{query.id}"
+    source_sizes = Counter(r.partition for r in verify.read_topic(bootstrap, source))
+    assert describe_group(bootstrap, group) == {p: (n, 0) for p, n in source_sizes.items()}
+    # Behind by what arrives while no query runs.
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(30):
+        producer.produce(source, value=b'{"userid":"User_1","viewtime":1565606500000}', partition=i % 3)
+    assert producer.flush(30) == 0
+    assert sum(lag for _, lag in describe_group(bootstrap, group).values()) == 30
+    stream_state = next(q for q in status(bootstrap, table)["streams"] if q["query"] == str(query.id))
+    assert stream_state["monitor_group"] == group and stream_state["total_lag"] == 30
+
+
+def test_monitor_group_false_commits_to_no_group(spark, bootstrap, fresh_name, tmp_path):
+    source, table = fresh_name("nolag_src"), fresh_name("nolag")
+    pageviews(bootstrap, source, 60)
+    spark.sql(f"CREATE TABLE kplex.{table} TBLPROPERTIES ('kplex.virtual_partitions' = '3',"
+              " 'kplex.physical_partitions' = '3')")
+    streamed(spark, source, table, tmp_path / "chk", monitorGroup="false")
+    assert len(verify.read_topic(bootstrap, table)) == 60
+    assert table not in group_tool(bootstrap, "--list")

@@ -1,19 +1,13 @@
 package io.kplex.spark.conf;
 
 import io.kplex.spark.spec.KplexOptions;
-import java.util.Locale;
 
 /** {@code kplex.delivery}: how a write reaches Kafka. */
-public enum Delivery {
+public enum Delivery implements Choice {
   /** One transaction per task, committed by the driver: readers see each row once. */
   EXACTLY_ONCE,
   /** Plain sends: a retried task may write rows twice. */
   AT_LEAST_ONCE;
-
-  /** The wire name: as options.json, table properties and EXPLAIN spell it. */
-  public String wire() {
-    return name().toLowerCase(Locale.ROOT);
-  }
 
   @Override
   public String toString() {

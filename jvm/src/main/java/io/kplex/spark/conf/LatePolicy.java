@@ -1,21 +1,15 @@
 package io.kplex.spark.conf;
 
 import io.kplex.spark.spec.KplexOptions;
-import java.util.Locale;
 
 /** {@code kplex.late_policy}: what a record later than {@code kplex.max_delay_ms} meets. */
-public enum LatePolicy {
+public enum LatePolicy implements Choice {
   /** The query fails, naming the record. */
   FAIL,
   /** The record is left out, and counted. */
   DROP,
   /** The record goes to {@code kplex.late_topic}, and is counted. */
   SIDE_TOPIC;
-
-  /** The wire name: as options.json, table properties and EXPLAIN spell it. */
-  public String wire() {
-    return name().toLowerCase(Locale.ROOT);
-  }
 
   @Override
   public String toString() {

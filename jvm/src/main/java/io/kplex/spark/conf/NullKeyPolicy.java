@@ -1,19 +1,13 @@
 package io.kplex.spark.conf;
 
 import io.kplex.spark.spec.KplexOptions;
-import java.util.Locale;
 
 /** {@code kplex.null_key}: what a row whose key is NULL meets. */
-public enum NullKeyPolicy {
+public enum NullKeyPolicy implements Choice {
   /** The write or read fails, naming the row. */
   FAIL,
   /** The row is left out. */
   DROP;
-
-  /** The wire name: as options.json, table properties and EXPLAIN spell it. */
-  public String wire() {
-    return name().toLowerCase(Locale.ROOT);
-  }
 
   @Override
   public String toString() {

@@ -1,21 +1,15 @@
 package io.kplex.spark.conf;
 
 import io.kplex.spark.spec.KplexOptions;
-import java.util.Locale;
 
 /** {@code kplex.null_order}: what a row whose order value is NULL meets. */
-public enum NullOrderPolicy {
+public enum NullOrderPolicy implements Choice {
   /** The write or read fails, naming the row's key. */
   FAIL,
   /** The row is left out. */
   DROP,
   /** The row sorts before every other of its key (writes only). */
   FIRST;
-
-  /** The wire name: as options.json, table properties and EXPLAIN spell it. */
-  public String wire() {
-    return name().toLowerCase(Locale.ROOT);
-  }
 
   @Override
   public String toString() {
