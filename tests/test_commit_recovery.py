@@ -18,6 +18,7 @@ from test_exactly_once import INSERT, ROWS, assert_exactly_once, run_script, sta
 from test_streaming import SELECT, STREAM_SCRIPT, assert_exactly_once_in_order, create, run_available_now, run_driver
 
 from kplex.admin import recover
+from kplex.status import status
 from kplex.testing import datagen, verify
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -159,10 +160,11 @@ def test_a_writer_paused_past_its_claim_timeout_is_taken_over_and_fails_cleanly(
                             text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "python")}, start_new_session=True)
     try:
         deadline = time.time() + 180
-        while not (chk / "offsets" / "0").exists():  # batch 0 planned: its tasks are writing (slowly)
-            assert proc.poll() is None and time.time() < deadline, "the query never started"
-            time.sleep(0.2)
-        time.sleep(2)
+        # Batch 0's tasks are writing (slowly) once the table shows their open transactions
+        # (kplex status); only then is the driver paused, holding its claim.
+        while not status(bootstrap, target)["open_transactions"]:
+            assert proc.poll() is None and time.time() < deadline, "the query never started writing"
+            time.sleep(0.5)
         os.killpg(proc.pid, signal.SIGSTOP)
         try:
             said = recover(bootstrap, target, claim_timeout_ms=3_000)
