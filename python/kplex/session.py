@@ -28,6 +28,11 @@ REDACTION_REGEX = "(?i)secret|password|token|access[.]?key|jaas|ssl[.]keystore[.
 CATALOG_CLASS = "io.kplex.spark.KplexCatalog"
 EXTENSIONS_CLASS = "io.kplex.spark.KplexExtensions"
 JARS_DIR = Path(__file__).resolve().parent / "jars"
+#: Where kafka-clients' classes are inside kplex's jar (relocated by build.gradle, so that they
+#: never clash with the kafka-clients of Spark's Kafka connector or of a user's job): e.g.
+#: ``spark._jvm.io.kplex.shaded.org.apache.kafka.clients.admin.Admin`` from py4j. kplex
+#: rewrites ``org.apache.kafka.`` to this in the class names of ``kafka.*`` settings.
+SHADED_KAFKA = "io.kplex.shaded.org.apache.kafka"
 
 
 #: The Spark (major, minor) versions whose jars the plugin is built and tested against: one
@@ -52,10 +57,11 @@ def check_spark_version(version: str | None = None) -> None:
 
 
 def jars() -> list[str]:
-    """The plugin jar and its runtime jars, shipped inside this package.
+    """The jars to put on Spark's classpath, shipped inside this package: the plugin jar,
+    kafka-clients relocated inside it (:data:`SHADED_KAFKA`).
 
     >>> [Path(j).name for j in jars()]  # doctest: +SKIP
-    ['kafka-clients-4.1.1.jar', 'kplex-spark.jar']
+    ['kplex-spark.jar']
     """
     found = sorted(str(p) for p in JARS_DIR.glob("*.jar"))
     if not any(p.endswith("kplex-spark.jar") for p in found):
