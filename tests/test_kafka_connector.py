@@ -12,14 +12,15 @@ import zipfile
 from pathlib import Path
 
 import pyspark
+import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kplex.session import SHADED_KAFKA, jars
 
-ROOT = Path(__file__).resolve().parent.parent
-#: Where Spark's ivy keeps the connector's jars between runs (spark.jars.ivy).
-IVY = ROOT / ".cache" / "ivy"
+#: Where Spark's ivy keeps the connector's jars between runs (spark.jars.ivy), beside the
+#: virtual environments of scripts/test_spark_version.sh.
+IVY = Path(os.environ.get("KPLEX_CACHE_DIR", Path.home() / ".cache" / "kplex")) / "ivy"
 ROWS = 50
 
 
@@ -68,6 +69,8 @@ def test_sparks_kafka_connector_reads_and_kplex_writes_exactly_once_in_one_sessi
     env = {k: v for k, v in os.environ.items() if k not in ("SPARK_HOME",)}
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=900,
                           cwd=tmp_path, env=env)
+    if f"unresolved dependency: org.apache.spark#spark-sql-kafka-0-10_2.13;{pyspark.__version__}: not found" in done.stderr:
+        pytest.skip(f"Spark's Kafka connector {pyspark.__version__} is not on Maven Central (yet)")
     assert done.returncode == 0, f"{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
     printed = dict(line.split(" ", 1) for line in done.stdout.splitlines()
                    if line.split(" ")[0] in ("SPARKS", "KPLEXS", "READ"))

@@ -35,9 +35,9 @@ JARS_DIR = Path(__file__).resolve().parent / "jars"
 SHADED_KAFKA = "io.kplex.shaded.org.apache.kafka"
 
 
-#: The Spark (major, minor) versions whose jars the plugin is built and tested against: one
-#: jar (Scala 2.13) serves both. Spark 3.5 (Scala 2.12) is not supported: README, "Spark versions".
-SUPPORTED_SPARK = ((4, 0), (4, 1))
+#: The Spark (major, minor) versions kplex is tested on (scripts/test.sh): one jar (Scala 2.13)
+#: serves them all. Spark 3.5 (Scala 2.12) is not supported yet: README, "Spark versions".
+SUPPORTED_SPARK = ((4, 0), (4, 1), (4, 2), (4, 3))
 
 
 def check_spark_version(version: str | None = None) -> None:
@@ -51,9 +51,12 @@ def check_spark_version(version: str | None = None) -> None:
         version = pyspark.__version__
     parts = tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
     if parts not in SUPPORTED_SPARK:
-        supported = " and ".join(f"{a}.{b}" for a, b in SUPPORTED_SPARK)
+        names = [f"{a}.{b}" for a, b in SUPPORTED_SPARK]
+        supported = ", ".join(names[:-1]) + " and " + names[-1]
+        newest = SUPPORTED_SPARK[-1]
         raise UnsupportedError(f"[KPLEX_SPARK_VERSION] kplex runs on Spark {supported} (Scala 2.13); this is Spark"
-                         f" {version}. Install pyspark>=4.0,<4.2, or see the README's 'Spark versions'.")
+                               f" {version}. Install pyspark>=4.0,<{newest[0]}.{newest[1] + 1}, or see the README's"
+                               " 'Spark versions'.")
 
 
 def jars() -> list[str]:
