@@ -118,9 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     python_path = kplex_snapshot(workdir)
     jar_sha = hashlib.sha256((python_path / "kplex" / "jars" / "kplex-spark.jar").read_bytes()).hexdigest()
     import pyspark
-    jars = ",".join(j for j in connector_jars(pyspark.__version__)
-                    if not (Path(j).name.startswith("kafka-clients")
-                            and (python_path / "kplex" / "jars" / Path(j).name).exists()))
+    jars = ",".join(connector_jars(pyspark.__version__))  # kplex's kafka-clients is relocated: no clash
     libs = kafka_libs()
     info = machine()
     sizes = [int(s) for s in args.sizes.split(",") if s]

@@ -124,7 +124,7 @@ spark.sql('''{INSERT.format(catalog="kplex", target=target, source=source)}''')
 jvm = spark._jvm
 props = jvm.java.util.Properties()
 props.put("bootstrap.servers", {bootstrap!r})
-admin = jvm.org.apache.kafka.clients.admin.Admin.create(props)
+admin = jvm.io.kplex.shaded.org.apache.kafka.clients.admin.Admin.create(props)
 ids = sorted(t.transactionalId() for t in admin.listTransactions().all().get()
              if t.transactionalId().startswith("kplex.{target}."))
 print("EXECUTORS", spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1)

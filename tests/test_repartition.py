@@ -69,13 +69,13 @@ def test_placement_matches_kafkas_java_producer_when_p_divides_v(spark, bootstra
     jvm = spark._jvm
     props = jvm.java.util.Properties()
     props.put("bootstrap.servers", bootstrap)
-    props.put("key.serializer", "org.apache.kafka.common.serialization.ByteArraySerializer")
-    props.put("value.serializer", "org.apache.kafka.common.serialization.ByteArraySerializer")
-    producer = jvm.org.apache.kafka.clients.producer.KafkaProducer(props)
+    props.put("key.serializer", "io.kplex.shaded.org.apache.kafka.common.serialization.ByteArraySerializer")
+    props.put("value.serializer", "io.kplex.shaded.org.apache.kafka.common.serialization.ByteArraySerializer")
+    producer = jvm.io.kplex.shaded.org.apache.kafka.clients.producer.KafkaProducer(props)
     try:
         java_partition = {}
         for key in keys:
-            record = jvm.org.apache.kafka.clients.producer.ProducerRecord(plain, bytearray(key), bytearray(b"x"))
+            record = jvm.io.kplex.shaded.org.apache.kafka.clients.producer.ProducerRecord(plain, bytearray(key), bytearray(b"x"))
             java_partition[key] = producer.send(record).get().partition()
     finally:
         producer.close()

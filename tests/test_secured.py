@@ -98,7 +98,7 @@ def open_transactions(spark, cluster, table: str) -> list[str]:
     jvm = spark._jvm  # noqa: SLF001
     props = jvm.java.util.Properties()
     props.put("bootstrap.servers", cluster.bootstrap)
-    admin = jvm.org.apache.kafka.clients.admin.Admin.create(props)
+    admin = jvm.io.kplex.shaded.org.apache.kafka.clients.admin.Admin.create(props)
     try:
         return sorted(t.transactionalId() for t in admin.listTransactions().all().get()
                       if t.transactionalId().startswith(f"kplex.{table}.")

@@ -17,12 +17,12 @@ def test_the_tests_run_on_the_spark_they_were_asked_to(spark):
     assert spark.version == expected
 
 
-@pytest.mark.parametrize("version", ["3.5.7", "4.2.0", "5.0.0"])
+@pytest.mark.parametrize("version", ["3.5.7", "4.4.0", "5.0.0"])
 def test_an_unsupported_spark_is_refused_naming_the_supported_ones(version):
-    with pytest.raises(KplexError, match=r"Spark 4\.0 and 4\.1"):
+    with pytest.raises(KplexError, match=r"Spark 4\.0, 4\.1, 4\.2 and 4\.3 .*pyspark>=4\.0,<4\.4"):
         session.check_spark_version(version)
 
 
-@pytest.mark.parametrize("version", ["4.0.0", "4.0.1", "4.1.1"])
+@pytest.mark.parametrize("version", ["4.0.0", "4.0.1", "4.1.1", "4.2.1", "4.3.0"])
 def test_a_supported_spark_passes(version):
     session.check_spark_version(version)

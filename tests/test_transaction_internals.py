@@ -16,14 +16,14 @@ def test_a_transaction_left_open_by_one_producer_is_committed_by_another(spark, 
     spark.sql(f"CREATE TABLE kplex.{topic} TBLPROPERTIES ('kplex.virtual_partitions' = '1',"
               " 'kplex.physical_partitions' = '1')")
     jvm = spark._jvm
-    kafka = jvm.org.apache.kafka.clients.producer
+    kafka = jvm.io.kplex.shaded.org.apache.kafka.clients.producer
 
     def producer():
         props = jvm.java.util.Properties()
         props.put("bootstrap.servers", bootstrap)
         props.put("transactional.id", f"resume-test-{topic}")
-        props.put("key.serializer", "org.apache.kafka.common.serialization.ByteArraySerializer")
-        props.put("value.serializer", "org.apache.kafka.common.serialization.ByteArraySerializer")
+        props.put("key.serializer", "io.kplex.shaded.org.apache.kafka.common.serialization.ByteArraySerializer")
+        props.put("value.serializer", "io.kplex.shaded.org.apache.kafka.common.serialization.ByteArraySerializer")
         return kafka.KafkaProducer(props)
 
     writer = producer()

@@ -50,6 +50,8 @@ def test_the_wheel_and_the_sdist_carry_every_module_the_jars_and_the_example_sql
     for member in MODULES:
         assert member in wheel, member
         assert any(name.endswith("/" + member) for name in sdist), member
+    # One jar: kafka-clients is relocated inside the plugin jar, none beside it.
+    assert [m for m in wheel if m.endswith(".jar")] == ["kplex/jars/kplex-spark.jar"]
     sources = {str(p.relative_to(ROOT / "python")) for p in (ROOT / "python" / "kplex").rglob("*.py")}
     assert sources <= set(wheel), sources - set(wheel)
 

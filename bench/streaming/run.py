@@ -111,11 +111,11 @@ class RatePolicy:
 
 
 def spark_kafka_jars(kplex_python: Path) -> str:
-    """Spark's Kafka connector for spark.jars, less the kafka-clients jar kplex already ships."""
+    """Spark's Kafka connector for spark.jars, with its own kafka-clients (kplex's is
+    relocated inside kplex's jar: the two never clash)."""
     import pyspark
 
-    shipped = {p.name for p in (kplex_python / "kplex" / "jars").glob("*.jar")}
-    return ",".join(j for j in connector_jars(pyspark.__version__) if Path(j).name not in shipped)
+    return ",".join(connector_jars(pyspark.__version__))
 
 
 def settings(args: argparse.Namespace, workdir: Path, bootstrap: str) -> Settings:

@@ -27,11 +27,16 @@ REDACTION_REGEX = "(?i)secret|password|token|access[.]?key|jaas|ssl[.]keystore[.
 CATALOG_CLASS = "io.kplex.spark.KplexCatalog"
 EXTENSIONS_CLASS = "io.kplex.spark.KplexExtensions"
 JARS_DIR = Path(__file__).resolve().parent / "jars"
+#: Where kafka-clients' classes are inside kplex's jar (relocated by build.gradle, so that they
+#: never clash with the kafka-clients of Spark's Kafka connector or of a user's job): e.g.
+#: ``spark._jvm.io.kplex.shaded.org.apache.kafka.clients.admin.Admin`` from py4j. kplex
+#: rewrites ``org.apache.kafka.`` to this in the class names of ``kafka.*`` settings.
+SHADED_KAFKA = "io.kplex.shaded.org.apache.kafka"
 
 
-#: The Spark (major, minor) versions whose jars the plugin is built and tested against: one
-#: jar (Scala 2.13) serves both. Spark 3.5 (Scala 2.12) is not supported: README, "Spark versions".
-SUPPORTED_SPARK = ((4, 0), (4, 1))
+#: The Spark (major, minor) versions kplex is tested on (scripts/test.sh): one jar (Scala 2.13)
+#: serves them all. Spark 3.5 (Scala 2.12) is not supported yet: README, "Spark versions".
+SUPPORTED_SPARK = ((4, 0), (4, 1), (4, 2), (4, 3))
 
 
 def check_spark_version(version: str | None = None) -> None:
@@ -45,16 +50,20 @@ def check_spark_version(version: str | None = None) -> None:
         version = pyspark.__version__
     parts = tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
     if parts not in SUPPORTED_SPARK:
-        supported = " and ".join(f"{a}.{b}" for a, b in SUPPORTED_SPARK)
+        names = [f"{a}.{b}" for a, b in SUPPORTED_SPARK]
+        supported = ", ".join(names[:-1]) + " and " + names[-1]
+        newest = SUPPORTED_SPARK[-1]
         raise UnsupportedError(f"[KPLEX_SPARK_VERSION] kplex runs on Spark {supported} (Scala 2.13); this is Spark"
-                         f" {version}. Install pyspark>=4.0,<4.2, or see the README's 'Spark versions'.")
+                               f" {version}. Install pyspark>=4.0,<{newest[0]}.{newest[1] + 1}, or see the README's"
+                               " 'Spark versions'.")
 
 
 def jars() -> list[str]:
-    """The plugin jar and its runtime jars, shipped inside this package.
+    """The jars to put on Spark's classpath, shipped inside this package: the plugin jar,
+    kafka-clients relocated inside it (:data:`SHADED_KAFKA`).
 
     >>> [Path(j).name for j in jars()]  # doctest: +SKIP
-    ['kafka-clients-4.1.1.jar', 'kplex-spark.jar']
+    ['kplex-spark.jar']
     """
     found = sorted(str(p) for p in JARS_DIR.glob("*.jar"))
     if not any(p.endswith("kplex-spark.jar") for p in found):

@@ -58,12 +58,7 @@ public final class KplexSource implements SupportsCatalogOptions, DataSourceRegi
   public Table getTable(StructType schema, Transform[] partitioning, Map<String, String> properties) {
     CaseInsensitiveStringMap options = new CaseInsensitiveStringMap(properties);
     String catalog = extractCatalog(options);
-    org.apache.spark.sql.connector.catalog.CatalogPlugin plugin;
-    try {
-      plugin = org.apache.spark.sql.classic.SparkSession.active().sessionState().catalogManager().catalog(catalog);
-    } catch (RuntimeException e) {
-      plugin = null;
-    }
+    Object plugin = sessionCatalog(catalog);
     if (!(plugin instanceof TableCatalog)) {
       throw Errors.noCatalog(catalog);
     }
@@ -71,6 +66,21 @@ public final class KplexSource implements SupportsCatalogOptions, DataSourceRegi
       return ((TableCatalog) plugin).loadTable(extractIdentifier(options));
     } catch (org.apache.spark.sql.catalyst.analysis.NoSuchTableException e) {
       throw Errors.unknownTopic(extractIdentifier(options).name());
+    }
+  }
+
+  /**
+   * The session's catalog of that name, or null. Called by reflection: {@code CatalogManager}
+   * is a class in Spark 4.0 and 4.1 and an interface in 4.3, so a compiled call links on
+   * one of them only.
+   */
+  private static Object sessionCatalog(String name) {
+    Object manager = org.apache.spark.sql.classic.SparkSession.active().sessionState().catalogManager();
+    try {
+      return org.apache.spark.sql.connector.catalog.CatalogManager.class.getMethod("catalog", String.class)
+          .invoke(manager, name);
+    } catch (ReflectiveOperationException | RuntimeException e) {
+      return null;  // no such catalog
     }
   }
 }

@@ -387,9 +387,27 @@ public final class KplexFunctions {
    */
   public static void register(org.apache.spark.sql.classic.SparkSession session) {
     for (UnboundFunction f : ALL.values()) {
-      if (session.sessionState().functionRegistry().functionExists(new FunctionIdentifier(f.name()))) continue;
-      session.sessionState().functionRegistry().registerFunction(
-          new FunctionIdentifier(f.name()), info(f), new Builder(f));
+      FunctionIdentifier id = registryId(f.name());
+      if (session.sessionState().functionRegistry().functionExists(id)) continue;
+      session.sessionState().functionRegistry().registerFunction(id, info(f), new Builder(f));
+    }
+  }
+
+  /**
+   * The identifier a session's function registry keeps a function under: its bare name
+   * on Spark 4.0 and 4.1; 4.3's registry takes only qualified ones, and Spark qualifies
+   * the extensions' functions with {@code FunctionRegistry.builtinFunctionIdentifier}
+   * (looked up by reflection: older Sparks do not have it).
+   */
+  static FunctionIdentifier registryId(String name) {
+    try {
+      Class<?> registry = Class.forName("org.apache.spark.sql.catalyst.analysis.FunctionRegistry$");
+      Object module = registry.getField("MODULE$").get(null);
+      return (FunctionIdentifier) registry.getMethod("builtinFunctionIdentifier", String.class).invoke(module, name);
+    } catch (NoSuchMethodException e) {
+      return new FunctionIdentifier(name);
+    } catch (ReflectiveOperationException e) {
+      throw new IllegalStateException("kplex: cannot name a function for this Spark's registry", e);
     }
   }
 }

@@ -5,6 +5,7 @@ import io.kplex.spark.errors.Errors;
 import java.io.Serializable;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.apache.kafka.clients.CommonClientConfigs;
@@ -19,6 +20,13 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * The Kafka client settings of one catalog or write: every {@code kafka.*} option with
  * the prefix removed, plus kplex's defaults for each client role. Small and serializable:
  * it travels to the executors inside the writer and reader factories.
+ *
+ * <p>kafka-clients is relocated inside kplex's jar (to {@code io.kplex.shaded.org.apache.kafka},
+ * by build.gradle), so a setting that names a Kafka class the way users write it
+ * ({@code org.apache.kafka.common.security.plain.PlainLoginModule} in
+ * {@code sasl.jaas.config}, a {@code *.class} or {@code *.classes} setting, a serializer,
+ * a config provider) is rewritten to the relocated name ({@link #relocated}); users' own
+ * classes are left as they are.
  */
 public final class KafkaConf implements Serializable {
   /** A broker that does not answer is an error after this long, not a hang. */
@@ -44,7 +52,51 @@ public final class KafkaConf implements Serializable {
     if (!props.containsKey(CommonClientConfigs.BOOTSTRAP_SERVERS_CONFIG)) {
       throw Errors.noBootstrap();
     }
-    return new KafkaConf(props);
+    return new KafkaConf(relocated(props, KAFKA_PACKAGE));
+  }
+
+  /**
+   * The package prefix users write for Kafka's classes. Joined at run time: the build
+   * relocates string constants that start with it, and this one must stay as written.
+   */
+  static final String UNRELOCATED = String.join(".", "org", "apache", "kafka", "");
+
+  /**
+   * Where this jar's kafka-clients classes are: {@code io.kplex.shaded.org.apache.kafka.}
+   * in the built jar, {@link #UNRELOCATED} in the classes the JVM unit tests run.
+   */
+  static final String KAFKA_PACKAGE = kafkaPackage();
+
+  private static String kafkaPackage() {
+    String name = ProducerConfig.class.getName();
+    return name.substring(0, name.length() - "clients.producer.ProducerConfig".length());
+  }
+
+  /** Settings whose value is a class name or a list of them, beyond {@code *.class(es)}. */
+  private static final Set<String> CLASS_SETTINGS = Set.of(SaslConfigs.SASL_JAAS_CONFIG,
+      CommonClientConfigs.METRIC_REPORTER_CLASSES_CONFIG, ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG,
+      ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG,
+      ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG);
+
+  /** {@code org.apache.kafka.} not already inside a longer name (the relocated one). */
+  private static final Pattern KAFKA_CLASS = Pattern.compile("(?<![\\w.$])" + Pattern.quote(UNRELOCATED));
+
+  /**
+   * The settings with every Kafka class named in a class-valued setting (and the JAAS
+   * line) moved to {@code kafkaPackage}; the others as they are.
+   */
+  static Map<String, String> relocated(Map<String, String> props, String kafkaPackage) {
+    if (kafkaPackage.equals(UNRELOCATED)) {
+      return props;
+    }
+    Map<String, String> out = new HashMap<>(props);
+    out.replaceAll((key, value) -> value != null && namesClasses(key)
+        ? KAFKA_CLASS.matcher(value).replaceAll(Matcher.quoteReplacement(kafkaPackage)) : value);
+    return out;
+  }
+
+  private static boolean namesClasses(String key) {
+    return CLASS_SETTINGS.contains(key) || key.endsWith(".class") || key.endsWith(".classes");
   }
 
   public String bootstrap() {

@@ -1,0 +1,60 @@
+package io.kplex.spark.kafka;
+
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertSame;
+
+import java.util.Map;
+import org.junit.Test;
+
+/**
+ * Users name Kafka's classes unrelocated; the built jar has them under
+ * {@code io.kplex.shaded.org.apache.kafka}. Which settings are rewritten:
+ *
+ * <pre>
+ * setting                                  rewritten
+ * sasl.jaas.config                         yes (the login module)
+ * *.class, *.classes                       yes (callback handlers, config providers, interceptors)
+ * serializers, assignors, metric.reporters yes
+ * anything else (client.id, ...)           no
+ * a user's own class (com.acme...)         no
+ * an already relocated name                no (not twice)
+ * </pre>
+ */
+public class KafkaConfTest {
+  private static final String SHADED = "io.kplex.shaded." + KafkaConf.UNRELOCATED;
+
+  private static String relocated(String key, String value) {
+    return KafkaConf.relocated(Map.of(key, value), SHADED).get(key);
+  }
+
+  @Test
+  public void theLoginModuleOfAJaasLineIsRelocatedAndTheRestKept() {
+    String jaas = "org.apache.kafka.common.security.scram.ScramLoginModule required username=\"u\" password=\"p\";";
+    assertEquals("io.kplex.shaded." + jaas, relocated("sasl.jaas.config", jaas));
+  }
+
+  @Test
+  public void classValuedSettingsAreRelocatedEveryNameOfAList() {
+    assertEquals(SHADED + "common.config.provider.FileConfigProvider",
+        relocated("config.providers.file.class", "org.apache.kafka.common.config.provider.FileConfigProvider"));
+    assertEquals("com.acme.Tracing, " + SHADED + "clients.producer.Interceptor",
+        relocated("interceptor.classes", "com.acme.Tracing, org.apache.kafka.clients.producer.Interceptor"));
+    assertEquals(SHADED + "common.metrics.JmxReporter",
+        relocated("metric.reporters", "org.apache.kafka.common.metrics.JmxReporter"));
+  }
+
+  @Test
+  public void otherSettingsUsersOwnClassesAndRelocatedNamesAreKept() {
+    assertEquals("org.apache.kafka.client", relocated("client.id", "org.apache.kafka.client"));
+    assertEquals("com.acme.Login", relocated("sasl.login.callback.handler.class", "com.acme.Login"));
+    assertEquals(SHADED + "common.security.plain.PlainLoginModule required;",
+        relocated("sasl.jaas.config", SHADED + "common.security.plain.PlainLoginModule required;"));
+  }
+
+  @Test
+  public void unrelocatedClassesAsInTheseTestsLeaveTheSettingsAlone() {
+    Map<String, String> props = Map.of("sasl.jaas.config", "org.apache.kafka.X required;");
+    assertSame(props, KafkaConf.relocated(props, KafkaConf.UNRELOCATED));
+    assertEquals(KafkaConf.UNRELOCATED, KafkaConf.KAFKA_PACKAGE);
+  }
+}
