@@ -119,8 +119,13 @@ public final class CommitLog {
 
   /** The commits of {@code table} that Kafka cut short and nothing completed yet. */
   public List<PartialCommit> partials(String table) {
+    return partials(topic.readAll(), table);
+  }
+
+  /** As {@link #partials(String)}, from a snapshot of the log ({@link CompactedTopic#readAll}). */
+  static List<PartialCommit> partials(Map<String, byte[]> log, String table) {
     List<PartialCommit> out = new ArrayList<>();
-    topic.readAll().forEach((key, json) -> {
+    log.forEach((key, json) -> {
       if (json != null && key.startsWith(PartialCommit.prefix(table))) out.add(PartialCommit.fromJson(json));
     });
     return out;
@@ -156,9 +161,14 @@ public final class CommitLog {
    * again: its own rows are not below themselves).
    */
   public Map<Integer, Long> writtenHighs(String table, String rerunning) {
+    return writtenHighs(topic.readAll(), table, rerunning);
+  }
+
+  /** As {@link #writtenHighs(String, String)}, from a snapshot of the log. */
+  static Map<Integer, Long> writtenHighs(Map<String, byte[]> log, String table, String rerunning) {
     Map<Integer, Long> out = new java.util.HashMap<>();
     String prefix = EpochMark.key(table, "");
-    topic.readAll().forEach((key, json) -> {
+    log.forEach((key, json) -> {
       if (json != null && key.startsWith(prefix)) {
         EpochMark.fromJson(json).marks().written().forEach((vp, w) -> out.merge(vp, w, Math::max));
       } else if (json != null && key.startsWith(PartialCommit.prefix(table))) {

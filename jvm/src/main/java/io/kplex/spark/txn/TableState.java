@@ -58,7 +58,7 @@ public final class TableState {
     Map<String, byte[]> all = commits.readAll();
     partitions(kafka, topic, out.putArray("partitions"));
     ObjectNode highs = out.putObject("high_order_per_virtual_partition");
-    new TreeMap<>(log.writtenHighs(table)).forEach((vp, h) -> highs.put(Integer.toString(vp), h));
+    new TreeMap<>(CommitLog.writtenHighs(all, table, null)).forEach((vp, h) -> highs.put(Integer.toString(vp), h));
     claim(commits, table, claimTimeoutMs, nowMs, out);
     log.pending(table).ifPresentOrElse(p -> {
       ObjectNode pending = out.putObject("pending_commit");
@@ -68,7 +68,7 @@ public final class TableState {
               + " transaction of the table");
     }, () -> out.putNull("pending_commit"));
     ArrayNode partials = out.putArray("partial_commits");
-    for (PartialCommit p : log.partials(table)) partials.add(p.describe(virtualPartitions));
+    for (PartialCommit p : CommitLog.partials(all, table)) partials.add(p.describe(virtualPartitions));
     transactions(kafka.admin(), table, nowMs, out);
     streams(kafka, all, table, out.putArray("streams"));
     return out.toString();

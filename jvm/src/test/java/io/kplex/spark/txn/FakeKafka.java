@@ -18,7 +18,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.Consumer;
 import org.apache.kafka.clients.admin.CreateTopicsOptions;
 import org.apache.kafka.clients.admin.CreateTopicsResult;
 import org.apache.kafka.clients.admin.FenceProducersOptions;
@@ -215,26 +214,5 @@ final class FakeKafka implements KafkaClients {
     } catch (ReflectiveOperationException e) {
       throw new AssertionError(e);
     }
-  }
-
-  /** A clock that runs {@code onSleep} each time a waiter sleeps on it (another writer acting meanwhile). */
-  static Clock actingWhileWaiting(io.kplex.spark.time.ManualClock clock, Consumer<Long> onSleep) {
-    return new Clock() {
-      @Override
-      public long millis() {
-        return clock.millis();
-      }
-
-      @Override
-      public long nanos() {
-        return clock.nanos();
-      }
-
-      @Override
-      public void sleep(long ms) {
-        clock.advance(ms);
-        onSleep.accept(ms);
-      }
-    };
   }
 }

@@ -101,7 +101,7 @@ public class WriterLeaseTest {
     otherClaim("live", "query-0", 0);
     AtomicInteger beats = new AtomicInteger();
     // The other writer renews its claim while the newcomer watches it.
-    Clock renewing = FakeKafka.actingWhileWaiting(clock, ms -> otherClaim("live", "query-0", beats.incrementAndGet()));
+    Clock renewing = clock.whenSleeping(ms -> otherClaim("live", "query-0", beats.incrementAndGet()));
     WriterClaims watching = new WriterClaims(kafka, renewing);
     KplexException e = assertThrows(KplexException.class,
         () -> watching.acquire(FakeKafka.CONF, TABLE, "query-1", null, STALE_MS));
@@ -114,7 +114,7 @@ public class WriterLeaseTest {
   @Test
   public void aClaimReleasedWhileWatchedWasLiveToo() {
     otherClaim("ending", "query-0", 3);
-    Clock releasing = FakeKafka.actingWhileWaiting(clock,
+    Clock releasing = clock.whenSleeping(
         ms -> kafka.commitLog(clock).put(WriterLease.prefix(TABLE) + "ending", null));
     KplexException e = assertThrows(KplexException.class,
         () -> new WriterClaims(kafka, releasing).acquire(FakeKafka.CONF, TABLE, "query-1", null, STALE_MS));
