@@ -17,7 +17,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kplex.session import SHADED_KAFKA, jars
+from kplex.session import SHADED_KAFKA, SPARK_JARS, _spark_line, jars
 
 #: Where Spark's ivy keeps the connector's jars between runs (spark.jars.ivy), beside the
 #: virtual environments of scripts/test_spark_version.sh.
@@ -26,7 +26,8 @@ ROWS = 50
 
 
 def test_the_plugin_jar_carries_kafka_clients_relocated_and_nothing_unrelocated():
-    assert [Path(j).name for j in jars()] == ["kplex-spark.jar"]
+    expected = "kplex-spark-3.5.jar" if pyspark.__version__.startswith("3.5.") else "kplex-spark.jar"
+    assert [Path(j).name for j in jars()] == [expected] == [SPARK_JARS[_spark_line(pyspark.__version__)]]
     names = zipfile.ZipFile(jars()[0]).namelist()
     assert not [n for n in names if n.startswith("org/apache/kafka")]
     shaded = SHADED_KAFKA.replace(".", "/")
@@ -78,7 +79,7 @@ def test_sparks_kafka_connector_reads_and_kplex_writes_exactly_once_in_one_sessi
     printed = dict(line.split(" ", 1) for line in done.stdout.splitlines()
                    if line.split(" ")[0] in ("SPARKS", "KPLEXS", "READ"))
     assert "kafka-clients" in printed["SPARKS"], printed  # the connector's own, unrelocated
-    assert printed["KPLEXS"].endswith("kplex-spark.jar"), printed
+    assert printed["KPLEXS"].endswith(Path(jars()[0]).name), printed
     assert printed["READ"] == str(ROWS)
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": table, "isolation.level": "read_committed",

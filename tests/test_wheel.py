@@ -16,7 +16,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 ROOT = Path(__file__).resolve().parent.parent
 MODULES = ("kplex/__init__.py", "kplex/cli.py", "kplex/session.py", "kplex/servers.py", "kplex/sqltools/check.py",
-           "kplex/sqltools/translate.py", "kplex/testing/verify.py", "kplex/jars/kplex-spark.jar",
+           "kplex/sqltools/translate.py", "kplex/testing/verify.py", "kplex/jars/kplex-spark.jar", "kplex/jars/kplex-spark-3.5.jar",
            "kplex/sql/pageviews_by_user.sql")
 
 
@@ -51,7 +51,7 @@ def test_the_wheel_and_the_sdist_carry_every_module_the_jars_and_the_example_sql
         assert member in wheel, member
         assert any(name.endswith("/" + member) for name in sdist), member
     # One jar: kafka-clients is relocated inside the plugin jar, none beside it.
-    assert [m for m in wheel if m.endswith(".jar")] == ["kplex/jars/kplex-spark.jar"]
+    assert sorted(m for m in wheel if m.endswith(".jar")) == ["kplex/jars/kplex-spark-3.5.jar", "kplex/jars/kplex-spark.jar"]
     sources = {str(p.relative_to(ROOT / "python")) for p in (ROOT / "python" / "kplex").rglob("*.py")}
     assert sources <= set(wheel), sources - set(wheel)
 

@@ -34,9 +34,24 @@ JARS_DIR = Path(__file__).resolve().parent / "jars"
 SHADED_KAFKA = "io.kplex.shaded.org.apache.kafka"
 
 
-#: The Spark (major, minor) versions kplex is tested on (scripts/test.sh): one jar (Scala 2.13)
-#: serves them all. Spark 3.5 (Scala 2.12) is not supported yet: README, "Spark versions".
-SUPPORTED_SPARK = ((4, 0), (4, 1), (4, 2), (4, 3))
+#: The Spark (major, minor) versions kplex is tested on (scripts/test.sh), and the plugin jar
+#: of each: one jar (Scala 2.13) serves Spark 4.0 to 4.3, another (Scala 2.12) Spark 3.5.
+SPARK_JARS = {
+    (3, 5): "kplex-spark-3.5.jar",
+    (4, 0): "kplex-spark.jar",
+    (4, 1): "kplex-spark.jar",
+    (4, 2): "kplex-spark.jar",
+    (4, 3): "kplex-spark.jar",
+}
+SUPPORTED_SPARK = tuple(SPARK_JARS)
+
+
+def _spark_line(version: str | None) -> tuple[int, ...]:
+    if version is None:
+        import pyspark
+
+        version = pyspark.__version__
+    return tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
 
 
 def check_spark_version(version: str | None = None) -> None:
@@ -48,29 +63,30 @@ def check_spark_version(version: str | None = None) -> None:
         import pyspark
 
         version = pyspark.__version__
-    parts = tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
-    if parts not in SUPPORTED_SPARK:
+    if _spark_line(version) not in SUPPORTED_SPARK:
         names = [f"{a}.{b}" for a, b in SUPPORTED_SPARK]
         supported = ", ".join(names[:-1]) + " and " + names[-1]
         newest = SUPPORTED_SPARK[-1]
-        raise UnsupportedError(f"[KPLEX_SPARK_VERSION] kplex runs on Spark {supported} (Scala 2.13); this is Spark"
-                               f" {version}. Install pyspark>=4.0,<{newest[0]}.{newest[1] + 1}, or see the README's"
+        raise UnsupportedError(f"[KPLEX_SPARK_VERSION] kplex runs on Spark {supported}; this is Spark {version}."
+                               f" Install pyspark>=3.5,<{newest[0]}.{newest[1] + 1}, or see the README's"
                                " 'Spark versions'.")
 
 
-def jars() -> list[str]:
-    """The jars to put on Spark's classpath, shipped inside this package: the plugin jar,
+def jars(spark_version: str | None = None) -> list[str]:
+    """The jars to put on Spark's classpath, shipped inside this package: the plugin jar of
+    ``spark_version``'s line (default: the installed pyspark's; :data:`SPARK_JARS`), with
     kafka-clients relocated inside it (:data:`SHADED_KAFKA`).
 
-    >>> [Path(j).name for j in jars()]  # doctest: +SKIP
-    ['kplex-spark.jar']
+    >>> [Path(j).name for j in jars("4.1.1")], [Path(j).name for j in jars("3.5.7")]  # doctest: +SKIP
+    (['kplex-spark.jar'], ['kplex-spark-3.5.jar'])
     """
-    found = sorted(str(p) for p in JARS_DIR.glob("*.jar"))
-    if not any(p.endswith("kplex-spark.jar") for p in found):
+    check_spark_version(spark_version)
+    jar = JARS_DIR / SPARK_JARS[_spark_line(spark_version)]
+    if not jar.is_file():
         raise FileNotFoundError(
-            f"kplex-spark.jar is missing from {JARS_DIR}: this is a source checkout without a"
+            f"{jar.name} is missing from {JARS_DIR}: this is a source checkout without a"
             " build. Run `gradle bundleJars` (scripts/setup.sh does it) and reinstall.")
-    return found
+    return [str(jar)]
 
 
 def is_remote(spark_or_builder: Any) -> bool:

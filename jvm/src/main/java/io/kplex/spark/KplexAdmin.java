@@ -87,14 +87,14 @@ public final class KplexAdmin {
   private static Map<String, String> catalogOptions(org.apache.spark.sql.SparkSession session, String catalog) {
     Map<String, String> options = new HashMap<>();
     String prefix = "spark.sql.catalog." + catalog + ".";
-    scala.jdk.javaapi.CollectionConverters.asJava(session.conf().getAll()).forEach((k, v) -> {
+    io.kplex.spark.compat.Scala.asJava(session.conf().getAll()).forEach((k, v) -> {
       if (k.startsWith(prefix)) options.put(k.substring(prefix.length()), v);
     });
     return options;
   }
 
   /** Registers kplex's SQL functions in a session built without {@code spark.sql.extensions}. */
-  public static void registerFunctions(org.apache.spark.sql.classic.SparkSession session) {
+  public static void registerFunctions(org.apache.spark.sql.SparkSession session) {
     KplexFunctions.register(session);
   }
 

@@ -75,7 +75,7 @@ public final class KplexSource implements SupportsCatalogOptions, DataSourceRegi
    * one of them only.
    */
   private static Object sessionCatalog(String name) {
-    Object manager = org.apache.spark.sql.classic.SparkSession.active().sessionState().catalogManager();
+    Object manager = io.kplex.spark.compat.Sessions.activeState().catalogManager();
     try {
       return org.apache.spark.sql.connector.catalog.CatalogManager.class.getMethod("catalog", String.class)
           .invoke(manager, name);

@@ -75,7 +75,7 @@ public final class WriteConf implements Serializable {
   public static Map<String, String> sessionSettings() {
     Map<String, String> settings = new HashMap<>();
     org.apache.spark.sql.SparkSession.getActiveSession().foreach(session -> {
-      scala.jdk.javaapi.CollectionConverters.asJava(session.conf().getAll()).forEach((k, v) -> {
+      io.kplex.spark.compat.Scala.asJava(session.conf().getAll()).forEach((k, v) -> {
         if (k.startsWith("spark.kplex.")) settings.put(k.substring("spark.".length()), v);
       });
       return null;

@@ -29,7 +29,7 @@ public class KplexException extends IllegalArgumentException implements SparkThr
     return code;
   }
 
-  @Override
+  /** Spark 4's name for the error class (a method of {@code SparkThrowable} there, not on 3.5). */
   public String getCondition() {
     return "KPLEX_" + code;
   }

@@ -15,7 +15,7 @@ import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression$;
 import org.apache.spark.sql.types.Metadata;
 import org.apache.spark.sql.types.MetadataBuilder;
-import scala.jdk.javaapi.CollectionConverters;
+import io.kplex.spark.compat.Scala;
 import org.apache.spark.sql.catalyst.expressions.ExpressionInfo;
 import org.apache.spark.sql.catalyst.expressions.V2ExpressionUtils$;
 import org.apache.spark.sql.connector.catalog.functions.BoundFunction;
@@ -33,7 +33,6 @@ import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.unsafe.types.UTF8String;
 import scala.collection.immutable.Seq;
-import scala.runtime.AbstractFunction1;
 
 /**
  * The SQL functions of kplex, evaluated in the JVM: {@code kplex_key(x)} (canonical key
@@ -340,8 +339,7 @@ public final class KplexFunctions {
   }
 
   /** Builds the Catalyst expression of a session function call: binds, then resolves. */
-  public static final class Builder extends AbstractFunction1<Seq<Expression>, Expression>
-      implements java.io.Serializable {
+  public static final class Builder extends io.kplex.spark.compat.ExpressionBuilder {
     private final UnboundFunction function;
 
     public Builder(UnboundFunction function) {
@@ -349,27 +347,27 @@ public final class KplexFunctions {
     }
 
     @Override
-    public Expression apply(Seq<Expression> args) {
-      if (function.name().equals(JSON) && args.length() == 2 && args.apply(1).foldable()) {
-        Object pointer = args.apply(1).eval(null);
+    protected Expression build(java.util.List<Expression> args) {
+      if (function.name().equals(JSON) && args.size() == 2 && args.get(1).foldable()) {
+        Object pointer = args.get(1).eval(null);
         if (pointer != null) JsonPointer.parse(pointer.toString()); // a bad literal fails the query here
       }
       StructType input = new StructType();
-      for (int i = 0; i < args.length(); i++) {
-        Expression arg = args.apply(i);
+      for (int i = 0; i < args.size(); i++) {
+        Expression arg = args.get(i);
         input = input.add(arg.sql(), arg.dataType(), arg.nullable());
       }
       BoundFunction bound = function.bind(input);
       Expression call = bound instanceof Scalar s && s.identity
-          ? args.apply(0)
-          : V2ExpressionUtils$.MODULE$.resolveScalarFunction((ScalarFunction<?>) bound, args);
+          ? args.get(0)
+          : V2ExpressionUtils$.MODULE$.resolveScalarFunction((ScalarFunction<?>) bound, Scala.list(args));
       // Named like the call and tagged with its role, so that a kplex write finds its key
       // and order columns even when the user renames them.
       StringBuilder name = new StringBuilder(function.name()).append('(');
-      for (int i = 0; i < args.length(); i++) name.append(i == 0 ? "" : ", ").append(args.apply(i).sql());
+      for (int i = 0; i < args.size(); i++) name.append(i == 0 ? "" : ", ").append(args.get(i).sql());
       name.append(')');
       Metadata role = new MetadataBuilder().putString(ROLE, function.name()).build();
-      Seq<String> none = CollectionConverters.asScala(java.util.List.<String>of()).toSeq();
+      Seq<String> none = Scala.list(java.util.List.<String>of());
       return new Alias(call, name.toString(), NamedExpression$.MODULE$.newExprId(), none,
           scala.Option.apply(role), none);
     }
@@ -385,11 +383,12 @@ public final class KplexFunctions {
    * function the extension already registered is left alone (re-registering it would log
    * a "replaced a previously registered function" warning).
    */
-  public static void register(org.apache.spark.sql.classic.SparkSession session) {
+  public static void register(org.apache.spark.sql.SparkSession session) {
+    org.apache.spark.sql.internal.SessionState state = io.kplex.spark.compat.Sessions.state(session);
     for (UnboundFunction f : ALL.values()) {
       FunctionIdentifier id = registryId(f.name());
-      if (session.sessionState().functionRegistry().functionExists(id)) continue;
-      session.sessionState().functionRegistry().registerFunction(id, info(f), new Builder(f));
+      if (state.functionRegistry().functionExists(id)) continue;
+      state.functionRegistry().registerFunction(id, info(f), new Builder(f));
     }
   }
 

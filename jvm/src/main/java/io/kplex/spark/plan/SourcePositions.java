@@ -18,7 +18,7 @@ import org.apache.spark.sql.catalyst.streaming.StreamingRelationV2;
 import org.apache.spark.sql.catalyst.streaming.WriteToStream;
 import scala.Option;
 import scala.collection.immutable.Seq;
-import scala.jdk.javaapi.CollectionConverters;
+import io.kplex.spark.compat.Scala;
 
 /**
  * An analyzer rule: a streaming query that writes a kplex table from kplex's source,
@@ -42,7 +42,7 @@ public final class SourcePositions extends Rule<LogicalPlan> {
     if (!(plan instanceof WriteToStream write) || !(write.sink() instanceof KplexTable)) return plan;
     LogicalPlan query = write.inputQuery();
     if (!query.resolved()) return plan;
-    List<Attribute> output = CollectionConverters.asJava(query.output());
+    List<Attribute> output = Scala.asJava(query.output());
     for (Attribute a : output) if (WriteSchema.POSITION_COLUMNS.contains(a.name())) return plan;
     Positioned found = positioned(query);
     if (found == null) return plan;
@@ -74,7 +74,7 @@ public final class SourcePositions extends Rule<LogicalPlan> {
     if (p instanceof StreamingRelationV2 r) {
       if (!(r.table() instanceof KplexTable)) return null;
       Attribute partition = null, offset = null, timestamp = null, vpartition = null;
-      for (Attribute a : CollectionConverters.asJava(r.output())) {
+      for (Attribute a : Scala.asJava(r.output())) {
         switch (a.name()) {
           case "partition" -> partition = a;
           case "vpartition" -> vpartition = a;
@@ -90,7 +90,7 @@ public final class SourcePositions extends Rule<LogicalPlan> {
     if (p instanceof Project project) {
       Positioned child = positioned(project.child());
       if (child == null) return null;
-      List<NamedExpression> list = new ArrayList<>(CollectionConverters.asJava(project.projectList()));
+      List<NamedExpression> list = new ArrayList<>(Scala.asJava(project.projectList()));
       list.add(child.partition);
       list.add(child.offset);
       list.add(child.timestamp);
@@ -108,6 +108,6 @@ public final class SourcePositions extends Rule<LogicalPlan> {
   }
 
   private static <T> Seq<T> seq(List<T> list) {
-    return CollectionConverters.asScala(list).toList();
+    return Scala.list(list);
   }
 }

@@ -14,7 +14,7 @@ final class WriteToStreams {
     Product p = write;
     Object[] args = new Object[p.productArity()];
     for (int i = 0; i < args.length; i++) {
-      args[i] = p.productElementName(i).equals(field) ? value : p.productElement(i);
+      args[i] = io.kplex.spark.compat.Scala.fieldName(p, i).equals(field) ? value : p.productElement(i);
     }
     for (Method m : WriteToStream.class.getMethods()) {
       if (m.getName().equals("copy") && m.getParameterCount() == args.length) {

@@ -1,6 +1,8 @@
 package io.kplex.spark.read;
 
 import io.kplex.spark.catalog.KplexTable;
+import io.kplex.spark.compat.Scala;
+import io.kplex.spark.compat.Sessions;
 import io.kplex.spark.spec.KplexOptions;
 import io.kplex.spark.errors.Errors;
 import io.kplex.spark.errors.KplexException;
@@ -20,13 +22,11 @@ import org.apache.spark.sql.catalyst.expressions.Unevaluable;
 import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
 import org.apache.spark.sql.catalyst.expressions.UnsafeProjection$;
 import org.apache.spark.sql.catalyst.optimizer.ReplaceExpressions$;
-import org.apache.spark.sql.catalyst.optimizer.RewriteWithExpression$;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
-import org.apache.spark.sql.classic.SparkSession;
+import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.types.DataType;
 import scala.collection.immutable.Seq;
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * The key and order of a read-time table: Spark SQL expressions over the source topic's
@@ -65,7 +65,7 @@ public final class ReadExpressions implements Serializable {
     }
 
     UnsafeProjection projection() {
-      Seq<Expression> exprs = CollectionConverters.asScala(List.of(expression)).toList();
+      Seq<Expression> exprs = Scala.list(List.of(expression));
       return UnsafeProjection$.MODULE$.create(exprs, input);
     }
   }
@@ -93,8 +93,8 @@ public final class ReadExpressions implements Serializable {
     LogicalPlan plan;
     try {
       SparkSession spark = SparkSession.active();
-      plan = spark.createDataFrame(List.<Row>of(), KplexTable.TOPIC_SCHEMA).selectExpr(text)
-          .queryExecution().analyzed();
+      plan = Sessions.queryExecution(spark.createDataFrame(List.<Row>of(), KplexTable.TOPIC_SCHEMA)
+          .selectExpr(text)).analyzed();
     } catch (KplexException e) {
       throw e;
     } catch (Exception e) {
@@ -102,7 +102,7 @@ public final class ReadExpressions implements Serializable {
       throw Errors.badExpression(property, text, table, message);
     }
     // What the optimizer would do before evaluating: replace runtime-replaceable functions.
-    plan = RewriteWithExpression$.MODULE$.apply(ReplaceExpressions$.MODULE$.apply(plan));
+    plan = Sessions.rewriteWith(ReplaceExpressions$.MODULE$.apply(plan));
     if (!(plan instanceof Project) || ((Project) plan).projectList().size() != 1) {
       throw Errors.badExpression(property, text, table, "it must be one scalar expression.");
     }
@@ -113,7 +113,7 @@ public final class ReadExpressions implements Serializable {
     if (refused != null) {
       throw Errors.badExpression(property, text, table, refused);
     }
-    return new Compiled(expression, project.child().output());
+    return new Compiled(expression, Scala.list(Scala.asJava(project.child().output())));
   }
 
   /** Why an expression cannot be evaluated record by record, or null. */
@@ -128,7 +128,7 @@ public final class ReadExpressions implements Serializable {
         return "`" + e.prettyName() + "` can only run inside a Spark query plan (aggregates,"
             + " subqueries, Python UDFs); materialize the table with INSERT instead.";
       }
-      todo.addAll(CollectionConverters.asJava(e.children()));
+      todo.addAll(Scala.asJava(e.children()));
     }
     return null;
   }

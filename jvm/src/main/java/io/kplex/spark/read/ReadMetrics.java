@@ -12,7 +12,7 @@ import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanExec;
 import org.apache.spark.sql.execution.adaptive.QueryStageExec;
 import org.apache.spark.sql.execution.datasources.v2.BatchScanExec;
 import org.apache.spark.sql.execution.metric.SQLMetric;
-import scala.jdk.javaapi.CollectionConverters;
+import io.kplex.spark.compat.Scala;
 
 /**
  * What a kplex read counts, as Spark SQL metrics of its scan (shown in the SQL tab of the
@@ -69,7 +69,7 @@ public final class ReadMetrics {
   public static String json(org.apache.spark.sql.Dataset<?> df) {
     Map<String, Long> sums = new TreeMap<>();
     Deque<SparkPlan> todo = new ArrayDeque<>();
-    todo.push(((org.apache.spark.sql.classic.Dataset<?>) df).queryExecution().executedPlan());
+    todo.push(io.kplex.spark.compat.Sessions.queryExecution(df).executedPlan());
     while (!todo.isEmpty()) {
       SparkPlan plan = todo.pop();
       if (plan instanceof AdaptiveSparkPlanExec) {
@@ -81,13 +81,13 @@ public final class ReadMetrics {
         continue;
       }
       if (plan instanceof BatchScanExec && ((BatchScanExec) plan).scan() instanceof KplexScan) {
-        Map<String, SQLMetric> metrics = CollectionConverters.asJava(plan.metrics());
+        Map<String, SQLMetric> metrics = Scala.asJava(plan.metrics());
         for (String name : new String[] {RECORDS, LATE_DROPPED, LATE_SIDE_TOPIC}) {
           SQLMetric m = metrics.get(name);
           if (m != null) sums.merge(name, m.value(), Long::sum);
         }
       }
-      CollectionConverters.asJava(plan.children()).forEach(todo::push);
+      Scala.asJava(plan.children()).forEach(todo::push);
     }
     StringBuilder s = new StringBuilder("{");
     sums.forEach((k, v) -> s.append(s.length() > 1 ? "," : "").append('"').append(k).append("\":").append(v));

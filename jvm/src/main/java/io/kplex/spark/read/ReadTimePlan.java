@@ -21,7 +21,7 @@ import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 import scala.Option;
 import scala.collection.immutable.Seq;
-import scala.jdk.javaapi.CollectionConverters;
+import io.kplex.spark.compat.Scala;
 import scala.runtime.AbstractPartialFunction;
 
 /**
@@ -76,7 +76,7 @@ public final class ReadTimePlan extends Rule<LogicalPlan> {
     options.put(READ_ONCE, "true");
     LogicalPlan marked = withOptions(relation, new CaseInsensitiveStringMap(options));
     Map<String, Attribute> columns = new HashMap<>();
-    for (Attribute a : CollectionConverters.asJava(relation.output())) columns.put(a.name(), a);
+    for (Attribute a : Scala.asJava(relation.output())) columns.put(a.name(), a);
     Seq<Expression> by = seq(List.of(columns.get("vpartition")));
     int v = ((KplexTable) relation.table()).definition().get().virtualPartitions();
     LogicalPlan shuffled = new RepartitionByExpression(by, marked, Option.apply(shufflePartitions(v)), Option.empty());
@@ -98,7 +98,7 @@ public final class ReadTimePlan extends Rule<LogicalPlan> {
   }
 
   private static <T> Seq<T> seq(List<T> list) {
-    return CollectionConverters.asScala(list).toList();
+    return Scala.list(list);
   }
 
   /** {@code relation.copy(options = ...)}: its other fields differ between Spark 4.0 and 4.1. */
@@ -106,7 +106,7 @@ public final class ReadTimePlan extends Rule<LogicalPlan> {
     scala.Product p = relation;
     Object[] args = new Object[p.productArity()];
     for (int i = 0; i < args.length; i++) {
-      args[i] = p.productElementName(i).equals("options") ? options : p.productElement(i);
+      args[i] = Scala.fieldName(p, i).equals("options") ? options : p.productElement(i);
     }
     try {
       for (Method m : DataSourceV2Relation.class.getMethods()) {

@@ -11,7 +11,7 @@ import org.apache.spark.sql.connector.expressions.NamedReference;
 import org.apache.spark.sql.connector.expressions.NullOrdering;
 import org.apache.spark.sql.connector.expressions.SortDirection;
 import org.apache.spark.sql.connector.expressions.SortOrder;
-import scala.jdk.javaapi.CollectionConverters;
+import io.kplex.spark.compat.Scala;
 
 /**
  * What a kplex write asks of Spark, decided by one pure function ({@link #of}) into a
@@ -65,7 +65,7 @@ final class WriteRequirements {
 
   /** A reference to a column by its exact name (names like "kplex_key(x)" are not parsed). */
   static NamedReference column(String name) {
-    return new FieldReference(CollectionConverters.asScala(java.util.List.of(name)).toSeq());
+    return new FieldReference(Scala.list(java.util.List.of(name)));
   }
 
   @Override
