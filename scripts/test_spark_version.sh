@@ -17,13 +17,13 @@ VERSION=${1:?usage: test_spark_version.sh PYSPARK_VERSION [pytest args]}
 shift
 PYTHON=${PYTHON:-python3}
 VENV=${KPLEX_CACHE_DIR:-$HOME/.cache/kplex}/venv-pyspark-$VERSION
-STAMP="pyspark==$VERSION $(grep -v '^pyspark' requirements.txt | sha256sum | cut -c1-16) $("$PYTHON" -V 2>&1)"
+STAMP="pyspark[connect]==$VERSION $(grep -v '^pyspark' requirements.txt | sha256sum | cut -c1-16) $("$PYTHON" -V 2>&1)"
 if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$VENV/kplex-stamp" 2>/dev/null)" != "$STAMP" ]; then
   echo "test: installing pyspark $VERSION and the requirements into $VENV" >&2
   rm -rf "$VENV"
   "$PYTHON" -m venv "$VENV"
   grep -v '^pyspark' requirements.txt > "$VENV/requirements.txt"
-  "$VENV/bin/pip" install -q --disable-pip-version-check "pyspark==$VERSION" -r "$VENV/requirements.txt"
+  "$VENV/bin/pip" install -q --disable-pip-version-check "pyspark[connect]==$VERSION" -r "$VENV/requirements.txt"
   echo "$STAMP" > "$VENV/kplex-stamp"
 else
   echo "test: reusing $VENV" >&2

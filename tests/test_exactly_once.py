@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -32,7 +33,7 @@ FROM kplex.{source}"""
 
 @pytest.fixture(scope="module")
 def source(bootstrap: str) -> str:
-    topic = "pageviews_eos"
+    topic = f"pageviews_eos_{uuid.uuid4().hex[:8]}"  # unique: a reused broker (KPLEX_BOOTSTRAP) keeps topics
     datagen.generate_pageviews(bootstrap, topic, ROWS, partitions=3, users=15, seed=5, out_of_order_ms=3_000)
     return topic
 

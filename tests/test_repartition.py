@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -29,7 +30,7 @@ def create(spark, table: str, v: int, p: int, **props: str) -> None:
 @pytest.fixture(scope="module")
 def messy_pageviews(bootstrap: str) -> str:
     """3 source partitions, out of order across them, one hot user, non-ASCII user ids."""
-    topic = "pageviews_messy"
+    topic = f"pageviews_messy_{uuid.uuid4().hex[:8]}"  # unique: a reused broker (KPLEX_BOOTSTRAP) keeps topics
     datagen.generate_pageviews(bootstrap, topic, 3_000, partitions=3, users=20, seed=11,
                                out_of_order_ms=5_000, skew=0.3, non_ascii=True)
     return topic

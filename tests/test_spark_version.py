@@ -3,11 +3,14 @@ error that says which ones it does."""
 from __future__ import annotations
 
 import os
+import zipfile
+from pathlib import Path
 
 import pytest
 
 from kplex import session
 from kplex.errors import KplexError
+from kplex.streaming import start_stream, streaming_insert
 
 
 def test_the_tests_run_on_the_spark_they_were_asked_to(spark):
@@ -17,12 +20,40 @@ def test_the_tests_run_on_the_spark_they_were_asked_to(spark):
     assert spark.version == expected
 
 
-@pytest.mark.parametrize("version", ["3.5.7", "4.4.0", "5.0.0"])
+@pytest.mark.parametrize("version", ["3.4.4", "4.4.0", "5.0.0"])
 def test_an_unsupported_spark_is_refused_naming_the_supported_ones(version):
-    with pytest.raises(KplexError, match=r"Spark 4\.0, 4\.1, 4\.2 and 4\.3 .*pyspark>=4\.0,<4\.4"):
+    with pytest.raises(KplexError, match=r"Spark 3\.5, 4\.0, 4\.1, 4\.2 and 4\.3; this is Spark .*pyspark>=3\.5,<4\.4"):
         session.check_spark_version(version)
+    with pytest.raises(KplexError, match=version):
+        session.jars(version)
 
 
-@pytest.mark.parametrize("version", ["4.0.0", "4.0.1", "4.1.1", "4.2.1", "4.3.0"])
-def test_a_supported_spark_passes(version):
+@pytest.mark.parametrize(("version", "jar"), [("3.5.0", "kplex-spark-3.5.jar"), ("3.5.7", "kplex-spark-3.5.jar"),
+                                              ("4.0.1", "kplex-spark.jar"), ("4.1.1", "kplex-spark.jar"),
+                                              ("4.2.1", "kplex-spark.jar"), ("4.3.0", "kplex-spark.jar")])
+def test_a_supported_spark_passes_and_gets_the_jar_of_its_line(version, jar):
     session.check_spark_version(version)
+    assert [Path(j).name for j in session.jars(version)] == [jar]
+
+
+def test_each_jar_is_compiled_for_its_scala():
+    """The 3.5 jar calls Scala 2.12's converters, the 4.x jar 2.13's: read from the class
+    files themselves (javap would do the same), not from the build script."""
+    for version, converters in (("3.5.7", b"scala/collection/JavaConverters"), ("4.1.1", b"scala/jdk/javaapi/CollectionConverters")):
+        with zipfile.ZipFile(session.jars(version)[0]) as jar:
+            scala = jar.read("io/kplex/spark/compat/Scala.class")
+        assert converters in scala, version
+
+
+def test_a_feature_of_a_newer_spark_is_refused_naming_the_line_it_needs():
+    with pytest.raises(KplexError, match=r"STREAM\(\.\.\.\) in SQL needs Spark 4\.1 or later; this is Spark 3\.5\.7"):
+        session.require_spark("STREAM(...) in SQL", (4, 1), "3.5.7")
+    session.require_spark("STREAM(...) in SQL", (4, 1), "4.1.1")
+
+
+def test_a_streaming_insert_in_sql_before_spark_4_1_gets_that_error_not_a_parse_error(spark, tmp_path):
+    if tuple(int(p) for p in spark.version.split(".")[:2]) >= (4, 1):
+        pytest.skip("STREAM(...) in SQL runs on this Spark (test_streaming)")
+    insert = streaming_insert("INSERT INTO kplex.t SELECT key, order_value, value FROM STREAM(kplex.s)")
+    with pytest.raises(KplexError, match=rf"needs Spark 4\.1 or later; this is Spark {spark.version}"):
+        start_stream(spark, insert, str(tmp_path / "checkpoint"))

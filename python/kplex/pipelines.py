@@ -50,6 +50,9 @@ def run_pipeline(spec: Path, remote: str) -> int:
     against ``remote``; returns its exit status."""
     import pyspark
 
+    from kplex.session import require_spark
+
+    require_spark("Declarative Pipelines (spark-pipelines)", (4, 1))
     create_tables(spec, remote)
     cli = Path(pyspark.__file__).resolve().parent / "pipelines" / "cli.py"
     env = dict(os.environ, SPARK_REMOTE=remote)

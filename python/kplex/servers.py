@@ -64,6 +64,7 @@ def command(kind: str, bootstrap: str, port: int | None = None, host: str = "127
     settings.update(conf or {})
     argv = [str(spark_home() / "bin" / "spark-submit"), "--class", main_class,
             "--name", f"kplex {kind} server", "--master", master, "--jars", ",".join(jars())]
+    argv += _connect_packages(kind)
     for key, value in settings.items():
         argv += ["--conf", f"{key}={value}"]
     if kafka_options:
@@ -73,6 +74,17 @@ def command(kind: str, bootstrap: str, port: int | None = None, host: str = "127
         argv += ["--hiveconf", f"hive.server2.thrift.port={port}",
                  "--hiveconf", f"hive.server2.thrift.bind.host={host}"]
     return argv
+
+
+def _connect_packages(kind: str) -> list[str]:
+    """Spark 3.5's pyspark does not carry the Connect server (Spark 4's does): as Spark 3.5's
+    own ``start-connect-server.sh`` is told to, it comes from Maven Central with ``--packages``
+    (resolved once into Spark's ivy cache, ``spark.jars.ivy``)."""
+    import pyspark
+
+    if kind != "connect" or not pyspark.__version__.startswith("3.5."):
+        return []
+    return ["--packages", f"org.apache.spark:spark-connect_2.12:{pyspark.__version__}"]
 
 
 def _private_properties(settings: Mapping[str, str]) -> Path:

@@ -72,6 +72,23 @@ def check_spark_version(version: str | None = None) -> None:
                                " 'Spark versions'.")
 
 
+def require_spark(feature: str, since: tuple[int, int], version: str | None = None) -> None:
+    """Raises a clear error when ``feature`` needs a newer Spark than ``version`` (default: the
+    installed pyspark's).
+
+    >>> require_spark("STREAM(...) in SQL", (4, 1), "3.5.7")
+    Traceback (most recent call last):
+    kplex.errors.UnsupportedError: [KPLEX_SPARK_VERSION] STREAM(...) in SQL needs Spark 4.1 or later; this is Spark 3.5.7 ...
+    """
+    if version is None:
+        import pyspark
+
+        version = pyspark.__version__
+    if _spark_line(version) < since:
+        raise UnsupportedError(f"[KPLEX_SPARK_VERSION] {feature} needs Spark {since[0]}.{since[1]} or later; this is"
+                               f" Spark {version} (README, 'Spark versions').")
+
+
 def jars(spark_version: str | None = None) -> list[str]:
     """The jars to put on Spark's classpath, shipped inside this package: the plugin jar of
     ``spark_version``'s line (default: the installed pyspark's; :data:`SPARK_JARS`), with
@@ -210,6 +227,10 @@ def read_metrics(df: Any) -> dict[str, int]:
     {'kplexLateDropped': 3, 'kplexLateToSideTopic': 0, 'kplexRecordsRead': 27000}
     """
     if is_remote(df.sparkSession):
+        if not hasattr(df, "executionInfo"):
+            raise UnsupportedError("[KPLEX_SPARK_VERSION] read_metrics over Spark Connect needs Spark 4.0 or later"
+                                   " (DataFrame.executionInfo); on Spark 3.5 read the metrics in the server's UI,"
+                                   " or call read_metrics from a classic (py4j) session.")
         info = df.executionInfo
         if info is None or info.metrics is None:
             raise KplexError("[KPLEX_NOT_EXECUTED] read_metrics needs a DataFrame that has run:"

@@ -66,6 +66,9 @@ def start_stream(spark: Any, insert: StreamingInsert, checkpoint: str, *, trigge
     there now and stop (records still within ``kplex.max_delay_ms`` stay held for the next
     run); ``release_at_end``: and then release everything held (the input has ended: a
     later record below what this wrote is late)."""
+    from kplex.session import require_spark
+
+    require_spark("STREAM(...) in SQL (a streaming INSERT)", (4, 1), spark.version)
     spark.conf.set("kplex.stream.releaseAtEnd", "true" if release_at_end else "false")
     writer = spark.sql(insert.query).writeStream.option("checkpointLocation", checkpoint)
     for key, value in (options or {}).items():

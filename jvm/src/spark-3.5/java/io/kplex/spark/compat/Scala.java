@@ -25,14 +25,31 @@ public final class Scala {
   }
 
   /**
-   * The name of a case class's i-th field. Scala 2.12 has no {@code productElementName}; a
-   * case class declares its fields in the order of its parameters, before any other field.
+   * The name of a case class's i-th field. Scala 2.12 has no {@code productElementName}, and
+   * its class files list lazy vals before the parameters, so the name is found by value: the
+   * parameters are the final instance fields, and the one holding the i-th element (the same
+   * object) is it; where several hold it (two {@code None}s), the i-th final field.
    */
   public static String fieldName(scala.Product p, int i) {
-    java.util.List<String> names = new java.util.ArrayList<>();
+    Object element = p.productElement(i);
+    java.util.List<String> finals = new java.util.ArrayList<>();
+    java.util.List<String> holding = new java.util.ArrayList<>();
     for (java.lang.reflect.Field f : p.getClass().getDeclaredFields()) {
-      if (!java.lang.reflect.Modifier.isStatic(f.getModifiers())) names.add(f.getName());
+      int mod = f.getModifiers();
+      if (java.lang.reflect.Modifier.isStatic(mod) || !java.lang.reflect.Modifier.isFinal(mod)) continue;
+      finals.add(f.getName());
+      try {
+        f.setAccessible(true);
+        Object value = f.get(p);
+        if (value == element || (value != null && f.getType().isPrimitive() && value.equals(element))) {
+          holding.add(f.getName());
+        }
+      } catch (ReflectiveOperationException | RuntimeException e) {
+        // not readable: the position decides
+      }
     }
-    return i < names.size() ? names.get(i) : "";
+    if (holding.size() == 1) return holding.get(0);
+    String positional = i < finals.size() ? finals.get(i) : "";
+    return holding.isEmpty() || holding.contains(positional) ? positional : holding.get(0);
   }
 }
