@@ -4,10 +4,11 @@ its output promises (the guarantees it is checked for).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from common import KPLEX_PRODUCER
+from prepare import SparkLine
 
 # Spark's own JSON functions, in place of kplex_json in the kplex INSERT (--parse-variants).
 PARSE_VARIANTS = ("get_json_object", "json_tuple")
@@ -26,7 +27,14 @@ class Contender:
     kplex_table: bool = False      # the script creates its own topic (CREATE TABLE)
     checked: bool = True           # its output holds the source's records
     verify: str = "yes"            # "none": not checked at all (the profiling run)
+    spark: str = ""                # the pyspark version it runs on (--spark); "": this Python's
+    python: str = ""               # the interpreter that runs the script; "": this one
 
+    @property
+    def label(self) -> str:
+        """The name in progress lines: ``kplex exactly_once V=9, Spark 3.5.7``."""
+        v = f" V={self.v}" if self.v and self.script == "kplex_insert.py" else ""
+        return self.name + v + (f", Spark {self.spark}" if self.spark else "")
 
 
 def contenders(sizes_v: list[int], deliveries: list[str], reference_v: int, smoke: bool,
@@ -67,4 +75,24 @@ def contenders(sizes_v: list[int], deliveries: list[str], reference_v: int, smok
             out.append(Contender(f"kplex {delivery} ({suffix})", "kplex_insert.py", v=reference_v,
                                  delivery=delivery, args=["--delivery", delivery, *extra],
                                  claims=claims[delivery], kplex_table=True))
+    return out
+
+
+def on_spark_lines(chosen: list[Contender], lines: list[SparkLine]) -> list[Contender]:
+    """Every kplex case once per Spark line (each in that line's Python), one line after the
+    other, so that a slow spell of the machine lands on one case's lines alike; the other
+    contenders once, on this Python's Spark. Without ``lines``, ``chosen`` as it is.
+
+    >>> [c.label for c in on_spark_lines(contenders([9], ["exactly_once"], 9, True, ""),
+    ...                                  [SparkLine("3.5.7", "py35"), SparkLine("4.1.1", "py41")])][-2:]
+    ['kplex exactly_once V=9, Spark 3.5.7', 'kplex exactly_once V=9, Spark 4.1.1']
+    """
+    if not lines:
+        return chosen
+    out = []
+    for c in chosen:
+        if c.script == "kplex_insert.py":
+            out += [replace(c, spark=line.version, python=line.python) for line in lines]
+        else:
+            out.append(c)
     return out

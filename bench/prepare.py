@@ -1,6 +1,7 @@
 """What a benchmark run sets up before its first contender: a snapshot of the kplex
-package (jars included), Spark's Kafka connector, a description of the machine; and
-``say``, the progress line every part of bench/run.py prints.
+package (jars included), Spark's Kafka connector, a Python for each Spark line that
+``--spark`` asks for, a description of the machine; and ``say``, the progress line every
+part of bench/run.py prints.
 """
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
+from kplex.session import SPARK_JARS
 from kplex.testing.local_kafka import LocalKafka, kafka_version
 
 BENCH = Path(__file__).resolve().parent
@@ -26,24 +29,66 @@ def say(message: str) -> None:
 
 
 def kplex_snapshot(workdir: Path) -> Path:
-    """Copy python/kplex (with its jars) into the work dir, building the jars first
-    if they are missing; returns the directory to put on PYTHONPATH."""
+    """Copy python/kplex (with the plugin jar of every Spark line, kplex.session.SPARK_JARS)
+    into the work dir, building the jars first if one is missing; returns the directory to
+    put on PYTHONPATH."""
     jars = REPO / "python" / "kplex" / "jars"
+    names = sorted(set(SPARK_JARS.values()))
     for _ in range(60):  # a build elsewhere removes and re-copies them: wait it out
-        if (jars / "kplex-spark.jar").is_file():
+        if all((jars / name).is_file() for name in names):
             break
         time.sleep(2)
     else:
-        say("kplex-spark.jar is missing: running gradle -q bundleJars")
+        missing = [name for name in names if not (jars / name).is_file()]
+        say(f"{', '.join(missing)} missing: running gradle -q bundleJars")
         subprocess.run(["gradle", "-q", "bundleJars"], cwd=REPO, check=True)
     time.sleep(1)  # let a copy in progress finish
     target = workdir / "pkg"
     shutil.rmtree(target, ignore_errors=True)
     shutil.copytree(REPO / "python" / "kplex", target / "kplex",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    if not (target / "kplex" / "jars" / "kplex-spark.jar").is_file():
-        raise SystemExit("kplex-spark.jar vanished while it was copied; run again")
+    missing = [name for name in names if not (target / "kplex" / "jars" / name).is_file()]
+    if missing:
+        raise SystemExit(f"{', '.join(missing)} vanished while it was copied; run again")
     return target
+
+
+@dataclass(frozen=True)
+class SparkLine:
+    """A Spark line the kplex contenders run on (``--spark``): the pyspark version, and the
+    Python interpreter that imports it."""
+
+    version: str
+    python: str
+
+
+def spark_lines(versions: list[str]) -> list[SparkLine]:
+    """A Python for each pyspark version: this one for the installed pyspark, else the
+    virtual environment that ``scripts/test_spark_version.sh VERSION --prepare`` makes (or
+    reuses) in $KPLEX_CACHE_DIR (default ~/.cache/kplex)/venv-pyspark-VERSION.
+
+    >>> spark_lines([])
+    []
+    """
+    import pyspark
+
+    cache = Path(os.environ.get("KPLEX_CACHE_DIR") or Path.home() / ".cache" / "kplex")
+    lines = []
+    for version in versions:
+        if version == pyspark.__version__:
+            lines.append(SparkLine(version, sys.executable))
+            continue
+        say(f"the Python of pyspark {version}: scripts/test_spark_version.sh {version} --prepare")
+        subprocess.run(["bash", str(REPO / "scripts" / "test_spark_version.sh"), version, "--prepare"],
+                       cwd=REPO, check=True, stdin=subprocess.DEVNULL)
+        python = cache / f"venv-pyspark-{version}" / "bin" / "python"
+        found = subprocess.run([str(python), "-c", "import pyspark; print(pyspark.__version__)"],
+                               stdout=subprocess.PIPE, text=True).stdout.strip()
+        if found != version:
+            raise SystemExit(f"{python} imports pyspark {found or '(none)'}, not {version}: remove "
+                             f"{python.parent.parent} and run again")
+        lines.append(SparkLine(version, str(python)))
+    return lines
 
 
 def connector_jars(spark_version: str) -> list[str]:

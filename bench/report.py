@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -58,16 +58,19 @@ def results_table(rows: list[Row]) -> list[str]:
         roles = ", ".join(f"{k} {v}" for k, v in r.peak_by_role.items())
         spark = "–" if r.jvm_heap_peak_mib is None else f"{r.jvm_heap_peak_mib:,.0f} / {r.spill_disk_mib:,.0f}"
         lines.append(
-            f"| {r.size:,} | {r.name} | {r.v or '–'} | {_num(r.records_per_s)} | {spread} | {_num(r.mib_per_s, '{:,.1f}')} "
+            f"| {r.size:,} | {r.label} | {r.v or '–'} | {_num(r.records_per_s)} | {spread} | {_num(r.mib_per_s, '{:,.1f}')} "
             f"| {_num(r.job_s, '{:,.1f}')} | {_num(r.wall_s, '{:,.1f}')} "
             f"| {_num(r.cpu_s)} (+ {_num(r.broker_cpu_s)}) | {_num(r.peak_tree_mib)}: {roles} "
             f"| {_num(r.broker_peak_mib)} | {spark} | {_num(r.load, '{:.1f}')} | {_checks(r)} |")
     return lines
 
 
-def _find(rows: list[Row], size: int, name: str, v: int | None = None) -> Row | None:
+def _find(rows: list[Row], size: int, name: str, v: int | None = None, spark: str = "") -> Row | None:
+    """The row of a contender that ran, on the Spark line ``spark`` (bench/run.py's own
+    pyspark, whose rows carry its version with ``--spark`` and none without)."""
     for r in rows:
-        if r.size == size and r.name == name and (v is None or r.v == v) and r.ok_run:
+        if (r.size == size and r.name == name and (v is None or r.v == v) and r.spark in ("", spark)
+                and r.ok_run):
             return r
     return None
 
@@ -75,21 +78,27 @@ def _find(rows: list[Row], size: int, name: str, v: int | None = None) -> Row | 
 Ratio = tuple[int, str, "tuple[float, float] | None", "float | None", str]
 
 
-def ratios(rows: list[Row], reference_v: int) -> list[Ratio]:
+def ratio(a: Row | None, b: Row | None) -> tuple[float, float] | None:
+    """(records/s of a over b's, records per CPU s of a over b's), or None without both."""
+    if not (a and b):
+        return None
+    return a.records_per_s / b.records_per_s, a.records_per_cpu_s / b.records_per_cpu_s
+
+
+def ratios(rows: list[Row], reference_v: int, spark: str = "") -> list[Ratio]:
     """(size, what, (records/s ratio, records per CPU s ratio), minimum, note) for every
-    target the run can judge."""
+    target the run can judge, on the Spark line ``spark`` (the installed pyspark's version),
+    then every other line's kplex rows over that line's."""
     out = []
     for size in sorted({r.size for r in rows}):
-        alo = _find(rows, size, "kplex at_least_once", reference_v)
-        eos = _find(rows, size, "kplex exactly_once", reference_v)
-        sink = _find(rows, size, "spark-sink")
-        sink_tuned = _find(rows, size, "spark-sink (kplex producer conf)")
-        ceiling = _find(rows, size, "ceiling (ProducerPerformance)")
+        def find(name: str, v: int | None = None) -> Row | None:
+            return _find(rows, size, name, v, spark)
 
-        def ratio(a: Row | None, b: Row | None) -> tuple[float, float] | None:
-            if not (a and b):
-                return None
-            return a.records_per_s / b.records_per_s, a.records_per_cpu_s / b.records_per_cpu_s
+        alo = find("kplex at_least_once", reference_v)
+        eos = find("kplex exactly_once", reference_v)
+        sink = find("spark-sink")
+        sink_tuned = find("spark-sink (kplex producer conf)")
+        ceiling = find("ceiling (ProducerPerformance)")
 
         out.append((size, f"kplex at-least-once V={reference_v} / Spark Kafka sink (defaults)",
                     ratio(alo, sink), MIN_ALO_VS_SPARK, ""))
@@ -98,7 +107,7 @@ def ratios(rows: list[Row], reference_v: int) -> list[Ratio]:
                         ratio(alo, sink_tuned), MIN_ALO_VS_SPARK, "same producer settings on both sides"))
         for v in sorted({r.v for r in rows if r.size == size and r.name.startswith("kplex") and r.v}):
             out.append((size, f"kplex exactly-once / at-least-once, V={v}",
-                        ratio(_find(rows, size, "kplex exactly_once", v), _find(rows, size, "kplex at_least_once", v)),
+                        ratio(find("kplex exactly_once", v), find("kplex at_least_once", v)),
                         MIN_EOS_VS_ALO, ""))
         out.append((size, f"kplex at-least-once V={reference_v} / ceiling", ratio(alo, ceiling),
                     MIN_KPLEX_VS_CEILING, ""))
@@ -106,11 +115,11 @@ def ratios(rows: list[Row], reference_v: int) -> list[Ratio]:
                     MIN_KPLEX_VS_CEILING, ""))
         for delivery, default in (("at_least_once", alo), ("exactly_once", eos)):
             label = f"kplex {delivery.replace('_', '-')} V={reference_v}"
-            plain = _find(rows, size, f"kplex {delivery} (compression.type=none)", reference_v)
+            plain = find(f"kplex {delivery} (compression.type=none)", reference_v)
             if plain and default:
                 out.append((size, f"{label}, lz4 (default) / compression.type=none", ratio(default, plain),
                             None, "the producer default, by measurement"))
-            warm = _find(rows, size, f"kplex {delivery} (warm session)", reference_v)
+            warm = find(f"kplex {delivery} (warm session)", reference_v)
             if warm and ceiling:
                 # Its CPU s covers both INSERTs of the session: no per-CPU ratio.
                 out.append((size, f"{label}, second INSERT of a session / ceiling",
@@ -118,17 +127,22 @@ def ratios(rows: list[Row], reference_v: int) -> list[Ratio]:
                             MIN_KPLEX_VS_CEILING, "the JVM's code compiled already"))
         for parse in PARSE_VARIANTS:
             for delivery in ("at_least_once", "exactly_once"):
-                variant = _find(rows, size, f"kplex {delivery} ({parse})", reference_v)
+                variant = find(f"kplex {delivery} ({parse})", reference_v)
                 if variant:
                     out.append((size, f"kplex {delivery.replace('_', '-')} V={reference_v}, JSON read with "
                                 f"Spark's {parse} / ceiling", ratio(variant, ceiling), MIN_KPLEX_VS_CEILING,
                                 "the same INSERT without kplex_json"))
         for delivery in ("at_least_once", "exactly_once"):
-            hi = _find(rows, size, f"kplex {delivery}", 1000)
-            lo = _find(rows, size, f"kplex {delivery}", 9)
+            hi = find(f"kplex {delivery}", 1000)
+            lo = find(f"kplex {delivery}", 9)
             if hi and lo:
                 out.append((size, f"kplex {delivery.replace('_', '-')} V=1000 / V=9", ratio(hi, lo),
                             MIN_V1000_VS_V9, "within 15%: at least 0.85"))
+        for r in rows:
+            if r.size == size and r.spark and r.spark != spark and r.name.startswith("kplex"):
+                out.append((size, f"{r.name.replace('_', '-')} V={r.v}, Spark {r.spark} / Spark {spark or '?'}",
+                            ratio(r if r.ok_run else None, find(r.name, r.v)), None,
+                            "the same INSERT on another Spark line"))
     return out
 
 
@@ -145,13 +159,13 @@ def ratio_table(items: list[Ratio]) -> list[str]:
     return lines
 
 
-def headline(rows: list[Row], reference_v: int, memory: str = "1g") -> list[str]:
+def headline(rows: list[Row], reference_v: int, memory: str = "1g", spark: str = "") -> list[str]:
     size = max((r.size for r in rows), default=0)
-    eos = _find(rows, size, "kplex exactly_once", reference_v)
-    alo = _find(rows, size, "kplex at_least_once", reference_v)
-    sink = _find(rows, size, "spark-sink")
-    ceiling = _find(rows, size, "ceiling (ProducerPerformance)")
-    py = _find(rows, size, "python confluent-kafka")
+    eos = _find(rows, size, "kplex exactly_once", reference_v, spark)
+    alo = _find(rows, size, "kplex at_least_once", reference_v, spark)
+    sink = _find(rows, size, "spark-sink", spark=spark)
+    ceiling = _find(rows, size, "ceiling (ProducerPerformance)", spark=spark)
+    py = _find(rows, size, "python confluent-kafka", spark=spark)
     if not eos:
         return ["(no kplex exactly-once run at the largest size)"]
     parts = [f"Re-keying {size:,} pageviews (~{eos.mib_per_s * MIB * eos.job_s / size:.0f}-byte JSON values) "
@@ -193,6 +207,7 @@ class Meta:
     memory: str
     reference_v: int
     full_check_up_to: int
+    jar_shas: dict[str, str] = field(default_factory=dict)  # plugin jar -> sha256 (older runs: jar_sha only)
 
 
 def write_results(path: Path, rows: list[Row], meta: Meta) -> None:
@@ -202,14 +217,17 @@ def write_results(path: Path, rows: list[Row], meta: Meta) -> None:
     minutes = (dt.datetime.fromisoformat(meta.finished) - started).total_seconds() / 60
     info, loads, command, jar_sha = meta.info, (meta.load_start, meta.load_end), meta.command, meta.jar_sha
     sources = [sourcegen.Source(**s) for s in meta.sources]
-    items = ratios(rows, args.reference_v)
+    spark = info.get("pyspark", "")  # the Spark line of bench/run.py's own Python
+    items = ratios(rows, args.reference_v, spark)
+    jars = meta.jar_shas or {"kplex-spark.jar": jar_sha}
+    lines_run = sorted({r.spark for r in rows if r.spark}, key=lambda v: [int(p) for p in v.split(".") if p.isdigit()])
     lines = [
         "# kplex benchmark results",
         "",
         f"Command: `{command}`  ",
         f"Date: {started:%Y-%m-%d %H:%M} UTC, {minutes:.0f} minutes  ",
         "Machine: " + "; ".join(f"{k} {v}" for k, v in info.items()) + "  ",
-        f"kplex-spark.jar sha256 {jar_sha[:16]}…  ",
+        ", ".join(f"{name} sha256 {sha[:16]}…" for name, sha in jars.items()) + "  ",
         f"Load average (1 min) at start {loads[0]:.1f}, at end {loads[1]:.1f}; the *load* column is its mean "
         "during each run. The machine is shared: a load above the core count means other work "
         "competed for the CPU during that run, and its numbers are low by about that much.",
@@ -240,7 +258,7 @@ def write_results(path: Path, rows: list[Row], meta: Meta) -> None:
         "",
         "## Headline",
         "",
-        *headline(rows, args.reference_v, args.memory),
+        *headline(rows, args.reference_v, args.memory, spark),
         "",
         "## Notes",
         "",
@@ -268,11 +286,18 @@ def write_results(path: Path, rows: list[Row], meta: Meta) -> None:
         f"- Checks: `kplex.testing.verify.check_derived_topic` up to {args.full_check_up_to:,} records, above that the "
         "streaming equivalent in bench/check.py (same guarantees, O(keys) memory).",
     ]
+    if lines_run:
+        lines.append(
+            f"- *..., Spark X* rows (`--spark {','.join(lines_run)}`) ran the same kplex script and package snapshot "
+            f"with pyspark X: in bench/run.py's own Python for its pyspark ({spark}), else in the virtual environment that "
+            "`scripts/test_spark_version.sh X --prepare` makes, with the plugin jar of that line "
+            "(`kplex.jars()`: kplex-spark-3.5.jar on 3.5, kplex-spark.jar on 4.x); the targets compare each line "
+            f"with Spark {spark}. The other contenders ran once, on Spark {spark}.")
     failed = [r for r in rows if not r.passed]
     if failed:
         lines += ["", "## Failures", ""]
         for r in failed:
-            lines.append(f"- {r.size:,} {r.name} V={r.v}: {'; '.join(r.examples) or 'see ' + r.log}")
+            lines.append(f"- {r.size:,} {r.label} V={r.v}: {'; '.join(r.examples) or 'see ' + r.log}")
     path.write_text("\n".join(lines) + "\n")
     path.with_suffix(".json").write_text(json.dumps({"meta": asdict(meta), "rows": [asdict(r) for r in rows]},
                                                     indent=1))

@@ -3,6 +3,8 @@
     python bench/run.py                 # 1M and 10M records: the full table in bench/RESULTS.md
     python bench/run.py --smoke         # 20k records, every contender once: exits 0 when all ran and passed
     python bench/run.py --sizes 1000000 --vs 9,1000 --profile
+    python bench/run.py --sizes 1000000 --vs 1000 --deliveries exactly_once --only '=kplex exactly_once' \
+        --spark 3.5.7,4.0.1,4.1.1,4.3.0  # the kplex rows on each Spark line
 
 One command sets everything up: the kplex jars (built with gradle if missing,
 then snapshotted so a rebuild elsewhere cannot change a run midway), Spark's
@@ -20,6 +22,12 @@ python                      a hand-written confluent-kafka consume/re-produce lo
 kplex at_least_once, V=..   INSERT INTO ... SELECT, 'kplex.delivery'='at_least_once'
 kplex exactly_once, V=..    the same, exactly once (the default)
 ==========================  =========================================================
+
+With ``--spark 3.5.7,4.1.1,...`` every kplex row runs once per listed pyspark, each in a
+Python of its own (the installed one for its own pyspark, else the virtual environment of
+``scripts/test_spark_version.sh VERSION --prepare``), named ``..., Spark VERSION``; the
+others run once, on the installed pyspark. The targets then add each line's rate over the
+installed pyspark's.
 
 Each row gets records/s and MiB/s (value bytes over the job's own time), the
 job and wall times, the peak memory of the contender's process tree (sampled
@@ -40,6 +48,8 @@ import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
+from kplex.errors import UnsupportedError
+from kplex.session import check_spark_version
 from kplex.testing.local_kafka import LocalKafka, kafka_libs
 
 BENCH = Path(__file__).resolve().parent
@@ -49,8 +59,8 @@ import check  # noqa: E402
 import jfr_summary  # noqa: E402
 import procmon  # noqa: E402
 import source as sourcegen  # noqa: E402
-from cases import PARSE_VARIANTS, Contender, contenders  # noqa: E402
-from prepare import broker_pid, connector_jars, kplex_snapshot, machine, say  # noqa: E402
+from cases import PARSE_VARIANTS, Contender, contenders, on_spark_lines  # noqa: E402
+from prepare import broker_pid, connector_jars, kplex_snapshot, machine, say, spark_lines  # noqa: E402
 from report import Meta, render, write_results  # noqa: E402
 from runner import Bench, Row  # noqa: E402
 
@@ -71,6 +81,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--large-repeat", type=int, default=0, help="--repeat for sizes above 1M (default: --repeat)")
     p.add_argument("--repeat-only", default="",
                    help="repeat only the contenders these select (as --only); the others run once")
+    p.add_argument("--spark", default="", metavar="VERSIONS",
+                   help="run the kplex contenders on each of these pyspark versions (comma-separated, e.g. "
+                        "3.5.7,4.0.1,4.1.1,4.3.0), each in its own virtual environment "
+                        "(scripts/test_spark_version.sh VERSION --prepare); default: the installed pyspark only")
     p.add_argument("--partitions", type=int, default=3, help="P, of the source and of every output")
     p.add_argument("--users", type=int, default=100_000)
     p.add_argument("--memory", default="1g", help="spark.driver.memory of every Spark contender")
@@ -96,6 +110,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     unknown = set(args.parse_variants) - set(PARSE_VARIANTS)
     if unknown:
         p.error(f"--parse-variants: unknown {sorted(unknown)}; choose from {','.join(PARSE_VARIANTS)}")
+    args.spark = list(dict.fromkeys(v.strip() for v in args.spark.split(",") if v.strip()))
+    for version in args.spark:
+        try:
+            check_spark_version(version)
+        except UnsupportedError as e:
+            p.error(f"--spark {version}: {e}")
     if args.smoke:
         args.sizes, args.vs, args.deliveries = "20000", str(args.reference_v), "at_least_once,exactly_once"
         args.users = min(args.users, 2000)
@@ -116,7 +136,9 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or (workdir / "RESULTS-smoke.md" if args.smoke else BENCH / "RESULTS.md")
     say(f"work dir {workdir}")
     python_path = kplex_snapshot(workdir)
-    jar_sha = hashlib.sha256((python_path / "kplex" / "jars" / "kplex-spark.jar").read_bytes()).hexdigest()
+    jar_shas = {jar.name: hashlib.sha256(jar.read_bytes()).hexdigest()
+                for jar in sorted((python_path / "kplex" / "jars").glob("*.jar"))}
+    lines = spark_lines(args.spark)
     import pyspark
     jars = ",".join(connector_jars(pyspark.__version__))  # kplex's kafka-clients is relocated: no clash
     libs = kafka_libs()
@@ -139,9 +161,10 @@ def main(argv: list[str] | None = None) -> int:
             large = size > 1_000_000
             size_vs = [int(v) for v in args.large_vs.split(",") if v] if large and args.large_vs else vs
             only = args.large_only if large and args.large_only else args.only
-            chosen = [c for c in contenders(size_vs, deliveries, args.reference_v, args.smoke, jars,
-                                            args.parse_variants, args.uncompressed, args.warm, libs)
-                      if not only or any(_selects(o, c.name) for o in only.split(",") if o)]
+            chosen = on_spark_lines(
+                [c for c in contenders(size_vs, deliveries, args.reference_v, args.smoke, jars,
+                                       args.parse_variants, args.uncompressed, args.warm, libs)
+                 if not only or any(_selects(o, c.name) for o in only.split(",") if o)], lines)
             # Repeats go round the contenders (all once, then all again), so that a
             # slow spell of the machine does not land on one contender's every run.
             repeats = args.large_repeat if large and args.large_repeat else args.repeat
@@ -155,25 +178,26 @@ def main(argv: list[str] | None = None) -> int:
                         continue
                     runs[i].append(bench.run_one(c, size, src, fingerprint))
                     done = [median_run(r) for r in runs if r]
-                    write_results(out, rows + done, meta(args, command, started, info, load_start, jar_sha, sources))
+                    write_results(out, rows + done, meta(args, command, started, info, load_start, jar_shas, sources))
             rows += [median_run(r) for r in runs if r]
             if args.profile and size == max(sizes):
                 run_profile(bench, src, args, workdir)
         del bench.admin  # before the broker stops, or librdkafka logs the disconnect
-    write_results(out, rows, meta(args, command, started, info, load_start, jar_sha, sources))
+    write_results(out, rows, meta(args, command, started, info, load_start, jar_shas, sources))
     print(out.read_text())
     say(f"results in {out}")
     failed = [r for r in rows if not r.passed]
     for r in failed:
-        say(f"FAILED: {r.size:,} {r.name} V={r.v}: {'; '.join(r.examples)}")
+        say(f"FAILED: {r.size:,} {r.label} V={r.v}: {'; '.join(r.examples)}")
     return 1 if failed or not rows else 0
 
 
 def meta(args: argparse.Namespace, command: str, started: dt.datetime, info: dict[str, str],
-         load_start: float, jar_sha: str, sources: list[sourcegen.Source]) -> Meta:
+         load_start: float, jar_shas: dict[str, str], sources: list[sourcegen.Source]) -> Meta:
     return Meta(command=command, started=started.isoformat(),
                 finished=dt.datetime.now(dt.timezone.utc).isoformat(), info=info, load_start=load_start,
-                load_end=procmon.loadavg(), jar_sha=jar_sha, sources=[asdict(s) for s in sources],
+                load_end=procmon.loadavg(), jar_sha=jar_shas.get("kplex-spark.jar", ""), jar_shas=jar_shas,
+                sources=[asdict(s) for s in sources],
                 partitions=args.partitions, users=args.users, memory=args.memory,
                 reference_v=args.reference_v, full_check_up_to=args.full_check_up_to)
 

@@ -54,6 +54,12 @@ class Row:
     log: str = ""
     result: dict[str, Any] = field(default_factory=dict)
     runs: list[float] = field(default_factory=list)  # records/s of every repeat (--repeat)
+    spark: str = ""  # the pyspark version it ran on (--spark); "": bench/run.py's own
+
+    @property
+    def label(self) -> str:
+        """The contender column: the name, and the Spark line when the run chose lines."""
+        return self.name + (f", Spark {self.spark}" if self.spark else "")
 
     @property
     def records_per_cpu_s(self) -> float:
@@ -101,14 +107,15 @@ class Bench:
         target = f"out_{size}_{c.script.split('.')[0]}_{uuid.uuid4().hex[:8]}"
         if not c.kplex_table:
             ensure_topic(self.bootstrap, target, self.args.partitions)
-        command = [sys.executable, str(BENCH / "contenders" / c.script), "--bootstrap", self.bootstrap,
+        command = [c.python or sys.executable, str(BENCH / "contenders" / c.script), "--bootstrap", self.bootstrap,
                    "--source", src.topic, "--target", target, "--records", str(size),
                    "--p", str(self.args.partitions), "--v", str(c.v or self.args.reference_v),
                    "--memory", self.args.memory, "--workdir", str(self.workdir), *c.args]
         log = self.workdir / f"{target}.log"
-        label = f"{c.name}" + (f" V={c.v}" if c.v and c.script == "kplex_insert.py" else "")
+        label = c.label
         say(f"{size:,} records: {label} -> {target}")
-        row = Row(size, c.name, c.v, c.delivery, ok_run=False, claims=c.claims, checked=c.checked, log=str(log))
+        row = Row(size, c.name, c.v, c.delivery, ok_run=False, claims=c.claims, checked=c.checked, log=str(log),
+                  spark=c.spark)
         started = time.perf_counter()
         with log.open("w") as out:
             proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=self.env, cwd=self.workdir)
