@@ -16,6 +16,7 @@ from pathlib import Path
 from confluent_kafka import Producer
 from test_streaming import SELECT, assert_exactly_once_in_order, create, run_driver, stream
 
+from kplex.streaming import recent_progress
 from kplex.testing import datagen, verify
 
 DELAY_MS = 5_000
@@ -55,7 +56,7 @@ def available_now(spark, source: str, target: str, chk: Path, **options: str):
 
 
 def late(query) -> int:
-    return sum(int((p.sink.metrics or {}).get("lateRecords", "0")) for p in query.recentProgress)
+    return sum(int((p.sink.metrics or {}).get("lateRecords", "0")) for p in recent_progress(query))
 
 
 def sequences(bootstrap: str, topic: str) -> dict[int, list[bytes | None]]:
@@ -84,10 +85,10 @@ def test_every_pacing_of_the_same_source_writes_what_the_batch_insert_writes(
             lates["runs"] = lates.get("runs", 0) + late(runs)
             time.sleep(2)
         deadline = time.time() + 120
-        while sum(p.numInputRows for p in live.recentProgress) < total and time.time() < deadline:
+        while sum(p.numInputRows for p in recent_progress(live)) < total and time.time() < deadline:
             time.sleep(1)
         lates["live"] = late(live)
-        assert sum(p.numInputRows for p in live.recentProgress) == total
+        assert sum(p.numInputRows for p in recent_progress(live)) == total
         assert live.exception() is None, live.exception()
     finally:
         live.stop()
@@ -102,7 +103,7 @@ def test_every_pacing_of_the_same_source_writes_what_the_batch_insert_writes(
     limited = available_now(spark, source, targets["limited"], tmp_path / "limited",
                             maxOffsetsPerTrigger="60", releaseAtEnd="true")
     lates["limited"] = late(limited)
-    assert len([p for p in limited.recentProgress if p.numInputRows > 0]) >= 10
+    assert len([p for p in recent_progress(limited) if p.numInputRows > 0]) >= 10
     # The input has ended: one last run of the scheduled job and of the live query releases the rest.
     for name in ("runs", "live"):
         lates[name] += late(available_now(spark, source, targets[name], tmp_path / name, releaseAtEnd="true"))
@@ -127,7 +128,7 @@ def test_a_tiny_backlog_beside_a_huge_one_drains_under_a_rate_limit(spark, boots
     assert producer.flush(30) == 0
     create(spark, target, delay_ms=DELAY_MS)
     query = available_now(spark, source, target, tmp_path / "chk", maxOffsetsPerTrigger="400", releaseAtEnd="true")
-    first = next(p for p in query.recentProgress if p.numInputRows > 0)
+    first = next(p for p in recent_progress(query) if p.numInputRows > 0)
     end = json.loads(first.json)["sources"][0]["endOffset"]
     end = end if isinstance(end, dict) else json.loads(end)
     assert end[source]["1"] == 5, end
@@ -184,7 +185,7 @@ def test_a_record_within_the_bound_after_an_idle_period_is_written_in_order_not_
         time.sleep(12)  # idle: many micro-batches without a record (an idle flush came at 10 s before)
         produce_at(bootstrap, source, t + 10_000)
         deadline = time.time() + 60
-        while sum(p.numInputRows for p in query.recentProgress) < 3 and time.time() < deadline:
+        while sum(p.numInputRows for p in recent_progress(query)) < 3 and time.time() < deadline:
             time.sleep(1)
         assert query.exception() is None, query.exception()
         assert late(query) == 0
@@ -204,7 +205,7 @@ def test_a_second_query_on_a_written_table_never_takes_a_virtual_partition_back(
     # A new checkpoint (the query was changed): it reads the source again from its start.
     second = available_now(spark, source, target, tmp_path / "second", releaseAtEnd="true")
     records = verify.read_topic(bootstrap, target)
-    behind = sum(int((p.sink.metrics or {}).get("lateBelowWritten", "0")) for p in second.recentProgress)
+    behind = sum(int((p.sink.metrics or {}).get("lateBelowWritten", "0")) for p in recent_progress(second))
     assert late(second) == behind and behind > 0
     assert len(records) == 600 + (600 - behind)
     for vp, values in verify.virtual_partition_sequences(records).items():

@@ -21,6 +21,7 @@ from test_streaming import (
     stream,
 )
 
+from kplex.streaming import recent_progress
 from kplex.testing import datagen, verify
 
 
@@ -87,8 +88,8 @@ def test_a_source_recreated_with_fewer_records_is_data_loss_or_read_from_its_sta
     assert "KPLEX_DATA_LOSS" in message and "went back" in message and "failOnDataLoss" in message, message[:2000]
     assert len(verify.read_topic(bootstrap, target)) == 300  # nothing written
     query = run_available_now(spark, source, target, chk, failOnDataLoss="false")
-    losses = max(int((p.sources[0].metrics or {}).get("dataLossEvents", "0")) for p in query.recentProgress)
-    assert losses >= 3, [p.sources[0].metrics for p in query.recentProgress]  # each partition went back: counted
+    losses = max(int((p.sources[0].metrics or {}).get("dataLossEvents", "0")) for p in recent_progress(query))
+    assert losses >= 3, [p.sources[0].metrics for p in recent_progress(query)]  # each partition went back: counted
     records = verify.read_topic(bootstrap, target)
     new = {r.value for r in verify.read_topic(bootstrap, source)}
     assert len(records) == 360 and sum(1 for r in records if r.value in new) == 60
@@ -102,7 +103,7 @@ def test_a_moved_checkpoint_with_held_records_restarts_exactly_once_in_order(
     first = tmp_path / "first"
     query = stream(spark, source, target, first, releaseAtEnd="false").trigger(availableNow=True).start()
     query.awaitTermination(300)
-    held = sum(int((p.sink.metrics or {}).get("heldRecords", "0")) for p in query.recentProgress[-1:])
+    held = sum(int((p.sink.metrics or {}).get("heldRecords", "0")) for p in recent_progress(query)[-1:])
     assert held > 0 and len(verify.read_topic(bootstrap, target)) == 600 - held
     moved = tmp_path / "elsewhere" / "chk"
     shutil.move(str(first), str(moved))

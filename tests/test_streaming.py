@@ -23,6 +23,7 @@ from confluent_kafka.admin import AdminClient, NewPartitions
 from test_exactly_once import stable_offsets_reach_the_end
 
 from kplex.placement import virtual_partition
+from kplex.streaming import recent_progress
 from kplex.testing import datagen, verify
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -102,9 +103,9 @@ def test_a_running_query_repartitions_a_growing_topic_exactly_once_and_in_order_
             total += 500
             time.sleep(1.5)
         assert wait_for(total, bootstrap, target) == total
-        batches = [p for p in query.recentProgress if p.numInputRows > 0]
+        batches = [p for p in recent_progress(query) if p.numInputRows > 0]
         assert len(batches) >= 2, "the records arrived over several micro-batches"
-        metrics = [p.sink.metrics for p in query.recentProgress if p.sink.metrics]
+        metrics = [p.sink.metrics for p in recent_progress(query) if p.sink.metrics]
         assert metrics and all(m["lateRecords"] == "0" for m in metrics), metrics
     finally:
         query.stop()
@@ -169,7 +170,7 @@ def test_a_record_later_than_the_bound_meets_the_late_policy(spark, bootstrap, f
     query = run_available_now(spark, source, target, tmp_path / "chk")
     derived = verify.read_topic(bootstrap, target)
     assert len(derived) == 51 and not any(b"User_late" in r.value for r in derived)
-    late = sum(int(p.sink.metrics.get("lateRecords", "0")) for p in query.recentProgress)
+    late = sum(int(p.sink.metrics.get("lateRecords", "0")) for p in recent_progress(query))
     assert late == 1
     if policy == "side_topic":
         assert wait_for(1, bootstrap, late_topic, timeout=60) == 1  # its commit marker may come a moment later
@@ -202,7 +203,7 @@ def test_a_micro_batch_releases_below_the_slowest_partitions_watermark_cut_by_a_
         create(spark, target)
         query = run_available_now(spark, source, target, tmp_path / target, **read_options)
         assert_exactly_once_in_order(bootstrap, source, target, 600)  # the end of input released the rest
-        first = next(p for p in query.recentProgress if p.numInputRows > 0)
+        first = next(p for p in recent_progress(query) if p.numInputRows > 0)
         return first.sink.metrics
 
     # One micro-batch reads every partition to its end: it writes what its own records let go.
@@ -230,7 +231,7 @@ def test_available_now_over_a_backlog_gives_the_rows_and_order_of_the_batch_inse
     spark.sql(f"INSERT INTO kplex.{batch} SELECT {', '.join(SELECT)} FROM kplex.{source}")
     # A small rate limit: the backlog arrives over several micro-batches.
     query = run_available_now(spark, source, streamed, tmp_path / "chk", maxOffsetsPerTrigger="700")
-    assert len([p for p in query.recentProgress if p.numInputRows > 0]) >= 4
+    assert len([p for p in recent_progress(query) if p.numInputRows > 0]) >= 4
     assert_exactly_once_in_order(bootstrap, source, streamed, 3_000)
     # Same records in the same order per virtual partition as the batch INSERT.
     # (Equal only because the delay bound covers the data's disorder: nothing was late.)
@@ -252,7 +253,7 @@ def test_an_epoch_that_spark_runs_again_writes_nothing_twice(spark, bootstrap, f
         (chk / folder / str(batch)).unlink()
         (chk / folder / f".{batch}.crc").unlink(missing_ok=True)  # the local file system's checksum
     query = run_available_now(spark, source, target, chk, maxOffsetsPerTrigger="400")
-    assert sum(p.numInputRows for p in query.recentProgress) > 0  # Spark did read a batch again
+    assert sum(p.numInputRows for p in recent_progress(query)) > 0  # Spark did read a batch again
     assert_exactly_once_in_order(bootstrap, source, target, 1_000)
 
 
@@ -509,7 +510,7 @@ def test_partitions_added_to_the_source_while_the_query_runs_are_read_from_their
              .trigger(processingTime="1 second").start())
     try:
         deadline = time.time() + 120
-        while sum(p.numInputRows for p in query.recentProgress) < 600 and time.time() < deadline:
+        while sum(p.numInputRows for p in recent_progress(query)) < 600 and time.time() < deadline:
             time.sleep(1)
         admin = AdminClient({"bootstrap.servers": bootstrap})
         admin.create_partitions([NewPartitions(source, 5)])[source].result()

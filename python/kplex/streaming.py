@@ -23,6 +23,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Mapping, TextIO
 
 from kplex.errors import KplexError
@@ -80,6 +81,25 @@ def start_stream(spark: Any, insert: StreamingInsert, checkpoint: str, *, trigge
     return writer.toTable(insert.table)
 
 
+def recent_progress(query: Any) -> list[Any]:
+    """``query.recentProgress`` with the same attributes on every Spark line: Spark 4 gives
+    ``StreamingQueryProgress`` objects, Spark 3.5's PySpark gives their JSON as dicts, which
+    this turns into objects of the same attribute names (``metrics`` stay dicts, as in 4).
+
+    >>> recent_progress(SimpleNamespace(recentProgress=[{"batchId": 3, "sink": {"metrics": {"late": "1"}}}]))[0].sink.metrics
+    {'late': '1'}
+    """
+    return [_attributes(p) if isinstance(p, dict) else p for p in query.recentProgress]
+
+
+def _attributes(value: Any, key: str = "") -> Any:
+    if isinstance(value, dict) and key != "metrics":
+        return SimpleNamespace(**{k: _attributes(v, k) for k, v in value.items()})
+    if isinstance(value, list):
+        return [_attributes(v, key) for v in value]
+    return value
+
+
 def progress_line(progress: Any) -> str:
     """One line per micro-batch: rows read and written, late and held records, commit time,
     and where the slowest writer task spent its time."""
@@ -101,11 +121,11 @@ def watch(query: Any, out: TextIO, timeout: float | None = None) -> None:
     deadline = None if timeout is None else time.monotonic() + timeout
     while query.isActive and (deadline is None or time.monotonic() < deadline):
         query.awaitTermination(1)
-        for p in query.recentProgress:
+        for p in recent_progress(query):
             if p.batchId > seen:
                 seen = p.batchId
                 print(progress_line(p), file=out, flush=True)
-    for p in query.recentProgress:
+    for p in recent_progress(query):
         if p.batchId > seen:
             print(progress_line(p), file=out, flush=True)
     if query.exception() is not None:
