@@ -24,7 +24,10 @@ if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$VENV/kplex-stamp" 2>/dev/null)" != 
   rm -rf "$VENV"
   "$PYTHON" -m venv "$VENV"
   grep -v '^pyspark' requirements.txt > "$VENV/requirements.txt"
-  "$VENV/bin/pip" install -q --disable-pip-version-check "pyspark[connect]==$VERSION" -r "$VENV/requirements.txt"
+  # Spark 3.5's Connect client keeps to NumPy 1, which pyarrow >= 18 and pandas 3 no longer take.
+  case "$VERSION" in 3.5.*) OLDER="pyarrow<18 pandas<2.3" ;; *) OLDER="" ;; esac
+  # shellcheck disable=SC2086
+  "$VENV/bin/pip" install -q --disable-pip-version-check "pyspark[connect]==$VERSION" -r "$VENV/requirements.txt" $OLDER
   echo "$STAMP" > "$VENV/kplex-stamp"
 else
   echo "test: reusing $VENV" >&2

@@ -47,7 +47,8 @@ def test_sparks_kafka_connector_reads_and_kplex_writes_exactly_once_in_one_sessi
         producer.produce(source, key=f"user{i % 7}".encode(), value=f"{i}".encode())
     assert producer.flush(30) == 0
 
-    connector = f"org.apache.spark:spark-sql-kafka-0-10_2.13:{pyspark.__version__}"
+    scala = "2.12" if pyspark.__version__.startswith("3.5.") else "2.13"
+    connector = f"org.apache.spark:spark-sql-kafka-0-10_{scala}:{pyspark.__version__}"
     script = textwrap.dedent(f"""
         from kplex.session import kplex_session
         spark = kplex_session({bootstrap!r}, master="local[2]", conf={{
