@@ -110,8 +110,24 @@ def test_the_jvm_packages_have_no_cycle():
     # it (spec, errors, kafka, and testing's fault hooks); the tables' catalog not on read or write.
     assert graph.get("spec", set()) == set()
     assert graph.get("errors", set()) <= {"spec"}
-    assert graph.get("conf", set()) <= {"spec", "errors", "kafka", "testing"}
+    assert graph.get("conf", set()) <= {"spec", "errors", "kafka", "testing", "compat"}
     assert not graph["catalog"] & {"read", "write", "txn", "plan", "(root)"}
+
+
+def test_the_shims_of_each_spark_line_are_a_leaf_with_one_surface():
+    """io.kplex.spark.compat (jvm/src/spark-4, jvm/src/spark-3.5) depends on no other kplex
+    package, and both lines declare the same classes with the same public methods."""
+    surfaces = {}
+    for line in ("spark-4", "spark-3.5"):
+        shims = ROOT / "jvm" / "src" / line / "java" / "io" / "kplex" / "spark" / "compat"
+        surface = {}
+        for source in sorted(shims.glob("*.java")):
+            text = source.read_text()
+            assert not re.findall(r"io\.kplex\.spark\.(?!compat)[a-z]+", text), source
+            surface[source.stem] = sorted(re.findall(r"public (?:static |abstract |final )*[\w<>, .?]+ (\w+)\(", text)
+                                          + re.findall(r"protected abstract [\w<>, .?]+ (\w+)\(", text))
+        surfaces[line] = surface
+    assert surfaces["spark-4"] == surfaces["spark-3.5"] and surfaces["spark-4"]
 
 
 def test_the_cycle_finder_sees_a_cycle_of_three():
