@@ -52,7 +52,7 @@ if [ $# -eq 0 ]; then
         tests/test_connect.py tests/test_thrift.py tests/test_wheel.py -k "not ($SLOW)" ;;
     *)
       set -- tests/test_repartition.py tests/test_read_virtual.py tests/test_errors.py tests/test_kplex_json.py \
-        tests/test_exactly_once.py tests/test_spark_version.py tests/test_streaming.py tests/test_kafka_connector.py \
+        tests/test_exactly_once.py tests/test_spark_version.py tests/test_streaming.py tests/test_kafka_connector.py tests/test_wheel.py \
         -k "not ($SLOW or article_job or same_input_written_twice or several_source_topics or starts_without_warnings or damaged or at_least_once_mode or recover_command or deleted_from_the_source or outlives)" ;;
   esac
 fi
