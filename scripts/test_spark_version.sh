@@ -43,17 +43,22 @@ echo "test: core tests on pyspark $VERSION" >&2
 # the wheel; a line sharing the default line's jar (4.0, 4.2, 4.3, where only Spark's own
 # classes differ) gets a reduced set of the same, one or two tests per feature.
 SLOW="speculative or executor_jvm or broker_stopped or separate_executor_jvms or running_query_repartitions or killed_mid_stream or cli_runs_the_streaming_job or declarative_pipeline or twenty_inserts"
-if [ $# -eq 0 ]; then
+# Arguments that are all options (-x, --durations=10) go with the default tests; any test path
+# or name replaces them.
+DEFAULT=yes
+for arg in "$@"; do case "$arg" in -*) ;; *) DEFAULT="" ;; esac; done
+if [ -n "$DEFAULT" ]; then
+  OPTIONS=("$@")
   case "$VERSION" in
     3.5.*)
       set -- tests/test_repartition.py tests/test_read_roundtrip.py tests/test_read_virtual.py tests/test_errors.py \
         tests/test_bad_input.py tests/test_kplex_json.py tests/test_exactly_once.py tests/test_spark_version.py \
         tests/test_streaming.py tests/test_concurrent_writes.py tests/test_read_sources.py tests/test_kafka_connector.py \
-        tests/test_connect.py tests/test_thrift.py tests/test_wheel.py -k "not ($SLOW)" ;;
+        tests/test_connect.py tests/test_thrift.py tests/test_wheel.py -k "not ($SLOW)" "${OPTIONS[@]}" ;;
     *)
       set -- tests/test_repartition.py tests/test_read_virtual.py tests/test_errors.py tests/test_kplex_json.py \
         tests/test_exactly_once.py tests/test_spark_version.py tests/test_streaming.py tests/test_kafka_connector.py tests/test_wheel.py \
-        -k "not ($SLOW or article_job or same_input_written_twice or several_source_topics or starts_without_warnings or damaged or at_least_once_mode or recover_command or deleted_from_the_source or outlives)" ;;
+        -k "not ($SLOW or article_job or same_input_written_twice or several_source_topics or starts_without_warnings or damaged or at_least_once_mode or recover_command or deleted_from_the_source or outlives)" "${OPTIONS[@]}" ;;
   esac
 fi
 KPLEX_EXPECT_SPARK=$VERSION exec "$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@"
