@@ -61,6 +61,16 @@ def consumer_sequences(bootstrap: str, topic: str) -> Sequences:
     return dict(seqs)
 
 
+def described_high_marks(bootstrap: str, table: str, virtual_partitions: int) -> dict[int, str]:
+    """Per virtual partition the highest ``kplex.order`` header, read by a plain consumer, as
+    ``DESCRIBE TABLE EXTENDED`` shows it (``none``: nothing written)."""
+    highs: dict[int, int] = {}
+    for r in verify.read_topic(bootstrap, table):
+        vp = int(r.headers["kplex.vp"])
+        highs[vp] = max(highs.get(vp, -2**63), int(r.headers["kplex.order"]))
+    return {vp: str(highs[vp]) if vp in highs else "none" for vp in range(virtual_partitions)}
+
+
 def pageviews(bootstrap: str, topic: str, records: int = 600, out_of_order_ms: int = 0) -> None:
     datagen.generate_pageviews(bootstrap, topic, records, partitions=3, users=12, seed=7,
                                out_of_order_ms=out_of_order_ms, non_ascii=True)

@@ -11,6 +11,7 @@ import textwrap
 
 import pyspark
 import pytest
+from read_support import described_high_marks
 from servers import kplex_server
 
 from kplex.testing import datagen
@@ -35,6 +36,7 @@ CLIENT = textwrap.dedent('''
                         kplex_order(CAST(kplex_json(value, '/viewtime') AS BIGINT)), value
                  FROM kplex.{source}""")
     out["sql_summary"] = last_write_summary(spark)
+    out["describe"] = [list(r) for r in spark.sql(f"DESCRIBE TABLE EXTENDED kplex.{by_sql}").collect()]
     spark.sql(f"CREATE TABLE kplex.{by_df} TBLPROPERTIES ('kplex.virtual_partitions' = '9', 'kplex.physical_partitions' = '3', 'kplex.delivery' = 'at_least_once')")
     (spark.read.format("kplex").option("table", source).load()
           .selectExpr("kplex_key(get_json_object(CAST(value AS STRING), '$.userid')) AS key",
@@ -86,6 +88,10 @@ def test_the_python_surface_works_over_spark_connect_without_py4j(connect_url, b
     assert check_derived_topic(bootstrap, source, by_sql, 6, 3).ok
     assert check_derived_topic(bootstrap, source, by_df, 9, 3).ok
     assert out["sql_summary"]["table"] == by_sql and out["sql_summary"]["rows"] == 2_000
+    # DESCRIBE TABLE EXTENDED on the server appends the table's state: its high marks as a plain consumer reads them.
+    state = {name: value for name, value, _ in out["describe"][[r[0] for r in out["describe"]].index("# kplex state"):]}
+    assert {vp: state[f"vp {vp} high order"] for vp in range(6)} == described_high_marks(bootstrap, by_sql, 6)
+    assert state["writer claim"] == "free" and state["open transactions"] == "0"
     assert out["df_summary"]["table"] == by_df and out["df_summary"]["rows"] == 2_000
     assert sum(out["per_vp"].values()) == 2_000 and set(map(int, out["per_vp"])) <= set(range(6))
     assert out["rows_read"] == 2_000

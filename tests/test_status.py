@@ -2,7 +2,8 @@
 
 Counts and high marks against what a plain consumer reads; an open transaction made by a
 plain transactional producer under the table's id scheme, seen as open, then gone after
-``kplex recover`` fenced it; the CLI's JSON equal to the library's.
+``kplex recover`` fenced it; the CLI's JSON equal to the library's. The same state in SQL:
+``DESCRIBE TABLE EXTENDED`` appends it below Spark's own rows; plain ``DESCRIBE`` is Spark's.
 """
 from __future__ import annotations
 
@@ -10,11 +11,14 @@ import json
 import os
 import subprocess
 import sys
+import time
+import uuid
 from collections import Counter
+from datetime import datetime, timezone
 from pathlib import Path
 
-from confluent_kafka import Producer
-from read_support import INSERT, pageviews
+from confluent_kafka import Consumer, Producer, TopicPartition
+from read_support import INSERT, described_high_marks, pageviews
 
 from kplex.admin import recover
 from kplex.status import render, status
@@ -73,6 +77,79 @@ def test_an_open_transaction_of_the_table_is_listed_until_recover_fences_it(spar
     after = status(bootstrap, table)
     assert after["open_transactions"] == []
     assert all(p["last_stable_offset"] == p["end_offset"] for p in after["partitions"])
+
+
+def describe(spark, table: str, extended: bool = True) -> list[tuple[str, str, str | None]]:
+    return [tuple(r) for r in spark.sql(f"DESCRIBE TABLE {'EXTENDED ' if extended else ''}kplex.{table}").collect()]
+
+
+def kplex_state(rows: list[tuple[str, str, str | None]]) -> dict[str, tuple[str, str | None]]:
+    """DESCRIBE's rows below ``# kplex state``, by name: (value, comment)."""
+    names = [r[0] for r in rows]
+    return {r[0]: (r[1], r[2]) for r in rows[names.index("# kplex state") + 1:]}
+
+
+def iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def high_watermark(bootstrap: str, topic: str, partition: int, isolation: str) -> int:
+    """A plain consumer's high watermark: the end offset, or under read_committed the last stable one."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "kplex-watermarks", "isolation.level": isolation})
+    try:
+        return consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30)[1]
+    finally:
+        consumer.close()
+
+
+def test_describe_extended_shows_the_state_a_plain_consumer_and_producer_see(spark, bootstrap, fresh_name):
+    table = written_table(spark, bootstrap, fresh_name)
+    highs = described_high_marks(bootstrap, table, 6)
+    # An open transaction under the table's id scheme, and a writer's claim left by a dead
+    # driver a minute ago (as a writer records it in _kplex_commits), both by plain clients.
+    txn_id = f"kplex.{table}.7.0.0"
+    txn = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id})
+    txn.init_transactions(30)
+    txn.begin_transaction()
+    txn.produce(table, value=b"never committed", partition=0)
+    assert txn.flush(30) == 0
+    claim_key, claimed_at = f"writer/{table}/{uuid.uuid4()}", int(time.time() * 1000) - 60_000
+    plain = Producer({"bootstrap.servers": bootstrap})
+    plain.produce("_kplex_commits", key=claim_key, value=b'{"query":"dead-driver","beat":0}', partition=0,
+                  timestamp=claimed_at)
+    assert plain.flush(30) == 0
+    try:
+        rows = describe(spark, table)
+        state = kplex_state(rows)
+        ends, stable = ({p: high_watermark(bootstrap, table, p, isolation) for p in range(3)}
+                        for isolation in ("read_uncommitted", "read_committed"))
+    finally:
+        txn.abort_transaction(30)
+        plain.produce("_kplex_commits", key=claim_key, value=None, partition=0)
+        plain.flush(30)
+    # Spark's own rows first, the definition among them; then the state.
+    assert rows[:len(describe(spark, table, extended=False))] == describe(spark, table, extended=False)
+    properties = next(value for name, value, _ in rows if name == "Table Properties")
+    assert "kplex.virtual_partitions=6" in properties and "kplex.physical_partitions=3" in properties
+    assert state["kind"][0] == "kplex-written" and state["topic"][0] == table
+    assert {vp: state[f"vp {vp} high order"][0] for vp in range(6)} == highs
+    offsets = {p: state[f"partition {p} offsets"] for p in range(3)}
+    assert {p: int(v.split("..")[1]) for p, (v, _) in offsets.items()} == ends
+    assert {p: int(c.rsplit(" ", 1)[1]) for p, (_, c) in offsets.items()} == stable
+    assert stable[0] < ends[0]  # the open transaction pins partition 0's last stable offset
+    assert state["open transactions"][0] == "1" and state[f"transaction {txn_id}"][0] == "Ongoing"
+    assert state["writer claim"][0] == f"dead-driver since {iso(claimed_at)} (stale: true)"
+    assert state["writer claim"][1].endswith("the next write takes it over")
+    assert state["pending commit"][0] == "none"
+    assert state["batch INSERTs"][0].startswith("last epoch")
+
+
+def test_plain_describe_shows_only_the_columns(spark, bootstrap, fresh_name):
+    table = written_table(spark, bootstrap, fresh_name)
+    rows = describe(spark, table, extended=False)
+    assert [name for name, _, _ in rows] == ["key", "value", "topic", "partition", "offset", "timestamp", "headers",
+                                              "vpartition", "order_value"]
+    assert all(not name.startswith("#") for name, _, _ in rows)
 
 
 def test_the_cli_prints_the_state_as_json(spark, bootstrap, fresh_name):
@@ -144,6 +221,8 @@ def test_a_streaming_query_shows_its_lag_to_kafkas_own_group_tool_and_to_status(
     assert sum(lag for _, lag in describe_group(bootstrap, group).values()) == 30
     stream_state = next(q for q in status(bootstrap, table)["streams"] if q["query"] == str(query.id))
     assert stream_state["monitor_group"] == group and stream_state["total_lag"] == 30
+    lag = kplex_state(describe(spark, table))[f"query {query.id} lag"]
+    assert lag[0] == "30" and lag[1].startswith(f"monitoring group {group};")
 
 
 def test_monitor_group_false_commits_to_no_group(spark, bootstrap, fresh_name, tmp_path):

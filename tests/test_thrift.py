@@ -7,6 +7,7 @@ import os
 import subprocess
 
 import pytest
+from read_support import described_high_marks
 from servers import kplex_server
 
 from kplex.servers import spark_home
@@ -37,6 +38,7 @@ def test_create_insert_and_read_through_beeline(jdbc_url, bootstrap, fresh_name,
                  kplex_order(CAST(kplex_json(value, '/viewtime') AS BIGINT)), value
           FROM kplex.{source};
         SELECT count(*), count(DISTINCT vpartition) FROM kplex.{target};
+        DESCRIBE TABLE EXTENDED kplex.{target};
         SET kplex.last_write;
     """, tmp_path)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -46,6 +48,10 @@ def test_create_insert_and_read_through_beeline(jdbc_url, bootstrap, fresh_name,
     summary = [json.loads(row[1]) for row in rows if row[0] == "kplex.last_write"]
     assert summary and summary[0]["table"] == target and summary[0]["rows"] == 1500, rows
     assert check_derived_topic(bootstrap, source, target, 9, 3).ok
+    # DESCRIBE TABLE EXTENDED appends the table's state: its high marks as a plain consumer reads them.
+    assert ["# kplex state", "", ""] in rows, rows
+    state = {row[0]: row[1] for row in rows if len(row) == 3}
+    assert {vp: state[f"vp {vp} high order"] for vp in range(9)} == described_high_marks(bootstrap, target, 9)
 
 
 def test_a_kplex_error_reaches_the_jdbc_client_with_its_message(jdbc_url, fresh_name, tmp_path):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from datetime import datetime, timezone
 from typing import Any, Mapping
 
 from kplex.errors import translated
@@ -91,7 +92,8 @@ def render(state: Mapping[str, Any]) -> str:
         lines.append(f"  {vp:>4}  {n!s:>10}  {highs.get(str(vp), '-')}")
     claim = state["writer_claim"]
     lines.append("writer claim: " + ("free" if claim is None else
-                                     f"{claim.get('query')} (renewed {claim.get('age_ms')} ms ago"
+                                     f"{claim.get('query')} since {_utc(claim.get('claimed_at_ms'))}"
+                                     f" (renewed {claim.get('age_ms')} ms ago"
                                      + (", stale: the next write takes it over)" if claim.get("stale") else ")")))
     pending = state["pending_commit"]
     lines.append("pending commit: " + ("none" if pending is None else
@@ -108,3 +110,10 @@ def render(state: Mapping[str, Any]) -> str:
             f", lag {q['total_lag']} ({q['monitor_group']})" if q.get("monitor_group") else ", lag unknown (no group)")
         lines.append(f"{q['kind']} {q['query']}: last epoch {q['last_epoch']}, {q['held_files']} held files{lag}")
     return "\n".join(lines)
+
+
+def _utc(ms: int | None) -> str:
+    """Epoch milliseconds as UTC ISO-8601, as DESCRIBE TABLE EXTENDED shows them."""
+    if ms is None:
+        return "?"
+    return datetime.fromtimestamp(ms / 1000, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")

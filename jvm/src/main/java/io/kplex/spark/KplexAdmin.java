@@ -62,7 +62,14 @@ public final class KplexAdmin {
    * transactions, streaming queries and their lag). Reads only.
    */
   public static String status(org.apache.spark.sql.SparkSession session, String catalog, String table) {
-    Map<String, String> options = catalogOptions(session, catalog);
+    return status(catalogOptions(session, catalog), table);
+  }
+
+  /**
+   * As {@link #status(org.apache.spark.sql.SparkSession, String, String)}, with the catalog's
+   * options ({@code DESCRIBE TABLE EXTENDED}, {@link io.kplex.spark.plan.DescribeKplexTable}).
+   */
+  public static String status(Map<String, String> options, String table) {
     KafkaConf kafka = KafkaConf.from(options);
     String metadataTopic = options.getOrDefault(KplexOptions.METADATA_TOPIC, KplexOptions.DEFAULT_METADATA_TOPIC);
     try (TableStore store = new TableStore(kafka, metadataTopic)) {

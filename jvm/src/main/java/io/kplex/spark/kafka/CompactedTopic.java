@@ -49,15 +49,30 @@ public final class CompactedTopic {
    * which the key was last (re)created, i.e. its first record after its last tombstone.
    */
   public Map<String, Map.Entry<Long, byte[]>> readPrefix(String prefix) {
-    Map<String, Map.Entry<Long, byte[]>> latest = new HashMap<>();
+    Map<String, Map.Entry<Long, byte[]>> out = new HashMap<>();
+    readPrefixLived(prefix).forEach((key, lived) -> out.put(key, Map.entry(lived.offset(), lived.value())));
+    return out;
+  }
+
+  /**
+   * A key's life in the log: its latest value, the offset and timestamp of its first record
+   * after its last tombstone (compaction may have removed earlier ones, so the earliest kept),
+   * and the timestamp of its latest record.
+   */
+  public record Lived(long offset, long sinceMs, long latestMs, byte[] value) {}
+
+  /** As {@link #readPrefix}, with when each key was (re)created and last written. */
+  public Map<String, Lived> readPrefixLived(String prefix) {
+    Map<String, Lived> latest = new HashMap<>();
     scan(r -> {
       String key = new String(r.key(), StandardCharsets.UTF_8);
       if (!key.startsWith(prefix)) return;
       if (r.value() == null) {
         latest.remove(key);
       } else {
-        Map.Entry<Long, byte[]> was = latest.get(key);
-        latest.put(key, Map.entry(was == null ? r.offset() : was.getKey(), r.value()));
+        Lived was = latest.get(key);
+        latest.put(key, was == null ? new Lived(r.offset(), r.timestamp(), r.timestamp(), r.value())
+            : new Lived(was.offset(), was.sinceMs(), r.timestamp(), r.value()));
       }
     });
     return latest;

@@ -101,22 +101,25 @@ public final class TableState {
     return out;
   }
 
-  /** The live claim: the oldest unremoved {@code writer/<table>/...} record. */
+  /**
+   * The live claim: the oldest unremoved {@code writer/<table>/...} record. Its value names
+   * the query; when it was claimed and last renewed are its records' timestamps (a renewal
+   * rewrites it every second).
+   */
   private static void claim(CompactedTopic commits, String table, long claimTimeoutMs, long nowMs, ObjectNode out) {
-    Map.Entry<Long, byte[]> holder = null;
-    for (Map.Entry<Long, byte[]> e : commits.readPrefix(WriterLease.prefix(table)).values()) {
-      if (e.getValue() != null && (holder == null || e.getKey() < holder.getKey())) holder = e;
+    CompactedTopic.Lived holder = null;
+    for (CompactedTopic.Lived e : commits.readPrefixLived(WriterLease.prefix(table)).values()) {
+      if (holder == null || e.offset() < holder.offset()) holder = e;
     }
     if (holder == null) {
       out.putNull("writer_claim");
       return;
     }
     ObjectNode claim = out.putObject("writer_claim");
+    claim.put("claimed_at_ms", holder.sinceMs()).put("renewed_at_ms", holder.latestMs())
+        .put("age_ms", nowMs - holder.latestMs()).put("stale", nowMs - holder.latestMs() > claimTimeoutMs);
     try {
-      var node = JSON.readTree(new String(holder.getValue(), StandardCharsets.UTF_8));
-      long at = node.path("at").asLong();
-      claim.put("query", node.path("query").asText()).put("renewed_at_ms", at).put("age_ms", nowMs - at)
-          .put("stale", nowMs - at > claimTimeoutMs);
+      claim.put("query", JSON.readTree(new String(holder.value(), StandardCharsets.UTF_8)).path("query").asText());
     } catch (java.io.IOException e) {
       claim.put("unreadable", e.getMessage());
     }
