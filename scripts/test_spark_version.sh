@@ -41,7 +41,8 @@ export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
 echo "test: core tests on pyspark $VERSION" >&2
 # What runs on a line: its own plugin jar (Spark 3.5's) gets the core tests and the servers and
 # the wheel; a line sharing the default line's jar (4.0, 4.2, 4.3, where only Spark's own
-# classes differ) gets a reduced set of the same, one or two tests per feature.
+# classes differ) gets a reduced set of the same, one or two tests per feature (the main
+# suite's test_wheel installs the newest pyspark allowed: 4.3).
 SLOW="speculative or executor_jvm or broker_stopped or separate_executor_jvms or running_query_repartitions or killed_mid_stream or cli_runs_the_streaming_job or declarative_pipeline or twenty_inserts"
 # Arguments that are all options (-x, --durations=10) go with the default tests; any test path
 # or name replaces them.
@@ -57,7 +58,7 @@ if [ -n "$DEFAULT" ]; then
         tests/test_connect.py tests/test_thrift.py tests/test_wheel.py -k "not ($SLOW)" "${OPTIONS[@]}" ;;
     *)
       set -- tests/test_repartition.py tests/test_read_virtual.py tests/test_errors.py tests/test_kplex_json.py \
-        tests/test_exactly_once.py tests/test_spark_version.py tests/test_streaming.py tests/test_kafka_connector.py tests/test_wheel.py \
+        tests/test_exactly_once.py tests/test_spark_version.py tests/test_streaming.py tests/test_kafka_connector.py \
         -k "not ($SLOW or article_job or same_input_written_twice or several_source_topics or starts_without_warnings or damaged or at_least_once_mode or recover_command or deleted_from_the_source or outlives)" "${OPTIONS[@]}" ;;
   esac
 fi

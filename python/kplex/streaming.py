@@ -89,7 +89,8 @@ def recent_progress(query: Any) -> list[Any]:
     >>> recent_progress(SimpleNamespace(recentProgress=[{"batchId": 3, "sink": {"metrics": {"late": "1"}}}]))[0].sink.metrics
     {'late': '1'}
     """
-    return [_attributes(p) if isinstance(p, dict) else p for p in query.recentProgress]
+    # Spark 4's progress objects are dicts too (a dict subclass): only plain dicts are 3.5's.
+    return [_attributes(p) if type(p) is dict else p for p in query.recentProgress]
 
 
 def _attributes(value: Any, key: str = "") -> Any:
