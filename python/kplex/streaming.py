@@ -18,6 +18,7 @@ across micro-batches (the README's streaming section).
 """
 from __future__ import annotations
 
+import json
 import re
 import sys
 import time
@@ -90,7 +91,13 @@ def recent_progress(query: Any) -> list[Any]:
     {'late': '1'}
     """
     # Spark 4's progress objects are dicts too (a dict subclass): only plain dicts are 3.5's.
-    return [_attributes(p) if type(p) is dict else p for p in query.recentProgress]
+    return [_progress(p) if type(p) is dict else p for p in query.recentProgress]
+
+
+def _progress(raw: dict) -> Any:
+    progress = _attributes(raw)
+    progress.json = json.dumps(raw)  # as Spark 4's StreamingQueryProgress.json
+    return progress
 
 
 def _attributes(value: Any, key: str = "") -> Any:
