@@ -1,27 +1,66 @@
 #!/usr/bin/env bash
-# Installs everything (scripts/setup.sh), runs the JVM unit tests (gradle test: JUnit,
-# no Spark job, no broker), then the whole pytest suite against a real Kafka broker (the
-# local one, or $KPLEX_BOOTSTRAP) and real Spark, then the core tests on the other Spark
-# versions kplex supports ($KPLEX_OTHER_SPARK, default 3.5.7 4.3.0 4.0.1; empty to skip), each
-# in a virtual environment made in the background meanwhile (scripts/test_spark_version.sh).
+# Installs everything (scripts/setup.sh), runs the linters and the JVM unit tests (gradle test:
+# JUnit, no Spark job, no broker), then the whole pytest suite against a real Kafka broker (the
+# local one, or $KPLEX_BOOTSTRAP) and real Spark. Meanwhile, in a second stream, it runs the core
+# tests on every other Spark line kplex supports ($KPLEX_OTHER_SPARK, default 3.5.7 4.3.0 4.2.0
+# 4.0.1; empty to skip), one after the other, each in a virtual environment of its own
+# (scripts/test_spark_version.sh), with a broker and a Spark of its own.
+#
+# Why two streams: a Spark-and-Kafka test waits much of its time (for a JVM to start, a
+# transaction to time out, a killed driver's restart), and on 2 cores the main suite alone
+# leaves about half the CPU idle. The second stream's output goes to a log, printed once both
+# streams are done; the script fails if either stream does. With pytest
+# arguments (`bash scripts/test.sh tests/test_streaming.py -x`) only the main suite runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
 bash scripts/setup.sh
-OTHER_SPARK=${KPLEX_OTHER_SPARK-3.5.7 4.3.0 4.0.1}
+OTHER_SPARK=${KPLEX_OTHER_SPARK-3.5.7 4.3.0 4.2.0 4.0.1}
+LINES_LOG=""
 if [ $# -eq 0 ] && [ -n "$OTHER_SPARK" ]; then
-  (for version in $OTHER_SPARK; do bash scripts/test_spark_version.sh "$version" --prepare; done) &
-  PREPARING=$!
+  LINES_LOG=$(mktemp -t kplex-lines.XXXXXX)
+  (
+    failed=""
+    for version in $OTHER_SPARK; do
+      echo "test: [pyspark $version] started $(date +%T)"
+      if bash scripts/test_spark_version.sh "$version"; then
+        echo "test: [pyspark $version] passed $(date +%T)"
+      else
+        echo "test: [pyspark $version] FAILED $(date +%T)"
+        failed="$failed $version"
+      fi
+    done
+    [ -z "$failed" ] || { echo "test: the core tests failed on pyspark$failed"; exit 1; }
+  ) > "$LINES_LOG" 2>&1 &
+  LINES=$!
+  echo "test: the other Spark lines ($OTHER_SPARK) run meanwhile; their output: $LINES_LOG" >&2
 fi
-echo "test: lint (ruff: Python lint and import order; checkstyle: Java)" >&2
-"${PYTHON:-python3}" -m ruff check --config python/pyproject.toml .
-gradle -q --offline checkstyleMain checkstyleTest 2>/dev/null || gradle -q checkstyleMain checkstyleTest
-echo "test: JVM unit tests (gradle test)" >&2
-gradle -q --offline test 2>/dev/null || gradle -q test
-"${PYTHON:-python3}" -m pytest tests -q -p no:cacheprovider "$@"
-# Then the core tests on every other Spark kplex supports (not when pytest got arguments).
-if [ -n "${PREPARING:-}" ]; then
-  wait "$PREPARING"
-  for version in $OTHER_SPARK; do
-    bash scripts/test_spark_version.sh "$version"
-  done
+
+other_lines() {  # waits for the second stream and prints its output; fails if it failed
+  [ -n "${LINES:-}" ] || return 0
+  local status=0
+  wait "$LINES" || status=$?
+  echo "test: ---- the other Spark lines ($OTHER_SPARK) ----" >&2
+  cat "$LINES_LOG" >&2
+  return "$status"
+}
+
+main_suite() {
+  echo "test: lint (ruff: Python lint and import order; checkstyle: Java)" >&2
+  "$PYTHON" -m ruff check --config python/pyproject.toml . || return
+  { gradle -q --offline checkstyleMain checkstyleTest 2>/dev/null || gradle -q checkstyleMain checkstyleTest; } || return
+  echo "test: JVM unit tests (gradle test)" >&2
+  { gradle -q --offline test 2>/dev/null || gradle -q test; } || return
+  echo "test: the whole suite on pyspark $("$PYTHON" -c 'import pyspark; print(pyspark.__version__)')" >&2
+  "$PYTHON" -m pytest tests -q -p no:cacheprovider "$@"
+}
+
+main_status=0
+main_suite "$@" || main_status=$?
+lines_status=0
+other_lines || lines_status=$?
+if [ "$main_status" -ne 0 ]; then
+  echo "test: the main suite FAILED (exit $main_status)" >&2
+  exit "$main_status"
 fi
+exit "$lines_status"

@@ -20,8 +20,10 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kplex.session import SHADED_KAFKA, SPARK_JARS, _spark_line, jars
 
 #: Where Spark's ivy keeps the connector's jars between runs (spark.jars.ivy), beside the
-#: virtual environments of scripts/test_spark_version.sh.
-IVY = Path(os.environ.get("KPLEX_CACHE_DIR", Path.home() / ".cache" / "kplex")) / "ivy"
+#: virtual environments of scripts/test_spark_version.sh; one per pyspark, because
+#: scripts/test.sh runs the other Spark lines while the main suite runs, and two ivy
+#: resolutions into one cache at once can clash.
+IVY = Path(os.environ.get("KPLEX_CACHE_DIR", Path.home() / ".cache" / "kplex")) / f"ivy-{pyspark.__version__}"
 ROWS = 50
 
 

@@ -292,16 +292,36 @@ def run_driver(bootstrap: str, source: str, target: str, chk: Path, conf: dict[s
     return None
 
 
+def batches(chk: Path, kind: str) -> int:
+    """How many batch files the checkpoint has under `kind` (offsets: planned, commits: done)."""
+    return len([f for f in (chk / kind).glob("[0-9]*") if f.is_file()]) if (chk / kind).is_dir() else 0
+
+
+def batch_in_flight_after_progress(chk: Path, lag_s: float) -> Callable[[], bool]:
+    """For run_driver's kill_when: holds `lag_s` after the run has committed one more batch
+    than the checkpoint held when it started and planned the next one."""
+    committed_before = batches(chk, "commits")
+    since: list[float] = []
+
+    def ready() -> bool:
+        if not since and batches(chk, "commits") > committed_before and batches(chk, "offsets") > batches(chk, "commits"):
+            since.append(time.time())
+        return bool(since) and time.time() - since[0] >= lag_s
+    return ready
+
+
 def test_a_driver_killed_mid_stream_again_and_again_restarts_exactly_once_in_order(
         spark, bootstrap, fresh_name, tmp_path):
     source, target = fresh_name("views_killed"), fresh_name("by_user_killed")
     datagen.generate_pageviews(bootstrap, source, 3_000, partitions=3, users=15, seed=11, out_of_order_ms=2_000)
     create(spark, target)
     chk = tmp_path / "chk"
-    # Each task sleeps, so each run is killed with batches in flight; every run gets further.
+    # Each task sleeps, so each run is killed with a batch in flight: once it has committed a
+    # batch of its own (every run gets further) and planned the next, at a different moment of
+    # that batch each time (planned, then about one and two task sleeps on).
     slow = {"spark.kplex.testing.sleep_ms": "300"}
-    for kill_after in (25, 30, 35):
-        run_driver(bootstrap, source, target, chk, slow, kill_after=kill_after)
+    for lag in (0.0, 0.4, 0.8):
+        run_driver(bootstrap, source, target, chk, slow, kill_when=batch_in_flight_after_progress(chk, lag))
     # And once between two of an epoch's commits (the driver halts mid-commit).
     run_driver(bootstrap, source, target, chk, {"spark.kplex.testing.halt_after_commits": "1"})
     done = run_driver(bootstrap, source, target, chk, {})

@@ -4,6 +4,7 @@ write against the broker from there, checked with a plain consumer."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -30,8 +31,12 @@ def run(argv: list, cwd: Path, timeout: float = 900) -> subprocess.CompletedProc
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("dist")
+    # Built from a copy of python/: setuptools writes its build files into the tree it builds,
+    # and scripts/test.sh runs another Spark line's run of this test while the main suite runs.
+    tree = tmp_path_factory.mktemp("tree") / "python"
+    shutil.copytree(ROOT / "python", tree, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
     # The sdist, then the wheel built from that sdist (so the sdist is proven complete too).
-    run([sys.executable, "-m", "build", "--no-isolation", "--outdir", out, ROOT / "python"], cwd=out)
+    run([sys.executable, "-m", "build", "--no-isolation", "--outdir", out, tree], cwd=out)
     return out
 
 
