@@ -42,8 +42,9 @@ echo "test: core tests on pyspark $VERSION" >&2
 # What runs on a line: its own plugin jar (Spark 3.5's) gets the core tests, the operating
 # commands and DESCRIBE, Avro sources, the CLI, secured Kafka, the servers and the wheel; a line
 # sharing the default line's jar (4.0, 4.2, 4.3, where only Spark's own classes differ) gets a
-# reduced set of the same, one or two tests per feature, and DESCRIBE (whose planner strategy
-# meets Spark's own DESCRIBE node); the main suite's test_wheel installs the newest pyspark allowed.
+# reduced set of the same, one or two tests per feature, DESCRIBE (whose planner strategy meets
+# Spark's own DESCRIBE node) and the wheel. Every line's test_wheel installs the wheel with that
+# line's pyspark into a fresh virtual environment.
 SLOW="speculative or executor_jvm or broker_stopped or separate_executor_jvms or running_query_repartitions or killed_mid_stream or cli_runs_the_streaming_job or declarative_pipeline or twenty_inserts"
 # Arguments that are all options (-x, --durations=10) go with the default tests; any test path
 # or name replaces them.
@@ -61,7 +62,7 @@ if [ -n "$DEFAULT" ]; then
     *)
       set -- tests/test_repartition.py tests/test_read_virtual.py tests/test_errors.py tests/test_kplex_json.py \
         tests/test_exactly_once.py tests/test_spark_version.py tests/test_streaming.py tests/test_kafka_connector.py \
-        tests/test_status.py -k "not ($SLOW or cli_prints_the_state or article_job or same_input_written_twice or several_source_topics or starts_without_warnings or damaged or at_least_once_mode or recover_command or deleted_from_the_source or outlives)" "${OPTIONS[@]}" ;;
+        tests/test_status.py tests/test_wheel.py -k "not ($SLOW or cli_prints_the_state or article_job or same_input_written_twice or several_source_topics or starts_without_warnings or damaged or at_least_once_mode or recover_command or deleted_from_the_source or outlives)" "${OPTIONS[@]}" ;;
   esac
 fi
 KPLEX_EXPECT_SPARK=$VERSION exec "$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@"

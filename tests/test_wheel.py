@@ -12,10 +12,14 @@ import textwrap
 import zipfile
 from pathlib import Path
 
+import pyspark
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 ROOT = Path(__file__).resolve().parent.parent
+#: The pyspark the fresh environment gets: that of the line under test (the main suite's, or that
+#: of a run of scripts/test_spark_version.sh), so that every Spark line gets the wheel installed.
+LINE = os.environ.get("KPLEX_EXPECT_SPARK") or pyspark.__version__
 MODULES = ("kplex/__init__.py", "kplex/cli.py", "kplex/session.py", "kplex/servers.py", "kplex/sqltools/check.py",
            "kplex/sqltools/translate.py", "kplex/testing/verify.py", "kplex/jars/kplex-spark.jar", "kplex/jars/kplex-spark-3.5.jar",
            "kplex/sql/pageviews_by_user.sql")
@@ -45,11 +49,8 @@ def venv(dist, tmp_path_factory) -> Path:
     home = tmp_path_factory.mktemp("venv")
     run([sys.executable, "-m", "venv", home / "env"], cwd=home)
     wheel = next(dist.glob("kplex_spark-*.whl"))
-    # The newest pyspark the wheel allows (4.3 today); on a run of scripts/test_spark_version.sh
-    # (3.5's), that line's.
-    line = os.environ.get("KPLEX_EXPECT_SPARK")
-    pins = [f"pyspark=={line}"] if line else []
-    run([home / "env" / "bin" / "pip", "install", "--quiet", "--disable-pip-version-check", wheel, *pins], cwd=home)
+    run([home / "env" / "bin" / "pip", "install", "--quiet", "--disable-pip-version-check", wheel,
+         f"pyspark=={LINE}"], cwd=home)
     return home / "env"
 
 
@@ -70,8 +71,9 @@ def test_an_installed_wheel_runs_the_cli_and_writes_without_the_repository(venv,
     where = run([bin_dir / "python", "-c", "import kplex, pyspark; print(kplex.__file__); print(kplex.jars()[0])"],
                 cwd=tmp_path).stdout.split()
     assert all(str(venv) in path for path in where), where
-    line = os.environ.get("KPLEX_EXPECT_SPARK", "4")
-    assert where[1].endswith("kplex-spark-3.5.jar" if line.startswith("3.5.") else "kplex-spark.jar"), where
+    assert where[1].endswith("kplex-spark-3.5.jar" if LINE.startswith("3.5.") else "kplex-spark.jar"), where
+    installed = run([bin_dir / "python", "-c", "import pyspark; print(pyspark.__version__)"], cwd=tmp_path).stdout
+    assert installed.strip() == LINE, installed
     helped = run([bin_dir / "kplex", "--help"], cwd=tmp_path).stdout
     for command in ("demo", "datagen", "recover", "sql", "translate", "read", "server"):
         assert command in helped
