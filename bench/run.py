@@ -4,7 +4,7 @@
     python bench/run.py --smoke         # 20k records, every contender once: exits 0 when all ran and passed
     python bench/run.py --sizes 1000000 --vs 9,1000 --profile
     python bench/run.py --sizes 1000000 --vs 1000 --deliveries exactly_once --only '=kplex exactly_once' \
-        --spark 3.5.7,4.0.1,4.1.1,4.3.0  # the kplex rows on each Spark line
+        --spark 3.5.7,4.0.1,4.1.1,4.2.0,4.3.0  # the kplex rows on each Spark line
 
 One command sets everything up: the kplex jars (built with gradle if missing,
 then snapshotted so a rebuild elsewhere cannot change a run midway), Spark's
@@ -83,7 +83,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="repeat only the contenders these select (as --only); the others run once")
     p.add_argument("--spark", default="", metavar="VERSIONS",
                    help="run the kplex contenders on each of these pyspark versions (comma-separated, e.g. "
-                        "3.5.7,4.0.1,4.1.1,4.3.0), each in its own virtual environment "
+                        "3.5.7,4.0.1,4.1.1,4.2.0,4.3.0), each in its own virtual environment "
                         "(scripts/test_spark_version.sh VERSION --prepare); default: the installed pyspark only")
     p.add_argument("--partitions", type=int, default=3, help="P, of the source and of every output")
     p.add_argument("--users", type=int, default=100_000)
