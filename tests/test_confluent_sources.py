@@ -84,8 +84,7 @@ def job(bootstrap: str, tmp_path_factory) -> dict:
 
     settings = dict(names, bootstrap=bootstrap, avro_schema=AVRO_SCHEMA, virtual_partitions=V,
                     checkpoint=str(tmp_path_factory.mktemp("confluent") / "chk"),
-                    avro_jar=str(spark_jar("spark-avro", pyspark.__version__,
-                                               "2.12" if pyspark.__version__.startswith("3.5.") else "2.13")))
+                    avro_jar=str(spark_jar("spark-avro", pyspark.__version__)))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "python"), os.environ.get("PYTHONPATH", "")]))
     done = subprocess.run([sys.executable, str(ROOT / "tests" / "confluent_job.py"), json.dumps(settings)],
                           capture_output=True, text=True, timeout=600, env=env, cwd=ROOT)

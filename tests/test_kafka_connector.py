@@ -18,6 +18,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kplex.session import SHADED_KAFKA, SPARK_JARS, _spark_line, jars
+from kplex.testing.maven import scala_of
 
 #: Where Spark's ivy keeps the connector's jars between runs (spark.jars.ivy), beside the
 #: virtual environments of scripts/test_spark_version.sh; one per pyspark, because
@@ -49,8 +50,7 @@ def test_sparks_kafka_connector_reads_and_kplex_writes_exactly_once_in_one_sessi
         producer.produce(source, key=f"user{i % 7}".encode(), value=f"{i}".encode())
     assert producer.flush(30) == 0
 
-    scala = "2.12" if pyspark.__version__.startswith("3.5.") else "2.13"
-    connector = f"org.apache.spark:spark-sql-kafka-0-10_{scala}:{pyspark.__version__}"
+    connector = f"org.apache.spark:spark-sql-kafka-0-10_{scala_of(pyspark.__version__)}:{pyspark.__version__}"
     script = textwrap.dedent(f"""
         from kplex.session import kplex_session
         spark = kplex_session({bootstrap!r}, master="local[2]", conf={{

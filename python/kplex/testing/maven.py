@@ -13,7 +13,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-__all__ = ["MavenError", "jar", "spark_jar"]
+__all__ = ["MavenError", "jar", "scala_of", "spark_jar"]
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -45,6 +45,15 @@ def jar(group: str, artifact: str, version: str) -> Path:
     return path
 
 
-def spark_jar(module: str, spark_version: str, scala: str = "2.13") -> Path:
-    """A Spark module's jar (``spark-avro``, ``spark-sql-kafka-0-10``...) for that Spark and Scala."""
-    return jar("org.apache.spark", f"{module}_{scala}", spark_version)
+def scala_of(spark_version: str) -> str:
+    """The Scala a Spark line's published modules are built for: 2.12 for 3.5, 2.13 for 4.x.
+
+    >>> scala_of("3.5.7"), scala_of("4.1.1")
+    ('2.12', '2.13')
+    """
+    return "2.12" if spark_version.startswith("3.") else "2.13"
+
+
+def spark_jar(module: str, spark_version: str) -> Path:
+    """A Spark module's jar (``spark-avro``, ``spark-sql-kafka-0-10``...) for that Spark and its Scala."""
+    return jar("org.apache.spark", f"{module}_{scala_of(spark_version)}", spark_version)
