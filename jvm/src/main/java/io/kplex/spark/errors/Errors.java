@@ -264,6 +264,28 @@ public final class Errors {
         + " write differently from what kplex expects, and order across micro-batches cannot be kept.");
   }
 
+  /**
+   * A streaming writer got a row from outside its micro-batch's range of a source partition,
+   * or a source position out of offset order: the event-time rule would judge with a high
+   * from records the batch did not read.
+   */
+  public static KplexException rowOutsideEpoch(String table, long epoch, String topic, int partition, long offset,
+      String range, long order) {
+    return new KplexException("SOURCE_RANGE", "micro-batch " + epoch + " of the stream into table " + table
+        + " got a row from offset " + offset + " of source partition " + (topic == null ? "" : topic + "-")
+        + partition + " (order value " + order + "), but the batch reads offsets " + range + " there. Its order"
+        + " value would become the partition's high and move the watermark past what was read; the batch"
+        + " fails instead of writing. This is a bug in kplex or in what Spark handed it: report it with this"
+        + " message.");
+  }
+
+  public static KplexException sourceOutOfOrder(int partition, long offset, long before) {
+    return new KplexException("SOURCE_RANGE", "kplex_high_before got offset " + offset + " of source partition "
+        + partition + " after offset " + before + " of it in the same task: the largest order value before a"
+        + " record is computed over one range per partition, read in offset order. This is a bug in kplex or"
+        + " in what Spark handed it: report it with this message.");
+  }
+
   public static KplexException noCheckpoint(String table) {
     return new KplexException("MISSING_OPTION", "the streaming write into " + table + " needs a checkpoint:"
         + " .option(\"checkpointLocation\", \"<dir>\") (kplex keeps the records it holds back there).");

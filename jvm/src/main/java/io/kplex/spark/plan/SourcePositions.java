@@ -59,7 +59,7 @@ public final class SourcePositions extends Rule<LogicalPlan> {
     columns.add(alias(found.timestamp, 2));
     columns.add(alias(found.ordered, 3));
     Expression high = new ApplyFunctionExpression(new HighBefore(orderColumn.dataType()),
-        seq(List.of(orderColumn, found.ordered)));
+        seq(List.of(orderColumn, found.ordered, found.offset)));
     columns.add(alias(high, 4));
     return WriteToStreams.with(write, "inputQuery", new Project(seq(columns), found.plan));
   }

@@ -284,11 +284,23 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
   public InputPartition[] planInputPartitions(Offset startOffset, Offset endOffset) {
     SourceOffset start = (SourceOffset) startOffset;
     SourceOffset end = (SourceOffset) endOffset;
-    HeldRelease.signal(new HeldRelease.Signal(conf.topic, orderedPartitions(end), end.flushes > start.flushes,
-        end.next, monitorGroup));
     // Spark asks several times per micro-batch (each copy of the plan): plan once.
-    Planned before = lastPlanned;
-    if (before != null && before.start.equals(start) && before.end.equals(end)) return before.partitions.clone();
+    Planned planned = lastPlanned;
+    if (planned == null || !planned.start.equals(start) || !planned.end.equals(end)) {
+      planned = plan(start, end);
+      lastPlanned = planned;
+    }
+    HeldRelease.signal(new HeldRelease.Signal(conf.topic, orderedPartitions(end), end.flushes > start.flushes,
+        planned.starts, end.next, monitorGroup));
+    return planned.partitions.clone();
+  }
+
+  /**
+   * The input partitions of the batch (start, end): one range per partition with records,
+   * and where each partition's range starts (what the sink checks its rows against).
+   */
+  private Planned plan(SourceOffset start, SourceOffset end) {
+    Map<Integer, Long> starts = new TreeMap<>();
     Map<Integer, Long> begin = earliest(partitions());
     List<InputPartition> parts = new ArrayList<>();
     for (Map.Entry<Integer, Long> e : end.next.entrySet()) {
@@ -308,6 +320,7 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
         lost(p, from, Math.min(until, begin.get(p)), "the broker deleted them (retention or truncation)");
         from = Math.min(until, begin.get(p));
       }
+      starts.put(p, from);
       if (until > from) {
         if (conf.kind == ReadConf.Kind.DERIVED) {
           parts.add(new VirtualRange(VirtualRange.ALL, new OffsetRange[] {new OffsetRange(conf.topic, p, from, until)}));
@@ -316,9 +329,7 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
         }
       }
     }
-    InputPartition[] planned = parts.toArray(new InputPartition[0]);
-    lastPlanned = new Planned(start, end, planned);
-    return planned;
+    return new Planned(start, end, parts.toArray(new InputPartition[0]), starts);
   }
 
   /**
@@ -333,8 +344,9 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     return end.next.keySet().stream().mapToInt(Integer::intValue).sorted().toArray();
   }
 
-  /** The partitions planned for one (start, end). */
-  private record Planned(SourceOffset start, SourceOffset end, InputPartition[] partitions) {}
+  /** The partitions planned for one (start, end), and where each source partition's range starts. */
+  private record Planned(SourceOffset start, SourceOffset end, InputPartition[] partitions,
+      Map<Integer, Long> starts) {}
 
   private volatile Planned lastPlanned;
 

@@ -16,15 +16,17 @@ package io.kplex.spark.stream;
  */
 public final class HeldRelease {
   /**
-   * A micro-batch's signal; see the class comment. {@code ends}: the offset after the batch's
-   * last record per partition of {@code topic}, and {@code monitorGroup} the read's option
-   * of that name: what a kplex sink commits to the query's monitoring group once the batch
-   * is committed exactly once (kafka/MonitorGroup).
+   * A micro-batch's signal; see the class comment. {@code starts} and {@code ends}: per
+   * partition of {@code topic}, the batch's range of offsets, as its tasks read them: the sink
+   * checks that every row it gets lies in it (a partition's high comes only from what the
+   * batch read), and commits {@code ends} to the query's monitoring group once the batch is
+   * committed exactly once (kafka/MonitorGroup), under {@code monitorGroup}, the read's
+   * option of that name. Empty maps: ranges unknown, nothing checked.
    */
-  public record Signal(String topic, int[] partitions, boolean releaseAll, java.util.Map<Integer, Long> ends,
-      String monitorGroup) {
+  public record Signal(String topic, int[] partitions, boolean releaseAll, java.util.Map<Integer, Long> starts,
+      java.util.Map<Integer, Long> ends, String monitorGroup) {
     public Signal(String topic, int[] partitions, boolean releaseAll) {
-      this(topic, partitions, releaseAll, java.util.Map.of(), null);
+      this(topic, partitions, releaseAll, java.util.Map.of(), java.util.Map.of(), null);
     }
   }
 

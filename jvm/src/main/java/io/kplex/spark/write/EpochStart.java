@@ -3,12 +3,46 @@ package io.kplex.spark.write;
 import io.kplex.spark.time.EventTime;
 import java.io.Serializable;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 
 /**
  * What a streaming epoch's tasks start from, shipped to the executors: the marks of the
  * epochs before ({@link EventTime.Marks}), the source's partitions whose watermark releases
  * (and its topic, for late records' headers), whether the epoch releases everything (a
- * flush requested at the end of the input), and the files held back by the last epoch.
+ * flush requested at the end of the input), the files held back by the last epoch, and
+ * the range of offsets the epoch reads per source partition ({@code starts} to {@code ends};
+ * empty: unknown), which every row a task gets must lie in ({@link #outside}).
  */
 record EpochStart(long lastEpoch, EventTime.Marks marks, int[] partitions, String sourceTopic, boolean releaseAll,
-    List<String> held) implements Serializable {}
+    List<String> held, Map<Integer, Long> starts, Map<Integer, Long> ends) implements Serializable {
+  EpochStart {
+    starts = new TreeMap<>(starts);
+    ends = new TreeMap<>(ends);
+  }
+
+  /** An epoch whose source gave no ranges: its rows are not checked. */
+  EpochStart(long lastEpoch, EventTime.Marks marks, int[] partitions, String sourceTopic, boolean releaseAll,
+      List<String> held) {
+    this(lastEpoch, marks, partitions, sourceTopic, releaseAll, held, Map.of(), Map.of());
+  }
+
+  /**
+   * Whether a row from offset {@code offset} of source partition {@code partition} lies
+   * outside what the epoch reads (false when the ranges are unknown). A row outside would
+   * move its partition's high past what was read, and the watermark with it.
+   */
+  boolean outside(int partition, long offset) {
+    if (starts.isEmpty()) return false;
+    Long from = starts.get(partition);
+    Long until = ends.get(partition);
+    return from == null || until == null || offset < from || offset >= until;
+  }
+
+  /** The range epoch reads of {@code partition}, for an error: "[from, until)", or "none". */
+  String range(int partition) {
+    Long from = starts.get(partition);
+    Long until = ends.get(partition);
+    return from == null || until == null ? "none" : "[" + from + ", " + until + ")";
+  }
+}

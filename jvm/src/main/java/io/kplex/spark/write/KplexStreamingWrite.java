@@ -92,7 +92,7 @@ final class KplexStreamingWrite implements StreamingWrite {
     // not follow, such as a join) count as one partition, whatever the source reads.
     HeldRelease.Signal source = schema.positioned() ? signal : HeldRelease.NONE;
     EpochStart start = new EpochStart(last.epoch(), last.marks(), source.partitions(), source.topic(),
-        signal.releaseAll(), last.held());
+        signal.releaseAll(), last.held(), source.starts(), source.ends());
     epochs.put(last.epoch() + 1, new Started(start, System.currentTimeMillis(), signal));
     held.clean(last.epoch());
     return new StreamingWriterFactory(conf, schema, start, held, info.numPartitions());

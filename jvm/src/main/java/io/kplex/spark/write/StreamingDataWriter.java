@@ -114,10 +114,27 @@ final class StreamingDataWriter implements DataWriter<InternalRow> {
       throw Errors.streamingPlacement(e.vp(), partitionId, numPartitions);
     }
     if (schema.positioned()) {
+      requireRead(unsafe);
       gate.add(e, unsafe.isNullAt(schema.orderedPartition) ? 0 : unsafe.getInt(schema.orderedPartition),
           unsafe.isNullAt(schema.highBefore) ? Long.MIN_VALUE : unsafe.getLong(schema.highBefore));
     } else {
       gate.add(e, 0, Long.MIN_VALUE);
+    }
+  }
+
+  /**
+   * Fails on a row from an offset the epoch did not read of its source partition: its order
+   * value would become the partition's high, and release records the partition has not
+   * reached yet (and judge on-time ones late). Never expected; a guard, so that whatever
+   * delivered it is named instead of hidden in a later batch's late records.
+   */
+  private void requireRead(UnsafeRow row) {
+    if (schema.sourceOffset < 0 || row.isNullAt(schema.sourcePartition) || row.isNullAt(schema.sourceOffset)) return;
+    int partition = row.getInt(schema.sourcePartition);
+    long offset = row.getLong(schema.sourceOffset);
+    if (start.outside(partition, offset)) {
+      throw Errors.rowOutsideEpoch(conf.table, start.lastEpoch() + 1, start.sourceTopic(), partition, offset,
+          start.range(partition), codec.order(row));
     }
   }
 

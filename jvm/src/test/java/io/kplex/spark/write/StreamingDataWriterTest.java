@@ -5,13 +5,22 @@ import static io.kplex.spark.write.WriterFixture.row;
 import static org.junit.Assert.assertArrayEquals;
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertNull;
+import static org.junit.Assert.assertThrows;
+import static org.junit.Assert.assertTrue;
 
 import io.kplex.spark.conf.WriteConf;
+import io.kplex.spark.errors.KplexException;
 import io.kplex.spark.time.EventTime;
 import io.kplex.spark.time.ManualClock;
 import java.nio.file.Files;
 import java.util.List;
+import java.util.Map;
 import org.apache.hadoop.conf.Configuration;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.unsafe.types.UTF8String;
 import org.junit.Test;
 
 /**
@@ -31,6 +40,61 @@ public class StreamingDataWriterTest {
     HeldRows held = new HeldRows(new Configuration(false), Files.createTempDirectory("kplex-held").toString());
     return new StreamingDataWriter(out, conf, WriterFixture.COLUMNS, codec, start, 0, 1, held,
         held.path(1, 0, 1, 0), clock);
+  }
+
+  /** The columns of a stream from kplex's source: the written ones, then the source positions. */
+  private static final StructType POSITIONED = positioned();
+
+  private static StructType positioned() {
+    StructType s = new StructType().add("key", DataTypes.StringType).add("order_value", DataTypes.LongType)
+        .add("value", DataTypes.StringType);
+    List<String> hidden = WriteSchema.POSITION_COLUMNS;
+    return s.add(hidden.get(0), DataTypes.IntegerType).add(hidden.get(1), DataTypes.LongType)
+        .add(hidden.get(2), DataTypes.TimestampType).add(hidden.get(3), DataTypes.IntegerType)
+        .add(hidden.get(4), DataTypes.LongType);
+  }
+
+  /** A writer of epoch 4 whose source reads offsets [100, 200) of partition 0 and [50, 60) of partition 1. */
+  private StreamingDataWriter positionedWriter() throws Exception {
+    WriteConf conf = conf("kplex.delivery", "at_least_once");
+    WriteSchema schema = WriteSchema.resolve(POSITIONED);
+    RowCodec codec = RowCodec.of(schema, conf);
+    KplexDataWriter out = KplexDataWriter.open(conf, codec, 0, 0, 0, null, clients);
+    EpochStart start = new EpochStart(3, EventTime.Marks.NONE, new int[] {0, 1}, "src", true, List.of(),
+        Map.of(0, 100L, 1, 50L), Map.of(0, 200L, 1, 60L));
+    HeldRows held = new HeldRows(new Configuration(false), Files.createTempDirectory("kplex-held").toString());
+    return new StreamingDataWriter(out, conf, schema, codec, start, 0, 1, held, held.path(1, 0, 1, 0), clock);
+  }
+
+  private static InternalRow at(String key, long order, int partition, long offset) {
+    return new GenericInternalRow(new Object[] {UTF8String.fromString(key), order, UTF8String.fromString("v"),
+        partition, offset, null, partition, null});
+  }
+
+  @Test
+  public void rowsFromTheOffsetsTheBatchReadAreWrittenAndTheirHighsRecorded() throws Exception {
+    StreamingDataWriter w = positionedWriter();
+    w.write(at("a", 10L, 0, 100));
+    w.write(at("b", 20L, 0, 199));
+    w.write(at("c", 5L, 1, 59));
+    EpochCommitMessage m = (EpochCommitMessage) w.commit();
+    assertEquals(Map.of(0, 20L, 1, 5L), m.read);
+    assertEquals(3, clients.producer.history().size());
+  }
+
+  @Test
+  public void aRowFromAnOffsetTheBatchDidNotReadFailsTheTaskNamingBoth() throws Exception {
+    // The shape of issue #38: offset 1081 of partition 1 in a batch that read [50, 60) there.
+    for (Object[] c : new Object[][] {{1, 1081L, "[50, 60)"}, {0, 99L, "[100, 200)"}, {0, 200L, "[100, 200)"},
+        {2, 0L, "none"}}) {
+      StreamingDataWriter w = positionedWriter();
+      w.write(at("a", 10L, 0, 150));
+      KplexException e = assertThrows(KplexException.class, () -> w.write(at("b", 108_100L, (int) c[0], (long) c[1])));
+      assertEquals("SOURCE_RANGE", e.code());
+      assertTrue(e.getMessage(), e.getMessage().contains("offset " + c[1] + " of source partition src-" + c[0]));
+      assertTrue(e.getMessage(), e.getMessage().contains("reads offsets " + c[2]));
+      assertTrue(e.getMessage(), e.getMessage().contains("micro-batch 4 of the stream into table t"));
+    }
   }
 
   @Test

@@ -1,0 +1,111 @@
+"""A stream's output does not depend on timing: the same backlog, streamed again and again,
+alone and beside a Spark job that competes for the cores, writes what the batch INSERT writes.
+
+The scenario of issue #38: two source partitions whose event times advance at different
+speeds (one record a second on partition 0, ten a second on partition 1), strictly increasing
+on each, so no record can be late by the rule; a rate-limited Trigger.AvailableNow catch-up
+with releaseAtEnd. A stream that judged a record with a partition high taken from offsets the
+micro-batch did not read would drop on-time records (late_policy = drop) or write them out of
+order. Each run reads the target back with a plain read_committed consumer.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+from confluent_kafka import Producer
+from test_streaming import SELECT
+
+from kplex.streaming import recent_progress
+from kplex.testing import datagen, verify
+
+RUNS = 10
+PER_PARTITION = 2_000
+T0 = 1_700_000_000_000
+
+# A second Spark application on the same 2 cores: it sums squares until it is killed.
+COMPETITOR = """
+import sys
+from pyspark.sql import SparkSession
+spark = SparkSession.builder.master("local[2]").appName("kplex-competitor").config("spark.ui.enabled", "false").getOrCreate()
+print("competing", flush=True)
+while True:
+    spark.range(0, 200_000_000, numPartitions=4).selectExpr("sum(id * id % 7)").collect()
+"""
+
+
+def produce_backlog(bootstrap: str, topic: str) -> None:
+    """Partition 0: keys u0..u6, a second apart; partition 1: keys v0..v4, a tenth of a second apart."""
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
+    for i in range(PER_PARTITION):
+        for partition, user, step in ((0, f"u{i % 7}", 1_000), (1, f"v{i % 5}", 100)):
+            value = json.dumps({"viewtime": T0 + i * step, "userid": user}, separators=(",", ":")).encode()
+            producer.produce(topic, key=user.encode(), value=value, partition=partition)
+    assert producer.flush(30) == 0
+
+
+def create(spark, table: str) -> None:
+    spark.sql(f"CREATE TABLE kplex.{table} TBLPROPERTIES ('kplex.virtual_partitions' = '6',"
+              " 'kplex.physical_partitions' = '2', 'kplex.max_delay_ms' = '5000', 'kplex.late_policy' = 'drop')")
+
+
+@pytest.fixture
+def issue_38_session(spark):
+    """The session as the report ran it: 2 shuffle partitions, adaptive execution off."""
+    before = {k: spark.conf.get(k) for k in ("spark.sql.shuffle.partitions", "spark.sql.adaptive.enabled")}
+    spark.conf.set("spark.sql.shuffle.partitions", "2")
+    spark.conf.set("spark.sql.adaptive.enabled", "false")
+    yield spark
+    for key, value in before.items():
+        spark.conf.set(key, value)
+
+
+def competing_job() -> subprocess.Popen:
+    job = subprocess.Popen([sys.executable, "-c", COMPETITOR], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                           text=True)
+    assert job.stdout.readline().strip() == "competing", "the competing Spark job did not start"
+    return job
+
+
+def test_a_rate_limited_catch_up_writes_what_the_batch_insert_writes_run_after_run_alone_and_beside_a_competing_job(
+        issue_38_session, bootstrap, fresh_name, tmp_path):
+    spark = issue_38_session
+    source, inserted = fresh_name("timing_src"), fresh_name("timing_insert")
+    datagen.ensure_topic(bootstrap, source, 2)
+    produce_backlog(bootstrap, source)
+    create(spark, inserted)
+    spark.sql(f"INSERT INTO kplex.{inserted} SELECT {', '.join(SELECT)} FROM kplex.{source}")
+    expected = verify.virtual_partition_sequences(verify.read_topic(bootstrap, inserted))
+    assert sum(len(s) for s in expected.values()) == 2 * PER_PARTITION
+
+    outcomes = []
+    competitor = None
+    try:
+        for run in range(RUNS):
+            if run == RUNS // 2:
+                competitor = competing_job()
+            target = fresh_name(f"timing_run{run}")
+            create(spark, target)
+            started = time.time()
+            query = (spark.readStream.format("kplex").option("table", source).option("startingOffsets", "earliest")
+                     .option("maxOffsetsPerTrigger", "400").option("releaseAtEnd", "true").load()
+                     .selectExpr(*SELECT).writeStream.format("kplex").option("table", target)
+                     .option("checkpointLocation", str(tmp_path / f"run{run}"))
+                     .trigger(availableNow=True).start())
+            query.awaitTermination(300)
+            assert query.exception() is None, f"run {run}: {query.exception()}"
+            progress = recent_progress(query)
+            late = sum(int((p.sink.metrics or {}).get("lateRecords", "0")) for p in progress)
+            got = verify.virtual_partition_sequences(verify.read_topic(bootstrap, target))
+            outcomes.append((run, competitor is not None, late, sum(len(s) for s in got.values()), got == expected,
+                             round(time.time() - started, 1)))
+            assert len([p for p in progress if p.numInputRows > 0]) >= 10, f"run {run} was not cut into batches"
+    finally:
+        if competitor is not None:
+            competitor.kill()
+            competitor.wait(30)
+    bad = [o for o in outcomes if o[2] != 0 or o[3] != 2 * PER_PARTITION or not o[4]]
+    assert not bad, f"(run, beside a competing job, late, written, equal to the INSERT, s): {outcomes}"
