@@ -15,6 +15,13 @@ import pytest
 # Task retries (up to 4 attempts) even in local mode, so injected failures are retried.
 MASTER = os.environ.get("KPLEX_TEST_MASTER", "local[2,4]")
 
+# The harness arms kplex's fault hooks (kplex.testing.* settings) in every JVM it starts: its
+# Spark session, the drivers it runs as subprocesses, the servers (all inherit this
+# environment). Nothing a SQL user can set arms them (testing/FaultInjection); a server
+# started without it is how tests show that (test_thrift.py).
+TEST_HOOKS_ENV = "KPLEX_TESTING_FAULTS"
+os.environ[TEST_HOOKS_ENV] = "1"
+
 
 def _docker_answers() -> bool:
     try:

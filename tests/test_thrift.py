@@ -7,6 +7,7 @@ import os
 import subprocess
 
 import pytest
+from conftest import TEST_HOOKS_ENV
 from read_support import described_high_marks
 from servers import kplex_server
 
@@ -17,8 +18,17 @@ from kplex.testing.verify import check_derived_topic
 
 @pytest.fixture(scope="module")
 def jdbc_url(bootstrap, tmp_path_factory):
-    with kplex_server("thrift", bootstrap, tmp_path_factory.mktemp("thrift")) as port:
-        yield f"jdbc:hive2://127.0.0.1:{port}/default"
+    """A shared server as users get it: the test harness's fault hooks are not armed in it."""
+    armed = os.environ.pop(TEST_HOOKS_ENV, None)
+    try:
+        with kplex_server("thrift", bootstrap, tmp_path_factory.mktemp("thrift")) as port:
+            if armed is not None:
+                os.environ[TEST_HOOKS_ENV] = armed
+                armed = None
+            yield f"jdbc:hive2://127.0.0.1:{port}/default"
+    finally:
+        if armed is not None:
+            os.environ[TEST_HOOKS_ENV] = armed
 
 
 def beeline(url: str, sql: str, cwd) -> subprocess.CompletedProcess:
@@ -60,3 +70,33 @@ def test_a_kplex_error_reaches_the_jdbc_client_with_its_message(jdbc_url, fresh_
     assert done.returncode != 0
     assert "[KPLEX_UNKNOWN_PROPERTY]" in done.stdout + done.stderr
     assert "kplex.virtual_partitions" in done.stdout + done.stderr
+
+
+def test_a_sql_user_setting_a_test_hook_on_a_shared_server_changes_nothing(jdbc_url, bootstrap, fresh_name, tmp_path):
+    """`SET spark.kplex.testing.halt_after_commits=1` used to halt the server's JVM at the next
+    INSERT, for every user. Now the INSERT is refused naming the setting, nothing is written,
+    and the server serves the next statement; RESET, the same INSERT writes."""
+    source, target = fresh_name("hook_src"), fresh_name("hook_by_user")
+    datagen.generate_pageviews(bootstrap, source, 300, partitions=3, users=10, seed=3)
+    insert = f"""INSERT INTO kplex.{target}
+          SELECT kplex_key(kplex_json(value, '/userid')),
+                 kplex_order(CAST(kplex_json(value, '/viewtime') AS BIGINT)), value
+          FROM kplex.{source};"""
+    create = beeline(jdbc_url, f"CREATE TABLE kplex.{target} TBLPROPERTIES ('kplex.virtual_partitions' = '9',"
+                               " 'kplex.physical_partitions' = '3');", tmp_path)
+    assert create.returncode == 0, create.stdout[-2000:] + create.stderr[-2000:]
+    for hook in ("halt_after_commits", "halt_after_rows", "sleep_ms"):
+        refused = beeline(jdbc_url, f"SET spark.kplex.testing.{hook}=1; {insert}", tmp_path)
+        assert refused.returncode != 0
+        said = refused.stdout + refused.stderr
+        assert "KPLEX_TEST_HOOK" in said and f"'kplex.testing.{hook}'" in said, said[-3000:]
+        assert f"RESET spark.kplex.testing.{hook}" in said, said[-3000:]
+    # The server is alive, and the refused INSERTs wrote nothing.
+    alive = beeline(jdbc_url, f"SELECT count(*) FROM kplex.{target}", tmp_path)
+    assert alive.returncode == 0 and alive.stdout.replace("\0", "").split() == ["0"], alive.stdout + alive.stderr
+    assert check_derived_topic(bootstrap, source, target, 9, 3).derived_count == 0
+    written = beeline(jdbc_url, f"RESET spark.kplex.testing.halt_after_commits; {insert}"
+                                f" SELECT count(*) FROM kplex.{target};", tmp_path)
+    assert written.returncode == 0, written.stdout[-2000:] + written.stderr[-2000:]
+    report = check_derived_topic(bootstrap, source, target, 9, 3)
+    assert report.ok and report.derived_count == 300, report.summary()

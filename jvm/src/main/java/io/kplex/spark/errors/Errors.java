@@ -286,6 +286,14 @@ public final class Errors {
         + " in what Spark handed it: report it with this message.");
   }
 
+  /** A test hook asked for in a JVM the test harness did not arm. */
+  public static KplexException testHookNotArmed(String key, String env, String property) {
+    return new KplexException("TEST_HOOK", "'" + key + "' (the write option, or the session setting 'spark." + key
+        + "') is a fault hook of kplex's own test suite, and this JVM does not arm them: they are armed only by"
+        + " the environment variable " + env + "=1 or the system property -D" + property + "=true of the JVM that"
+        + " plans the write, never from SQL. Nothing was written. Remove the option, or RESET spark." + key + ".");
+  }
+
   public static KplexException noCheckpoint(String table) {
     return new KplexException("MISSING_OPTION", "the streaming write into " + table + " needs a checkpoint:"
         + " .option(\"checkpointLocation\", \"<dir>\") (kplex keeps the records it holds back there).");

@@ -6,8 +6,13 @@ import java.util.Map;
 
 /**
  * Test-only faults, so that exactly-once is tested through real task failures, dead
- * executors and slow tasks. Off unless a {@code kplex.testing.*} write option or
- * {@code spark.kplex.testing.*} session setting is given; never set them in production.
+ * executors and slow tasks. Chosen per write by a {@code kplex.testing.*} write option or
+ * {@code spark.kplex.testing.*} session setting, and honoured only in a driver JVM the test
+ * harness armed ({@link #ARMED_ENV}{@code =1} in its environment, or the system property
+ * {@link #ARMED_PROPERTY}{@code =true}): nothing a SQL user can set. Anywhere else such a
+ * setting fails the write when it is planned, naming the setting, before anything is
+ * written, so that on a shared Thrift or Connect server no user can halt the JVM or slow
+ * everyone's writes ({@link #of}).
  * <ul>
  *   <li>{@code fail_after_rows=N}: after N rows (flushed to the broker), the task throws;
  *       on the first {@code fail_attempts} attempts (default 1; {@code -1} = every attempt);</li>
@@ -24,6 +29,29 @@ import java.util.Map;
  */
 public final class FaultInjection implements Serializable {
   static final String PREFIX = "kplex.testing.";
+  /** The environment variable that arms the hooks in the JVM that plans writes. */
+  public static final String ARMED_ENV = "KPLEX_TESTING_FAULTS";
+  /** The system property that arms them too ({@code -Dkplex.testing.faults=true}). */
+  public static final String ARMED_PROPERTY = "kplex.testing.faults";
+  /** No fault. */
+  public static final FaultInjection NONE = new FaultInjection(Map.of());
+
+  /** Whether this JVM's environment or system properties arm the test hooks. */
+  public static boolean armed() {
+    return "1".equals(System.getenv(ARMED_ENV)) || Boolean.parseBoolean(System.getProperty(ARMED_PROPERTY));
+  }
+
+  /**
+   * The faults {@code settings} ask for ({@code kplex.*} keys: write options and session
+   * settings merged): none when no {@code kplex.testing.*} key is set; those asked for in an
+   * armed JVM ({@code armed}); otherwise {@code [KPLEX_TEST_HOOK]}, naming the key.
+   */
+  public static FaultInjection of(Map<String, String> settings, boolean armed) {
+    String asked = settings.keySet().stream().filter(k -> k.startsWith(PREFIX)).sorted().findFirst().orElse(null);
+    if (asked == null) return NONE;
+    if (!armed) throw Errors.testHookNotArmed(asked, ARMED_ENV, ARMED_PROPERTY);
+    return new FaultInjection(settings);
+  }
 
   final long failAfterRows;
   final int failAttempts;
@@ -32,7 +60,7 @@ public final class FaultInjection implements Serializable {
   final long haltAfterCommits;
   final long pauseBetweenCommitsMs;
 
-  public FaultInjection(Map<String, String> settings) {
+  FaultInjection(Map<String, String> settings) {
     failAfterRows = number(settings, "fail_after_rows", -1);
     failAttempts = (int) number(settings, "fail_attempts", 1);
     haltAfterRows = number(settings, "halt_after_rows", -1);
