@@ -48,6 +48,10 @@ import org.slf4j.LoggerFactory;
  *       would), unless {@code releaseAtEnd} is true: then one more micro-batch, without
  *       records, releases everything held (the input has ended);</li>
  *   <li>partitions added to the topic are read from their beginning;</li>
+ *   <li>{@code idleTimeoutMs} (default 30 s; -1: never): a partition of a plain topic
+ *       read to its end that is empty, or has had no new record for this long, is idle: it
+ *       stops holding a kplex sink's watermark until its next record (the idle partitions are
+ *       kept in the offsets, so a rerun batch releases the same);</li>
  *   <li>{@code idleReleaseMs} (default 0: never): after this long without a new record,
  *       such a micro-batch releases everything held too;</li>
  *   <li>{@code failOnDataLoss} (default true): offsets removed before they were read
@@ -77,6 +81,9 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
   private SourceOffset availableNow;
   private SourceOffset latestSeen;
   private final long idleReleaseMs;
+  private final long idleTimeoutMs;
+  /** Per partition: its last end offset seen, and when it moved there (ms); what idleness is measured from. */
+  private final Map<Integer, long[]> lastMoved = new HashMap<>();
   private final boolean releaseAtEnd;
   /** The monitoring group option (null: the default name). */
   private final String monitorGroup;
@@ -101,14 +108,19 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     this.maxOffsetsPerTrigger = settings.isSet(MAX_OFFSETS_PER_TRIGGER)
         ? settings.longConf(MAX_OFFSETS_PER_TRIGGER) : NO_LIMIT;
     this.idleReleaseMs = settings.longConf(IDLE_RELEASE_MS);
+    this.idleTimeoutMs = settings.longConf(KplexOptions.IDLE_TIMEOUT_MS);
     this.monitorGroup = settings.text(KplexOptions.MONITOR_GROUP);
   }
 
   /** The read's options over the session's {@code kplex.stream.releaseAtEnd}. */
   private static ConfParser settings(CaseInsensitiveStringMap options) {
-    String atEnd = org.apache.spark.sql.internal.SQLConf.get().getConfString(RELEASE_AT_END_CONF, null);
-    return ConfParser.builder().options(options.asCaseSensitiveMap())
-        .session(atEnd == null ? Map.of() : Map.of(RELEASE_AT_END, atEnd)).build();
+    org.apache.spark.sql.internal.SQLConf session = org.apache.spark.sql.internal.SQLConf.get();
+    Map<String, String> fromSession = new HashMap<>();
+    String atEnd = session.getConfString(RELEASE_AT_END_CONF, null);
+    if (atEnd != null) fromSession.put(RELEASE_AT_END, atEnd);
+    String idle = session.getConfString(KplexOptions.IDLE_TIMEOUT_MS_CONF, null);
+    if (idle != null) fromSession.put(KplexOptions.IDLE_TIMEOUT_MS, idle);
+    return ConfParser.builder().options(options.asCaseSensitiveMap()).session(fromSession).build();
   }
 
   private synchronized KafkaConsumer<byte[], byte[]> consumer() {
@@ -236,20 +248,56 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     }
     // Partitions that vanished stay in the offset so that planning reports the loss.
     for (Map.Entry<Integer, Long> e : start.next.entrySet()) until.putIfAbsent(e.getKey(), e.getValue());
+    java.util.Set<Integer> idlePartitions = idle(until, now);
     if (!until.equals(start.next)) {
       lastDataAt = System.currentTimeMillis();
       dataSinceFlush = true;
-      return new SourceOffset(conf.topic, until, start.flushes);
+      return new SourceOffset(conf.topic, until, start.flushes, idlePartitions);
+    }
+    if (!idlePartitions.equals(start.idle)) {
+      // No new record, but a partition went idle (or came back): a micro-batch without
+      // records moves the watermark on.
+      return start.withIdle(idlePartitions);
     }
     // No new record: once the input is idle (AvailableNow at its end, or nothing for
     // idleReleaseMs), one more micro-batch tells a kplex sink to release what it holds.
-    boolean idle = (availableNow != null && releaseAtEnd)
+    boolean quiet = (availableNow != null && releaseAtEnd)
         || (idleReleaseMs > 0 && System.currentTimeMillis() - lastDataAt >= idleReleaseMs);
-    if (idle && dataSinceFlush) {
+    if (quiet && dataSinceFlush) {
       dataSinceFlush = false;
       return start.flushed();
     }
     return start;
+  }
+
+  /**
+   * The partitions of a plain topic that are idle once the batch has read up to {@code until}:
+   * read to their end as of {@code now}, and empty (nothing to read from their beginning) or
+   * unmoved for {@code idleTimeoutMs} on this driver's clock (measured from when this run
+   * first saw them: a restart waits the timeout again, never less). A kplex table's virtual
+   * partitions are never idle here.
+   */
+  private java.util.Set<Integer> idle(Map<Integer, Long> until, SourceOffset now) {
+    long at = System.currentTimeMillis();
+    now.next.forEach((p, end) -> {
+      long[] seen = lastMoved.get(p);
+      if (seen == null || seen[0] != end) lastMoved.put(p, new long[] {end, at});
+    });
+    java.util.Set<Integer> out = new java.util.TreeSet<>();
+    if (idleTimeoutMs < 0 || conf.kind == ReadConf.Kind.DERIVED) return out;
+    List<Integer> atEnd = new ArrayList<>();
+    for (Map.Entry<Integer, Long> e : now.next.entrySet()) {
+      if (until.getOrDefault(e.getKey(), -1L) >= e.getValue()) atEnd.add(e.getKey());
+    }
+    if (atEnd.isEmpty()) return out;
+    List<TopicPartition> tps = new ArrayList<>();
+    for (int p : atEnd) tps.add(new TopicPartition(conf.topic, p));
+    Map<Integer, Long> begin = earliest(tps);
+    for (int p : atEnd) {
+      boolean empty = begin.getOrDefault(p, 0L) >= now.next.get(p);
+      if (empty || at - lastMoved.get(p)[1] >= idleTimeoutMs) out.add(p);
+    }
+    return out;
   }
 
   /**
@@ -290,8 +338,8 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
       planned = plan(start, end);
       lastPlanned = planned;
     }
-    HeldRelease.signal(new HeldRelease.Signal(conf.topic, orderedPartitions(end), end.flushes > start.flushes,
-        planned.starts, end.next, monitorGroup));
+    HeldRelease.signal(new HeldRelease.Signal(conf.topic, orderedPartitions(end), end.idle.stream()
+        .mapToInt(Integer::intValue).toArray(), end.flushes > start.flushes, planned.starts, end.next, monitorGroup));
     return planned.partitions.clone();
   }
 

@@ -8,6 +8,9 @@ import java.io.IOException;
 import java.util.Collections;
 import java.util.Iterator;
 import java.util.Map;
+import java.util.Set;
+import java.util.SortedSet;
+import java.util.TreeSet;
 import java.util.TreeMap;
 import org.apache.spark.sql.connector.read.streaming.Offset;
 
@@ -27,10 +30,23 @@ public final class SourceOffset extends Offset {
    */
   final long flushes;
   private static final String FLUSHES = "kplex.flushes";
-  SourceOffset(String topic, Map<Integer, Long> next, long flushes) {
+  /**
+   * The partitions idle at this offset: read to their end, and empty or without a new record
+   * for {@code kplex.idle_timeout_ms}; they do not hold a kplex sink's watermark. Kept in the
+   * offset, so a micro-batch Spark runs again after a restart gives the same release.
+   */
+  final SortedSet<Integer> idle;
+  private static final String IDLE = "kplex.idle";
+
+  SourceOffset(String topic, Map<Integer, Long> next, long flushes, Set<Integer> idle) {
     this.topic = topic;
     this.next = Collections.unmodifiableMap(new TreeMap<>(next));
     this.flushes = flushes;
+    this.idle = Collections.unmodifiableSortedSet(new TreeSet<>(idle));
+  }
+
+  SourceOffset(String topic, Map<Integer, Long> next, long flushes) {
+    this(topic, next, flushes, Set.of());
   }
 
   SourceOffset(String topic, Map<Integer, Long> next) {
@@ -38,7 +54,11 @@ public final class SourceOffset extends Offset {
   }
 
   SourceOffset flushed() {
-    return new SourceOffset(topic, next, flushes + 1);
+    return new SourceOffset(topic, next, flushes + 1, idle);
+  }
+
+  SourceOffset withIdle(Set<Integer> partitions) {
+    return new SourceOffset(topic, next, flushes, partitions);
   }
 
   @Override
@@ -47,6 +67,7 @@ public final class SourceOffset extends Offset {
     ObjectNode parts = root.putObject(topic);
     next.forEach((p, o) -> parts.put(Integer.toString(p), o));
     if (flushes > 0) root.put(FLUSHES, flushes);
+    if (!idle.isEmpty()) idle.forEach(root.putArray(IDLE)::add);
     return root.toString();
   }
 
@@ -63,7 +84,9 @@ public final class SourceOffset extends Offset {
         next.put(Integer.parseInt(e.getKey()), e.getValue().asLong());
       }
       // (An older kplex also wrote "kplex.caught_up"; the event-time rule no longer needs it.)
-      return new SourceOffset(topic, next, root.path(FLUSHES).asLong(0));
+      Set<Integer> idle = new TreeSet<>();
+      root.path(IDLE).forEach(p -> idle.add(p.asInt()));
+      return new SourceOffset(topic, next, root.path(FLUSHES).asLong(0), idle);
     } catch (IOException | NumberFormatException e) {
       throw Errors.checkpointUnreadable(json, e);
     }

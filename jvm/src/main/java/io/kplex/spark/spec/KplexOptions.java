@@ -52,6 +52,13 @@ public final class KplexOptions {
   public static final String FAIL_ON_DATA_LOSS = "failOnDataLoss";
   /** After this long without a new record, a micro-batch releases what a kplex sink holds back. */
   public static final String IDLE_RELEASE_MS = "idleReleaseMs";
+  /**
+   * A source partition read to its end that is empty, or has had no new record for this
+   * long, stops holding a kplex sink's watermark until its next record (-1: never).
+   */
+  public static final String IDLE_TIMEOUT_MS = "idleTimeoutMs";
+  /** The session setting of {@link #IDLE_TIMEOUT_MS}, as {@link #RELEASE_AT_END_CONF} is of its option. */
+  public static final String IDLE_TIMEOUT_MS_CONF = "kplex.stream.idleTimeoutMs";
   /** With Trigger.AvailableNow: release everything a kplex sink holds once the run has read all. */
   public static final String RELEASE_AT_END = "releaseAtEnd";
   /**

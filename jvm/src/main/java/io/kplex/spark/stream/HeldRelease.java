@@ -21,12 +21,14 @@ public final class HeldRelease {
    * checks that every row it gets lies in it (a partition's high comes only from what the
    * batch read), and commits {@code ends} to the query's monitoring group once the batch is
    * committed exactly once (kafka/MonitorGroup), under {@code monitorGroup}, the read's
-   * option of that name. Empty maps: ranges unknown, nothing checked.
+   * option of that name. Empty maps: ranges unknown, nothing checked. {@code idle}: those of
+   * {@code partitions} that are idle (read to their end, empty or quiet for the read's
+   * {@code idleTimeoutMs}): they do not hold the watermark.
    */
-  public record Signal(String topic, int[] partitions, boolean releaseAll, java.util.Map<Integer, Long> starts,
-      java.util.Map<Integer, Long> ends, String monitorGroup) {
+  public record Signal(String topic, int[] partitions, int[] idle, boolean releaseAll,
+      java.util.Map<Integer, Long> starts, java.util.Map<Integer, Long> ends, String monitorGroup) {
     public Signal(String topic, int[] partitions, boolean releaseAll) {
-      this(topic, partitions, releaseAll, java.util.Map.of(), java.util.Map.of(), null);
+      this(topic, partitions, new int[0], releaseAll, java.util.Map.of(), java.util.Map.of(), null);
     }
   }
 

@@ -18,7 +18,12 @@ import java.util.TreeMap;
  *       ({@link Late#BELOW_WRITTEN}), which only a flush on request, or another writer of
  *       the table, can cause.</li>
  *   <li><b>Watermark.</b> The smallest ({@code high - max_delay_ms}) over the source
- *       partitions still open; a partition with no record yet holds it at -infinity.</li>
+ *       partitions still open; a partition with no record yet holds it at -infinity.
+ *       <b>Idleness:</b> a partition read to its end that is empty, or has had no new record
+ *       for the read's {@code idleTimeoutMs}, is idle and holds nothing until its next record
+ *       (if every partition is idle, those with a record set it). A record on a partition that
+ *       was idle, below what its virtual partition already holds, is late as
+ *       {@link Late#AFTER_IDLE} (counted apart from {@link Late#BELOW_WRITTEN}).</li>
  *   <li><b>Release.</b> A record is written once its order value is strictly below the
  *       watermark: no record still to come on any partition, late ones aside, can sort
  *       before it.</li>
@@ -31,7 +36,7 @@ public final class EventTime {
   private EventTime() {}
 
   /** Why a record is late, or that it is not. */
-  public enum Late { ON_TIME, BEHIND_PARTITION, BELOW_WRITTEN }
+  public enum Late { ON_TIME, BEHIND_PARTITION, BELOW_WRITTEN, AFTER_IDLE }
 
   /** A partition's watermark: its largest order value minus the delay, saturating; MIN before any record. */
   public static long mark(long high, long maxDelayMs) {
@@ -54,7 +59,8 @@ public final class EventTime {
    * value read; per virtual partition, the largest written. Immutable; the next epoch's is
    * made by {@link #after}.
    */
-  public record Marks(Map<Integer, Long> highs, Map<Integer, Long> written) implements Serializable {
+  public record Marks(Map<Integer, Long> highs, Map<Integer, Long> written, java.util.Set<Integer> idle)
+      implements Serializable {
     public static final Marks NONE = new Marks(Map.of(), Map.of());
     /** A key of {@code written} that holds for every virtual partition (an older kplex's bound). */
     public static final int EVERY_VP = -1;
@@ -62,6 +68,19 @@ public final class EventTime {
     public Marks {
       highs = Collections.unmodifiableMap(new TreeMap<>(highs));
       written = Collections.unmodifiableMap(new TreeMap<>(written));
+      idle = Collections.unmodifiableSortedSet(new java.util.TreeSet<>(idle));
+    }
+
+    /** Marks with no partition idle. */
+    public Marks(Map<Integer, Long> highs, Map<Integer, Long> written) {
+      this(highs, written, java.util.Set.of());
+    }
+
+    /** These marks, made when {@code partitions} were idle. */
+    public Marks withIdle(int[] partitions) {
+      java.util.Set<Integer> set = new java.util.TreeSet<>();
+      for (int p : partitions) set.add(p);
+      return new Marks(highs, written, set);
     }
 
     /** Marks of what is written alone (a batch write's floor). */
@@ -82,26 +101,50 @@ public final class EventTime {
      * smallest of their marks. No partition: MIN (nothing is known, nothing released).
      */
     public long watermark(int[] partitions, long maxDelayMs) {
-      if (partitions.length == 0) return Long.MIN_VALUE;
+      return watermark(partitions, new int[0], maxDelayMs);
+    }
+
+    /**
+     * The watermark over {@code partitions} but the {@code idle} ones; if all are idle, over
+     * those with a record (none: MIN).
+     */
+    public long watermark(int[] partitions, int[] idle, long maxDelayMs) {
+      int[] open = holdingCandidates(partitions, idle);
+      if (open.length == 0) return Long.MIN_VALUE;
       long w = Long.MAX_VALUE;
-      for (int p : partitions) w = Math.min(w, mark(high(p), maxDelayMs));
+      for (int p : open) w = Math.min(w, mark(high(p), maxDelayMs));
       return w;
+    }
+
+    /** The partitions that hold the watermark: not idle; if all are idle, those with a record. */
+    private int[] holdingCandidates(int[] partitions, int[] idle) {
+      java.util.Set<Integer> out = new java.util.HashSet<>();
+      for (int p : idle) out.add(p);
+      int[] open = java.util.Arrays.stream(partitions).filter(p -> !out.contains(p)).toArray();
+      if (open.length > 0 || idle.length == 0) return open;
+      return java.util.Arrays.stream(partitions).filter(p -> high(p) != Long.MIN_VALUE).toArray();
     }
 
     /** The partitions whose mark is the watermark (what holds the release back). */
     public int[] holding(int[] partitions, long maxDelayMs) {
-      long w = watermark(partitions, maxDelayMs);
-      return java.util.Arrays.stream(partitions).filter(p -> mark(high(p), maxDelayMs) == w).toArray();
+      return holding(partitions, new int[0], maxDelayMs);
+    }
+
+    /** As {@link #holding(int[], long)}, with {@code idle} partitions not holding it. */
+    public int[] holding(int[] partitions, int[] idle, long maxDelayMs) {
+      long w = watermark(partitions, idle, maxDelayMs);
+      return java.util.Arrays.stream(holdingCandidates(partitions, idle))
+          .filter(p -> mark(high(p), maxDelayMs) == w).toArray();
     }
 
     /** These marks raised by a micro-batch's (per partition: largest read; per vp: largest written). */
     public Marks after(Map<Integer, Long> readHighs, Map<Integer, Long> writtenHighs) {
-      return new Marks(maxMerge(highs, readHighs), maxMerge(written, writtenHighs));
+      return new Marks(maxMerge(highs, readHighs), maxMerge(written, writtenHighs), idle);
     }
 
     /** The larger of both, per virtual partition (the table's marks over several writers). */
     public Marks withWrittenAtLeast(Map<Integer, Long> floor) {
-      return new Marks(highs, maxMerge(written, floor));
+      return new Marks(highs, maxMerge(written, floor), idle);
     }
   }
 

@@ -44,6 +44,8 @@ public final class EventTimeGate<T> {
 
   private final EventTime.Marks before;
   private final int[] partitions;
+  /** Those of {@code partitions} idle in this micro-batch: they do not hold the watermark. */
+  private final int[] idle;
   private final long maxDelayMs;
   private final boolean releaseAll;
   private final Out<T> out;
@@ -62,12 +64,19 @@ public final class EventTimeGate<T> {
    */
   public EventTimeGate(EventTime.Marks before, int[] partitions, long maxDelayMs, boolean releaseAll,
       Collection<Item<T>> held, Out<T> out) {
+    this(before, partitions, new int[0], maxDelayMs, releaseAll, held, out);
+  }
+
+  /** {@code idle}: those of {@code partitions} that are idle in this micro-batch. */
+  public EventTimeGate(EventTime.Marks before, int[] partitions, int[] idle, long maxDelayMs, boolean releaseAll,
+      Collection<Item<T>> held, Out<T> out) {
     this.before = before;
     this.partitions = partitions;
+    this.idle = idle;
     this.maxDelayMs = maxDelayMs;
     this.releaseAll = releaseAll;
     this.out = out;
-    this.releaseNow = before.watermark(partitions, maxDelayMs);
+    this.releaseNow = before.watermark(partitions, idle, maxDelayMs);
     List<Item<T>> sorted = new ArrayList<>(held);
     sorted.sort(ORDER);
     this.previous = new ArrayDeque<>(sorted);
@@ -84,6 +93,7 @@ public final class EventTimeGate<T> {
     long highBefore = Math.max(before.high(partition), highInBatch);
     long writtenVp = before.written(item.vp);
     EventTime.Late why = EventTime.judge(item.order, highBefore, writtenVp, maxDelayMs);
+    if (why == EventTime.Late.BELOW_WRITTEN && before.idle().contains(partition)) why = EventTime.Late.AFTER_IDLE;
     if (why != EventTime.Late.ON_TIME) {
       late++;
       lateWhy[why.ordinal()]++;
@@ -109,7 +119,7 @@ public final class EventTimeGate<T> {
   /** The bound the commit releases below (Long.MAX_VALUE: everything). */
   public long commitBound() {
     if (releaseAll) return Long.MAX_VALUE;
-    return before.after(read, Map.of()).watermark(partitions, maxDelayMs);
+    return before.after(read, Map.of()).watermark(partitions, idle, maxDelayMs);
   }
 
   /** Releases what the commit may; returns what is held back, in order. */

@@ -51,6 +51,7 @@ public record EpochMark(String table, String query, long epoch, EventTime.Marks 
     ObjectNode written = node.putObject("written");
     marks.written().forEach((vp, w) -> written.put(Integer.toString(vp), w));
     held.forEach(node.putArray("held")::add);
+    if (!marks.idle().isEmpty()) marks.idle().forEach(node.putArray("idle")::add);
     return node;
   }
 
@@ -69,8 +70,10 @@ public record EpochMark(String table, String query, long epoch, EventTime.Marks 
       // A mark of kplex before per-partition marks: its bound holds for every virtual partition.
       written.put(EventTime.Marks.EVERY_VP, node.path("late_bound").asLong());
     }
+    java.util.Set<Integer> idle = new java.util.TreeSet<>();
+    node.path("idle").forEach(p -> idle.add(p.asInt()));
     return new EpochMark(node.path("table").asText(), node.path("query").asText(), node.path("epoch").asLong(),
-        new EventTime.Marks(highs, written), held);
+        new EventTime.Marks(highs, written, idle), held);
   }
 
   public static EpochMark fromJson(byte[] json) {

@@ -17,6 +17,8 @@ final class EpochCommitMessage implements WriterCommitMessage {
   /** Late records: behind their own source partition by more than max_delay_ms, and below what was written. */
   final long lateBehind;
   final long lateBelow;
+  /** Late records below what was written, on a partition that had been idle. */
+  final long lateAfterIdle;
   /**
    * Where the task's time went, in ms ({@link TaskTimes}): reading the held-back records,
    * waiting for its first row (Spark's shuffle read and sort), taking its rows in (and
@@ -25,7 +27,8 @@ final class EpochCommitMessage implements WriterCommitMessage {
   final long[] times;
 
   EpochCommitMessage(KplexCommitMessage written, String heldFile, long held, Map<Integer, Long> read,
-      Map<Integer, Long> writtenHighs, long lateBehind, long lateBelow, long[] times) {
+      Map<Integer, Long> writtenHighs, long lateBehind, long lateBelow, long lateAfterIdle, long[] times) {
+    this.lateAfterIdle = lateAfterIdle;
     this.written = written;
     this.heldFile = heldFile;
     this.held = held;

@@ -12,10 +12,11 @@ import java.util.TreeMap;
  * (and its topic, for late records' headers), whether the epoch releases everything (a
  * flush requested at the end of the input), the files held back by the last epoch, and
  * the range of offsets the epoch reads per source partition ({@code starts} to {@code ends};
- * empty: unknown), which every row a task gets must lie in ({@link #outside}).
+ * empty: unknown), which every row a task gets must lie in ({@link #outside}), and which of
+ * the partitions are idle (they do not hold the watermark: {@link EventTime.Marks#watermark}).
  */
 record EpochStart(long lastEpoch, EventTime.Marks marks, int[] partitions, String sourceTopic, boolean releaseAll,
-    List<String> held, Map<Integer, Long> starts, Map<Integer, Long> ends) implements Serializable {
+    List<String> held, Map<Integer, Long> starts, Map<Integer, Long> ends, int[] idle) implements Serializable {
   EpochStart {
     starts = new TreeMap<>(starts);
     ends = new TreeMap<>(ends);
@@ -24,7 +25,7 @@ record EpochStart(long lastEpoch, EventTime.Marks marks, int[] partitions, Strin
   /** An epoch whose source gave no ranges: its rows are not checked. */
   EpochStart(long lastEpoch, EventTime.Marks marks, int[] partitions, String sourceTopic, boolean releaseAll,
       List<String> held) {
-    this(lastEpoch, marks, partitions, sourceTopic, releaseAll, held, Map.of(), Map.of());
+    this(lastEpoch, marks, partitions, sourceTopic, releaseAll, held, Map.of(), Map.of(), new int[0]);
   }
 
   /**

@@ -25,6 +25,7 @@ final class EpochTally {
   private final List<KplexCommitMessage> messages = new ArrayList<>();
   private long lateBehind;
   private long lateBelow;
+  private long lateAfterIdle;
   private long held;
   private final long[] times = TaskTimes.none();
 
@@ -50,6 +51,7 @@ final class EpochTally {
     e.writtenHighs.forEach((vp, w) -> written.merge(vp, w, Math::max));
     lateBehind += e.lateBehind;
     lateBelow += e.lateBelow;
+    lateAfterIdle += e.lateAfterIdle;
     held += e.held;
     TaskTimes.max(times, e.times);
   }
@@ -58,8 +60,8 @@ final class EpochTally {
    * The epoch's mark, its bounds decided: the marks of the epochs {@code before} it, moved
    * on by what it read and wrote, and the files it held back.
    */
-  EpochMark mark(String table, String query, long epoch, EventTime.Marks before) {
-    return new EpochMark(table, query, epoch, before.after(read, written), heldFiles);
+  EpochMark mark(String table, String query, long epoch, EventTime.Marks before, int[] idle) {
+    return new EpochMark(table, query, epoch, before.after(read, written).withIdle(idle), heldFiles);
   }
 
   List<KplexCommitMessage> written() {
@@ -67,16 +69,19 @@ final class EpochTally {
   }
 
   /** The epoch's sink metrics in the query's progress. */
-  Map<String, String> figures(long epoch, int virtualPartitions, long watermark, int[] holding, long commitMs) {
+  Map<String, String> figures(long epoch, int virtualPartitions, long watermark, int[] holding, int[] idle,
+      long commitMs) {
     Map<String, String> f = new LinkedHashMap<>();
     f.put("epoch", Long.toString(epoch));
     f.put("rowsPerVirtualPartition", rowsPerVp(virtualPartitions));
-    f.put("lateRecords", Long.toString(lateBehind + lateBelow));
+    f.put("lateRecords", Long.toString(lateBehind + lateBelow + lateAfterIdle));
     f.put("lateBehindPartition", Long.toString(lateBehind));
     f.put("lateBelowWritten", Long.toString(lateBelow));
+    f.put("lateAfterIdle", Long.toString(lateAfterIdle));
     f.put("heldRecords", Long.toString(held));
     f.put("watermark", Long.toString(watermark));
     f.put("watermarkHeldBy", Arrays.toString(holding));
+    f.put("idlePartitions", Arrays.toString(idle));
     for (int i = 0; i < times.length; i++) f.put(TaskTimes.NAMES[i], Long.toString(times[i]));
     f.put("commitMs", Long.toString(commitMs));
     return f;

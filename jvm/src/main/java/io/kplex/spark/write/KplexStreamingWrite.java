@@ -92,7 +92,7 @@ final class KplexStreamingWrite implements StreamingWrite {
     // not follow, such as a join) count as one partition, whatever the source reads.
     HeldRelease.Signal source = schema.positioned() ? signal : HeldRelease.NONE;
     EpochStart start = new EpochStart(last.epoch(), last.marks(), source.partitions(), source.topic(),
-        signal.releaseAll(), last.held(), source.starts(), source.ends());
+        signal.releaseAll(), last.held(), source.starts(), source.ends(), source.idle());
     epochs.put(last.epoch() + 1, new Started(start, System.currentTimeMillis(), signal));
     held.clean(last.epoch());
     return new StreamingWriterFactory(conf, schema, start, held, info.numPartitions());
@@ -118,10 +118,11 @@ final class KplexStreamingWrite implements StreamingWrite {
       if (!committed(epochId)) {
         Started epoch = epochs.get(epochId);
         EpochTally tally = EpochTally.of(conf.physicalPartitions, messages);
-        EpochMark mark = tally.mark(conf.table, queryId, epochId, last.marks());
+        int[] idle = epoch == null ? new int[0] : epoch.start().idle();
+        EpochMark mark = tally.mark(conf.table, queryId, epochId, last.marks(), idle);
         doCommit(tally, mark, epoch == null ? System.currentTimeMillis() : epoch.atMs());
         advance(mark);
-        publish(tally, mark, epoch == null ? HeldRelease.NONE.partitions() : epoch.start().partitions(), started);
+        publish(tally, mark, epoch == null ? HeldRelease.NONE.partitions() : epoch.start().partitions(), idle, started);
         monitor(epoch == null ? HeldRelease.NONE : epoch.signal());
       }
       if (run.runId == null) release();
@@ -182,11 +183,12 @@ final class KplexStreamingWrite implements StreamingWrite {
   }
 
   /** The epoch's figures: the write's summary, and the sink metrics of the query's progress. */
-  private void publish(EpochTally tally, EpochMark mark, int[] partitions, long startedNanos) {
+  private void publish(EpochTally tally, EpochMark mark, int[] partitions, int[] idle, long startedNanos) {
     WriteSummary.record(conf, tally.written().toArray(new WriterCommitMessage[0]));
     EventTime.Marks marks = mark.marks();
-    progress.accept(tally.figures(mark.epoch(), conf.virtualPartitions, marks.watermark(partitions, conf.maxDelayMs),
-        marks.holding(partitions, conf.maxDelayMs), (System.nanoTime() - startedNanos) / 1_000_000));
+    progress.accept(tally.figures(mark.epoch(), conf.virtualPartitions,
+        marks.watermark(partitions, idle, conf.maxDelayMs), marks.holding(partitions, idle, conf.maxDelayMs), idle,
+        (System.nanoTime() - startedNanos) / 1_000_000));
   }
 
   /**

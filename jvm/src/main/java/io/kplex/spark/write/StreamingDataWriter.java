@@ -73,7 +73,8 @@ final class StreamingDataWriter implements DataWriter<InternalRow> {
         if (sameTasks || owner(e.vp()) == partitionId) mine.add(e);
       }
     }
-    this.gate = new EventTimeGate<>(start.marks(), start.partitions(), conf.maxDelayMs, start.releaseAll(), mine,
+    this.gate = new EventTimeGate<>(start.marks(), start.partitions(), start.idle(), conf.maxDelayMs, start.releaseAll(),
+        mine,
         new Out());
     this.readyAt = clock.nanos();
     times[TaskTimes.HELD_READ] = TaskTimes.ms(started, readyAt);
@@ -183,7 +184,8 @@ final class StreamingDataWriter implements DataWriter<InternalRow> {
     KplexCommitMessage written = (KplexCommitMessage) out.commit();
     times[TaskTimes.COMMIT] = TaskTimes.ms(committing, clock.nanos());
     return new EpochCommitMessage(written, file, holding.size(), gate.read(), gate.written(),
-        gate.late(EventTime.Late.BEHIND_PARTITION), gate.late(EventTime.Late.BELOW_WRITTEN), times);
+        gate.late(EventTime.Late.BEHIND_PARTITION), gate.late(EventTime.Late.BELOW_WRITTEN),
+        gate.late(EventTime.Late.AFTER_IDLE), times);
   }
 
   @Override

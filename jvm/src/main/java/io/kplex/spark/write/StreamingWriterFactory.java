@@ -53,7 +53,7 @@ final class StreamingWriterFactory implements StreamingDataWriterFactory {
   /** A task of an epoch this table already committed (Spark runs it again): writes nothing. */
   private static final class Committed implements DataWriter<InternalRow> {
     @Override public void write(InternalRow row) {}
-    @Override public WriterCommitMessage commit() { return new EpochCommitMessage(null, null, 0, Map.of(), Map.of(), 0, 0, null); }
+    @Override public WriterCommitMessage commit() { return new EpochCommitMessage(null, null, 0, Map.of(), Map.of(), 0, 0, 0, null); }
     @Override public void abort() {}
     @Override public void close() {}
   }

@@ -27,8 +27,12 @@ import org.junit.Test;
  * | pacing                  | a record is judged against its own partition's high  | every cut of the same partitions  |
  * | (all at once, 1 per     | before it; written once below the watermark, the    | writes the same sequence per vp   |
  * | batch, one read ahead)  | minimum of (high - delay) over the partitions       | and finds the same late records   |
- * | idleness                | a partition with no record holds the watermark at   | nothing written until the end of  |
- * |                         | Long.MIN_VALUE                                      | the input, then the same sequence |
+ * | a partition with no     | it holds the watermark at Long.MIN_VALUE (strict,   | nothing written until the end of  |
+ * | record, not idle        | idleTimeoutMs = -1, or not yet read to its end)     | the input, then the same sequence |
+ * | idle partitions         | read to its end and empty, or quiet for the timeout:| the others' watermark releases    |
+ * |                         | it holds nothing; all idle: those with a record do  | (none with a record: MIN)         |
+ * | a record after idleness | below what its vp holds: late AFTER_IDLE, counted   | late AFTER_IDLE; not below: on    |
+ * |                         | apart from BELOW_WRITTEN                            | time, written in order            |
  * | run boundary            | a run stops without releasing; the next starts from | the same as one run               |
  * |                         | the same Marks and held records                     |                                   |
  * | transaction visibility  | a partition whose records become visible late held  | the same as all at once           |
@@ -60,6 +64,44 @@ public class EventTimeTest {
     assertEquals(Late.ON_TIME, EventTime.judge(90, 100, MIN, DELAY));
     assertEquals(Late.ON_TIME, EventTime.judge(100, 100, 100, 0));
     assertEquals(Late.BEHIND_PARTITION, EventTime.judge(99, 100, MIN, 0));
+  }
+
+  @Test
+  public void idlePartitionsDoNotHoldTheWatermarkUntilEveryOneIsIdle() {
+    Marks m = new Marks(Map.of(0, 100L, 1, 50L), Map.of());
+    int[] all = {0, 1, 2};
+    assertEquals("partition 2 has no record: it holds the watermark", MIN, m.watermark(all, DELAY));
+    assertEquals("partition 2 idle: the slowest of the others", 40, m.watermark(all, new int[] {2}, DELAY));
+    assertArrayEquals(new int[] {1}, m.holding(all, new int[] {2}, DELAY));
+    assertEquals(90, m.watermark(all, new int[] {1, 2}, DELAY));
+    assertEquals("all idle: those with a record", 40, m.watermark(all, all, DELAY));
+    assertEquals("all idle, none with a record", MIN, Marks.NONE.watermark(all, all, DELAY));
+  }
+
+  @Test
+  public void aRecordOnAPartitionThatWasIdleBelowWhatItsVirtualPartitionHoldsIsLateAfterIdle() {
+    // Partition 1 was idle when vp 0 was written up to 200; it comes back with 150 (vp 0) and 210 (vp 0).
+    Marks before = new Marks(Map.of(0, 195L, 1, 50L), Map.of(0, 200L), Set.of(1));
+    List<String> late = new ArrayList<>();
+    List<String> written = new ArrayList<>();
+    EventTimeGate<String> gate = new EventTimeGate<>(before, new int[] {0, 1}, new int[0], DELAY, true, List.of(),
+        new EventTimeGate.Out<>() {
+          @Override public void write(Item<String> item) {
+            written.add(item.payload());
+          }
+
+          @Override public void late(Item<String> item, Late why, long bound) {
+            late.add(item.payload() + ":" + why + "@" + bound);
+          }
+        });
+    gate.add(new Item<>("150", 150, "k".getBytes(UTF_8), "v".getBytes(UTF_8), 0), 1, MIN);
+    gate.add(new Item<>("210", 210, "k".getBytes(UTF_8), "v".getBytes(UTF_8), 0), 1, 150);
+    gate.add(new Item<>("190", 190, "k".getBytes(UTF_8), "v".getBytes(UTF_8), 0), 0, MIN);
+    gate.commit();
+    assertEquals(List.of("150:AFTER_IDLE@200", "190:BELOW_WRITTEN@200"), late);
+    assertEquals(List.of("210"), written);
+    assertEquals(1, gate.late(Late.AFTER_IDLE));
+    assertEquals(1, gate.late(Late.BELOW_WRITTEN));
   }
 
   @Test

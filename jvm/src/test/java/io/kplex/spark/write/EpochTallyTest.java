@@ -18,19 +18,20 @@ import org.junit.Test;
  */
 public class EpochTallyTest {
   private static EpochCommitMessage task(int partition, long[] rowsPerVp, long[] lastOffsets, String heldFile,
-      long held, Map<Integer, Long> read, Map<Integer, Long> written, long lateBehind, long lateBelow, long[] times) {
+      long held, Map<Integer, Long> read, Map<Integer, Long> written, long lateBehind, long lateBelow,
+      long lateAfterIdle, long[] times) {
     TaskTransaction txn = new TaskTransaction("t-" + partition, partition, (short) 0);
     KplexCommitMessage batch = new KplexCommitMessage(partition, rowsPerVp, 0, txn, lastOffsets, new long[0]);
-    return new EpochCommitMessage(batch, heldFile, held, read, written, lateBehind, lateBelow, times);
+    return new EpochCommitMessage(batch, heldFile, held, read, written, lateBehind, lateBelow, lateAfterIdle, times);
   }
 
   private static final WriterCommitMessage[] EPOCH = {
       task(0, new long[] {2, 0, 1}, new long[] {7, -1}, "held/5/part-0-of-2-11", 3, Map.of(0, 100L, 1, 50L),
-          Map.of(0, 90L), 1, 0, new long[] {1, 20, 30, 4}),
-      task(1, new long[] {0, 0, 4}, new long[] {5, 9}, null, 0, Map.of(0, 120L), Map.of(2, 70L, 0, 80L), 0, 2,
+          Map.of(0, 90L), 1, 0, 0, new long[] {1, 20, 30, 4}),
+      task(1, new long[] {0, 0, 4}, new long[] {5, 9}, null, 0, Map.of(0, 120L), Map.of(2, 70L, 0, 80L), 0, 2, 4,
           new long[] {3, 10, 40, 2}),
       // a task of an epoch already committed before a rerun: no batch message
-      new EpochCommitMessage(null, null, 0, Map.of(), Map.of(), 0, 0, null),
+      new EpochCommitMessage(null, null, 0, Map.of(), Map.of(), 0, 0, 0, null),
   };
 
   @Test
@@ -42,21 +43,22 @@ public class EpochTallyTest {
   }
 
   @Test
-  public void theMarkMovesTheLastEpochsBoundsOnByWhatWasReadAndWritten() {
-    EventTime.Marks before = new EventTime.Marks(Map.of(0, 110L, 3, 5L), Map.of(2, 75L));
-    EpochMark mark = EpochTally.of(2, EPOCH).mark("t", "q", 5, before);
+  public void theMarkMovesTheLastEpochsBoundsOnByWhatWasReadAndWrittenAndRecordsTheIdlePartitions() {
+    EventTime.Marks before = new EventTime.Marks(Map.of(0, 110L, 3, 5L), Map.of(2, 75L), java.util.Set.of(1));
+    EpochMark mark = EpochTally.of(2, EPOCH).mark("t", "q", 5, before, new int[] {3});
     assertEquals(new EpochMark("t", "q", 5, new EventTime.Marks(Map.of(0, 120L, 1, 50L, 3, 5L),
-        Map.of(0, 90L, 2, 75L)), List.of("held/5/part-0-of-2-11")), mark);
+        Map.of(0, 90L, 2, 75L), java.util.Set.of(3)), List.of("held/5/part-0-of-2-11")), mark);
+    assertEquals("the mark's JSON keeps them", mark, EpochMark.fromJson(mark.toJson()));
   }
 
   @Test
   public void theProgressShowsTheEpochsFiguresInOrder() {
-    Map<String, String> figures = EpochTally.of(2, EPOCH).figures(5, 3, 42, new int[] {0, 1}, 17);
+    Map<String, String> figures = EpochTally.of(2, EPOCH).figures(5, 3, 42, new int[] {0, 1}, new int[] {2}, 17);
     assertEquals(List.of("epoch", "rowsPerVirtualPartition", "lateRecords", "lateBehindPartition",
-        "lateBelowWritten", "heldRecords", "watermark", "watermarkHeldBy", "taskHeldReadMs", "taskSortMs",
-        "taskWriteMs", "taskCommitMs", "commitMs"), List.copyOf(figures.keySet()));
-    assertEquals(List.of("5", "{\"0\":2,\"2\":5}", "3", "1", "2", "3", "42", "[0, 1]", "3", "20", "40", "4", "17"),
-        List.copyOf(figures.values()));
+        "lateBelowWritten", "lateAfterIdle", "heldRecords", "watermark", "watermarkHeldBy", "idlePartitions",
+        "taskHeldReadMs", "taskSortMs", "taskWriteMs", "taskCommitMs", "commitMs"), List.copyOf(figures.keySet()));
+    assertEquals(List.of("5", "{\"0\":2,\"2\":5}", "7", "1", "2", "4", "3", "42", "[0, 1]", "[2]", "3", "20", "40",
+        "4", "17"), List.copyOf(figures.values()));
   }
 
   @Test
@@ -64,6 +66,6 @@ public class EpochTallyTest {
     EpochTally tally = EpochTally.of(2, new WriterCommitMessage[0]);
     assertEquals(List.of(), tally.txns);
     assertArrayEquals(new long[] {-1, -1}, tally.lastOffsets);
-    assertEquals("{}", tally.figures(0, 3, Long.MIN_VALUE, new int[] {0}, 0).get("rowsPerVirtualPartition"));
+    assertEquals("{}", tally.figures(0, 3, Long.MIN_VALUE, new int[] {0}, new int[0], 0).get("rowsPerVirtualPartition"));
   }
 }

@@ -61,7 +61,7 @@ public class StreamingDataWriterTest {
     RowCodec codec = RowCodec.of(schema, conf);
     KplexDataWriter out = KplexDataWriter.open(conf, codec, 0, 0, 0, null, clients);
     EpochStart start = new EpochStart(3, EventTime.Marks.NONE, new int[] {0, 1}, "src", true, List.of(),
-        Map.of(0, 100L, 1, 50L), Map.of(0, 200L, 1, 60L));
+        Map.of(0, 100L, 1, 50L), Map.of(0, 200L, 1, 60L), new int[0]);
     HeldRows held = new HeldRows(new Configuration(false), Files.createTempDirectory("kplex-held").toString());
     return new StreamingDataWriter(out, conf, schema, codec, start, 0, 1, held, held.path(1, 0, 1, 0), clock);
   }

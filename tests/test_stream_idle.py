@@ -1,0 +1,170 @@
+"""Live streams never stall on a partition without records (issue #33, idleness).
+
+A source partition read to its end that is empty, or has had no new record for the read's
+idleTimeoutMs, stops holding the watermark until its next record. The invariants, checked
+with a plain read_committed consumer: a live stream whose topic has a partition that is never
+written makes its records visible within max_delay_ms and a few micro-batches; a partition
+that goes quiet mid-run and comes back with current event times stalls nothing past the
+timeout and makes nothing late; the records are written exactly once, each virtual partition
+in order.
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+from confluent_kafka import Producer
+from test_streaming import assert_exactly_once_in_order, create, stream
+
+from kplex.streaming import recent_progress
+from kplex.testing import datagen, verify
+
+DELAY_MS = 2_000
+
+
+class LiveProducer:
+    """Writes records with the current time as their event time to chosen partitions, ~100/s
+    each, until stopped; `partitions` may be changed while it runs."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: set[int]) -> None:
+        self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
+        self.topic = topic
+        self.partitions = set(partitions)
+        self.sent = 0
+        self.last_viewtime = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        i = 0
+        while not self._stop.is_set():
+            for partition in sorted(self.partitions):
+                viewtime = int(time.time() * 1000)
+                value = json.dumps({"viewtime": viewtime, "userid": f"User_{i % 13}"}, separators=(",", ":"))
+                self.producer.produce(self.topic, key=f"Page_{partition}".encode(), value=value.encode(),
+                                      partition=partition)
+                self.sent += 1
+                self.last_viewtime = viewtime
+            i += 1
+            self.producer.poll(0)
+            time.sleep(0.01)
+        assert self.producer.flush(30) == 0
+
+    def __enter__(self) -> LiveProducer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(60)
+
+
+def written(bootstrap: str, topic: str) -> int:
+    return len(verify.read_topic(bootstrap, topic))
+
+
+def late(query) -> int:
+    return sum(int((p.sink.metrics or {}).get("lateRecords", "0")) for p in recent_progress(query))
+
+
+def release_the_rest(spark, source: str, target: str, checkpoint) -> int:
+    """The input has ended: one AvailableNow run on the same checkpoint releases what is held."""
+    query = stream(spark, source, target, checkpoint, releaseAtEnd="true").trigger(availableNow=True).start()
+    query.awaitTermination(300)
+    assert query.exception() is None, query.exception()
+    return late(query)
+
+
+def test_a_live_stream_with_a_partition_never_written_makes_its_records_visible_without_waiting_for_it(
+        spark, bootstrap, fresh_name, tmp_path):
+    source, target = fresh_name("idle_src"), fresh_name("idle_by_user")
+    datagen.ensure_topic(bootstrap, source, 3)
+    create(spark, target, delay_ms=DELAY_MS)
+    chk = tmp_path / "chk"
+    query = stream(spark, source, target, chk).trigger(processingTime="1 second").start()
+    try:
+        with LiveProducer(bootstrap, source, {0, 1}) as producer:
+            time.sleep(20)
+            sent_before, viewtime_before = producer.sent, producer.last_viewtime
+            # Everything produced up to here lies below the watermark max_delay_ms later:
+            # within a few more micro-batches it is visible, with partition 2 still empty.
+            deadline = time.time() + DELAY_MS / 1000 + 15
+            seen = 0
+            while time.time() < deadline:
+                seen = written(bootstrap, target)
+                if seen >= sent_before * 0.9:
+                    break
+                time.sleep(1)
+        assert seen >= sent_before * 0.9, (
+            f"{seen} of the {sent_before} records produced up to {viewtime_before} visible: the stream waits for"
+            " the empty partition")
+        progress = [p.sink.metrics or {} for p in recent_progress(query)]
+        assert any(m.get("idlePartitions") == "[2]" for m in progress), progress[-3:]
+        assert query.exception() is None, query.exception()
+        total = producer.sent
+    finally:
+        query.stop()
+    assert late(query) == 0
+    assert release_the_rest(spark, source, target, chk) == 0
+    assert_exactly_once_in_order(bootstrap, source, target, total)
+
+
+def test_a_partition_that_goes_quiet_and_comes_back_stalls_nothing_past_the_timeout_and_makes_nothing_late(
+        spark, bootstrap, fresh_name, tmp_path):
+    source, target = fresh_name("quiet_src"), fresh_name("quiet_by_user")
+    datagen.ensure_topic(bootstrap, source, 3)
+    create(spark, target, delay_ms=DELAY_MS)
+    chk = tmp_path / "chk"
+    query = (stream(spark, source, target, chk, idleTimeoutMs="3000")
+             .trigger(processingTime="1 second").start())
+    lates = 0
+    try:
+        with LiveProducer(bootstrap, source, {0, 1, 2}) as producer:
+            time.sleep(8)
+            producer.partitions = {0, 1}          # partition 2 goes quiet
+            time.sleep(4)
+            quiet_at = written(bootstrap, target)
+            time.sleep(10)
+            during_quiet = written(bootstrap, target)
+            producer.partitions = {0, 1, 2}       # and comes back, with current event times
+            time.sleep(6)
+        assert during_quiet > quiet_at, (
+            f"nothing more written while partition 2 was quiet ({quiet_at} -> {during_quiet})")
+        total = producer.sent
+        deadline = time.time() + 60
+        while sum(p.numInputRows for p in recent_progress(query)) < total and time.time() < deadline:
+            time.sleep(1)
+        assert query.exception() is None, query.exception()
+        lates = late(query)
+    finally:
+        query.stop()
+    assert lates == 0
+    assert release_the_rest(spark, source, target, chk) == 0
+    assert_exactly_once_in_order(bootstrap, source, target, total)
+
+
+def test_with_strict_waiting_an_empty_partition_still_holds_everything(spark, bootstrap, fresh_name, tmp_path):
+    source, target = fresh_name("strict_src"), fresh_name("strict_by_user")
+    datagen.ensure_topic(bootstrap, source, 3)
+    create(spark, target, delay_ms=DELAY_MS)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    now = int(time.time() * 1000)
+    for i in range(300):
+        value = json.dumps({"viewtime": now + i * 100, "userid": f"User_{i % 7}"}).encode()
+        producer.produce(source, key=b"k", value=value, partition=i % 2)
+    assert producer.flush(30) == 0
+    chk = tmp_path / "chk"
+    strict = (stream(spark, source, target, chk, idleTimeoutMs="-1", releaseAtEnd="false")
+              .trigger(availableNow=True).start())
+    strict.awaitTermination(300)
+    assert strict.exception() is None, strict.exception()
+    assert written(bootstrap, target) == 0, "idleTimeoutMs = -1 waits for the empty partition"
+    idle = (stream(spark, source, target, chk, releaseAtEnd="false").trigger(availableNow=True).start())
+    idle.awaitTermination(300)
+    # With the default, partition 2 is idle at once: what lies below the others' watermark is written.
+    # The watermark: min(partition 0's high 298 x 100, partition 1's 299 x 100) - max_delay_ms.
+    below = sum(1 for i in range(300) if i * 100 < 298 * 100 - DELAY_MS)
+    assert written(bootstrap, target) == below
+    assert release_the_rest(spark, source, target, chk) == 0
+    assert_exactly_once_in_order(bootstrap, source, target, 300)
