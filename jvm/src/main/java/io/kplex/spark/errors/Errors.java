@@ -253,7 +253,8 @@ public final class Errors {
             + " before it on its source partition (it had to be at least " + bound + ")"
         : "virtual partition " + vp + " already holds records up to order value " + bound + " (written earlier:"
             + " by another INSERT or streaming query, or by a stream's flush at the end of its input or after an"
-            + " idle period), and a virtual partition never goes back";
+            + " idle period, or by the others while this record's source partition was idle: see idleTimeoutMs), and a"
+            + " virtual partition never goes back";
     return new KplexException("LATE_RECORD", record + why + ". Raise '" + KplexOptions.MAX_DELAY_MS + "', or set '"
         + KplexOptions.LATE_POLICY + "' to 'drop' or 'side_topic' (with '" + KplexOptions.LATE_TOPIC + "').");
   }
