@@ -18,10 +18,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
-from read_support import INSERT, described_high_marks, pageviews
+from read_support import INSERT, described_high_marks, pageviews, produce
 
 from kplex.admin import recover
 from kplex.status import render, status
+from kplex.streaming import recent_progress
 from kplex.testing import verify
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -223,6 +224,39 @@ def test_a_streaming_query_shows_its_lag_to_kafkas_own_group_tool_and_to_status(
     assert stream_state["monitor_group"] == group and stream_state["total_lag"] == 30
     lag = kplex_state(describe(spark, table))[f"query {query.id} lag"]
     assert lag[0] == "30" and lag[1].startswith(f"monitoring group {group};")
+
+
+def test_records_held_back_count_as_lag_in_kafkas_group_tool_until_they_are_released(spark, bootstrap, fresh_name,
+                                                                                     tmp_path):
+    """The monitoring group is committed up to the oldest record still held on each partition,
+    not to the end of what was read: a held record is not delivered yet. Checked against the
+    table read back with a plain consumer: per source partition, the first record not written."""
+    source, table = fresh_name("heldlag_src"), fresh_name("heldlag")
+    t0 = 1_565_606_000_000
+    # Each partition: 100 records 100 ms apart, in order; max_delay_ms 3000 holds at least the
+    # last 31 of each (at or above the watermark 9,900 - 3,000 past t0).
+    produce(bootstrap, source, {p: [{"userid": f"User_{p}_{i % 4}", "viewtime": t0 + i * 100} for i in range(100)]
+                                for p in range(3)})
+    spark.sql(f"CREATE TABLE kplex.{table} TBLPROPERTIES ('kplex.virtual_partitions' = '6',"
+              " 'kplex.physical_partitions' = '3', 'kplex.max_delay_ms' = '3000')")
+    query = streamed(spark, source, table, tmp_path / "chk", releaseAtEnd="false")
+    metrics = [p.sink.metrics for p in recent_progress(query) if p.sink.metrics]
+    held = int(metrics[-1]["heldRecords"])
+    written = set()
+    for r in verify.read_topic(bootstrap, table):
+        record = json.loads(r.value)
+        written.add((int(record["userid"].split("_")[1]), (record["viewtime"] - t0) // 100))
+    assert len(written) == 300 - held and held >= 3 * 31, metrics
+    first_held = {p: min(i for i in range(100) if (p, i) not in written) for p in range(3)}
+    group = f"kplex.{table}.{query.id}"
+    assert describe_group(bootstrap, group) == {p: (first_held[p], 100 - first_held[p]) for p in range(3)}
+    stream_state = next(q for q in status(bootstrap, table)["streams"] if q["query"] == str(query.id))
+    assert stream_state["held_records"] == held
+    assert stream_state["total_lag"] == sum(100 - first_held[p] for p in range(3)) >= held
+    released = streamed(spark, source, table, tmp_path / "chk", releaseAtEnd="true")
+    assert released.id == query.id
+    assert describe_group(bootstrap, group) == {p: (100, 0) for p in range(3)}
+    assert len(verify.read_topic(bootstrap, table)) == 300
 
 
 def test_monitor_group_false_commits_to_no_group(spark, bootstrap, fresh_name, tmp_path):

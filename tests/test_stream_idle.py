@@ -15,7 +15,7 @@ import threading
 import time
 
 from confluent_kafka import Producer
-from test_streaming import assert_exactly_once_in_order, create, stream
+from test_streaming import SELECT, assert_exactly_once_in_order, create, stream
 
 from kplex.streaming import recent_progress
 from kplex.testing import datagen, verify
@@ -33,6 +33,7 @@ class LiveProducer:
         self.partitions = set(partitions)
         self.sent = 0
         self.last_viewtime = 0
+        self.users = 13
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -41,7 +42,7 @@ class LiveProducer:
         while not self._stop.is_set():
             for partition in sorted(self.partitions):
                 viewtime = int(time.time() * 1000)
-                value = json.dumps({"viewtime": viewtime, "userid": f"User_{i % 13}"}, separators=(",", ":"))
+                value = json.dumps({"viewtime": viewtime, "userid": f"User_{i % self.users}"}, separators=(",", ":"))
                 self.producer.produce(self.topic, key=f"Page_{partition}".encode(), value=value.encode(),
                                       partition=partition)
                 self.sent += 1
@@ -168,3 +169,111 @@ def test_with_strict_waiting_an_empty_partition_still_holds_everything(spark, bo
     assert written(bootstrap, target) == below
     assert release_the_rest(spark, source, target, chk) == 0
     assert_exactly_once_in_order(bootstrap, source, target, 300)
+
+
+def upstream_table(spark, bootstrap: str, fresh_name, users: int, records: int) -> tuple[str, list[dict]]:
+    """Table A (V = 16, P = 4), written by an INSERT from a topic whose records have `users` keys:
+    most of A's virtual partitions hold no record."""
+    topic, upstream = fresh_name("chain_src"), fresh_name("chain_a")
+    datagen.ensure_topic(bootstrap, topic, 2)
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    start = int(time.time() * 1000) - 3_600_000
+    rows = [{"viewtime": start + i * 10, "userid": f"User_{i % users}"} for i in range(records)]
+    for i, row in enumerate(rows):
+        producer.produce(topic, value=json.dumps(row, separators=(",", ":")).encode(), partition=i % 2)
+    assert producer.flush(30) == 0
+    spark.sql(f"CREATE TABLE kplex.{upstream} TBLPROPERTIES ('kplex.virtual_partitions' = '16',"
+              " 'kplex.physical_partitions' = '4', 'kplex.max_delay_ms' = '1000')")
+    spark.sql(f"INSERT INTO kplex.{upstream} SELECT {', '.join(SELECT)} FROM kplex.{topic}")
+    return upstream, rows
+
+
+def test_a_kplex_table_with_mostly_empty_virtual_partitions_read_as_a_source_writes_downstream(
+        spark, bootstrap, fresh_name, tmp_path):
+    """The issue's case: 3 keys over 16 virtual partitions leave 13 or more of them empty; each
+    virtual partition of the upstream table is an ordered partition of the downstream read, and
+    an empty one, its physical partition read to its end, is idle at once."""
+    upstream, rows = upstream_table(spark, bootstrap, fresh_name, users=3, records=3_000)
+    by_vp = verify.virtual_partition_sequences(verify.read_topic(bootstrap, upstream))
+    assert len(by_vp) <= 3
+    downstream = fresh_name("chain_b")
+    create(spark, downstream, delay_ms=1_000)
+    chk = tmp_path / "chk"
+
+    strict = stream(spark, upstream, downstream, chk, idleTimeoutMs="-1").trigger(availableNow=True).start()
+    strict.awaitTermination(300)
+    assert strict.exception() is None, strict.exception()
+    assert written(bootstrap, downstream) == 0, "with strict waiting the empty virtual partitions hold everything"
+
+    query = stream(spark, upstream, downstream, chk).trigger(availableNow=True).start()
+    query.awaitTermination(300)
+    assert query.exception() is None, query.exception()
+    # The watermark: the slowest non-empty virtual partition's largest order value, less max_delay_ms.
+    watermark = min(max(json.loads(v)["viewtime"] for v in values) for values in by_vp.values()) - 1_000
+    below = sum(1 for r in rows if r["viewtime"] < watermark)
+    assert below > 2_000
+    assert written(bootstrap, downstream) == below
+    held_by = [p.sink.metrics.get("watermarkHeldBy") for p in recent_progress(query) if p.sink.metrics]
+    assert held_by and all(h and len(h.strip("[]").split(",")) <= 3 for h in held_by), held_by
+    assert late(query) == 0
+    assert release_the_rest(spark, upstream, downstream, chk) == 0
+    report = verify.check_derived_topic(bootstrap, upstream, downstream, 9, 3)
+    assert report.ok, report.summary()
+    assert report.derived_count == len(rows)
+
+
+def test_a_chain_topic_to_a_to_b_streams_live_through_a_table_whose_virtual_partitions_are_mostly_empty(
+        spark, bootstrap, fresh_name, tmp_path):
+    """topic -> A (V = 16, 3 keys) -> B, both live: B keeps up with A, with no idleness between them
+    (the empty virtual partitions of A are idle once read to their end), exactly once, in order."""
+    source, upstream, downstream = fresh_name("live_chain_src"), fresh_name("live_chain_a"), fresh_name("live_chain_b")
+    datagen.ensure_topic(bootstrap, source, 2)
+    spark.sql(f"CREATE TABLE kplex.{upstream} TBLPROPERTIES ('kplex.virtual_partitions' = '16',"
+              f" 'kplex.physical_partitions' = '4', 'kplex.max_delay_ms' = '{DELAY_MS}')")
+    create(spark, downstream, delay_ms=DELAY_MS)
+    to_a = stream(spark, source, upstream, tmp_path / "a").trigger(processingTime="1 second").start()
+    to_b = stream(spark, upstream, downstream, tmp_path / "b").trigger(processingTime="1 second").start()
+    try:
+        with LiveProducer(bootstrap, source, {0, 1}) as producer:
+            producer.users = 3
+            time.sleep(25)
+            in_a, in_b = written(bootstrap, upstream), written(bootstrap, downstream)
+            assert in_a > 0 and in_b >= in_a * 0.7, f"A holds {in_a} records, B only {in_b}: B waits on A's empty vps"
+        total = producer.sent
+        assert to_a.exception() is None and to_b.exception() is None, (to_a.exception(), to_b.exception())
+    finally:
+        to_a.stop()
+        to_b.stop()
+    assert late(to_a) == 0 and late(to_b) == 0
+    assert release_the_rest(spark, source, upstream, tmp_path / "a") == 0
+    assert release_the_rest(spark, upstream, downstream, tmp_path / "b") == 0
+    report = verify.check_derived_topic(bootstrap, upstream, downstream, 9, 3)
+    assert report.ok, report.summary()
+    assert report.derived_count == total
+
+
+def test_a_plan_that_loses_the_source_positions_says_so_in_its_progress(spark, bootstrap, fresh_name, tmp_path):
+    """A union before the sink: the rows no longer carry their source partition and offset, so the
+    input counts as one partition; the progress says so (and the driver's log, once per run)."""
+    first, second, target = fresh_name("lost_a"), fresh_name("lost_b"), fresh_name("lost_by_user")
+    for topic, seed in ((first, 1), (second, 2)):
+        datagen.generate_pageviews(bootstrap, topic, 100, partitions=2, users=5, seed=seed)
+    create(spark, target)
+
+    def read(topic):
+        return (spark.readStream.format("kplex").option("table", topic).option("startingOffsets", "earliest")
+                .option("releaseAtEnd", "true").load().selectExpr(*SELECT))
+
+    query = (read(first).union(read(second)).writeStream.format("kplex").option("table", target)
+             .option("checkpointLocation", str(tmp_path / "chk")).trigger(availableNow=True).start())
+    query.awaitTermination(300)
+    assert query.exception() is None, query.exception()
+    positions = {(p.sink.metrics or {}).get("sourcePositions") for p in recent_progress(query) if p.sink.metrics}
+    assert positions == {"lost"}
+    assert written(bootstrap, target) == 200
+
+    kept_table = fresh_name("kept_target")
+    create(spark, kept_table)
+    query = stream(spark, first, kept_table, tmp_path / "kept2", releaseAtEnd="true").trigger(availableNow=True).start()
+    query.awaitTermination(300)
+    assert {(p.sink.metrics or {}).get("sourcePositions") for p in recent_progress(query) if p.sink.metrics} == {"kept"}

@@ -47,6 +47,12 @@ def produce_backlog(bootstrap: str, topic: str) -> None:
     assert producer.flush(30) == 0
 
 
+def end_offsets(progress) -> dict:
+    """A micro-batch's end offsets as its progress's JSON gives them."""
+    end = json.loads(progress.json)["sources"][0]["endOffset"]
+    return json.loads(end) if isinstance(end, str) else end
+
+
 def create(spark, table: str) -> None:
     spark.sql(f"CREATE TABLE kplex.{table} TBLPROPERTIES ('kplex.virtual_partitions' = '6',"
               " 'kplex.physical_partitions' = '2', 'kplex.max_delay_ms' = '5000', 'kplex.late_policy' = 'drop')")
@@ -109,3 +115,35 @@ def test_a_rate_limited_catch_up_writes_what_the_batch_insert_writes_run_after_r
             competitor.wait(30)
     bad = [o for o in outcomes if o[2] != 0 or o[3] != 2 * PER_PARTITION or not o[4]]
     assert not bad, f"(run, beside a competing job, late, written, equal to the INSERT, s): {outcomes}"
+
+
+def test_a_rate_limited_backlog_admits_the_partition_behind_in_event_time_first_so_little_is_held(
+        issue_38_session, bootstrap, fresh_name, tmp_path):
+    """Watermark alignment: partition 0 runs ten times faster in event time per offset than
+    partition 1. Shared fairly (200 offsets each per micro-batch), each micro-batch would push
+    partition 0 about 180 s further ahead and hold about 180 more of its records until partition
+    1 caught up; aligned, the micro-batches read partition 1 alone until it is within max_delay_ms
+    of partition 0, and what is held falls batch by batch. (Once partition 1 has no more records,
+    partition 0's later ones wait for it to go idle or for the end of the input, as they must.)"""
+    spark = issue_38_session
+    source, inserted, target = fresh_name("align_src"), fresh_name("align_insert"), fresh_name("align_stream")
+    datagen.ensure_topic(bootstrap, source, 2)
+    produce_backlog(bootstrap, source)
+    create(spark, inserted)
+    spark.sql(f"INSERT INTO kplex.{inserted} SELECT {', '.join(SELECT)} FROM kplex.{source}")
+    create(spark, target)
+    query = (spark.readStream.format("kplex").option("table", source).option("startingOffsets", "earliest")
+             .option("maxOffsetsPerTrigger", "400").option("releaseAtEnd", "true").load()
+             .selectExpr(*SELECT).writeStream.format("kplex").option("table", target)
+             .option("checkpointLocation", str(tmp_path / "chk")).trigger(availableNow=True).start())
+    query.awaitTermination(300)
+    assert query.exception() is None, query.exception()
+    progress = [p for p in recent_progress(query) if p.numInputRows > 0]
+    held = [int((p.sink.metrics or {}).get("heldRecords", "0")) for p in progress]
+    ends = [end_offsets(p)[source] for p in progress]
+    assert ends[1] == {"0": 200, "1": 600}, f"batch 1 read partition 0 although it was ahead: {ends}"
+    catching_up = [h for h, end in zip(held, ends) if end["1"] < PER_PARTITION]
+    assert len(catching_up) >= 4 and max(catching_up) < 300, f"held records per batch: {held}, ends: {ends}"
+    assert catching_up == sorted(catching_up, reverse=True), f"held records per batch: {held}"
+    got = verify.virtual_partition_sequences(verify.read_topic(bootstrap, target))
+    assert got == verify.virtual_partition_sequences(verify.read_topic(bootstrap, inserted))

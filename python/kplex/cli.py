@@ -70,7 +70,14 @@ def _status(args: argparse.Namespace) -> int:
 
 def _stream(args: argparse.Namespace) -> int:
     from kplex.session import kplex_session
-    from kplex.streaming import run_stream_file
+    from kplex.streaming import request_stop, run_stream_file
+
+    if args.file == "stop":
+        # `kplex stream stop --checkpoint DIR`: the `kplex stream` running there releases what
+        # it holds at its next micro-batch, then stops (kplex.streaming.stop_gracefully).
+        path = request_stop(args.checkpoint)
+        print(f"kplex: asked the stream on checkpoint {args.checkpoint} to stop gracefully ({path})")
+        return 0
 
     bootstrap, settings = kafka_config.from_args(args)
     conf = dict(c.split("=", 1) for c in args.conf)
@@ -168,7 +175,8 @@ def build_parser() -> argparse.ArgumentParser:
                                         " SELECT ... FROM STREAM(<source>) runs as a Structured Streaming"
                                         " query (exactly once per micro-batch, order kept across them),"
                                         " printing each micro-batch's figures, until it stops.")
-    stream.add_argument("file", help="the SQL file, e.g. sql/pageviews_by_user_stream.sql")
+    stream.add_argument("file", help="the SQL file, e.g. sql/pageviews_by_user_stream.sql; or `stop`: ask the"
+                                     " `kplex stream` running on --checkpoint to write what it holds and stop")
     kafka_config.add_arguments(stream)
     stream.add_argument("--checkpoint", required=True, help="the query's checkpoint directory (restart from it)")
     stream.add_argument("--trigger", default="1 second", help="micro-batch interval (default '1 second')")

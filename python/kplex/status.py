@@ -5,8 +5,8 @@ partition the highest order value written (the marks in ``_kplex_commits``) and,
 ``count=True``, its record count (read from the records' headers with a plain
 read_committed consumer); who holds the writer claim and since when; a pending commit and
 what recovery would do with it; commits Kafka cut short; the table's open transactions
-(Kafka's admin API); and per streaming query its last epoch, its held-back record files and
-its lag (the offsets it committed to its monitoring group ``kplex.<table>.<query>``).
+(Kafka's admin API); and per streaming query its last epoch, its held-back records (how
+many, in how many files), the source partitions idle at its last epoch, and its lag (the offsets it committed to its monitoring group ``kplex.<table>.<query>``).
 
 >>> state = status("127.0.0.1:9092", "pageviews_by_user", count=True)  # doctest: +SKIP
 >>> state["writer_claim"], state["records_per_virtual_partition"]["3"]  # doctest: +SKIP
@@ -108,7 +108,10 @@ def render(state: Mapping[str, Any]) -> str:
     for q in state["streams"]:
         lag = "" if q.get("kind") != "streaming query" else (
             f", lag {q['total_lag']} ({q['monitor_group']})" if q.get("monitor_group") else ", lag unknown (no group)")
-        lines.append(f"{q['kind']} {q['query']}: last epoch {q['last_epoch']}, {q['held_files']} held files{lag}")
+        held = (f"{q['held_records']} held records in {q['held_files']} files" if "held_records" in q
+                else f"{q['held_files']} held files")
+        idle = f", idle partitions {q['idle_partitions']}" if q.get("idle_partitions") else ""
+        lines.append(f"{q['kind']} {q['query']}: last epoch {q['last_epoch']}, {held}{idle}{lag}")
     return "\n".join(lines)
 
 

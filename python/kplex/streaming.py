@@ -27,7 +27,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Mapping, TextIO
 
-from kplex.errors import KplexError
+from kplex.errors import KplexError, WriteFailedError
 
 #: ``INSERT INTO <table> <query reading STREAM(...)>``: the statement that becomes a stream.
 _STREAM_INSERT = re.compile(r"^\s*INSERT\s+INTO\s+(?:TABLE\s+)?([\w.`]+)\s+(.*\bSTREAM\b.*)$",
@@ -123,11 +123,12 @@ def progress_line(progress: Any) -> str:
             f", batch {progress.batchDuration} ms")
 
 
-def watch(query: Any, out: TextIO, timeout: float | None = None) -> None:
-    """Print a progress line for every new micro-batch until the query stops (or ``timeout``)."""
+def watch(query: Any, out: TextIO, timeout: float | None = None, stop: Any = None) -> None:
+    """Print a progress line for every new micro-batch until the query stops (or ``timeout``,
+    or ``stop()`` is true)."""
     seen = -1
     deadline = None if timeout is None else time.monotonic() + timeout
-    while query.isActive and (deadline is None or time.monotonic() < deadline):
+    while query.isActive and (deadline is None or time.monotonic() < deadline) and not (stop and stop()):
         query.awaitTermination(1)
         for p in recent_progress(query):
             if p.batchId > seen:
@@ -138,6 +139,50 @@ def watch(query: Any, out: TextIO, timeout: float | None = None) -> None:
             print(progress_line(p), file=out, flush=True)
     if query.exception() is not None:
         raise query.exception()
+
+
+def stop_gracefully(spark: Any, query: Any, timeout: float = 300.0) -> None:
+    """End ``query`` (a running streaming query into a kplex table, from kplex's source) after
+    it has written every record it holds, as at the end of its input: its next micro-batch
+    reads what has arrived and releases everything; once that micro-batch is committed, the
+    query is stopped. A record arriving after it stays unread for the next run; none is lost.
+    Needs the query's driver (a classic session, not Spark Connect).
+
+    >>> stop_gracefully(spark, query)  # doctest: +SKIP
+    """
+    query_id = str(query.id)
+    try:
+        sinks = spark._jvm.io.kplex.spark.stream.QuerySinks.DRIVER  # noqa: SLF001 - the driver's registry
+    except Exception as e:  # Spark Connect: no JVM in this process
+        raise WriteFailedError(f"[KPLEX_STOP_TIMED_OUT] query {query_id}: a graceful stop needs the query's driver"
+                               f" (a classic session); stop it with releaseAtEnd on a Trigger.AvailableNow run"
+                               f" instead ({e})") from e
+    sinks.askRelease(query_id)
+    deadline = time.monotonic() + timeout
+    while not sinks.releaseDone(query_id):
+        if not query.isActive:
+            if query.exception() is not None:
+                raise query.exception()
+            raise WriteFailedError(f"[KPLEX_STOP_TIMED_OUT] query {query_id} ended before it released what it"
+                                   " holds (its held records stay in its checkpoint for its next run)")
+        if time.monotonic() > deadline:
+            raise WriteFailedError(f"[KPLEX_STOP_TIMED_OUT] query {query_id} did not release what it holds within"
+                                   f" {timeout:.0f} s (is its trigger slower, or its source not kplex's?); it"
+                                   " runs on")
+        query.awaitTermination(0.2)
+    query.stop()
+
+
+#: The file ``kplex stream stop --checkpoint DIR`` leaves for the ``kplex stream`` running there.
+STOP_FILE = "kplex/stop-requested"
+
+
+def request_stop(checkpoint: str | Path) -> Path:
+    """Ask the ``kplex stream`` running on ``checkpoint`` to stop gracefully (see :func:`stop_gracefully`)."""
+    path = Path(checkpoint) / STOP_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()) + "\n")
+    return path
 
 
 def run_stream_file(path: str | Path, spark: Any, checkpoint: str, *, trigger: str | None = "1 second",
@@ -156,12 +201,19 @@ def run_stream_file(path: str | Path, spark: Any, checkpoint: str, *, trigger: s
         if insert is None:
             spark.sql(statement)
             continue
+        stop_file = Path(checkpoint) / STOP_FILE
+        stop_file.unlink(missing_ok=True)  # a request left from an earlier run
         query = start_stream(spark, insert, checkpoint, trigger=trigger, available_now=available_now,
                              release_at_end=release_at_end)
         print(f"kplex: streaming into {insert.table} (query {query.id}, checkpoint {checkpoint})",
               file=out, flush=True)
         try:
-            watch(query, out, timeout)
+            watch(query, out, timeout, stop=lambda: stop_file.exists())
+            if query.isActive and stop_file.exists():
+                print(f"kplex: stopping query {query.id} gracefully: releasing what it holds", file=out, flush=True)
+                stop_gracefully(spark, query)
+                stop_file.unlink(missing_ok=True)
+                watch(query, out, 0)
         finally:
             if query.isActive:
                 query.stop()

@@ -1,8 +1,6 @@
 package io.kplex.spark.kafka;
 
-import io.kplex.spark.errors.Errors;
 import java.nio.charset.StandardCharsets;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -10,18 +8,16 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
-import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.TopicConfig;
 
 /**
  * A one-partition compacted topic used as a key-value map: the latest record of a key
  * is its value, a tombstone deletes it. kplex keeps its table definitions
  * ({@code _kplex_tables}) and its pending commits ({@code _kplex_commits}) this way. Its
- * clients and clock are those of the {@link KafkaTopics} it is made with.
+ * clients and clock are those of the {@link KafkaTopics} it is made with; its reads go
+ * through the JVM's {@link LogView} of the topic, current as of the read.
  */
 public final class CompactedTopic {
   private final KafkaTopics kafka;
@@ -38,10 +34,11 @@ public final class CompactedTopic {
 
   /** The latest value of every key (read to the end offset), deleted keys left out; empty if no topic. */
   public Map<String, byte[]> readAll() {
-    Map<String, byte[]> latest = new HashMap<>();
-    scan(r -> latest.put(new String(r.key(), StandardCharsets.UTF_8), r.value()));
-    latest.values().removeIf(v -> v == null);
-    return latest;
+    return view(latest -> {
+      Map<String, byte[]> out = new HashMap<>();
+      latest.forEach((key, e) -> out.put(key, e.lived().value()));
+      return out;
+    });
   }
 
   /**
@@ -63,58 +60,28 @@ public final class CompactedTopic {
 
   /** As {@link #readPrefix}, with when each key was (re)created and last written. */
   public Map<String, Lived> readPrefixLived(String prefix) {
-    Map<String, Lived> latest = new HashMap<>();
-    scan(r -> {
-      String key = new String(r.key(), StandardCharsets.UTF_8);
-      if (!key.startsWith(prefix)) return;
-      if (r.value() == null) {
-        latest.remove(key);
-      } else {
-        Lived was = latest.get(key);
-        latest.put(key, was == null ? new Lived(r.offset(), r.timestamp(), r.timestamp(), r.value())
-            : new Lived(was.offset(), was.sinceMs(), r.timestamp(), r.value()));
-      }
+    return view(latest -> {
+      Map<String, Lived> out = new HashMap<>();
+      latest.forEach((key, e) -> {
+        if (key.startsWith(prefix)) out.put(key, e.lived());
+      });
+      return out;
     });
-    return latest;
   }
 
   /** The latest value of {@code key} and the offset of that record; empty if deleted or never written. */
   public java.util.Optional<Map.Entry<Long, byte[]>> latest(String key) {
-    byte[] wanted = key.getBytes(StandardCharsets.UTF_8);
-    java.util.concurrent.atomic.AtomicReference<Map.Entry<Long, byte[]>> last =
-        new java.util.concurrent.atomic.AtomicReference<>();
-    scan(r -> {
-      if (java.util.Arrays.equals(r.key(), wanted)) last.set(r.value() == null ? null : Map.entry(r.offset(), r.value()));
-    });
-    return java.util.Optional.ofNullable(last.get());
+    return view(latest -> java.util.Optional.ofNullable(latest.get(key))
+        .map(e -> Map.entry(e.latestOffset(), e.lived().value())));
   }
 
-  /** Hands every record, from the beginning to the end offset of now, to {@code each}; nothing if no topic. */
-  private void scan(java.util.function.Consumer<ConsumerRecord<byte[], byte[]>> each) {
-    if (kafka.partitionCount(topic).isEmpty()) {
-      return;
-    }
-    TopicPartition tp = new TopicPartition(topic, 0);
-    kafka.call("READ", "topic '" + topic + "'", () -> {
-      try (Consumer<byte[], byte[]> consumer = kafka.clients().consumer(kafka.conf().consumer())) {
-        consumer.assign(List.of(tp));
-        consumer.seekToBeginning(List.of(tp));
-        long end = consumer.endOffsets(List.of(tp)).get(tp);
-        long deadline = kafka.clock().millis() + KafkaConf.ADMIN_TIMEOUT_MS;
-        while (consumer.position(tp) < end) {
-          if (kafka.clock().millis() > deadline) {
-            throw Errors.metadataReadTimedOut(topic);
-          }
-          for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(200))) {
-            each.accept(r);
-          }
-        }
-        // Nothing to commit: do not wait for the fetch still parked at the broker (up to
-        // fetch.max.wait.ms, 500 ms, on every read of this topic).
-        consumer.close(Duration.ZERO);
-      }
-      return null;
-    });
+  /**
+   * {@code reader} over the latest record of every live key, read to the log's end offset of
+   * now: this JVM's {@link LogView} of the topic reads only what was appended since its last
+   * read, so a read costs what changed, not the topic's history.
+   */
+  private <T> T view(java.util.function.Function<Map<String, LogView.Entry>, T> reader) {
+    return LogView.of(kafka, topic).read(kafka, reader);
   }
 
   /**

@@ -117,9 +117,25 @@ public final class StateRows {
     }
   }
 
+  /** "N held records in F files", or "F held files" when an older kplex did not count them. */
+  private static String held(JsonNode q) {
+    int files = q.path("held_files").asInt();
+    return q.has("held_records") ? q.path("held_records").asLong() + " held records in " + files + " files"
+        : files + " held files";
+  }
+
+  /** ", idle partitions [..]" (they do not hold the watermark), or nothing. */
+  private static String idle(JsonNode q) {
+    JsonNode idle = q.path("idle_partitions");
+    if (!idle.isArray() || idle.isEmpty()) return "";
+    List<String> ps = new java.util.ArrayList<>();
+    idle.forEach(p -> ps.add(p.asText()));
+    return ", idle partitions [" + String.join(", ", ps) + "]";
+  }
+
   private static void streams(JsonNode streams, List<Row> out) {
     for (JsonNode q : streams) {
-      String marks = "last epoch " + q.path("last_epoch").asLong() + ", " + q.path("held_files").asInt() + " held files";
+      String marks = "last epoch " + q.path("last_epoch").asLong() + ", " + held(q) + idle(q);
       if (!"streaming query".equals(q.path("kind").asText())) {
         out.add(new Row(q.path("kind").asText(), marks, ""));
       } else if (q.path("monitor_group").isTextual()) {

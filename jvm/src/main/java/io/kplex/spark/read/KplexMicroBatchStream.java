@@ -42,7 +42,8 @@ import org.slf4j.LoggerFactory;
  *       {@code latest} or offsets JSON; {@code startingTimestamp} in epoch ms;</li>
  *   <li>{@code maxOffsetsPerTrigger}: at most this many offsets per micro-batch, shared
  *       fairly over the partitions with a backlog (a small backlog is read whole, the rest
- *       share what is left), so no partition with unread records gets none;</li>
+ *       share what is left), so no partition with unread records gets none; unset, a cap
+ *       that fits the commit's time budget ({@link #getDefaultReadLimit});</li>
  *   <li>{@code Trigger.AvailableNow}: reads up to the last stable offsets of its start;
  *       what a kplex sink holds back stays held for the next run (N runs write what one
  *       would), unless {@code releaseAtEnd} is true: then one more micro-batch, without
@@ -201,9 +202,32 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     return new SourceOffset(conf.topic, next);
   }
 
+  /**
+   * Without {@code maxOffsetsPerTrigger}, a micro-batch (but Trigger.Once's, which reads all)
+   * reads at most what fits a quarter of the commit's time budget (transaction.timeout.ms
+   * less its margin) at the pace of the query's last micro-batch ({@link QuerySinks#pace}),
+   * or at {@link #FIRST_PACE} before it has one, and at least {@link #MIN_DEFAULT_CAP}: a
+   * backlog of any size drains in micro-batches that each commit in time.
+   */
   @Override
   public ReadLimit getDefaultReadLimit() {
-    return maxOffsetsPerTrigger > 0 ? ReadLimit.maxRows(maxOffsetsPerTrigger) : ReadLimit.allAvailable();
+    return ReadLimit.maxRows(maxOffsetsPerTrigger > 0 ? maxOffsetsPerTrigger : Long.MAX_VALUE);
+  }
+
+  /** Offsets per ms assumed for a query's first micro-batch (5,000 a second: a slow machine's pace). */
+  static final double FIRST_PACE = 5;
+  static final long MIN_DEFAULT_CAP = 10_000;
+
+  /** The default cap of a micro-batch; see {@link #getDefaultReadLimit}. */
+  private long defaultCap() {
+    io.kplex.spark.stream.StreamingBatch batch = io.kplex.spark.stream.StreamingBatch.current();
+    double pace = batch == null ? -1 : QuerySinks.DRIVER.pace(batch.queryId());
+    return defaultCap(io.kplex.spark.txn.ExactlyOnceCommitter.commitBudgetMs(conf.kafka), pace);
+  }
+
+  static long defaultCap(long budgetMs, double pace) {
+    double perMs = pace > 0 ? pace : FIRST_PACE;
+    return Math.max(MIN_DEFAULT_CAP, (long) Math.min(Long.MAX_VALUE / 2.0, perMs * budgetMs / 4));
   }
 
   @Override
@@ -242,22 +266,33 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
       until.put(e.getKey(), current < at ? current : Math.max(at, e.getValue()));
     }
     if (limit instanceof ReadMaxRows) {
-      until = capped(from, until, ((ReadMaxRows) limit).maxRows());
+      long max = ((ReadMaxRows) limit).maxRows();
+      until = capped(from, until, max == Long.MAX_VALUE ? defaultCap() : max, ahead(until.keySet()));
     } else if (!(limit instanceof ReadAllAvailable) && maxOffsetsPerTrigger > 0) {
-      until = capped(from, until, maxOffsetsPerTrigger);
+      until = capped(from, until, maxOffsetsPerTrigger, ahead(until.keySet()));
     }
     // Partitions that vanished stay in the offset so that planning reports the loss.
     for (Map.Entry<Integer, Long> e : start.next.entrySet()) until.putIfAbsent(e.getKey(), e.getValue());
-    java.util.Set<Integer> idlePartitions = idle(until, now);
+    Idleness idleness = idle(until, now);
+    long at = System.currentTimeMillis();
+    // A graceful stop asked for (QuerySinks.askRelease): this micro-batch reads what there is
+    // and releases everything held, as at the end of the input.
+    io.kplex.spark.stream.StreamingBatch batch = io.kplex.spark.stream.StreamingBatch.current();
+    boolean stopping = batch != null && QuerySinks.DRIVER.release(batch.queryId()) == QuerySinks.Release.ASKED;
+    if (stopping) {
+      QuerySinks.DRIVER.released(batch.queryId(), QuerySinks.Release.PLANNED);
+      dataSinceFlush = false;
+      return new SourceOffset(conf.topic, until, start.flushes + 1, idleness.idle, idleness.drained, at);
+    }
     if (!until.equals(start.next)) {
       lastDataAt = System.currentTimeMillis();
       dataSinceFlush = true;
-      return new SourceOffset(conf.topic, until, start.flushes, idlePartitions);
+      return new SourceOffset(conf.topic, until, start.flushes, idleness.idle, idleness.drained, at);
     }
-    if (!idlePartitions.equals(start.idle)) {
+    if (!idleness.idle.equals(start.idle) || !idleness.drained.equals(start.drained)) {
       // No new record, but a partition went idle (or came back): a micro-batch without
       // records moves the watermark on.
-      return start.withIdle(idlePartitions);
+      return start.withIdle(idleness.idle, idleness.drained, at);
     }
     // No new record: once the input is idle (AvailableNow at its end, or nothing for
     // idleReleaseMs), one more micro-batch tells a kplex sink to release what it holds.
@@ -271,49 +306,115 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
   }
 
   /**
-   * The partitions of a plain topic that are idle once the batch has read up to {@code until}:
-   * read to their end as of {@code now}, and empty (nothing to read from their beginning) or
-   * unmoved for {@code idleTimeoutMs} on this driver's clock (measured from when this run
-   * first saw them: a restart waits the timeout again, never less). A kplex table's virtual
-   * partitions are never idle here.
+   * The ordered partitions idle once a batch has read up to {@code until}, and those the
+   * sink decides ({@link SourceOffset#drained}); see {@link #idle}.
    */
-  private java.util.Set<Integer> idle(Map<Integer, Long> until, SourceOffset now) {
+  private record Idleness(java.util.Set<Integer> idle, java.util.Set<Integer> drained) {
+    static final Idleness NONE = new Idleness(java.util.Set.of(), java.util.Set.of());
+  }
+
+  /**
+   * Idleness once the batch has read up to {@code until}. A physical partition read to its
+   * end as of {@code now} is idle when it is empty (nothing to read from its beginning) or
+   * unmoved for {@code idleTimeoutMs} on this driver's clock (measured from when this run
+   * first saw it: a restart waits the timeout again, never less). A plain topic's ordered
+   * partitions are its physical ones. A kplex table's are its virtual partitions: those of an
+   * idle physical partition are idle; those of one read to its end are drained, for the
+   * sink to make idle when it saw no record of them, or none newer for the timeout.
+   */
+  private Idleness idle(Map<Integer, Long> until, SourceOffset now) {
     long at = System.currentTimeMillis();
     now.next.forEach((p, end) -> {
       long[] seen = lastMoved.get(p);
       if (seen == null || seen[0] != end) lastMoved.put(p, new long[] {end, at});
     });
-    java.util.Set<Integer> out = new java.util.TreeSet<>();
-    if (idleTimeoutMs < 0 || conf.kind == ReadConf.Kind.DERIVED) return out;
+    if (idleTimeoutMs < 0) return Idleness.NONE;
     List<Integer> atEnd = new ArrayList<>();
     for (Map.Entry<Integer, Long> e : now.next.entrySet()) {
       if (until.getOrDefault(e.getKey(), -1L) >= e.getValue()) atEnd.add(e.getKey());
     }
-    if (atEnd.isEmpty()) return out;
+    if (atEnd.isEmpty()) return Idleness.NONE;
     List<TopicPartition> tps = new ArrayList<>();
     for (int p : atEnd) tps.add(new TopicPartition(conf.topic, p));
     Map<Integer, Long> begin = earliest(tps);
+    java.util.Set<Integer> idle = new java.util.TreeSet<>();
     for (int p : atEnd) {
       boolean empty = begin.getOrDefault(p, 0L) >= now.next.get(p);
-      if (empty || at - lastMoved.get(p)[1] >= idleTimeoutMs) out.add(p);
+      if (empty || at - lastMoved.get(p)[1] >= idleTimeoutMs) idle.add(p);
+    }
+    if (conf.kind != ReadConf.Kind.DERIVED) return new Idleness(idle, java.util.Set.of());
+    java.util.Set<Integer> idleVps = new java.util.TreeSet<>();
+    java.util.Set<Integer> drained = new java.util.TreeSet<>();
+    int physical = conf.physicalPartitions > 0 ? conf.physicalPartitions : now.next.size();
+    for (int vp = 0; vp < conf.virtualPartitions; vp++) {
+      int p = io.kplex.spark.wire.Placement.physicalPartition(vp, physical);
+      if (idle.contains(p)) {
+        idleVps.add(vp);
+      } else if (atEnd.contains(p)) {
+        drained.add(vp);
+      }
+    }
+    return new Idleness(idleVps, drained);
+  }
+
+  /**
+   * The partitions of a plain topic that are ahead in event time, by where the query's kplex
+   * sink stands ({@link QuerySinks#stand}): those whose largest order value read lies more
+   * than max_delay_ms above the smallest of the partitions that hold the watermark. Empty
+   * when the sink is not kplex's or has committed nothing in this run.
+   */
+  private java.util.Set<Integer> ahead(java.util.Collection<Integer> partitions) {
+    io.kplex.spark.stream.StreamingBatch batch = io.kplex.spark.stream.StreamingBatch.current();
+    QuerySinks.Stand stand = batch == null || conf.kind == ReadConf.Kind.DERIVED ? null
+        : QuerySinks.DRIVER.stand(batch.queryId());
+    if (stand == null) return java.util.Set.of();
+    return ahead(stand.highs(), stand.idle(), partitions, stand.maxDelayMs());
+  }
+
+  static java.util.Set<Integer> ahead(Map<Integer, Long> highs, java.util.Set<Integer> idle,
+      java.util.Collection<Integer> partitions, long maxDelayMs) {
+    long slowest = Long.MAX_VALUE;
+    for (int p : partitions) {
+      if (!idle.contains(p)) slowest = Math.min(slowest, highs.getOrDefault(p, Long.MIN_VALUE));
+    }
+    java.util.Set<Integer> out = new java.util.TreeSet<>();
+    if (slowest == Long.MAX_VALUE) return out;
+    for (int p : partitions) {
+      Long high = highs.get(p);
+      if (high != null && (slowest == Long.MIN_VALUE || high - slowest > maxDelayMs)) out.add(p);
     }
     return out;
+  }
+
+  static Map<Integer, Long> capped(Map<Integer, Long> from, Map<Integer, Long> until, long max) {
+    return capped(from, until, max, java.util.Set.of());
   }
 
   /**
    * At most {@code max} offsets in all, shared fairly (max-min): partitions in order of
    * backlog, smallest first, each takes its whole backlog or an equal share of what is left,
    * at least one offset while any is left. A small backlog beside a huge one drains at once.
+   * Watermark alignment: while a partition not {@code ahead} has a backlog, the partitions
+   * ahead in event time get nothing (what they would add would only be held back until the
+   * others catch up); the others share the limit.
    */
-  static Map<Integer, Long> capped(Map<Integer, Long> from, Map<Integer, Long> until, long max) {
+  static Map<Integer, Long> capped(Map<Integer, Long> from, Map<Integer, Long> until, long max,
+      java.util.Set<Integer> ahead) {
     long total = 0;
     List<Integer> byBacklog = new ArrayList<>();
+    boolean behindWithBacklog = false;
     for (Map.Entry<Integer, Long> e : until.entrySet()) {
       long backlog = Math.max(0, e.getValue() - from.get(e.getKey()));
       total += backlog;
       if (backlog > 0) byBacklog.add(e.getKey());
+      if (backlog > 0 && !ahead.contains(e.getKey())) behindWithBacklog = true;
     }
     if (total <= max) return until;
+    if (behindWithBacklog && !ahead.isEmpty()) {
+      Map<Integer, Long> held = new TreeMap<>(until);
+      for (int p : ahead) if (held.containsKey(p)) held.put(p, Math.min(held.get(p), from.get(p)));
+      return capped(from, held, max, java.util.Set.of());
+    }
     byBacklog.sort(java.util.Comparator.comparingLong((Integer p) -> until.get(p) - from.get(p)).thenComparing(p -> p));
     Map<Integer, Long> out = new TreeMap<>(until);
     long left = max;
@@ -338,9 +439,14 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
       planned = plan(start, end);
       lastPlanned = planned;
     }
-    HeldRelease.signal(new HeldRelease.Signal(conf.topic, orderedPartitions(end), end.idle.stream()
-        .mapToInt(Integer::intValue).toArray(), end.flushes > start.flushes, planned.starts, end.next, monitorGroup));
+    HeldRelease.signal(new HeldRelease.Signal(conf.topic, orderedPartitions(end), ints(end.idle),
+        end.flushes > start.flushes, planned.starts, end.next, monitorGroup, ints(end.drained), end.at,
+        idleTimeoutMs));
     return planned.partitions.clone();
+  }
+
+  private static int[] ints(java.util.Set<Integer> set) {
+    return set.stream().mapToInt(Integer::intValue).toArray();
   }
 
   /**

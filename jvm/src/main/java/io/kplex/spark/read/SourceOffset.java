@@ -37,12 +37,30 @@ public final class SourceOffset extends Offset {
    */
   final SortedSet<Integer> idle;
   private static final String IDLE = "kplex.idle";
+  /**
+   * A kplex table's virtual partitions whose physical partition this offset reads to its
+   * end, not idle by that partition alone: the sink makes one idle when it has had no record,
+   * or none with a higher order value for {@code idleTimeoutMs} before {@link #at}
+   * ({@link io.kplex.spark.time.EventTime.Marks#idleOf}), as only the sink sees records.
+   */
+  final SortedSet<Integer> drained;
+  private static final String DRAINED = "kplex.drained";
+  /** When the source planned this offset (ms; 0: not recorded), what quietness is measured against. */
+  final long at;
+  private static final String AT = "kplex.at";
 
-  SourceOffset(String topic, Map<Integer, Long> next, long flushes, Set<Integer> idle) {
+  SourceOffset(String topic, Map<Integer, Long> next, long flushes, Set<Integer> idle, Set<Integer> drained,
+      long at) {
     this.topic = topic;
     this.next = Collections.unmodifiableMap(new TreeMap<>(next));
     this.flushes = flushes;
     this.idle = Collections.unmodifiableSortedSet(new TreeSet<>(idle));
+    this.drained = Collections.unmodifiableSortedSet(new TreeSet<>(drained));
+    this.at = at;
+  }
+
+  SourceOffset(String topic, Map<Integer, Long> next, long flushes, Set<Integer> idle) {
+    this(topic, next, flushes, idle, Set.of(), 0);
   }
 
   SourceOffset(String topic, Map<Integer, Long> next, long flushes) {
@@ -54,11 +72,12 @@ public final class SourceOffset extends Offset {
   }
 
   SourceOffset flushed() {
-    return new SourceOffset(topic, next, flushes + 1, idle);
+    return new SourceOffset(topic, next, flushes + 1, idle, drained, at);
   }
 
-  SourceOffset withIdle(Set<Integer> partitions) {
-    return new SourceOffset(topic, next, flushes, partitions);
+  /** The same offsets, with other idle and drained partitions, planned at {@code atMs}. */
+  SourceOffset withIdle(Set<Integer> partitions, Set<Integer> drainedVps, long atMs) {
+    return new SourceOffset(topic, next, flushes, partitions, drainedVps, atMs);
   }
 
   @Override
@@ -68,6 +87,8 @@ public final class SourceOffset extends Offset {
     next.forEach((p, o) -> parts.put(Integer.toString(p), o));
     if (flushes > 0) root.put(FLUSHES, flushes);
     if (!idle.isEmpty()) idle.forEach(root.putArray(IDLE)::add);
+    if (!drained.isEmpty()) drained.forEach(root.putArray(DRAINED)::add);
+    if (at > 0) root.put(AT, at);
     return root.toString();
   }
 
@@ -86,7 +107,9 @@ public final class SourceOffset extends Offset {
       // (An older kplex also wrote "kplex.caught_up"; the event-time rule no longer needs it.)
       Set<Integer> idle = new TreeSet<>();
       root.path(IDLE).forEach(p -> idle.add(p.asInt()));
-      return new SourceOffset(topic, next, root.path(FLUSHES).asLong(0), idle);
+      Set<Integer> drained = new TreeSet<>();
+      root.path(DRAINED).forEach(p -> drained.add(p.asInt()));
+      return new SourceOffset(topic, next, root.path(FLUSHES).asLong(0), idle, drained, root.path(AT).asLong(0));
     } catch (IOException | NumberFormatException e) {
       throw Errors.checkpointUnreadable(json, e);
     }

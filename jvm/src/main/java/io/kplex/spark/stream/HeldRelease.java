@@ -23,12 +23,26 @@ public final class HeldRelease {
    * committed exactly once (kafka/MonitorGroup), under {@code monitorGroup}, the read's
    * option of that name. Empty maps: ranges unknown, nothing checked. {@code idle}: those of
    * {@code partitions} that are idle (read to their end, empty or quiet for the read's
-   * {@code idleTimeoutMs}): they do not hold the watermark.
+   * {@code idleTimeoutMs}): they do not hold the watermark. {@code drained}: those of a
+   * kplex table's virtual partitions whose physical partition the batch reads to its end: the
+   * sink makes one idle when it has seen no record of it, or none newer for
+   * {@code idleTimeoutMs} before {@code atMs}, when the batch was planned
+   * ({@link io.kplex.spark.time.EventTime.Marks#idleOf}).
    */
   public record Signal(String topic, int[] partitions, int[] idle, boolean releaseAll,
-      java.util.Map<Integer, Long> starts, java.util.Map<Integer, Long> ends, String monitorGroup) {
+      java.util.Map<Integer, Long> starts, java.util.Map<Integer, Long> ends, String monitorGroup,
+      int[] drained, long atMs, long idleTimeoutMs) {
     public Signal(String topic, int[] partitions, boolean releaseAll) {
-      this(topic, partitions, new int[0], releaseAll, java.util.Map.of(), java.util.Map.of(), null);
+      this(topic, partitions, new int[0], releaseAll, java.util.Map.of(), java.util.Map.of(), null, new int[0], 0,
+          -1);
+    }
+
+    /** The partitions idle in the batch: the source's, and those of {@code drained} idle by {@code before}. */
+    public int[] idleBy(io.kplex.spark.time.EventTime.Marks before) {
+      java.util.Set<Integer> out = new java.util.TreeSet<>();
+      for (int p : idle) out.add(p);
+      for (int p : before.idleOf(drained, atMs, idleTimeoutMs)) out.add(p);
+      return out.stream().mapToInt(Integer::intValue).toArray();
     }
   }
 

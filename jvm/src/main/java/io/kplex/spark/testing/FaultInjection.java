@@ -59,6 +59,8 @@ public final class FaultInjection implements Serializable {
   final long sleepMs;
   final long haltAfterCommits;
   final long pauseBetweenCommitsMs;
+  /** A streaming task's records waiting for its commit spill to disk past this many bytes (-1: kplex's default). */
+  public final long pendingMemoryBytes;
 
   FaultInjection(Map<String, String> settings) {
     failAfterRows = number(settings, "fail_after_rows", -1);
@@ -67,6 +69,7 @@ public final class FaultInjection implements Serializable {
     sleepMs = number(settings, "sleep_ms", 0);
     haltAfterCommits = number(settings, "halt_after_commits", -1);
     pauseBetweenCommitsMs = number(settings, "pause_between_commits_ms", 0);
+    pendingMemoryBytes = number(settings, "pending_memory_bytes", -1);
   }
 
   private static long number(Map<String, String> settings, String key, long orElse) {

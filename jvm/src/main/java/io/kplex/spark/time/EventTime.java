@@ -56,11 +56,15 @@ public final class EventTime {
 
   /**
    * Where a stream stands between micro-batches: per source partition, the largest order
-   * value read; per virtual partition, the largest written. Immutable; the next epoch's is
-   * made by {@link #after}.
+   * value read; per virtual partition, the largest written; the partitions idle in the
+   * micro-batch that made them; and per source partition, when its high last rose
+   * ({@code moved}: the planning time, in ms, of that micro-batch, as its source recorded it
+   * in its offsets; what a partition's quietness is measured from when only the sink can
+   * tell it, as for a kplex table's virtual partitions). Immutable; the next epoch's is made
+   * by {@link #after}.
    */
-  public record Marks(Map<Integer, Long> highs, Map<Integer, Long> written, java.util.Set<Integer> idle)
-      implements Serializable {
+  public record Marks(Map<Integer, Long> highs, Map<Integer, Long> written, java.util.Set<Integer> idle,
+      Map<Integer, Long> moved) implements Serializable {
     public static final Marks NONE = new Marks(Map.of(), Map.of());
     /** A key of {@code written} that holds for every virtual partition (an older kplex's bound). */
     public static final int EVERY_VP = -1;
@@ -69,6 +73,12 @@ public final class EventTime {
       highs = Collections.unmodifiableMap(new TreeMap<>(highs));
       written = Collections.unmodifiableMap(new TreeMap<>(written));
       idle = Collections.unmodifiableSortedSet(new java.util.TreeSet<>(idle));
+      moved = Collections.unmodifiableMap(new TreeMap<>(moved));
+    }
+
+    /** Marks with no time of movement known. */
+    public Marks(Map<Integer, Long> highs, Map<Integer, Long> written, java.util.Set<Integer> idle) {
+      this(highs, written, idle, Map.of());
     }
 
     /** Marks with no partition idle. */
@@ -80,7 +90,19 @@ public final class EventTime {
     public Marks withIdle(int[] partitions) {
       java.util.Set<Integer> set = new java.util.TreeSet<>();
       for (int p : partitions) set.add(p);
-      return new Marks(highs, written, set);
+      return new Marks(highs, written, set, moved);
+    }
+
+    /**
+     * Those of {@code drained} (partitions read to their end in a micro-batch planned at
+     * {@code atMs}) that are idle by these marks: no record yet (empty), or a high that has
+     * not risen for {@code timeoutMs} (quiet; a partition with no time of movement known
+     * counts from its next micro-batch). A negative timeout: none (strict waiting).
+     */
+    public int[] idleOf(int[] drained, long atMs, long timeoutMs) {
+      if (timeoutMs < 0) return new int[0];
+      return java.util.Arrays.stream(drained).filter(p -> high(p) == Long.MIN_VALUE
+          || (atMs > 0 && moved.containsKey(p) && atMs - moved.get(p) >= timeoutMs)).toArray();
     }
 
     /** Marks of what is written alone (a batch write's floor). */
@@ -139,12 +161,27 @@ public final class EventTime {
 
     /** These marks raised by a micro-batch's (per partition: largest read; per vp: largest written). */
     public Marks after(Map<Integer, Long> readHighs, Map<Integer, Long> writtenHighs) {
-      return new Marks(maxMerge(highs, readHighs), maxMerge(written, writtenHighs), idle);
+      return new Marks(maxMerge(highs, readHighs), maxMerge(written, writtenHighs), idle, moved);
+    }
+
+    /**
+     * As {@link #after(Map, Map)}, for a micro-batch planned at {@code atMs} (0: unknown): a
+     * partition whose high rose, or that has a high and no time yet, moved then.
+     */
+    public Marks after(Map<Integer, Long> readHighs, Map<Integer, Long> writtenHighs, long atMs) {
+      Map<Integer, Long> nextHighs = maxMerge(highs, readHighs);
+      Map<Integer, Long> nextMoved = new HashMap<>(moved);
+      if (atMs > 0) {
+        nextHighs.forEach((p, h) -> {
+          if (h > high(p) || !moved.containsKey(p)) nextMoved.put(p, atMs);
+        });
+      }
+      return new Marks(nextHighs, maxMerge(written, writtenHighs), idle, nextMoved);
     }
 
     /** The larger of both, per virtual partition (the table's marks over several writers). */
     public Marks withWrittenAtLeast(Map<Integer, Long> floor) {
-      return new Marks(highs, maxMerge(written, floor), idle);
+      return new Marks(highs, maxMerge(written, floor), idle, moved);
     }
   }
 

@@ -1,7 +1,6 @@
 package io.kplex.spark.time;
 
 import io.kplex.spark.wire.OrderValues;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
@@ -31,6 +30,33 @@ public final class EventTimeGate<T> {
   /** A record with what it is ordered by. */
   public record Item<T>(T payload, long order, byte[] key, byte[] value, int vp) {}
 
+  /**
+   * The records waiting for the commit, added in order and read back once, in order, at the
+   * commit: in memory ({@link #inMemory}), or spilled to disk by the task once they grow.
+   */
+  public interface Pending<T> {
+    void add(Item<T> item);
+
+    /** The records added, in the order they were added; called once. */
+    java.util.Iterator<Item<T>> drain();
+  }
+
+  /** Pending records kept in a list. */
+  public static <T> Pending<T> inMemory() {
+    List<Item<T>> list = new ArrayList<>();
+    return new Pending<>() {
+      @Override
+      public void add(Item<T> item) {
+        list.add(item);
+      }
+
+      @Override
+      public java.util.Iterator<Item<T>> drain() {
+        return list.iterator();
+      }
+    };
+  }
+
   /** Where the gate's decisions go. */
   public interface Out<T> {
     void write(Item<T> item);
@@ -50,8 +76,10 @@ public final class EventTimeGate<T> {
   private final boolean releaseAll;
   private final Out<T> out;
   private final long releaseNow;
-  private final ArrayDeque<Item<T>> previous;
-  private final List<Item<T>> pending = new ArrayList<>();
+  /** What the last micro-batch held back for this task, in order, not yet placed. */
+  private final java.util.Iterator<Item<T>> previous;
+  private Item<T> nextPrevious;
+  private final Pending<T> pending;
   private final Map<Integer, Long> read = new HashMap<>();
   private final Map<Integer, Long> written = new HashMap<>();
   private long late;
@@ -70,6 +98,16 @@ public final class EventTimeGate<T> {
   /** {@code idle}: those of {@code partitions} that are idle in this micro-batch. */
   public EventTimeGate(EventTime.Marks before, int[] partitions, int[] idle, long maxDelayMs, boolean releaseAll,
       Collection<Item<T>> held, Out<T> out) {
+    this(before, partitions, idle, maxDelayMs, releaseAll, sorted(held), inMemory(), out);
+  }
+
+  /**
+   * {@code heldInOrder}: what the last micro-batch held back for this task, already in order
+   * (read from its files as they come, never all at once); {@code pending}: where the records
+   * waiting for the commit go.
+   */
+  public EventTimeGate(EventTime.Marks before, int[] partitions, int[] idle, long maxDelayMs, boolean releaseAll,
+      java.util.Iterator<Item<T>> heldInOrder, Pending<T> pending, Out<T> out) {
     this.before = before;
     this.partitions = partitions;
     this.idle = idle;
@@ -77,9 +115,26 @@ public final class EventTimeGate<T> {
     this.releaseAll = releaseAll;
     this.out = out;
     this.releaseNow = before.watermark(partitions, idle, maxDelayMs);
+    this.previous = heldInOrder;
+    this.pending = pending;
+    this.nextPrevious = heldInOrder.hasNext() ? heldInOrder.next() : null;
+  }
+
+  private static <T> java.util.Iterator<Item<T>> sorted(Collection<Item<T>> held) {
     List<Item<T>> sorted = new ArrayList<>(held);
     sorted.sort(ORDER);
-    this.previous = new ArrayDeque<>(sorted);
+    return sorted.iterator();
+  }
+
+  /** The next held record of the last micro-batch, taken (it must not go back in order). */
+  private Item<T> takePrevious() {
+    Item<T> taken = nextPrevious;
+    nextPrevious = previous.hasNext() ? previous.next() : null;
+    if (nextPrevious != null && ORDER.compare(taken, nextPrevious) > 0) {
+      throw new IllegalStateException("kplex: the records held back by the last micro-batch are not in order at"
+          + " order value " + nextPrevious.order + " after " + taken.order);
+    }
+    return taken;
   }
 
   /**
@@ -89,7 +144,7 @@ public final class EventTimeGate<T> {
    */
   public void add(Item<T> item, int partition, long highInBatch) {
     read.merge(partition, item.order, Math::max);
-    while (!previous.isEmpty() && ORDER.compare(previous.peek(), item) <= 0) place(previous.poll());
+    while (nextPrevious != null && ORDER.compare(nextPrevious, item) <= 0) place(takePrevious());
     long highBefore = Math.max(before.high(partition), highInBatch);
     long writtenVp = before.written(item.vp);
     EventTime.Late why = EventTime.judge(item.order, highBefore, writtenVp, maxDelayMs);
@@ -124,18 +179,23 @@ public final class EventTimeGate<T> {
 
   /** Releases what the commit may; returns what is held back, in order. */
   public List<Item<T>> commit() {
-    while (!previous.isEmpty()) place(previous.poll());
-    long bound = commitBound();
     List<Item<T>> held = new ArrayList<>();
-    for (Item<T> item : pending) {
+    commit(held::add);
+    return held;
+  }
+
+  /** Releases what the commit may; hands what is held back to {@code hold}, in order. */
+  public void commit(java.util.function.Consumer<Item<T>> hold) {
+    while (nextPrevious != null) place(takePrevious());
+    long bound = commitBound();
+    for (java.util.Iterator<Item<T>> it = pending.drain(); it.hasNext(); ) {
+      Item<T> item = it.next();
       if (releaseAll || item.order < bound) {  // all: Long.MAX_VALUE itself too
         write(item);
       } else {
-        held.add(item);
+        hold.accept(item);
       }
     }
-    pending.clear();
-    return held;
   }
 
   /** Per source partition, the largest order value this task read in the micro-batch. */

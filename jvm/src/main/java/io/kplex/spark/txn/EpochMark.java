@@ -24,11 +24,16 @@ import io.kplex.spark.time.EventTime;
  *       folder) of the records held back.</li>
  * </ul>
  */
-public record EpochMark(String table, String query, long epoch, EventTime.Marks marks, List<String> held)
-    implements Serializable {
+public record EpochMark(String table, String query, long epoch, EventTime.Marks marks, List<String> held,
+    long heldRecords) implements Serializable {
   private static final ObjectMapper JSON = new ObjectMapper();
   /** The "query" of a table's batch INSERTs: their mark holds only what they wrote per virtual partition. */
   public static final String INSERTS = "_inserts";
+
+  /** A mark whose held records were not counted (-1: unknown, as in an older kplex's marks). */
+  public EpochMark(String table, String query, long epoch, EventTime.Marks marks, List<String> held) {
+    this(table, query, epoch, marks, held, held.isEmpty() ? 0 : -1);
+  }
 
   /** Before a query's first epoch: nothing read, nothing written, nothing held. */
   public static EpochMark start(String table, String query) {
@@ -51,7 +56,12 @@ public record EpochMark(String table, String query, long epoch, EventTime.Marks 
     ObjectNode written = node.putObject("written");
     marks.written().forEach((vp, w) -> written.put(Integer.toString(vp), w));
     held.forEach(node.putArray("held")::add);
+    if (heldRecords >= 0) node.put("held_records", heldRecords);
     if (!marks.idle().isEmpty()) marks.idle().forEach(node.putArray("idle")::add);
+    if (!marks.moved().isEmpty()) {
+      ObjectNode moved = node.putObject("moved");
+      marks.moved().forEach((p, at) -> moved.put(Integer.toString(p), at));
+    }
     return node;
   }
 
@@ -72,8 +82,11 @@ public record EpochMark(String table, String query, long epoch, EventTime.Marks 
     }
     java.util.Set<Integer> idle = new java.util.TreeSet<>();
     node.path("idle").forEach(p -> idle.add(p.asInt()));
+    Map<Integer, Long> moved = new HashMap<>();
+    node.path("moved").fields().forEachRemaining(e -> moved.put(Integer.parseInt(e.getKey()), e.getValue().asLong()));
     return new EpochMark(node.path("table").asText(), node.path("query").asText(), node.path("epoch").asLong(),
-        new EventTime.Marks(highs, written, idle), held);
+        new EventTime.Marks(highs, written, idle, moved), held,
+        node.has("held_records") ? node.path("held_records").asLong() : held.isEmpty() ? 0 : -1);
   }
 
   public static EpochMark fromJson(byte[] json) {

@@ -108,8 +108,9 @@ public final class ExactlyOnceCommitter {
    * Commits the tasks' transactions, then waits until read_committed consumers see them.
    * {@code mark}: recorded in the commit log once they are committed (a streaming epoch's,
    * or the INSERTs'), by this driver or by whoever rolls an interrupted commit forward.
-   * {@code startedMs}: when the driver started the write (its clock); no task's transaction
-   * is older. {@code lease}: the writer claim it commits under (checked once the commit is
+   * {@code startedMs}: on the driver's clock, a time no task's transaction is older than (when
+   * the driver started the write, or, for a streaming epoch, when its first writer task began,
+   * less an allowance for clock skew). {@code lease}: the writer claim it commits under (checked once the commit is
    * recorded). {@code completing}: the partial commit a rerun epoch completes, or null.
    */
   public void commit(String queryId, List<TaskTransaction> txns, long[] lastOffsets, EpochMark mark,
@@ -156,8 +157,7 @@ public final class ExactlyOnceCommitter {
    * Kafka aborts a transaction open longer than transaction.timeout.ms, and commits one
    * transaction at a time: a write whose oldest transaction has expired would become
    * visible in part. So a write that ran for nearly the timeout commits nothing and fails.
-   * Its age is measured on the driver alone, from the write's start, which no task's
-   * transaction precedes: no clock skew, only caution.
+   * Its age is measured from {@code startedMs}, which no task's transaction precedes.
    */
   void requireTimeLeft(long startedMs) {
     long timeoutMs = transactionTimeoutMs(kafka);
@@ -170,6 +170,12 @@ public final class ExactlyOnceCommitter {
 
   /** Time a commit keeps in hand before transaction.timeout.ms (at most half of it). */
   static final long COMMIT_MARGIN_MS = 30_000;
+
+  /** How long a write may run before its commit: transaction.timeout.ms less the margin. */
+  public static long commitBudgetMs(KafkaConf kafka) {
+    long timeoutMs = transactionTimeoutMs(kafka);
+    return timeoutMs - Math.min(timeoutMs / 2, COMMIT_MARGIN_MS);
+  }
 
   /** The transaction.timeout.ms the tasks' producers use: the user's, else kplex's default. */
   public static long transactionTimeoutMs(KafkaConf kafka) {
@@ -195,7 +201,7 @@ public final class ExactlyOnceCommitter {
       CommitLog log = new CommitLog(admin);
       EpochMark last = log.lastEpoch(table, query).orElse(EpochMark.start(table, query));
       return new EpochMark(table, query, last.epoch(),
-          last.marks().withWrittenAtLeast(log.writtenHighs(table, query)), last.held());
+          last.marks().withWrittenAtLeast(log.writtenHighs(table, query)), last.held(), last.heldRecords());
     });
   }
 

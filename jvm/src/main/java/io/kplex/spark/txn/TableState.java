@@ -157,6 +157,8 @@ public final class TableState {
       EpochMark mark = EpochMark.fromJson(json);
       ObjectNode q = out.addObject();
       q.put("query", mark.query()).put("last_epoch", mark.epoch()).put("held_files", mark.held().size());
+      if (mark.heldRecords() >= 0) q.put("held_records", mark.heldRecords());
+      mark.marks().idle().forEach(q.putArray("idle_partitions")::add);
       if (EpochMark.INSERTS.equals(mark.query())) {
         q.put("kind", "batch INSERTs");
         return;

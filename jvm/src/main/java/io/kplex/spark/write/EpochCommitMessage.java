@@ -25,9 +25,27 @@ final class EpochCommitMessage implements WriterCommitMessage {
    * sending those released at once), and its commit (releasing, holding back, flushing).
    */
   final long[] times;
+  /**
+   * Per source partition, the smallest offset among the records the task holds back: the
+   * query's monitoring group is not committed past it, so lag tools count held records.
+   */
+  final Map<Integer, Long> heldFrom;
+  /** When the task began, on its clock (ms; 0: unknown): its transaction is no older. */
+  final long openedAtMs;
+  /** Records the task spilled to its local disk while they waited for its commit. */
+  final long spilled;
 
   EpochCommitMessage(KplexCommitMessage written, String heldFile, long held, Map<Integer, Long> read,
       Map<Integer, Long> writtenHighs, long lateBehind, long lateBelow, long lateAfterIdle, long[] times) {
+    this(written, heldFile, held, read, writtenHighs, lateBehind, lateBelow, lateAfterIdle, times, Map.of(), 0, 0);
+  }
+
+  EpochCommitMessage(KplexCommitMessage written, String heldFile, long held, Map<Integer, Long> read,
+      Map<Integer, Long> writtenHighs, long lateBehind, long lateBelow, long lateAfterIdle, long[] times,
+      Map<Integer, Long> heldFrom, long openedAtMs, long spilled) {
+    this.heldFrom = heldFrom;
+    this.spilled = spilled;
+    this.openedAtMs = openedAtMs;
     this.lateAfterIdle = lateAfterIdle;
     this.written = written;
     this.heldFile = heldFile;

@@ -22,11 +22,16 @@ final class EpochTally {
   final List<String> heldFiles = new ArrayList<>();
   final Map<Integer, Long> read = new HashMap<>();
   final Map<Integer, Long> written = new HashMap<>();
+  /** Per source partition, the smallest offset of a record held back (what lag tools should count from). */
+  final Map<Integer, Long> heldFrom = new HashMap<>();
+  /** When the first of its tasks with a transaction began, on the tasks' clocks (ms; 0: unknown). */
+  long openedAtMs;
   private final List<KplexCommitMessage> messages = new ArrayList<>();
   private long lateBehind;
   private long lateBelow;
   private long lateAfterIdle;
   private long held;
+  private long spilled;
   private final long[] times = TaskTimes.none();
 
   private EpochTally(int physicalPartitions) {
@@ -43,16 +48,21 @@ final class EpochTally {
   private void add(EpochCommitMessage e) {
     if (e.written != null) {
       messages.add(e.written);
-      if (e.written.txn != null) txns.add(e.written.txn);
+      if (e.written.txn != null) {
+        txns.add(e.written.txn);
+        if (e.openedAtMs > 0) openedAtMs = openedAtMs == 0 ? e.openedAtMs : Math.min(openedAtMs, e.openedAtMs);
+      }
       for (int p = 0; p < lastOffsets.length; p++) lastOffsets[p] = Math.max(lastOffsets[p], e.written.lastOffsets[p]);
     }
     if (e.heldFile != null) heldFiles.add(e.heldFile);
     e.read.forEach((p, h) -> read.merge(p, h, Math::max));
     e.writtenHighs.forEach((vp, w) -> written.merge(vp, w, Math::max));
+    e.heldFrom.forEach((p, o) -> heldFrom.merge(p, o, Math::min));
     lateBehind += e.lateBehind;
     lateBelow += e.lateBelow;
     lateAfterIdle += e.lateAfterIdle;
     held += e.held;
+    spilled += e.spilled;
     TaskTimes.max(times, e.times);
   }
 
@@ -60,8 +70,29 @@ final class EpochTally {
    * The epoch's mark, its bounds decided: the marks of the epochs {@code before} it, moved
    * on by what it read and wrote, and the files it held back.
    */
-  EpochMark mark(String table, String query, long epoch, EventTime.Marks before, int[] idle) {
-    return new EpochMark(table, query, epoch, before.after(read, written).withIdle(idle), heldFiles);
+  EpochMark mark(String table, String query, long epoch, EventTime.Marks before, int[] idle, long atMs) {
+    return new EpochMark(table, query, epoch, before.after(read, written, atMs).withIdle(idle), heldFiles, held);
+  }
+
+  /**
+   * The offsets to commit to the query's monitoring group: per source partition, the end the
+   * epoch read to, or the oldest record still held there, whichever comes first.
+   */
+  Map<Integer, Long> monitored(Map<Integer, Long> ends) {
+    Map<Integer, Long> out = new java.util.TreeMap<>(ends);
+    heldFrom.forEach((p, o) -> out.merge(p, o, Math::min));
+    return out;
+  }
+
+  /**
+   * Where the commit's time budget (transaction.timeout.ms) is counted from: when the first
+   * task with a transaction began (its transaction opened then or later, Kafka's timer later
+   * still), less {@code skewMs} for the clocks of executors and driver, never before the
+   * write started on the driver ({@code writeStartedMs}). A micro-batch's read of its source
+   * and its shuffle, which open no transaction, do not count.
+   */
+  long budgetFrom(long writeStartedMs, long skewMs) {
+    return openedAtMs == 0 ? writeStartedMs : Math.max(writeStartedMs, openedAtMs - skewMs);
   }
 
   List<KplexCommitMessage> written() {
@@ -79,6 +110,7 @@ final class EpochTally {
     f.put("lateBelowWritten", Long.toString(lateBelow));
     f.put("lateAfterIdle", Long.toString(lateAfterIdle));
     f.put("heldRecords", Long.toString(held));
+    f.put("spilledRecords", Long.toString(spilled));
     f.put("watermark", Long.toString(watermark));
     f.put("watermarkHeldBy", Arrays.toString(holding));
     f.put("idlePartitions", Arrays.toString(idle));

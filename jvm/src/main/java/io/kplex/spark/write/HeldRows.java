@@ -110,48 +110,153 @@ final class HeldRows implements Serializable {
     return file.startsWith("/") || file.contains("://") || file.matches("^[A-Za-z]+:.*") ? file : dir + "/" + file;
   }
 
+  /** A count in a file's header that says: rows follow until a length of {@link #END}. */
+  private static final int STREAMED = -1;
+  private static final int END = -1;
+
   void write(String file, int numFields, List<UnsafeRow> rows) {
+    try (Writer out = writer(file, numFields)) {
+      for (UnsafeRow row : rows) out.add(row);
+    }
+  }
+
+  /**
+   * A held file written row by row, as the records come: its rows are never all in memory.
+   * The header counts none ({@link #STREAMED}); a length of {@link #END} ends the rows.
+   */
+  Writer writer(String file, int numFields) {
     try {
       Path path = new Path(file);
-      FileSystem fs = path.getFileSystem(conf());
-      try (FSDataOutputStream out = fs.create(path, true)) {
-        out.writeInt(MAGIC);
-        out.writeInt(numFields);
-        out.writeInt(rows.size());
-        byte[] buffer = new byte[4096];
-        for (UnsafeRow row : rows) {
-          out.writeInt(row.getSizeInBytes());
-          row.writeToStream(out, buffer);
-        }
-      }
+      FSDataOutputStream out = path.getFileSystem(conf()).create(path, true);
+      out.writeInt(MAGIC);
+      out.writeInt(numFields);
+      out.writeInt(STREAMED);
+      return new Writer(file, out);
     } catch (IOException e) {
       throw Errors.heldWrite(file, e);
     }
   }
 
+  /** See {@link #writer}. */
+  static final class Writer implements AutoCloseable {
+    private final String file;
+    private final java.io.DataOutputStream out;
+    private final byte[] buffer = new byte[4096];
+    private long rows;
+
+    Writer(String file, java.io.DataOutputStream out) {
+      this.file = file;
+      this.out = out;
+    }
+
+    void add(UnsafeRow row) {
+      try {
+        out.writeInt(row.getSizeInBytes());
+        row.writeToStream(out, buffer);
+        rows++;
+      } catch (IOException e) {
+        throw Errors.heldWrite(file, e);
+      }
+    }
+
+    long rows() {
+      return rows;
+    }
+
+    @Override
+    public void close() {
+      try {
+        out.writeInt(END);
+        out.close();
+      } catch (IOException e) {
+        throw Errors.heldWrite(file, e);
+      }
+    }
+  }
+
   List<UnsafeRow> read(String file, int numFields) {
+    List<UnsafeRow> rows = new ArrayList<>();
+    try (Reader in = open(file, numFields)) {
+      while (in.hasNext()) rows.add(in.next());
+    }
+    return rows;
+  }
+
+  /** A held file's rows, read one at a time (a file of an older kplex, with its count, too). */
+  Reader open(String file, int numFields) {
     try {
       Path path = new Path(file);
-      FileSystem fs = path.getFileSystem(conf());
-      try (DataInputStream in = new DataInputStream(fs.open(path))) {
-        if (in.readInt() != MAGIC) throw new IOException("not a kplex held-records file");
-        int fields = in.readInt();
-        if (fields != numFields) {
-          throw Errors.heldColumns(file, fields, numFields);
-        }
-        int n = in.readInt();
-        List<UnsafeRow> rows = new ArrayList<>(n);
-        for (int i = 0; i < n; i++) {
-          byte[] b = new byte[in.readInt()];
-          in.readFully(b);
-          UnsafeRow row = new UnsafeRow(numFields);
-          row.pointTo(b, b.length);
-          rows.add(row);
-        }
-        return rows;
+      DataInputStream in = new DataInputStream(new java.io.BufferedInputStream(path.getFileSystem(conf()).open(path),
+          1 << 16));
+      if (in.readInt() != MAGIC) {
+        in.close();
+        throw new IOException("not a kplex held-records file");
       }
+      int fields = in.readInt();
+      if (fields != numFields) {
+        in.close();
+        throw Errors.heldColumns(file, fields, numFields);
+      }
+      return new Reader(file, in, numFields, in.readInt());
     } catch (IOException e) {
       throw Errors.heldRead(file, e);
+    }
+  }
+
+  /** See {@link #open}. */
+  static final class Reader implements java.util.Iterator<UnsafeRow>, AutoCloseable {
+    private final String file;
+    private final DataInputStream in;
+    private final int numFields;
+    /** Rows left by the header's count, or {@link #STREAMED}. */
+    private long left;
+    private UnsafeRow next;
+
+    Reader(String file, DataInputStream in, int numFields, int count) {
+      this.file = file;
+      this.in = in;
+      this.numFields = numFields;
+      this.left = count;
+      advance();
+    }
+
+    private void advance() {
+      try {
+        next = null;
+        if (left == 0) return;
+        int size = in.readInt();
+        if (size == END && left == STREAMED) return;
+        byte[] b = new byte[size];
+        in.readFully(b);
+        UnsafeRow row = new UnsafeRow(numFields);
+        row.pointTo(b, b.length);
+        next = row;
+        if (left > 0) left--;
+      } catch (IOException e) {
+        throw Errors.heldRead(file, e);
+      }
+    }
+
+    @Override
+    public boolean hasNext() {
+      return next != null;
+    }
+
+    @Override
+    public UnsafeRow next() {
+      if (next == null) throw new java.util.NoSuchElementException(file);
+      UnsafeRow row = next;
+      advance();
+      return row;
+    }
+
+    @Override
+    public void close() {
+      try {
+        in.close();
+      } catch (IOException e) {
+        // read to its end or abandoned: nothing to lose
+      }
     }
   }
 

@@ -91,11 +91,34 @@ final class KplexStreamingWrite implements StreamingWrite {
     // Rows without their source position (another source, or a plan SourcePositions does
     // not follow, such as a join) count as one partition, whatever the source reads.
     HeldRelease.Signal source = schema.positioned() ? signal : HeldRelease.NONE;
+    if (!schema.positioned() && run.warnPositionsOnce()) {
+      LOG.warn("kplex: the rows of query {} into table {} come without their source position (another source than"
+          + " kplex's, or a join, an aggregation or a union before the sink): its input counts as one partition,"
+          + " judged late and released against earlier micro-batches, and a partition that runs behind others is"
+          + " not waited for (see sourcePositions in the progress)", queryId, conf.table);
+    }
     EpochStart start = new EpochStart(last.epoch(), last.marks(), source.partitions(), source.topic(),
-        signal.releaseAll(), last.held(), source.starts(), source.ends(), source.idle());
+        signal.releaseAll(), last.held(), source.starts(), source.ends(), source.idleBy(last.marks()));
     epochs.put(last.epoch() + 1, new Started(start, System.currentTimeMillis(), signal));
     held.clean(last.epoch());
     return new StreamingWriterFactory(conf, schema, start, held, info.numPartitions());
+  }
+
+  /** The clocks of the executors may run this far ahead of the driver's (see {@link EpochTally#budgetFrom}). */
+  static final long CLOCK_SKEW_MS = 5_000;
+
+  /**
+   * Tells the query's source how many offsets the committed epoch read and how long it took
+   * from its write's start, so that it sizes the next micro-batch within the commit's time
+   * budget ({@link io.kplex.spark.stream.QuerySinks#pace}).
+   */
+  private void paced(Started epoch) {
+    long offsets = 0;
+    HeldRelease.Signal s = epoch.signal();
+    for (Map.Entry<Integer, Long> e : s.ends().entrySet()) {
+      offsets += Math.max(0, e.getValue() - s.starts().getOrDefault(e.getKey(), e.getValue()));
+    }
+    io.kplex.spark.stream.QuerySinks.DRIVER.paced(queryId, offsets, System.currentTimeMillis() - epoch.atMs());
   }
 
   /** Ends the claim: after a failed epoch, or after each epoch of a write with no run. */
@@ -119,11 +142,17 @@ final class KplexStreamingWrite implements StreamingWrite {
         Started epoch = epochs.get(epochId);
         EpochTally tally = EpochTally.of(conf.physicalPartitions, messages);
         int[] idle = epoch == null ? new int[0] : epoch.start().idle();
-        EpochMark mark = tally.mark(conf.table, queryId, epochId, last.marks(), idle);
-        doCommit(tally, mark, epoch == null ? System.currentTimeMillis() : epoch.atMs());
+        EpochMark mark = tally.mark(conf.table, queryId, epochId, last.marks(), idle,
+            epoch == null ? 0 : epoch.signal().atMs());
+        long writeStarted = epoch == null ? System.currentTimeMillis() : epoch.atMs();
+        doCommit(tally, mark, tally.budgetFrom(writeStarted, CLOCK_SKEW_MS));
         advance(mark);
+        if (epoch != null) paced(epoch);
+        if (epoch != null && epoch.signal().releaseAll()) {
+          io.kplex.spark.stream.QuerySinks.DRIVER.released(queryId, io.kplex.spark.stream.QuerySinks.Release.DONE);
+        }
         publish(tally, mark, epoch == null ? HeldRelease.NONE.partitions() : epoch.start().partitions(), idle, started);
-        monitor(epoch == null ? HeldRelease.NONE : epoch.signal());
+        monitor(epoch == null ? HeldRelease.NONE : epoch.signal(), tally);
       }
       if (run.runId == null) release();
     } catch (RuntimeException | Error e) {
@@ -180,31 +209,40 @@ final class KplexStreamingWrite implements StreamingWrite {
       run.last = mark;
     }
     epochs.remove(mark.epoch());
+    io.kplex.spark.stream.QuerySinks.DRIVER.stands(queryId, new io.kplex.spark.stream.QuerySinks.Stand(
+        mark.marks().highs(), mark.marks().idle(), conf.maxDelayMs));
   }
 
   /** The epoch's figures: the write's summary, and the sink metrics of the query's progress. */
   private void publish(EpochTally tally, EpochMark mark, int[] partitions, int[] idle, long startedNanos) {
     WriteSummary.record(conf, tally.written().toArray(new WriterCommitMessage[0]));
     EventTime.Marks marks = mark.marks();
-    progress.accept(tally.figures(mark.epoch(), conf.virtualPartitions,
+    Map<String, String> figures = new java.util.LinkedHashMap<>(tally.figures(mark.epoch(), conf.virtualPartitions,
         marks.watermark(partitions, idle, conf.maxDelayMs), marks.holding(partitions, idle, conf.maxDelayMs), idle,
         (System.nanoTime() - startedNanos) / 1_000_000));
+    // Whether the rows carried their source position (kplex's source through projections and
+    // filters): "lost" means the input counted as one partition (logged once per run).
+    figures.put("sourcePositions", schema.positioned() ? "kept" : "lost");
+    progress.accept(figures);
   }
 
   /**
    * The committed epoch's source offsets to the query's monitoring group
    * ({@code kplex.<table>.<query id>}, or the read's {@code monitorGroup}), for lag tools only:
-   * never read back, and a failure only logged (once per run).
+   * never read back, and a failure only logged (once per run). Per partition, the end the
+   * epoch read to, or the oldest record it still holds there: lag counts held records as
+   * not yet delivered (a record is held until the watermark passes it).
    */
-  private void monitor(HeldRelease.Signal signal) {
+  private void monitor(HeldRelease.Signal signal, EpochTally tally) {
     String group = MonitorGroup.name(signal.monitorGroup(), conf.table, queryId);
     if (group == null || signal.topic() == null || signal.ends().isEmpty()) return;
+    Map<Integer, Long> offsets = tally.monitored(signal.ends());
     Exception failed;
     if (run.runId != null) {
-      failed = MonitorGroup.commit(run.clients(conf.kafka), group, signal.topic(), signal.ends());
+      failed = MonitorGroup.commit(run.clients(conf.kafka), group, signal.topic(), offsets);
     } else {
       try (KafkaTopics kafka = new KafkaTopics(conf.kafka)) {
-        failed = MonitorGroup.commit(kafka, group, signal.topic(), signal.ends());
+        failed = MonitorGroup.commit(kafka, group, signal.topic(), offsets);
       }
     }
     if (failed != null && run.warnMonitorOnce()) {

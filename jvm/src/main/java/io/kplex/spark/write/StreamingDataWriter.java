@@ -8,7 +8,9 @@ import io.kplex.spark.time.EventTimeGate;
 import io.kplex.spark.wire.KeyBytes;
 import io.kplex.spark.wire.Placement;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
@@ -48,6 +50,8 @@ final class StreamingDataWriter implements DataWriter<InternalRow> {
   /** The clock's nanos when the writer was ready, and when its first row came (0: none yet). */
   private final long readyAt;
   private long firstRowAt;
+  /** When the task began (ms, its clock): its transaction, opened then or later, is no older. */
+  private final long openedAtMs;
 
   StreamingDataWriter(KplexDataWriter out, WriteConf conf, WriteSchema schema, RowCodec codec, EpochStart start,
       int partitionId, int numPartitions, HeldRows held, String heldFile, Clock clock) {
@@ -63,21 +67,168 @@ final class StreamingDataWriter implements DataWriter<InternalRow> {
     this.heldFile = heldFile;
     this.toUnsafe = UnsafeProjection.create(schema.schema);
     long started = clock.nanos();
-    List<EventTimeGate.Item<UnsafeRow>> mine = new ArrayList<>();
+    this.openedAtMs = clock.millis();
+    List<java.util.Iterator<EventTimeGate.Item<UnsafeRow>>> runs = new ArrayList<>();
     for (String file : start.held()) {
       int[] by = HeldRows.writtenBy(file);
       boolean sameTasks = by != null && by[1] == numPartitions;
       if (sameTasks && by[0] != partitionId) continue;  // another task's virtual partitions
-      for (UnsafeRow row : held.read(held.resolve(file), schema.schema.length())) {
-        EventTimeGate.Item<UnsafeRow> e = item(row);
-        if (sameTasks || owner(e.vp()) == partitionId) mine.add(e);
-      }
+      HeldRows.Reader rows = held.open(held.resolve(file), schema.schema.length());
+      readers.add(rows);
+      runs.add(new Filtered(rows, sameTasks));
     }
+    this.pending = new Spilling(conf.faults.pendingMemoryBytes > 0 ? conf.faults.pendingMemoryBytes
+        : PENDING_MEMORY_BYTES);
     this.gate = new EventTimeGate<>(start.marks(), start.partitions(), start.idle(), conf.maxDelayMs, start.releaseAll(),
-        mine,
-        new Out());
+        merged(runs), pending, new Out());
     this.readyAt = clock.nanos();
     times[TaskTimes.HELD_READ] = TaskTimes.ms(started, readyAt);
+  }
+
+  /**
+   * Records waiting for the commit are kept in memory up to this many bytes per task, then
+   * spilled to a file on the executor's local disk (they are in order: written once, read
+   * once at the commit).
+   */
+  static final long PENDING_MEMORY_BYTES = 64L << 20;
+
+  /** The held files being read (closed at the commit, or on abort). */
+  private final List<HeldRows.Reader> readers = new ArrayList<>();
+  private final Spilling pending;
+
+  /** A held file's records of this task's virtual partitions, as gate items. */
+  private final class Filtered implements java.util.Iterator<EventTimeGate.Item<UnsafeRow>> {
+    private final java.util.Iterator<UnsafeRow> rows;
+    private final boolean mineOnly;
+    private EventTimeGate.Item<UnsafeRow> next;
+
+    Filtered(java.util.Iterator<UnsafeRow> rows, boolean mineOnly) {
+      this.rows = rows;
+      this.mineOnly = mineOnly;
+      advance();
+    }
+
+    private void advance() {
+      next = null;
+      while (next == null && rows.hasNext()) {
+        EventTimeGate.Item<UnsafeRow> e = item(rows.next());
+        if (mineOnly || owner(e.vp()) == partitionId) next = e;
+      }
+    }
+
+    @Override
+    public boolean hasNext() {
+      return next != null;
+    }
+
+    @Override
+    public EventTimeGate.Item<UnsafeRow> next() {
+      EventTimeGate.Item<UnsafeRow> e = next;
+      advance();
+      return e;
+    }
+  }
+
+  /** The runs (each in order) merged into one sequence in order: one file, or several when the tasks changed. */
+  static <T> java.util.Iterator<EventTimeGate.Item<T>> merged(List<java.util.Iterator<EventTimeGate.Item<T>>> runs) {
+    if (runs.size() == 1) return runs.get(0);
+    java.util.PriorityQueue<Object[]> heads = new java.util.PriorityQueue<>(Math.max(1, runs.size()),
+        (a, b) -> EventTimeGate.ORDER.compare(item(a), item(b)));
+    for (java.util.Iterator<EventTimeGate.Item<T>> run : runs) {
+      if (run.hasNext()) heads.add(new Object[] {run.next(), run});
+    }
+    return new java.util.Iterator<>() {
+      @Override
+      public boolean hasNext() {
+        return !heads.isEmpty();
+      }
+
+      @Override
+      @SuppressWarnings("unchecked")
+      public EventTimeGate.Item<T> next() {
+        Object[] head = heads.poll();
+        java.util.Iterator<EventTimeGate.Item<T>> run = (java.util.Iterator<EventTimeGate.Item<T>>) head[1];
+        if (run.hasNext()) heads.add(new Object[] {run.next(), run});
+        return (EventTimeGate.Item<T>) head[0];
+      }
+    };
+  }
+
+  @SuppressWarnings("unchecked")
+  private static <T> EventTimeGate.Item<T> item(Object[] head) {
+    return (EventTimeGate.Item<T>) head[0];
+  }
+
+  /**
+   * The records waiting for the commit: in memory up to {@code memoryBytes}, then all of
+   * them in a file on the local disk, in order (written as they come, read once at the commit).
+   */
+  private final class Spilling implements EventTimeGate.Pending<UnsafeRow> {
+    private final long memoryBytes;
+    private final List<EventTimeGate.Item<UnsafeRow>> memory = new ArrayList<>();
+    private long bytes;
+    private java.io.File file;
+    private HeldRows.Writer spill;
+    private HeldRows.Reader reading;
+    private long spilled;
+
+    Spilling(long memoryBytes) {
+      this.memoryBytes = memoryBytes;
+    }
+
+    @Override
+    public void add(EventTimeGate.Item<UnsafeRow> item) {
+      if (spill != null) {
+        spill.add(item.payload());
+        spilled++;
+        return;
+      }
+      memory.add(item);
+      // The row, and the key and value bytes the item keeps beside it.
+      bytes += 2L * item.payload().getSizeInBytes() + 64;
+      if (bytes > memoryBytes) {
+        try {
+          file = java.io.File.createTempFile("kplex-pending-", ".rows");
+          spill = new HeldRows.Writer(file.getPath(), new java.io.DataOutputStream(
+              new java.io.BufferedOutputStream(new java.io.FileOutputStream(file), 1 << 16)));
+        } catch (java.io.IOException e) {
+          throw Errors.heldWrite(String.valueOf(file), e);
+        }
+        for (EventTimeGate.Item<UnsafeRow> e : memory) spill.add(e.payload());
+        spilled += memory.size();
+        memory.clear();
+      }
+    }
+
+    @Override
+    public java.util.Iterator<EventTimeGate.Item<UnsafeRow>> drain() {
+      if (spill == null) return memory.iterator();
+      spill.close();
+      try {
+        reading = new HeldRows.Reader(file.getPath(), new java.io.DataInputStream(new java.io.BufferedInputStream(
+            new java.io.FileInputStream(file), 1 << 16)), schema.schema.length(), -1);
+      } catch (java.io.IOException e) {
+        throw Errors.heldRead(file.getPath(), e);
+      }
+      return new Filtered(reading, true);
+    }
+
+    long spilled() {
+      return spilled;
+    }
+
+    /** Removes the spill file (after the commit, or on abort). */
+    void clear() {
+      if (reading != null) reading.close();
+      if (spill != null && reading == null) {
+        try {
+          spill.close();
+        } catch (RuntimeException e) {
+          // abandoned: the file goes below
+        }
+      }
+      if (file != null && !file.delete()) file.deleteOnExit();
+    }
   }
 
   private int owner(int vp) {
@@ -173,24 +324,44 @@ final class StreamingDataWriter implements DataWriter<InternalRow> {
   public WriterCommitMessage commit() {
     long committing = clock.nanos();
     if (firstRowAt != 0) times[TaskTimes.WRITE] = TaskTimes.ms(firstRowAt, committing);
-    List<EventTimeGate.Item<UnsafeRow>> holding = gate.commit();
-    String file = null;
-    if (!holding.isEmpty()) {
-      List<UnsafeRow> rows = new ArrayList<>(holding.size());
-      for (EventTimeGate.Item<UnsafeRow> e : holding) rows.add(e.payload());
-      held.write(heldFile, schema.schema.length(), rows);
-      file = held.relative(heldFile);
+    Map<Integer, Long> heldFrom = new HashMap<>();
+    HeldRows.Writer[] holding = new HeldRows.Writer[1];
+    try {
+      gate.commit(e -> {
+        UnsafeRow row = e.payload();
+        if (holding[0] == null) holding[0] = held.writer(heldFile, schema.schema.length());
+        holding[0].add(row);
+        if (schema.sourceOffset >= 0 && !row.isNullAt(schema.sourcePartition) && !row.isNullAt(schema.sourceOffset)) {
+          heldFrom.merge(row.getInt(schema.sourcePartition), row.getLong(schema.sourceOffset), Math::min);
+        }
+      });
+    } finally {
+      if (holding[0] != null) holding[0].close();
+      release();
     }
+    long heldCount = holding[0] == null ? 0 : holding[0].rows();
+    String file = holding[0] == null ? null : held.relative(heldFile);
     KplexCommitMessage written = (KplexCommitMessage) out.commit();
     times[TaskTimes.COMMIT] = TaskTimes.ms(committing, clock.nanos());
-    return new EpochCommitMessage(written, file, holding.size(), gate.read(), gate.written(),
+    return new EpochCommitMessage(written, file, heldCount, gate.read(), gate.written(),
         gate.late(EventTime.Late.BEHIND_PARTITION), gate.late(EventTime.Late.BELOW_WRITTEN),
-        gate.late(EventTime.Late.AFTER_IDLE), times);
+        gate.late(EventTime.Late.AFTER_IDLE), times, heldFrom, openedAtMs, pending.spilled());
+  }
+
+  /** Closes the held files read and removes the spill file. */
+  private void release() {
+    readers.forEach(HeldRows.Reader::close);
+    readers.clear();
+    pending.clear();
   }
 
   @Override
   public void abort() {
-    out.abort();
+    try {
+      release();
+    } finally {
+      out.abort();
+    }
   }
 
   @Override

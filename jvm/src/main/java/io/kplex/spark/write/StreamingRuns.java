@@ -45,6 +45,16 @@ final class StreamingRuns {
     /** Whether a failed commit to the monitoring group was logged in this run. */
     private boolean monitorWarned;
 
+    /** Whether this run logged that its rows come without their source position. */
+    private boolean positionsWarned;
+
+    /** True the first time it is asked in this run: log that the source positions are lost once. */
+    synchronized boolean warnPositionsOnce() {
+      boolean first = !positionsWarned;
+      positionsWarned = true;
+      return first;
+    }
+
     /** True the first time it is asked in this run: log a monitoring failure once. */
     synchronized boolean warnMonitorOnce() {
       boolean first = !monitorWarned;

@@ -20,6 +20,18 @@ public class StreamOffsetsTest {
   }
 
   @Test
+  public void idleAndDrainedPartitionsAndThePlanningTimeReadBack() {
+    SourceOffset o = new SourceOffset("views", Map.of(0, 42L), 1, java.util.Set.of(3), java.util.Set.of(1, 5),
+        1_700_000_000_000L);
+    assertEquals("{\"views\":{\"0\":42},\"kplex.flushes\":1,\"kplex.idle\":[3],\"kplex.drained\":[1,5],"
+        + "\"kplex.at\":1700000000000}", o.json());
+    SourceOffset back = SourceOffset.parse("views", o.json());
+    assertEquals(o.json(), back.json());
+    assertEquals(java.util.Set.of(1, 5), back.drained);
+    assertEquals(1_700_000_000_000L, back.at);
+  }
+
+  @Test
   public void aCheckpointOfAnEarlierKplexWithItsCaughtUpFlagStillReads() {
     SourceOffset old = SourceOffset.parse("views", "{\"views\":{\"0\":42},\"kplex.caught_up\":true}");
     assertEquals(Map.of(0, 42L), old.next);
@@ -65,5 +77,33 @@ public class StreamOffsetsTest {
   public void aBacklogUnderTheLimitIsReadWhole() {
     Map<Integer, Long> until = map(10, 20);
     assertEquals(until, KplexMicroBatchStream.capped(map(0, 0), until, 1_000));
+  }
+
+  @Test
+  public void withoutMaxOffsetsPerTriggerAMicroBatchFitsAQuarterOfTheCommitsBudget() {
+    // 15 min timeout less 30 s: 870 s; at the first pace of 5,000/s, a quarter of it.
+    assertEquals(1_087_500, KplexMicroBatchStream.defaultCap(870_000, -1));
+    assertEquals("at the last micro-batch's pace", 10_875_000, KplexMicroBatchStream.defaultCap(870_000, 50));
+    assertEquals("a 60 s timeout (30 s budget) at 20,000/s", 150_000, KplexMicroBatchStream.defaultCap(30_000, 20));
+    assertEquals("never below the floor", KplexMicroBatchStream.MIN_DEFAULT_CAP,
+        KplexMicroBatchStream.defaultCap(1_000, 0.001));
+  }
+
+  @Test
+  public void partitionsAheadInEventTimeWaitWhileAPartitionBehindHasABacklog() {
+    // Partition 0 read up to 199 s, partition 1 up to 19.9 s; max_delay_ms 5 s: 0 is ahead.
+    java.util.Set<Integer> ahead = KplexMicroBatchStream.ahead(Map.of(0, 199_000L, 1, 19_900L), java.util.Set.of(),
+        java.util.List.of(0, 1), 5_000);
+    assertEquals(java.util.Set.of(0), ahead);
+    Map<Integer, Long> out = KplexMicroBatchStream.capped(map(200, 200), map(2_000, 2_000), 400, ahead);
+    assertEquals("the one behind takes the whole limit", Map.of(0, 200L, 1, 600L), out);
+    assertEquals("nothing behind has a backlog: all share again", Map.of(0, 400L, 1, 2_000L),
+        KplexMicroBatchStream.capped(map(200, 2_000), map(2_000, 2_000), 200, ahead));
+    assertEquals("within max_delay_ms none is ahead", java.util.Set.of(),
+        KplexMicroBatchStream.ahead(Map.of(0, 24_000L, 1, 19_900L), java.util.Set.of(), java.util.List.of(0, 1), 5_000));
+    assertEquals("an idle partition holds nothing back", java.util.Set.of(),
+        KplexMicroBatchStream.ahead(Map.of(0, 199_000L, 1, 19_900L), java.util.Set.of(1), java.util.List.of(0, 1), 5_000));
+    assertEquals("a partition with no record yet is the furthest behind", java.util.Set.of(0, 1),
+        KplexMicroBatchStream.ahead(Map.of(0, 1L, 1, 2L), java.util.Set.of(), java.util.List.of(0, 1, 2), 5_000));
   }
 }

@@ -79,6 +79,29 @@ public class EventTimeTest {
   }
 
   @Test
+  public void aDrainedPartitionIsIdleWhenItHasNoRecordOrItsHighHasNotRisenForTheTimeout() {
+    // Partition 0 moved at 1,000 ms, partition 1 at 5,000 ms, partition 3 has a high and no time: timeout 3,000.
+    Marks m = new Marks(Map.of(0, 100L, 1, 50L, 3, 70L), Map.of(), Set.of(), Map.of(0, 1_000L, 1, 5_000L));
+    int[] drained = {0, 1, 2, 3};
+    assertArrayEquals("2 empty; 0 quiet since 1,000", new int[] {0, 2}, m.idleOf(drained, 4_000, 3_000));
+    assertArrayEquals("1 reaches the timeout exactly", new int[] {0, 1, 2}, m.idleOf(drained, 8_000, 3_000));
+    assertArrayEquals("planning time unknown: only the empty one", new int[] {2}, m.idleOf(drained, 0, 3_000));
+    assertArrayEquals("strict waiting", new int[0], m.idleOf(drained, 8_000, -1));
+    assertArrayEquals("only drained partitions", new int[] {2}, m.idleOf(new int[] {1, 2}, 4_000, 3_000));
+  }
+
+  @Test
+  public void afterRecordsWhenEachPartitionsHighLastRose() {
+    Marks m = new Marks(Map.of(0, 100L, 1, 50L, 3, 70L), Map.of(), Set.of(), Map.of(0, 1_000L, 1, 1_000L));
+    Marks next = m.after(Map.of(0, 90L, 1, 60L, 2, 5L), Map.of(), 9_000);
+    assertEquals(Map.of(0, 100L, 1, 60L, 2, 5L, 3, 70L), next.highs());
+    assertEquals("0 did not rise; 1 rose; 2 is new; 3 had no time",
+        Map.of(0, 1_000L, 1, 9_000L, 2, 9_000L, 3, 9_000L), next.moved());
+    assertEquals("an unknown planning time records nothing", m.moved(), m.after(Map.of(1, 60L), Map.of(), 0).moved());
+    assertEquals(m.moved(), m.after(Map.of(1, 60L), Map.of()).moved());
+  }
+
+  @Test
   public void aRecordOnAPartitionThatWasIdleBelowWhatItsVirtualPartitionHoldsIsLateAfterIdle() {
     // Partition 1 was idle when vp 0 was written up to 200; it comes back with 150 (vp 0) and 210 (vp 0).
     Marks before = new Marks(Map.of(0, 195L, 1, 50L), Map.of(0, 200L), Set.of(1));

@@ -20,6 +20,13 @@ public class EpochMarkTest {
   }
 
   @Test
+  public void idlePartitionsAndWhenHighsMovedReadBack() {
+    EpochMark mark = new EpochMark("t", "q", 3, new EventTime.Marks(Map.of(0, 9L, 4, 2L), Map.of(1, 3L),
+        java.util.Set.of(4), Map.of(0, 1_700_000_000_000L, 4, 1_700_000_001_000L)), List.of());
+    assertEquals(mark, EpochMark.fromJson(mark.toJson()));
+  }
+
+  @Test
   public void aQueryStartsWithNothingReleasedAndNothingHeld() {
     EpochMark start = EpochMark.start("t", "q");
     assertEquals(-1, start.epoch());

@@ -65,8 +65,12 @@ final class FakeKafka implements KafkaClients {
   /** Open transactional ids, and those fenced, in order. */
   final Set<String> open = ConcurrentHashMap.newKeySet();
   final List<String> fenced = new java.util.concurrent.CopyOnWriteArrayList<>();
-  /** How many consumers were made: how many times a topic was read. */
+  /** How many times a topic was read (a consumer asked for its end offsets, as every read does first). */
   final AtomicInteger reads = new AtomicInteger();
+  /** How many consumers were made. */
+  final AtomicInteger consumers = new AtomicInteger();
+  /** How many records consumers were handed. */
+  final AtomicInteger recordsRead = new AtomicInteger();
   private final FakeAdmin admin = new FakeAdmin();
   private final Map<String, Runnable> hooks = new ConcurrentHashMap<>();
 
@@ -134,23 +138,65 @@ final class FakeKafka implements KafkaClients {
     };
   }
 
+  /**
+   * A consumer of the live logs, as a broker's: its offsets and records are those of the
+   * moment it is asked (a consumer that stays assigned sees what is appended later).
+   */
   @Override
   public org.apache.kafka.clients.consumer.Consumer<byte[], byte[]> consumer(Map<String, Object> props) {
-    reads.incrementAndGet();
-    Map<TopicPartition, List<ConsumerRecord<byte[], byte[]>>> now = snapshot();
-    MockConsumer<byte[], byte[]> consumer = new MockConsumer<>(OffsetResetStrategy.EARLIEST);
-    Map<TopicPartition, Long> begin = new HashMap<>();
-    Map<TopicPartition, Long> end = new HashMap<>();
-    now.forEach((tp, log) -> {
-      begin.put(tp, 0L);
-      end.put(tp, (long) log.size());
-    });
-    consumer.updateBeginningOffsets(begin);
-    consumer.updateEndOffsets(end);
-    consumer.schedulePollTask(() -> {
-      for (TopicPartition tp : consumer.assignment()) now.getOrDefault(tp, List.of()).forEach(consumer::addRecord);
-    });
-    return consumer;
+    consumers.incrementAndGet();
+    return new LiveConsumer();
+  }
+
+  private final class LiveConsumer extends MockConsumer<byte[], byte[]> {
+    /** Per partition, how many of its records were handed to the mock so far. */
+    private final Map<TopicPartition, Integer> added = new HashMap<>();
+
+    LiveConsumer() {
+      super(OffsetResetStrategy.EARLIEST);
+      refresh();
+    }
+
+    private Map<TopicPartition, List<ConsumerRecord<byte[], byte[]>>> refresh() {
+      Map<TopicPartition, List<ConsumerRecord<byte[], byte[]>>> now = snapshot();
+      Map<TopicPartition, Long> begin = new HashMap<>();
+      Map<TopicPartition, Long> end = new HashMap<>();
+      now.forEach((tp, log) -> {
+        begin.put(tp, 0L);
+        end.put(tp, (long) log.size());
+      });
+      updateBeginningOffsets(begin);
+      updateEndOffsets(end);
+      return now;
+    }
+
+    @Override
+    public synchronized Map<TopicPartition, Long> endOffsets(java.util.Collection<TopicPartition> partitions) {
+      reads.incrementAndGet();
+      refresh();
+      return super.endOffsets(partitions);
+    }
+
+    @Override
+    public synchronized long position(TopicPartition partition) {
+      refresh();
+      return super.position(partition);
+    }
+
+    @Override
+    public synchronized org.apache.kafka.clients.consumer.ConsumerRecords<byte[], byte[]> poll(
+        java.time.Duration timeout) {
+      Map<TopicPartition, List<ConsumerRecord<byte[], byte[]>>> now = refresh();
+      for (TopicPartition tp : assignment()) {
+        List<ConsumerRecord<byte[], byte[]>> log = now.getOrDefault(tp, List.of());
+        for (int i = added.getOrDefault(tp, 0); i < log.size(); i++) {
+          addRecord(log.get(i));
+          recordsRead.incrementAndGet();
+        }
+        added.put(tp, log.size());
+      }
+      return super.poll(timeout);
+    }
   }
 
   @Override

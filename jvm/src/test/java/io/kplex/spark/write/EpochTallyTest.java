@@ -45,9 +45,9 @@ public class EpochTallyTest {
   @Test
   public void theMarkMovesTheLastEpochsBoundsOnByWhatWasReadAndWrittenAndRecordsTheIdlePartitions() {
     EventTime.Marks before = new EventTime.Marks(Map.of(0, 110L, 3, 5L), Map.of(2, 75L), java.util.Set.of(1));
-    EpochMark mark = EpochTally.of(2, EPOCH).mark("t", "q", 5, before, new int[] {3});
+    EpochMark mark = EpochTally.of(2, EPOCH).mark("t", "q", 5, before, new int[] {3}, 0);
     assertEquals(new EpochMark("t", "q", 5, new EventTime.Marks(Map.of(0, 120L, 1, 50L, 3, 5L),
-        Map.of(0, 90L, 2, 75L), java.util.Set.of(3)), List.of("held/5/part-0-of-2-11")), mark);
+        Map.of(0, 90L, 2, 75L), java.util.Set.of(3)), List.of("held/5/part-0-of-2-11"), 3), mark);
     assertEquals("the mark's JSON keeps them", mark, EpochMark.fromJson(mark.toJson()));
   }
 
@@ -55,9 +55,9 @@ public class EpochTallyTest {
   public void theProgressShowsTheEpochsFiguresInOrder() {
     Map<String, String> figures = EpochTally.of(2, EPOCH).figures(5, 3, 42, new int[] {0, 1}, new int[] {2}, 17);
     assertEquals(List.of("epoch", "rowsPerVirtualPartition", "lateRecords", "lateBehindPartition",
-        "lateBelowWritten", "lateAfterIdle", "heldRecords", "watermark", "watermarkHeldBy", "idlePartitions",
+        "lateBelowWritten", "lateAfterIdle", "heldRecords", "spilledRecords", "watermark", "watermarkHeldBy", "idlePartitions",
         "taskHeldReadMs", "taskSortMs", "taskWriteMs", "taskCommitMs", "commitMs"), List.copyOf(figures.keySet()));
-    assertEquals(List.of("5", "{\"0\":2,\"2\":5}", "7", "1", "2", "4", "3", "42", "[0, 1]", "[2]", "3", "20", "40",
+    assertEquals(List.of("5", "{\"0\":2,\"2\":5}", "7", "1", "2", "4", "3", "0", "42", "[0, 1]", "[2]", "3", "20", "40",
         "4", "17"), List.copyOf(figures.values()));
   }
 
@@ -67,5 +67,35 @@ public class EpochTallyTest {
     assertEquals(List.of(), tally.txns);
     assertArrayEquals(new long[] {-1, -1}, tally.lastOffsets);
     assertEquals("{}", tally.figures(0, 3, Long.MIN_VALUE, new int[] {0}, new int[0], 0).get("rowsPerVirtualPartition"));
+  }
+
+  @Test
+  public void theMonitoringGroupIsCommittedUpToTheOldestHeldRecordOfEachPartition() {
+    long[] none = TaskTimes.none();
+    WriterCommitMessage[] epoch = {
+        new EpochCommitMessage(null, "a", 2, Map.of(), Map.of(), 0, 0, 0, none, Map.of(0, 40L, 1, 75L), 0, 0),
+        new EpochCommitMessage(null, "b", 1, Map.of(), Map.of(), 0, 0, 0, none, Map.of(0, 30L), 0, 0),
+        new EpochCommitMessage(null, null, 0, Map.of(), Map.of(), 0, 0, 0, none)};
+    EpochTally tally = EpochTally.of(2, epoch);
+    assertEquals(Map.of(0, 30L, 1, 75L, 2, 90L), tally.monitored(Map.of(0, 100L, 1, 80L, 2, 90L)));
+  }
+
+  @Test
+  public void theCommitsBudgetCountsFromTheFirstTaskWithATransactionLessTheClockSkew() {
+    long[] none = TaskTimes.none();
+    KplexCommitMessage batch = new KplexCommitMessage(0, new long[] {1}, 0, new TaskTransaction("t-0", 0, (short) 0),
+        new long[] {3}, new long[0]);
+    KplexCommitMessage other = new KplexCommitMessage(1, new long[] {1}, 0, new TaskTransaction("t-1", 1, (short) 0),
+        new long[] {4}, new long[0]);
+    WriterCommitMessage[] epoch = {
+        new EpochCommitMessage(batch, null, 0, Map.of(), Map.of(), 0, 0, 0, none, Map.of(), 90_000, 0),
+        new EpochCommitMessage(other, null, 0, Map.of(), Map.of(), 0, 0, 0, none, Map.of(), 70_000, 0),
+        // a task with no transaction (an epoch already committed) does not count
+        new EpochCommitMessage(null, null, 0, Map.of(), Map.of(), 0, 0, 0, none, Map.of(), 1_000, 0)};
+    EpochTally tally = EpochTally.of(1, epoch);
+    assertEquals(65_000, tally.budgetFrom(10_000, 5_000));
+    assertEquals("never before the write started", 68_000, tally.budgetFrom(68_000, 5_000));
+    assertEquals("tasks that did not say: the write's start", 10_000,
+        EpochTally.of(1, new WriterCommitMessage[] {EPOCH[0]}).budgetFrom(10_000, 5_000));
   }
 }

@@ -120,4 +120,44 @@ public class StreamingDataWriterTest {
     times[TaskTimes.WRITE] = 20;
     assertArrayEquals(times, m.times);
   }
+
+  /** A writer of epoch {@code lastEpoch + 1} over held files {@code held}, partition 0 its only source partition. */
+  private StreamingDataWriter epoch(WriteConf conf, HeldRows held, long lastEpoch, EventTime.Marks marks,
+      boolean releaseAll, List<String> heldFiles) {
+    RowCodec codec = WriterFixture.codec(conf);
+    KplexDataWriter out = KplexDataWriter.open(conf, codec, 0, 0, 0, null, clients);
+    EpochStart start = new EpochStart(lastEpoch, marks, new int[] {0}, null, releaseAll, heldFiles);
+    return new StreamingDataWriter(out, conf, WriterFixture.COLUMNS, codec, start, 0, 1, held,
+        held.path(lastEpoch + 1, 0, 1, lastEpoch), clock);
+  }
+
+  @Test
+  public void heldRecordsAreStreamedFromTheirFileAndWaitingOnesSpillToDiskYetAllComeOutInOrder() throws Exception {
+    System.setProperty(io.kplex.spark.testing.FaultInjection.ARMED_PROPERTY, "true");
+    try {
+      WriteConf conf = conf("kplex.delivery", "at_least_once", "kplex.max_delay_ms", "1000000",
+          "kplex.testing.pending_memory_bytes", "2000");
+      HeldRows held = new HeldRows(new Configuration(false), Files.createTempDirectory("kplex-held").toString());
+      StreamingDataWriter first = epoch(conf, held, 0, EventTime.Marks.NONE, false, List.of());
+      for (long order = 1; order <= 500; order++) first.write(row("k" + order % 7, order, Long.toString(order)));
+      EpochCommitMessage one = (EpochCommitMessage) first.commit();
+      assertEquals("nothing passes a watermark a million ms back", 0, clients.producer.history().size());
+      assertEquals(500, one.held);
+      assertTrue("500 rows outgrow 2,000 bytes: " + one.spilled, one.spilled == 500);
+      assertEquals(List.of(one.heldFile), List.of(held.relative(held.path(1, 0, 1, 0))));
+
+      EventTime.Marks after = new EventTime.Marks(Map.of(0, 500L), Map.of());
+      StreamingDataWriter second = epoch(conf, held, 1, after, true, List.of(one.heldFile));
+      for (long order = 501; order <= 600; order++) second.write(row("k" + order % 7, order, Long.toString(order)));
+      EpochCommitMessage two = (EpochCommitMessage) second.commit();
+      assertEquals("released at the end: nothing held", 0, two.held);
+      List<Long> orders = clients.producer.history().stream()
+          .map(r -> Long.parseLong(new String(r.value(), java.nio.charset.StandardCharsets.UTF_8))).toList();
+      assertEquals(600, orders.size());
+      assertEquals("every record once, in order", java.util.stream.LongStream.rangeClosed(1, 600).boxed().toList(),
+          orders);
+    } finally {
+      System.clearProperty(io.kplex.spark.testing.FaultInjection.ARMED_PROPERTY);
+    }
+  }
 }
