@@ -65,7 +65,7 @@ def grant(cluster, user: str, acls: list[tuple[ResourceType, str, ResourcePatter
 
 
 def readme_acls(tables: list[str], sources: list[str]) -> list[tuple]:
-    """Exactly the ACLs the README's "Secured Kafka" section lists, for these tables and sources."""
+    """Exactly the ACLs docs/secured-kafka.md lists, for these tables and sources."""
     T, L, X = ResourceType.TOPIC, ResourcePatternType.LITERAL, ResourcePatternType.PREFIXED
     acls = []
     for table in tables:

@@ -250,8 +250,12 @@ def test_records_held_back_count_as_lag_in_kafkas_group_tool_until_they_are_rele
     first_held = {p: min(i for i in range(100) if (p, i) not in written) for p in range(3)}
     group = f"kplex.{table}.{query.id}"
     assert describe_group(bootstrap, group) == {p: (first_held[p], 100 - first_held[p]) for p in range(3)}
-    stream_state = next(q for q in status(bootstrap, table)["streams"] if q["query"] == str(query.id))
+    state = status(bootstrap, table)
+    stream_state = next(q for q in state["streams"] if q["query"] == str(query.id))
     assert stream_state["held_records"] == held
+    plane = state["control_plane"]
+    assert plane["topic"] == "_kplex_commits" and 0 < plane["live_keys"] <= plane["end_offset"] - plane["start_offset"]
+    assert f"control plane _kplex_commits: {plane['live_keys']} live keys" in render(state)
     assert stream_state["total_lag"] == sum(100 - first_held[p] for p in range(3)) >= held
     released = streamed(spark, source, table, tmp_path / "chk", releaseAtEnd="true")
     assert released.id == query.id

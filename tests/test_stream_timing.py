@@ -147,3 +147,29 @@ def test_a_rate_limited_backlog_admits_the_partition_behind_in_event_time_first_
     assert catching_up == sorted(catching_up, reverse=True), f"held records per batch: {held}"
     got = verify.virtual_partition_sequences(verify.read_topic(bootstrap, target))
     assert got == verify.virtual_partition_sequences(verify.read_topic(bootstrap, inserted))
+
+
+def test_a_backlog_drains_under_the_defaults_in_micro_batches_that_fit_a_short_transaction_timeout(
+        spark, bootstrap, fresh_name, tmp_path):
+    """No maxOffsetsPerTrigger, kafka.transaction.timeout.ms 20 s (a commit budget of 10 s): the
+    first micro-batch reads a quarter of the budget at 5,000 offsets a second (12,500), the next
+    ones a quarter of it at the pace the last one went; the backlog drains with no
+    [KPLEX_COMMIT_EXPIRED], every record once, each virtual partition in order."""
+    from test_streaming import assert_exactly_once_in_order
+    from test_streaming import create as create_9
+
+    source, target = fresh_name("drain_src"), fresh_name("drain_by_user")
+    records = 150_000
+    datagen.generate_pageviews(bootstrap, source, records, partitions=3, users=50, seed=11, out_of_order_ms=1_000)
+    create_9(spark, target, delay_ms=2_000)
+    timeout = {"kafka.transaction.timeout.ms": "20000"}
+    reader = spark.readStream.format("kplex").option("table", source).option("releaseAtEnd", "true")
+    writer = (reader.options(**timeout).load().selectExpr(*SELECT).writeStream.format("kplex")
+              .option("table", target).options(**timeout).option("checkpointLocation", str(tmp_path / "chk")))
+    query = writer.trigger(availableNow=True).start()
+    query.awaitTermination(600)
+    assert query.exception() is None, query.exception()
+    sizes = [p.numInputRows for p in recent_progress(query) if p.numInputRows > 0]
+    assert sizes[0] == 12_500, sizes
+    assert len(sizes) >= 3 and sum(sizes) == records, sizes
+    assert_exactly_once_in_order(bootstrap, source, target, records)

@@ -82,7 +82,7 @@ def access_error(client: Consumer, error: KafkaError | None = None, operation: s
         what = resource or _AUTHORIZATION[error.code()]
         return NotAuthorizedError(
             f"[KPLEX_NOT_AUTHORIZED] principal {principal} is not allowed to {operation} {what} on {bootstrap}:"
-            f" grant it an ACL for {operation} on {what} (the README's 'Secured Kafka' lists every ACL"
+            f" grant it an ACL for {operation} on {what} (docs/secured-kafka.md lists every ACL"
             f" kplex needs). Kafka said: {error.str()}")
     client.poll(0.5)  # serves error_cb: librdkafka reports a refused login there, nowhere else
     failures = getattr(client, "login_failures", [])

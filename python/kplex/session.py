@@ -68,8 +68,8 @@ def check_spark_version(version: str | None = None) -> None:
         supported = ", ".join(names[:-1]) + " and " + names[-1]
         newest = SUPPORTED_SPARK[-1]
         raise UnsupportedError(f"[KPLEX_SPARK_VERSION] kplex runs on Spark {supported}; this is Spark {version}."
-                               f" Install pyspark>=3.5,<{newest[0]}.{newest[1] + 1}, or see the README's"
-                               " 'Spark versions'.")
+                               f" Install pyspark>=3.5,<{newest[0]}.{newest[1] + 1}, or see"
+                               " docs/spark-versions.md.")
 
 
 def require_spark(feature: str, since: tuple[int, int], version: str | None = None) -> None:
@@ -86,7 +86,7 @@ def require_spark(feature: str, since: tuple[int, int], version: str | None = No
         version = pyspark.__version__
     if _spark_line(version) < since:
         raise UnsupportedError(f"[KPLEX_SPARK_VERSION] {feature} needs Spark {since[0]}.{since[1]} or later; this is"
-                               f" Spark {version} (README, 'Spark versions').")
+                               f" Spark {version} (docs/spark-versions.md).")
 
 
 def jars(spark_version: str | None = None) -> list[str]:

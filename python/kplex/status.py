@@ -112,6 +112,11 @@ def render(state: Mapping[str, Any]) -> str:
                 else f"{q['held_files']} held files")
         idle = f", idle partitions {q['idle_partitions']}" if q.get("idle_partitions") else ""
         lines.append(f"{q['kind']} {q['query']}: last epoch {q['last_epoch']}, {held}{idle}{lag}")
+    plane = state.get("control_plane")
+    if plane and "end_offset" in plane:
+        lines.append(f"control plane {plane['topic']}: {plane['live_keys']} live keys, offsets"
+                     f" {plane['start_offset']}..{plane['end_offset']} (each JVM reads what was appended since its"
+                     " last read)")
     return "\n".join(lines)
 
 

@@ -14,7 +14,7 @@ The same query from PySpark::
           .toTable("kplex.pageviews_by_user"))
 
 Every micro-batch is written exactly once and each virtual partition stays in order
-across micro-batches (the README's streaming section).
+across micro-batches (docs/streaming.md).
 """
 from __future__ import annotations
 

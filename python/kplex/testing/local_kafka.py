@@ -226,7 +226,7 @@ SCRAM_MECHANISM = "SCRAM-SHA-512"
 STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 SCRAM_LOGIN = "org.apache.kafka.common.security.scram.ScramLoginModule"
 #: The users a secured cluster is formatted with: ``admin`` is a super user, ``kplex``
-#: starts with no ACL (tests grant it exactly what the README lists).
+#: starts with no ACL (tests grant it exactly what docs/secured-kafka.md lists).
 SECURED_USERS = ("admin", "kplex")
 
 

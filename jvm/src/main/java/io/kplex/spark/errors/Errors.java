@@ -396,7 +396,7 @@ public final class Errors {
     return new KplexException("NOT_AUTHORIZED", "principal " + principal + " is not allowed to "
         + op + " " + (what == null ? "a resource kplex needs" : what) + " on " + bootstrap
         + ": grant it an ACL for " + op + " on " + (what == null ? "it" : what)
-        + " (the README's 'Secured Kafka' lists every ACL kplex needs). Kafka said: "
+        + " (docs/secured-kafka.md lists every ACL kplex needs). Kafka said: "
         + cause.getMessage(), cause);
   }
 

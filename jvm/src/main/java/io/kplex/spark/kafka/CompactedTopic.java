@@ -62,11 +62,24 @@ public final class CompactedTopic {
   public Map<String, Lived> readPrefixLived(String prefix) {
     return view(latest -> {
       Map<String, Lived> out = new HashMap<>();
-      latest.forEach((key, e) -> {
-        if (key.startsWith(prefix)) out.put(key, e.lived());
-      });
+      withPrefix(latest, prefix).forEach((key, e) -> out.put(key, e.lived()));
       return out;
     });
+  }
+
+  /** The latest value of every key that starts with one of {@code prefixes} (a table's records, say). */
+  public Map<String, byte[]> readPrefixes(String... prefixes) {
+    return view(latest -> {
+      Map<String, byte[]> out = new HashMap<>();
+      for (String prefix : prefixes) withPrefix(latest, prefix).forEach((key, e) -> out.put(key, e.lived().value()));
+      return out;
+    });
+  }
+
+  /** The keys of a sorted map that start with {@code prefix}: a range, read in what it holds. */
+  private static <V> java.util.SortedMap<String, V> withPrefix(java.util.NavigableMap<String, V> sorted,
+      String prefix) {
+    return sorted.subMap(prefix, true, prefix + Character.MAX_VALUE, false);
   }
 
   /** The latest value of {@code key} and the offset of that record; empty if deleted or never written. */
@@ -80,7 +93,7 @@ public final class CompactedTopic {
    * now: this JVM's {@link LogView} of the topic reads only what was appended since its last
    * read, so a read costs what changed, not the topic's history.
    */
-  private <T> T view(java.util.function.Function<Map<String, LogView.Entry>, T> reader) {
+  private <T> T view(java.util.function.Function<java.util.NavigableMap<String, LogView.Entry>, T> reader) {
     return LogView.of(kafka, topic).read(kafka, reader);
   }
 

@@ -41,6 +41,9 @@ final class LogView {
    */
   static final String FULL_SCAN_PROPERTY = "kplex.controlPlane.fullScan";
 
+  /** How long a fetch of the view's consumer may wait at the broker for records (see {@link #catchUp}). */
+  static final int FETCH_WAIT_MS = 5;
+
   /** A view unused for this long closes its consumer and forgets what it read. */
   static final long IDLE_MS = 300_000;
 
@@ -57,7 +60,8 @@ final class LogView {
   private Consumer<byte[], byte[]> consumer;
   /** The next offset to fold in. */
   private long next;
-  private final Map<String, Entry> latest = new HashMap<>();
+  /** Sorted, so that a read of the keys of one prefix (one table's) costs what it finds, not the log's size. */
+  private final java.util.NavigableMap<String, Entry> latest = new java.util.TreeMap<>();
   private long usedAtMs = System.currentTimeMillis();
   /** The topic's id when the view read it (null: none yet, or an in-memory test broker's). */
   private Object topicId;
@@ -102,12 +106,12 @@ final class LogView {
    * {@code reader} applied to the latest record of every live key, once the view has read up
    * to the log's end offset of now (an empty map if the topic does not exist).
    */
-  synchronized <T> T read(KafkaTopics kafka, Function<Map<String, Entry>, T> reader) {
+  synchronized <T> T read(KafkaTopics kafka, Function<java.util.NavigableMap<String, Entry>, T> reader) {
     usedAtMs = System.currentTimeMillis();
     java.util.Optional<org.apache.kafka.clients.admin.TopicDescription> described = kafka.describe(topic);
     if (described.isEmpty()) {
       reset();
-      return reader.apply(Map.of());
+      return reader.apply(java.util.Collections.emptyNavigableMap());
     }
     if (Boolean.getBoolean(FULL_SCAN_PROPERTY)) reset();
     Object id = described.get().topicId();
@@ -122,7 +126,7 @@ final class LogView {
       }
       return null;
     });
-    return reader.apply(Collections.unmodifiableMap(latest));
+    return reader.apply(Collections.unmodifiableNavigableMap(latest));
   }
 
   /** Records folded in since the view was (re)opened. */
@@ -132,7 +136,12 @@ final class LogView {
 
   private void catchUp(KafkaTopics kafka) {
     if (consumer == null) {
-      consumer = kafka.clients().consumer(kafka.conf().consumer());
+      Map<String, Object> props = new HashMap<>(kafka.conf().consumer());
+      // A fetch the consumer sends ahead waits at the broker up to fetch.max.wait.ms for
+      // records, and the broker answers one request of a connection at a time: the next
+      // read's end-offset request would wait behind it. Keep that wait short.
+      props.put(org.apache.kafka.clients.consumer.ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG, FETCH_WAIT_MS);
+      consumer = kafka.clients().consumer(props);
       consumer.assign(List.of(tp));
       consumer.seekToBeginning(List.of(tp));
       next = 0;

@@ -5,7 +5,7 @@ import java.util.List;
 /**
  * The name of every setting, as constants; what each accepts (type, range, default, where it
  * may be set) is data, {@code options.json} ({@link OptionSpecs}). How the layers combine is
- * decided by {@code conf.ConfParser}; what values mean is documented in the README.
+ * decided by {@code conf.ConfParser}; what values mean is documented in docs/sql.md.
  * Below every other package: the error catalogue names these keys too.
  */
 public final class KplexOptions {

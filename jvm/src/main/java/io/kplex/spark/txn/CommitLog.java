@@ -119,7 +119,7 @@ public final class CommitLog {
 
   /** The commits of {@code table} that Kafka cut short and nothing completed yet. */
   public List<PartialCommit> partials(String table) {
-    return partials(topic.readAll(), table);
+    return partials(topic.readPrefixes(PartialCommit.prefix(table)), table);
   }
 
   /** As {@link #partials(String)}, from a snapshot of the log ({@link CompactedTopic#readAll}). */
@@ -143,7 +143,7 @@ public final class CommitLog {
 
   /** The last epoch that {@code query} committed to {@code table}, if any. */
   public Optional<EpochMark> lastEpoch(String table, String query) {
-    return Optional.ofNullable(topic.readAll().get(EpochMark.key(table, query))).map(EpochMark::fromJson);
+    return topic.latest(EpochMark.key(table, query)).map(e -> EpochMark.fromJson(e.getValue()));
   }
 
   /**
@@ -161,7 +161,7 @@ public final class CommitLog {
    * again: its own rows are not below themselves).
    */
   public Map<Integer, Long> writtenHighs(String table, String rerunning) {
-    return writtenHighs(topic.readAll(), table, rerunning);
+    return writtenHighs(topic.readPrefixes(EpochMark.key(table, ""), PartialCommit.prefix(table)), table, rerunning);
   }
 
   /** As {@link #writtenHighs(String, String)}, from a snapshot of the log. */
@@ -183,8 +183,8 @@ public final class CommitLog {
   public void forgetMarks(String table) {
     String prefix = EpochMark.key(table, "");
     Map<String, byte[]> gone = new LinkedHashMap<>();
-    topic.readAll().forEach((key, json) -> {
-      if (json != null && (key.startsWith(prefix) || key.startsWith(PartialCommit.prefix(table)))) gone.put(key, null);
+    topic.readPrefixes(prefix, PartialCommit.prefix(table)).forEach((key, json) -> {
+      if (json != null) gone.put(key, null);
     });
     if (!gone.isEmpty()) topic.putAll(gone);
   }

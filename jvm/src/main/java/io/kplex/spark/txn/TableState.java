@@ -71,7 +71,21 @@ public final class TableState {
     for (PartialCommit p : CommitLog.partials(all, table)) partials.add(p.describe(virtualPartitions));
     transactions(kafka.admin(), table, nowMs, out);
     streams(kafka, all, table, out.putArray("streams"));
+    controlPlane(kafka, all.size(), out.putObject("control_plane"));
     return out.toString();
+  }
+
+  /**
+   * The control plane's size: {@code _kplex_commits}'s offsets (records ever appended, the
+   * oldest one kept) and its live keys, what this JVM's view of it holds after compaction
+   * (kafka/LogView: a read costs what was appended since the last one, not this history).
+   */
+  private static void controlPlane(KafkaTopics kafka, int liveKeys, ObjectNode out) {
+    out.put("topic", CommitLog.TOPIC).put("live_keys", liveKeys);
+    if (kafka.partitionCount(CommitLog.TOPIC).isEmpty()) return;
+    List<TopicPartition> tp = List.of(new TopicPartition(CommitLog.TOPIC, 0));
+    out.put("start_offset", offsets(kafka, tp, OffsetSpec.earliest(), IsolationLevel.READ_UNCOMMITTED).get(tp.get(0)))
+        .put("end_offset", offsets(kafka, tp, OffsetSpec.latest(), IsolationLevel.READ_UNCOMMITTED).get(tp.get(0)));
   }
 
   private static void partitions(KafkaTopics kafka, String topic, ArrayNode out) {
