@@ -66,6 +66,8 @@ final class StreamingDataWriter implements DataWriter<InternalRow> {
     this.held = held;
     this.heldFile = heldFile;
     this.toUnsafe = UnsafeProjection.create(schema.schema);
+    this.readFrom = bounds(start, true);
+    this.readUntil = bounds(start, false);
     long started = clock.nanos();
     this.openedAtMs = clock.millis();
     List<java.util.Iterator<EventTimeGate.Item<UnsafeRow>>> runs = new ArrayList<>();
@@ -284,7 +286,8 @@ final class StreamingDataWriter implements DataWriter<InternalRow> {
     if (schema.sourceOffset < 0 || row.isNullAt(schema.sourcePartition) || row.isNullAt(schema.sourceOffset)) return;
     int partition = row.getInt(schema.sourcePartition);
     long offset = row.getLong(schema.sourceOffset);
-    if (start.outside(partition, offset)) {
+    boolean known = partition >= 0 && partition < readFrom.length;
+    if (known ? offset < readFrom[partition] || offset >= readUntil[partition] : start.outside(partition, offset)) {
       throw Errors.rowOutsideEpoch(conf.table, start.lastEpoch() + 1, start.sourceTopic(), partition, offset,
           start.range(partition), codec.order(row));
     }
@@ -346,6 +349,28 @@ final class StreamingDataWriter implements DataWriter<InternalRow> {
     return new EpochCommitMessage(written, file, heldCount, gate.read(), gate.written(),
         gate.late(EventTime.Late.BEHIND_PARTITION), gate.late(EventTime.Late.BELOW_WRITTEN),
         gate.late(EventTime.Late.AFTER_IDLE), times, heldFrom, openedAtMs, pending.spilled());
+  }
+
+  /**
+   * The epoch's range per source partition as arrays ({@link EpochStart#outside} per row
+   * would look up two boxed maps): [from, until), an empty range for a partition not read;
+   * no ranges (length 0) when the source gave none.
+   */
+  private final long[] readFrom;
+  private final long[] readUntil;
+
+  private static long[] bounds(EpochStart start, boolean from) {
+    if (start.starts().isEmpty()) return new long[0];
+    int size = java.util.Collections.max(start.starts().keySet()) + 1;
+    for (int p : start.ends().keySet()) size = Math.max(size, p + 1);
+    long[] out = new long[size];
+    for (int p = 0; p < size; p++) {
+      Long f = start.starts().get(p);
+      Long u = start.ends().get(p);
+      boolean read = f != null && u != null;
+      out[p] = from ? (read ? f : Long.MAX_VALUE) : (read ? u : Long.MIN_VALUE);
+    }
+    return out;
   }
 
   /** Closes the held files read and removes the spill file. */
