@@ -47,6 +47,22 @@ def produce_backlog(bootstrap: str, topic: str) -> None:
     assert producer.flush(30) == 0
 
 
+def produce_reordered_backlog(bootstrap: str, topic: str) -> None:
+    """As :func:`produce_backlog`, but partition 1 stored as issue #38's source was: records
+    882..1395 first, then 0..881, then 1396..1999. That is the log a producer without
+    idempotence leaves (librdkafka's default: up to a million requests in flight) when its
+    first request to a new partition fails with a retriable error and the next one succeeds:
+    the retried records land after those that overtook them."""
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
+    order = {0: list(range(PER_PARTITION)),
+             1: list(range(882, 1396)) + list(range(882)) + list(range(1396, PER_PARTITION))}
+    for partition, user_of, step in ((0, lambda i: f"u{i % 7}", 1_000), (1, lambda i: f"v{i % 5}", 100)):
+        for i in order[partition]:
+            value = json.dumps({"viewtime": T0 + i * step, "userid": user_of(i)}, separators=(",", ":")).encode()
+            producer.produce(topic, key=user_of(i).encode(), value=value, partition=partition)
+    assert producer.flush(30) == 0
+
+
 def end_offsets(progress) -> dict:
     """A micro-batch's end offsets as its progress's JSON gives them."""
     end = json.loads(progress.json)["sources"][0]["endOffset"]
@@ -175,3 +191,112 @@ def test_a_backlog_drains_under_the_defaults_in_micro_batches_that_fit_a_short_t
     assert sizes[0] == 12_500, sizes
     assert len(sizes) >= 2 and sum(sizes) == records, sizes
     assert_exactly_once_in_order(bootstrap, source, target, records)
+
+
+def test_past_the_held_cap_only_the_partition_that_holds_the_watermark_is_read(
+        issue_38_session, bootstrap, fresh_name, tmp_path):
+    """kplex.max_held_records 500 and a max_delay_ms so large that every record is held until
+    the end: once 500 are held, each micro-batch reads only partition 1, whose high is the
+    lower (it holds the watermark), until it has nothing left; then, this being an
+    AvailableNow run whose end releases everything, the rest is read. The output is still the
+    batch INSERT's."""
+    spark = issue_38_session
+    source, inserted, target = fresh_name("cap_src"), fresh_name("cap_insert"), fresh_name("cap_stream")
+    datagen.ensure_topic(bootstrap, source, 2)
+    produce_backlog(bootstrap, source)
+    create(spark, inserted)
+    spark.sql(f"INSERT INTO kplex.{inserted} SELECT {', '.join(SELECT)} FROM kplex.{source}")
+    spark.sql(f"CREATE TABLE kplex.{target} TBLPROPERTIES ('kplex.virtual_partitions' = '6',"
+              " 'kplex.physical_partitions' = '2', 'kplex.max_delay_ms' = '100000000', 'kplex.late_policy' = 'drop')")
+    spark.conf.set("spark.kplex.max_held_records", "500")
+    try:
+        query = (spark.readStream.format("kplex").option("table", source).option("startingOffsets", "earliest")
+                 .option("maxOffsetsPerTrigger", "400").option("releaseAtEnd", "true").load()
+                 .selectExpr(*SELECT).writeStream.format("kplex").option("table", target)
+                 .option("checkpointLocation", str(tmp_path / "chk")).trigger(availableNow=True).start())
+        query.awaitTermination(300)
+        assert query.exception() is None, query.exception()
+    finally:
+        spark.conf.unset("spark.kplex.max_held_records")
+    progress = [p for p in recent_progress(query) if p.numInputRows > 0]
+    ends = [end_offsets(p)[source] for p in progress]
+    held = [int((p.sink.metrics or {}).get("heldRecords", "0")) for p in progress]
+    assert ends[0] == {"0": 200, "1": 200} and ends[1] == {"0": 400, "1": 400}, ends
+    assert held[1] >= 500, held
+    capped = [end for end in ends[2:] if end["1"] < PER_PARTITION]
+    assert len(capped) >= 3 and all(end["0"] == 400 for end in capped), f"past the cap partition 0 was read: {ends}"
+    assert ends[-1] == {"0": PER_PARTITION, "1": PER_PARTITION}, ends
+    got = verify.virtual_partition_sequences(verify.read_topic(bootstrap, target))
+    assert got == verify.virtual_partition_sequences(verify.read_topic(bootstrap, inserted))
+
+
+def test_at_the_held_cap_with_strict_waiting_a_silent_partition_fails_the_query_naming_it(
+        spark, bootstrap, fresh_name, tmp_path):
+    """Partition 2 never gets a record and idleTimeoutMs is -1: it holds the watermark for ever.
+    Once the sink holds kplex.max_held_records, nothing can release what is held: the query
+    fails with [KPLEX_HELD_LIMIT] naming partition 2, having written nothing."""
+    source, target = fresh_name("cap_silent_src"), fresh_name("cap_silent_stream")
+    datagen.ensure_topic(bootstrap, source, 3)
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    for i in range(1_000):
+        for partition in (0, 1):
+            value = json.dumps({"viewtime": T0 + i * 100, "userid": f"u{i % 7}"}, separators=(",", ":")).encode()
+            producer.produce(source, key=f"u{i % 7}".encode(), value=value, partition=partition)
+    assert producer.flush(30) == 0
+    create(spark, target)
+    spark.conf.set("spark.kplex.max_held_records", "500")
+    try:
+        query = (spark.readStream.format("kplex").option("table", source).option("startingOffsets", "earliest")
+                 .option("maxOffsetsPerTrigger", "400").option("idleTimeoutMs", "-1").load()
+                 .selectExpr(*SELECT).writeStream.format("kplex").option("table", target)
+                 .option("checkpointLocation", str(tmp_path / "chk")).trigger(processingTime="200 milliseconds")
+                 .start())
+        with pytest.raises(Exception) as failure:
+            query.awaitTermination(180)
+    finally:
+        spark.conf.unset("spark.kplex.max_held_records")
+    message = str(failure.value)
+    assert "KPLEX_HELD_LIMIT" in message and f"partition(s) [2] of topic '{source}'" in message, message[:2000]
+    assert "kplex.max_held_records = 500" in message, message[:2000]
+    assert verify.read_topic(bootstrap, target) == []
+
+
+def test_issue_38s_figures_come_from_a_source_partition_stored_out_of_order_and_do_not_depend_on_pacing(
+        issue_38_session, bootstrap, fresh_name, tmp_path):
+    """The cause of issue #38: its source's partition 1 was not in event-time order in the log
+    (see produce_reordered_backlog), and kplex judges lateness in the log's order, as the
+    contract says. Records 0..881 of partition 1 sit after record 1395 (139.5 s), more than
+    max_delay_ms (5 s) below it: they are late, all 882 of them as the issue counted, whatever
+    the pacing: cut into micro-batches of 400 offsets, or read in one. The batch INSERT, which
+    sorts the whole input, writes all 4,000."""
+    spark = issue_38_session
+    source, inserted = fresh_name("reordered_src"), fresh_name("reordered_insert")
+    datagen.ensure_topic(bootstrap, source, 2)
+    produce_reordered_backlog(bootstrap, source)
+    create(spark, inserted)
+    spark.sql(f"INSERT INTO kplex.{inserted} SELECT {', '.join(SELECT)} FROM kplex.{source}")
+    assert len(verify.read_topic(bootstrap, inserted)) == 2 * PER_PARTITION
+    outputs = []
+    for run, limit in enumerate(("400", None)):
+        target = fresh_name(f"reordered_run{run}")
+        create(spark, target)
+        reader = (spark.readStream.format("kplex").option("table", source).option("startingOffsets", "earliest")
+                  .option("releaseAtEnd", "true"))
+        if limit:
+            reader = reader.option("maxOffsetsPerTrigger", limit)
+        query = (reader.load().selectExpr(*SELECT).writeStream.format("kplex").option("table", target)
+                 .option("checkpointLocation", str(tmp_path / f"run{run}")).trigger(availableNow=True).start())
+        query.awaitTermination(300)
+        assert query.exception() is None, query.exception()
+        metrics = [p.sink.metrics or {} for p in recent_progress(query)]
+        behind = sum(int(m.get("lateBehindPartition", "0")) for m in metrics)
+        late = sum(int(m.get("lateRecords", "0")) for m in metrics)
+        assert (behind, late) == (882, 882), f"run {run}: late {late}, behind its partition {behind}"
+        records = verify.read_topic(bootstrap, target)
+        assert len(records) == 2 * PER_PARTITION - 882
+        missing = {(json.loads(r.value)["userid"], json.loads(r.value)["viewtime"]) for r in
+                   verify.read_topic(bootstrap, inserted)} - {
+                   (json.loads(r.value)["userid"], json.loads(r.value)["viewtime"]) for r in records}
+        assert missing == {(f"v{i % 5}", T0 + i * 100) for i in range(882)}, sorted(missing)[:5]
+        outputs.append(verify.virtual_partition_sequences(records))
+    assert outputs[0] == outputs[1], "the output depends on the pacing"

@@ -42,6 +42,7 @@ class Settings:
     max_offsets_per_trigger: int = 0  # the Spark queries' source option; 0: none
     memory: str = "1g"
     streams_threads: int = 2
+    empty_partitions: int = 0  # the source's last partitions that no record goes to
 
 
 @dataclass(frozen=True)

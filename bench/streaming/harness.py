@@ -154,8 +154,10 @@ def prepare_slot(contender: Contender, settings: Settings, load: Load, run_id: s
                 directory=settings.workdir / contender.slug)
     slot.directory.mkdir(parents=True, exist_ok=True)
     say(f"{contender.name}: writing the {load.records:,}-record backlog to {slot.source}")
-    generate_pageviews(settings.bootstrap, slot.source, load.records, partitions=settings.p,
-                       users=load.users, seed=load.seed)
+    # With empty partitions the source has p + e partitions and only the first p get records.
+    written = settings.p if settings.empty_partitions else None
+    generate_pageviews(settings.bootstrap, slot.source, load.records, partitions=settings.p + settings.empty_partitions,
+                       users=load.users, seed=load.seed, write_partitions=written)
     if not contender.creates_target:
         ensure_topic(settings.bootstrap, slot.target, settings.p)
     return slot
@@ -210,7 +212,8 @@ def live_phase(settings: Settings, slot: Slot, load: Load, result: Result, watch
         return None
     say(f"  backlog drained in {result.drain_s:.1f} s; live phase: {result.rate:,.0f} records/s"
         f" for {load.duration_s:.0f} s")
-    producer = RateProducer(settings.bootstrap, slot.source, result.rate, load.duration_s, users=load.users)
+    producer = RateProducer(settings.bootstrap, slot.source, result.rate, load.duration_s, users=load.users,
+                            write_partitions=settings.p if settings.empty_partitions else None)
     result.live_started_at = time.time()
     producer.start()
     while producer.is_alive() and process.alive():

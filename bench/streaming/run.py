@@ -29,6 +29,7 @@ with the command and the date. Contenders' logs stay in the work dir.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import shlex
 import signal
@@ -82,6 +83,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--drain-timeout", type=float, default=900.0, help="seconds to wait for the backlog")
     p.add_argument("--tail-timeout", type=float, default=120.0,
                    help="seconds to wait for the last live records after the live phase")
+    p.add_argument("--empty-partition", action="store_true",
+                   help="then run the kplex contenders again on a source with one more partition that no"
+                        " record goes to, at the same live rate, and report their latency beside the first run")
     p.add_argument("--workdir", type=Path, help="broker data, checkpoints, logs (default: a new dir in /tmp)")
     p.add_argument("--out", type=Path, help="results file (default bench/streaming/RESULTS.md;"
                                             " with --smoke, RESULTS-smoke.md in the work dir)")
@@ -148,6 +152,23 @@ def parameters(args: argparse.Namespace, rate: float | None) -> dict[str, str]:
     }
 
 
+def empty_partition_section(pairs: list[tuple[Result, Result]], p: int) -> str:
+    """The kplex contenders' live latency with every source partition written, and again with
+    one more that stays empty (idle at once, so it must not hold the watermark)."""
+    def ms(value: float | None) -> str:
+        return "-" if value is None else f"{value:,.0f}"
+
+    rows = ["| contender | source | live rate | p50 ms | p99 ms | sustained rec/s | every record, in order |",
+            "|---|---|---:|---:|---:|---:|---|"]
+    for normal, empty in pairs:
+        for result, source in ((normal, f"{p} partitions"), (empty, f"{p + 1} partitions, partition {p} empty")):
+            rows.append(f"| {result.contender.slug} | {source} | {result.rate:,.0f}/s | {ms(result.percentile(50))} |"
+                        f" {ms(result.percentile(99))} | {ms(result.sustained)} | {'yes' if result.ok else 'NO'} |")
+    return "\n".join(["With one source partition empty (`--empty-partition`): the same backlog and live rate on a"
+                      " source with one more partition that no record goes to. kplex's source finds it empty and"
+                      " idle at once, so it holds no watermark back (docs/streaming.md, liveness).", ""] + rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     chosen = select(args.only)
@@ -167,18 +188,30 @@ def main(argv: list[str] | None = None) -> int:
         setup = settings(args, workdir, cluster.bootstrap)
         for contender in chosen:
             results.append(run_contender(contender, setup, the_load, run_id, rate))
+        empty: list[tuple[Result, Result]] = []
+        if args.empty_partition:
+            with_empty = dataclasses.replace(setup, workdir=workdir / "empty-partition", empty_partitions=1)
+            for normal in results:
+                if normal.contender.slug.startswith("kplex") and normal.ok:
+                    say(f"{normal.contender.name}: again, with source partition {args.p} empty")
+                    empty.append((normal, run_contender(normal.contender, with_empty, the_load, run_id + "e",
+                                                        lambda _: normal.rate)))
     document = results_document(results, BASELINE, command=command, started=started,
                                 parameters=parameters(args, rate.rate), machine=machine())
+    if empty:
+        document += "\n" + empty_partition_section(empty, args.p) + "\n"
     out.write_text(document)
     print(results_table(results, BASELINE))
     breakdown = breakdown_table(results)
     if breakdown:
         print("", breakdown, sep="\n")
-    trouble = problems(results)
+    if empty:
+        print("", empty_partition_section(empty, args.p), sep="\n")
+    trouble = problems(results + [e for _, e in empty])
     if trouble:
         print("", trouble, sep="\n")
     say(f"results in {out}")
-    passed = len(results) == len(chosen) and all(r.ok for r in results)
+    passed = len(results) == len(chosen) and all(r.ok for r in results) and all(e.ok for _, e in empty)
     say("every contender ran and wrote every record" if passed else "FAILED: see the table and the problems")
     return 0 if passed else 1
 

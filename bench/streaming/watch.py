@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from kplex.testing.datagen import partition_of
+
 _VIEWTIME = b'"viewtime":'
 #: Viewtimes at or above this (2020-01-01 UTC) are live records' produce times.
 LIVE_SINCE_MS = 1_577_836_800_000
@@ -180,8 +182,9 @@ class RateProducer(threading.Thread):
     ``viewtime`` the wall-clock ms of its produce call. Keys are the page, as in the backlog."""
 
     def __init__(self, bootstrap: str, topic: str, rate: float, seconds: float,
-                 users: int = 1000, pages: int = 100, seed: int = 7) -> None:
+                 users: int = 1000, pages: int = 100, seed: int = 7, write_partitions: int | None = None) -> None:
         super().__init__(name=f"produce-{topic}", daemon=True)
+        self.write_partitions = write_partitions  # only partitions 0..n-1 get records (None: by key, all)
         self.topic, self.rate, self.seconds = topic, rate, seconds
         self.users, self.pages = users, pages
         self.rng = random.Random(seed)
@@ -220,7 +223,11 @@ class RateProducer(threading.Thread):
         value = f'{{"viewtime":{int(now_ms())},"userid":"{user}","pageid":"{page}"}}'.encode()
         while True:
             try:
-                self.producer.produce(self.topic, key=page.encode(), value=value)
+                if self.write_partitions is None:
+                    self.producer.produce(self.topic, key=page.encode(), value=value)
+                else:
+                    self.producer.produce(self.topic, key=page.encode(), value=value,
+                                          partition=partition_of(page.encode(), self.write_partitions))
                 break
             except BufferError:
                 self.producer.poll(0.05)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import random
 import time
+import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterator
@@ -239,6 +240,12 @@ class PageviewsSummary:
         return "\n".join(lines)
 
 
+def partition_of(key: bytes, partitions: int) -> int:
+    """A partition among the first ``partitions`` for ``key`` (CRC-32; the same key, the same
+    partition), for producers that leave a topic's last partitions empty."""
+    return zlib.crc32(key) % partitions
+
+
 def generate_pageviews(
     bootstrap: str,
     topic: str,
@@ -253,6 +260,7 @@ def generate_pageviews(
     create: bool = True,
     start_ms: int = ARTICLE_START_MS,
     timeout: float = 120.0,
+    write_partitions: int | None = None,
 ) -> PageviewsSummary:
     """Produce ``records`` pageviews to ``topic`` (created with ``partitions``).
 
@@ -262,7 +270,8 @@ def generate_pageviews(
     The producer is idempotent, so retries add no duplicates. The record
     contents depend only on the arguments (see :func:`pageview_records`);
     Kafka timestamps are the produce time, so the default 2019 ``viewtime``
-    values never trigger retention.
+    values never trigger retention. With ``write_partitions`` = n, only partitions
+    0..n-1 get records (:func:`partition_of`): the others stay empty.
 
     >>> s = generate_pageviews("localhost:9092", "pageviews", 100_000, skew=0.5)  # doctest: +SKIP
     >>> s.per_user["User_1"] > 50_000 * 0.9  # doctest: +SKIP
@@ -300,7 +309,11 @@ def generate_pageviews(
             break
         while True:
             try:
-                producer.produce(topic, value=value, key=key, on_delivery=on_delivery)
+                if write_partitions is None:
+                    producer.produce(topic, value=value, key=key, on_delivery=on_delivery)
+                else:
+                    producer.produce(topic, value=value, key=key, on_delivery=on_delivery,
+                                     partition=partition_of(key, write_partitions))
                 break
             except BufferError:
                 producer.poll(0.05)

@@ -37,6 +37,8 @@ public final class WriteConf implements Serializable {
   public final String lateTopic;
   /** How long another writer's claim may go unrenewed before this write takes it over. */
   public final long claimTimeoutMs;
+  /** Streaming writes: the records held back past which the source reads only the partitions that hold the watermark (-1: no cap). */
+  public final long maxHeldRecords;
 
   public WriteConf(TableDefinition def, Map<String, String> catalogOptions, Map<String, String> writeOptions) {
     this(def, catalogOptions, writeOptions, Map.of());
@@ -60,10 +62,33 @@ public final class WriteConf implements Serializable {
     this.maxDelayMs = settings.longConf(KplexOptions.MAX_DELAY_MS);
     this.lateTopic = settings.text(KplexOptions.LATE_TOPIC);
     this.claimTimeoutMs = settings.longConf(KplexOptions.WRITER_CLAIM_TIMEOUT_MS);
+    this.maxHeldRecords = settings.longConf(KplexOptions.MAX_HELD_RECORDS);
     if (latePolicy == LatePolicy.SIDE_TOPIC && (lateTopic == null || lateTopic.isBlank())) {
       throw Errors.badOption(KplexOptions.LATE_POLICY, latePolicy.wire(), "'side_topic' needs '"
           + KplexOptions.LATE_TOPIC + "', the topic that receives late records");
     }
+  }
+
+  private WriteConf(WriteConf base, KafkaConf kafka) {
+    this.table = base.table;
+    this.topic = base.topic;
+    this.virtualPartitions = base.virtualPartitions;
+    this.physicalPartitions = base.physicalPartitions;
+    this.delivery = base.delivery;
+    this.nullKey = base.nullKey;
+    this.nullOrder = base.nullOrder;
+    this.kafka = kafka;
+    this.faults = base.faults;
+    this.latePolicy = base.latePolicy;
+    this.maxDelayMs = base.maxDelayMs;
+    this.lateTopic = base.lateTopic;
+    this.claimTimeoutMs = base.claimTimeoutMs;
+    this.maxHeldRecords = base.maxHeldRecords;
+  }
+
+  /** These settings with the Kafka client settings {@code kafka} instead. */
+  public WriteConf withKafka(KafkaConf kafka) {
+    return new WriteConf(this, kafka);
   }
 
   /** The writer claim timeout of these settings ({@link KplexOptions#WRITER_CLAIM_TIMEOUT_MS}). */

@@ -156,6 +156,13 @@ public final class Errors {
         + " processing), or write less at once (maxOffsetsPerTrigger).");
   }
 
+  /** {@link #commitTooLate} of a streaming micro-batch, whose rerun after a restart gets {@code rerunMs}. */
+  public static KplexException streamCommitTooLate(KplexException tooLate, long rerunMs) {
+    String said = tooLate.getMessage().substring(("[KPLEX_" + tooLate.code() + "] ").length());
+    return new KplexException(tooLate.code(), said + " Restarted, the query reruns this micro-batch (the same"
+        + " offsets) with kafka.transaction.timeout.ms = " + rerunMs + " ms.", tooLate);
+  }
+
   /** A task's transaction was fenced while it wrote: another writer took the table over. */
   public static KplexException taskFenced(String table, String transactionalId, Throwable cause) {
     return new KplexException("TASK_FENCED", "the transaction " + transactionalId + " of this write into table "
@@ -250,7 +257,9 @@ public final class Errors {
         + (at == null ? "" : " (" + at + ")") + " is late: ";
     String why = behind
         ? "it is more than " + KplexOptions.MAX_DELAY_MS + " = " + maxDelayMs + " behind the largest order value"
-            + " before it on its source partition (it had to be at least " + bound + ")"
+            + " before it on its source partition (it had to be at least " + bound + "); lateness is judged in"
+            + " the order of the partition's log, and a producer without idempotence (librdkafka's default)"
+            + " can store a partition out of the order it sent it when it retries (docs/streaming.md)"
         : "virtual partition " + vp + " already holds records up to order value " + bound + " (written earlier:"
             + " by another INSERT or streaming query, or by a stream's flush at the end of its input or after an"
             + " idle period, or by the others while this record's source partition was idle: see idleTimeoutMs), and a"
@@ -278,6 +287,17 @@ public final class Errors {
         + " value would become the partition's high and move the watermark past what was read; the batch"
         + " fails instead of writing. This is a bug in kplex or in what Spark handed it: report it with this"
         + " message.");
+  }
+
+  /** A stream at its cap on held records whose watermark no record can move (strict waiting). */
+  public static KplexException heldLimit(String table, long held, long cap, String topic,
+      java.util.Collection<Integer> holding) {
+    return new KplexException("HELD_LIMIT", "the stream into table " + table + " holds " + held
+        + " records back, at its cap " + KplexOptions.MAX_HELD_RECORDS + " = " + cap + ", and its watermark is"
+        + " held by partition(s) " + holding + " of topic '" + topic + "', which have no record to read, with"
+        + " idleTimeoutMs = -1 (strict waiting): nothing can release what is held. Nothing of this micro-batch"
+        + " was read or written. Produce to those partitions, let a quiet partition stop holding the watermark"
+        + " (idleTimeoutMs >= 0, docs/streaming.md), or raise " + KplexOptions.MAX_HELD_RECORDS + ".");
   }
 
   public static KplexException sourceOutOfOrder(int partition, long offset, long before) {

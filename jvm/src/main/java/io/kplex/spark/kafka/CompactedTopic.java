@@ -113,9 +113,11 @@ public final class CompactedTopic {
    * Returns the offset of the last.
    */
   public long putAll(Map<String, byte[]> entries) {
-    // Short segments: the log cleaner only compacts closed ones, and readers read it all.
+    // Short segments, cleaned once a tenth is dirty: the log cleaner only compacts closed
+    // segments, and a new reader (another driver) reads whatever it has not cleaned yet.
     kafka.ensureTopic(topic, 1, Map.of(TopicConfig.CLEANUP_POLICY_CONFIG, TopicConfig.CLEANUP_POLICY_COMPACT,
-        TopicConfig.SEGMENT_MS_CONFIG, "600000"));
+        TopicConfig.SEGMENT_MS_CONFIG, "600000", TopicConfig.SEGMENT_BYTES_CONFIG, Integer.toString(16 << 20),
+        TopicConfig.MIN_CLEANABLE_DIRTY_RATIO_CONFIG, "0.1"));
     return kafka.call("WRITE", "topic '" + topic + "'", () -> {
       List<Future<RecordMetadata>> sent = new ArrayList<>();
       entries.forEach((key, value) -> sent.add(kafka.producer()

@@ -55,6 +55,13 @@ public final class KafkaConf implements Serializable {
     return new KafkaConf(relocated(props, KAFKA_PACKAGE));
   }
 
+  /** These settings with client setting {@code key} (a Kafka name, no prefix) set to {@code value}. */
+  public KafkaConf with(String key, String value) {
+    Map<String, String> props = new HashMap<>(clientProps);
+    props.put(key, value);
+    return new KafkaConf(props);
+  }
+
   /**
    * The package prefix users write for Kafka's classes. Joined at run time: the build
    * relocates string constants that start with it, and this one must stay as written.

@@ -265,6 +265,9 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
       // recreated, a truncated partition) keeps that end: planning reports it as data loss.
       until.put(e.getKey(), current < at ? current : Math.max(at, e.getValue()));
     }
+    // At the cap on held records, only the partitions holding the watermark are read (then
+    // they share the limit alone).
+    until = withinHeldCap(from, until);
     if (limit instanceof ReadMaxRows) {
       long max = ((ReadMaxRows) limit).maxRows();
       until = capped(from, until, max == Long.MAX_VALUE ? defaultCap() : max, ahead(until.keySet()));
@@ -382,6 +385,79 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     for (int p : partitions) {
       Long high = highs.get(p);
       if (high != null && (slowest == Long.MIN_VALUE || high - slowest > maxDelayMs)) out.add(p);
+    }
+    return out;
+  }
+
+  /**
+   * The cap on held records ({@code kplex.max_held_records}), as the query's kplex sink last
+   * stood ({@link QuerySinks#stand}; a plain topic only): once the sink holds as many as its cap,
+   * only the partitions that hold the watermark are read (what the others would add could only
+   * be held too); see {@link #heldCapped}. Logged once per time the cap is reached.
+   */
+  private Map<Integer, Long> withinHeldCap(Map<Integer, Long> from, Map<Integer, Long> until) {
+    io.kplex.spark.stream.StreamingBatch batch = io.kplex.spark.stream.StreamingBatch.current();
+    QuerySinks.Stand stand = batch == null || conf.kind == ReadConf.Kind.DERIVED ? null
+        : QuerySinks.DRIVER.stand(batch.queryId());
+    if (stand == null || !stand.full()) {
+      heldCapWarned = false;
+      return until;
+    }
+    // Strict waiting fails; with an idle timeout a silent partition stops holding in time; an
+    // AvailableNow run's end releases everything: there, reading on is the way out.
+    boolean noWayOut = idleTimeoutMs < 0 && availableNow == null;
+    Map<Integer, Long> out = heldCapped(from, until, stand, availableNow == null, noWayOut, conf.topic,
+        QuerySinks.DRIVER.table(batch.queryId()));
+    if (!out.equals(until) && !heldCapWarned) {
+      heldCapWarned = true;
+      LOG.warn("kplex: the stream into table {} holds {} records, its cap {} = {}: reading only the partitions"
+          + " of topic {} that hold the watermark ({}) until it moves", QuerySinks.DRIVER.table(batch.queryId()),
+          stand.heldRecords(), KplexOptions.MAX_HELD_RECORDS, stand.maxHeldRecords(), conf.topic,
+          holding(stand, until.keySet()));
+    }
+    return out;
+  }
+
+  private boolean heldCapWarned;
+
+  /**
+   * The partitions that hold the watermark by {@code stand}: not idle, with the smallest high
+   * (none read yet counts as the smallest of all).
+   */
+  static java.util.Set<Integer> holding(QuerySinks.Stand stand, java.util.Collection<Integer> partitions) {
+    long slowest = Long.MAX_VALUE;
+    for (int p : partitions) {
+      if (!stand.idle().contains(p)) slowest = Math.min(slowest, stand.highs().getOrDefault(p, Long.MIN_VALUE));
+    }
+    java.util.Set<Integer> out = new java.util.TreeSet<>();
+    for (int p : partitions) {
+      if (!stand.idle().contains(p) && stand.highs().getOrDefault(p, Long.MIN_VALUE) == slowest) out.add(p);
+    }
+    return out;
+  }
+
+  /**
+   * What a micro-batch may read once the sink is {@link QuerySinks.Stand#full}: only the
+   * partitions that hold the watermark ({@link #holding}) advance; the others stay at
+   * {@code from}. If none of those has a record to read, reading cannot move the watermark:
+   * with {@code noWayOut} (strict waiting, no end of input to release at) that is
+   * {@code [KPLEX_HELD_LIMIT]}, naming them; otherwise the batch reads nothing while it waits
+   * ({@code waitWhenStuck}; an idle timeout will let them go), or, when {@code waitWhenStuck}
+   * is false (an AvailableNow run, whose end releases everything), reads on.
+   */
+  static Map<Integer, Long> heldCapped(Map<Integer, Long> from, Map<Integer, Long> until, QuerySinks.Stand stand,
+      boolean waitWhenStuck, boolean noWayOut, String topic, String table) {
+    if (!stand.full()) return until;
+    java.util.Set<Integer> holding = holding(stand, until.keySet());
+    boolean canMove = false;
+    for (int p : holding) canMove |= until.get(p) > from.getOrDefault(p, until.get(p));
+    if (!canMove) {
+      if (noWayOut) throw Errors.heldLimit(table, stand.heldRecords(), stand.maxHeldRecords(), topic, holding);
+      if (!waitWhenStuck) return until;
+    }
+    Map<Integer, Long> out = new TreeMap<>(until);
+    for (int p : until.keySet()) {
+      if (!holding.contains(p) && from.containsKey(p)) out.put(p, Math.min(until.get(p), from.get(p)));
     }
     return out;
   }

@@ -34,6 +34,11 @@ public final class KplexOptions {
   public static final String WRITER_CLAIM_TIMEOUT_MS = "kplex.writer_claim_timeout_ms";
   public static final long DEFAULT_WRITER_CLAIM_TIMEOUT_MS =
       Long.parseLong(OptionSpecs.of(WRITER_CLAIM_TIMEOUT_MS).defaultValue());
+  /**
+   * A streaming write's cap on the records it holds back (-1: none): past it, its kplex
+   * source reads only the partitions that hold the watermark (read/KplexMicroBatchStream).
+   */
+  public static final String MAX_HELD_RECORDS = "kplex.max_held_records";
   /** Read-time tables: their default key (the source record's key) and order (its timestamp). */
   public static final String DEFAULT_VIRTUAL_KEY = "key";
   public static final String DEFAULT_VIRTUAL_ORDER = "timestamp";

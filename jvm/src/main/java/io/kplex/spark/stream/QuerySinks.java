@@ -36,9 +36,20 @@ public final class QuerySinks {
   /**
    * Where query {@code query}'s sink stands in event time after its last committed epoch:
    * per source partition the largest order value read ({@code highs}), the partitions idle
-   * then, and the table's max_delay_ms.
+   * then, the table's max_delay_ms, the records it holds back and its cap on them
+   * ({@code kplex.max_held_records}, -1: none).
    */
-  public record Stand(java.util.Map<Integer, Long> highs, java.util.Set<Integer> idle, long maxDelayMs) {}
+  public record Stand(java.util.Map<Integer, Long> highs, java.util.Set<Integer> idle, long maxDelayMs,
+      long heldRecords, long maxHeldRecords) {
+    public Stand(java.util.Map<Integer, Long> highs, java.util.Set<Integer> idle, long maxDelayMs) {
+      this(highs, idle, maxDelayMs, 0, -1);
+    }
+
+    /** Whether the sink holds as many records as its cap allows, or more. */
+    public boolean full() {
+      return maxHeldRecords >= 0 && heldRecords >= maxHeldRecords;
+    }
+  }
 
   private final Map<String, Stand> stands = bounded(256);
 

@@ -19,7 +19,8 @@ import org.slf4j.LoggerFactory;
 /**
  * One writer per table at a time. A write (a batch INSERT, or one epoch of a streaming
  * query) claims its table in the commit log ({@code writer/<table>/<id>} in
- * {@link CommitLog#TOPIC}) and renews the claim every second while it runs; it removes the
+ * {@link CommitLog#TOPIC}) and renews it while it runs (every quarter of the claim timeout,
+ * {@link #beatEvery}); it removes the
  * claim when it commits or aborts. Of two live claims the older one (lower offset in the
  * log, so a total order even when both are made in the same millisecond) wins: the newer
  * write watches the older claim and fails as soon as it is renewed or released (its writer
@@ -69,7 +70,12 @@ public final class WriterLease implements AutoCloseable {
   private final CountDownLatch ending = new CountDownLatch(1);
   private final List<Runnable> onEnd = new CopyOnWriteArrayList<>();
 
-  private WriterLease(WriterClaims claims, KafkaConf kafka, String table, String key, String query, Thread owner) {
+  /** How often the claim is written again: {@link #beatEvery} of the claim timeout. */
+  private final long beatMs;
+
+  private WriterLease(WriterClaims claims, KafkaConf kafka, String table, String key, String query, Thread owner,
+      long staleMs) {
+    this.beatMs = beatEvery(staleMs);
     this.claims = claims;
     this.kafka = kafka;
     this.table = table;
@@ -116,7 +122,7 @@ public final class WriterLease implements AutoCloseable {
       long staleMs) {
     Clock clock = claims.clock();
     String key = prefix(table) + UUID.randomUUID();
-    WriterLease lease = new WriterLease(claims, kafka, table, key, query, owner);
+    WriterLease lease = new WriterLease(claims, kafka, table, key, query, owner, staleMs);
     try (KafkaTopics admin = claims.kafka(kafka)) {
       CompactedTopic log = new CompactedTopic(admin, CommitLog.TOPIC);
       log.put(key, value(query, 0));
@@ -205,15 +211,29 @@ public final class WriterLease implements AutoCloseable {
     return !closed && (owner == null || owner.isAlive());
   }
 
+  /**
+   * How often a claim with timeout {@code staleMs} is written again: a quarter of the
+   * timeout (a watcher sees about four beats before it would take the claim over), at least
+   * every {@link #RENEW_MS} and at most every 15 s. Each beat is a record in the commit log,
+   * so a query's claim costs the log what its timeout asks, not a record a second.
+   */
+  static long beatEvery(long staleMs) {
+    return Math.max(RENEW_MS, Math.min(staleMs / 4, 15_000));
+  }
+
   private void renew(String query) {
     long beat = 0;
+    long lastBeat = System.nanoTime();
     try (KafkaTopics admin = claims.kafka(kafka)) {
       CompactedTopic log = new CompactedTopic(admin, CommitLog.TOPIC);
+      // Awake every RENEW_MS to see the owner end; written every beatMs.
       while (!ending.await(RENEW_MS, TimeUnit.MILLISECONDS)) {
         if (owner != null && !owner.isAlive()) {
           close();  // the query's run ended between micro-batches
           return;
         }
+        if (System.nanoTime() - lastBeat < TimeUnit.MILLISECONDS.toNanos(beatMs) - 50_000_000L) continue;
+        lastBeat = System.nanoTime();
         try {
           log.put(key, value(query, ++beat));
         } catch (RuntimeException e) {

@@ -271,6 +271,38 @@ final class HeldRows implements Serializable {
    * Removes the held files of epochs before {@code epoch}, in the background (best effort:
    * the epoch's mark no longer names them, so nothing reads them again).
    */
+  /**
+   * Records, in the checkpoint ({@code <checkpoint>/kplex/expired/<epoch>}), that epoch
+   * {@code epoch} failed because its write outlived {@code timeoutMs} (transaction.timeout.ms):
+   * Spark reruns a planned micro-batch with the same offsets after a restart, and its rerun
+   * needs more time, not the same ({@link #expiredAfter}). Best effort: a rerun without it
+   * only fails the same way again.
+   */
+  void expired(long epoch, long timeoutMs) {
+    try {
+      Path path = new Path(dir + "/expired/" + epoch);
+      try (FSDataOutputStream out = path.getFileSystem(conf()).create(path, true)) {
+        out.write(Long.toString(timeoutMs).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+      }
+    } catch (IOException e) {
+      // the rerun then uses the same timeout
+    }
+  }
+
+  /** The transaction timeout epoch {@code epoch} expired after in an earlier run, or -1 (it did not). */
+  long expiredAfter(long epoch) {
+    try {
+      Path path = new Path(dir + "/expired/" + epoch);
+      FileSystem fs = path.getFileSystem(conf());
+      if (!fs.exists(path)) return -1;
+      try (java.io.InputStream in = fs.open(path)) {
+        return Long.parseLong(new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8).trim());
+      }
+    } catch (IOException | NumberFormatException e) {
+      return -1;
+    }
+  }
+
   void clean(long epoch) {
     CLEANER.execute(() -> cleanNow(epoch));
   }

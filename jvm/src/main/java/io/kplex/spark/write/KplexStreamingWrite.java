@@ -48,8 +48,12 @@ final class KplexStreamingWrite implements StreamingWrite {
   /** Epoch -> how its write started (below); removed once it is committed or aborted. */
   private final Map<Long, Started> epochs = new ConcurrentHashMap<>();
 
-  /** An epoch as its writer factory was made: what its tasks started from, and when, on the driver's clock (none of its transactions is older). */
-  private record Started(EpochStart start, long atMs, HeldRelease.Signal signal) {}
+  /**
+   * An epoch as its writer factory was made: what its tasks started from, and when, on the
+   * driver's clock (none of its transactions is older); the settings its tasks write with
+   * (those of the write, or a rerun's longer transaction timeout, {@link #epochConf}).
+   */
+  private record Started(EpochStart start, long atMs, HeldRelease.Signal signal, WriteConf conf) {}
 
   KplexStreamingWrite(WriteConf conf, WriteSchema schema, String queryId, HeldRows held,
       Consumer<Map<String, String>> progress) {
@@ -99,9 +103,37 @@ final class KplexStreamingWrite implements StreamingWrite {
     }
     EpochStart start = new EpochStart(last.epoch(), last.marks(), source.partitions(), source.topic(),
         signal.releaseAll(), last.held(), source.starts(), source.ends(), source.idleBy(last.marks()));
-    epochs.put(last.epoch() + 1, new Started(start, System.currentTimeMillis(), signal));
+    WriteConf writing = epochConf(last.epoch() + 1);
+    epochs.put(last.epoch() + 1, new Started(start, System.currentTimeMillis(), signal, writing));
     held.clean(last.epoch());
-    return new StreamingWriterFactory(conf, schema, start, held, info.numPartitions());
+    return new StreamingWriterFactory(writing, schema, start, held, info.numPartitions());
+  }
+
+  /**
+   * The settings epoch {@code epoch} writes with: the write's; or, when the epoch failed
+   * with {@code [KPLEX_COMMIT_EXPIRED]} in an earlier run ({@link HeldRows#expired}), a
+   * longer transaction timeout, since Spark reruns a planned micro-batch with the same
+   * offsets and the same work would expire again: four times the one it expired after (at
+   * least one minute more), up to the broker's default transaction.max.timeout.ms (15 min).
+   */
+  private WriteConf epochConf(long epoch) {
+    if (!conf.exactlyOnce()) return conf;
+    long expiredAfter = held.expiredAfter(epoch);
+    if (expiredAfter < 0) return conf;
+    long now = ExactlyOnceCommitter.transactionTimeoutMs(conf.kafka);
+    long longer = rerunTimeoutMs(Math.max(now, expiredAfter));
+    if (longer <= now) return conf;
+    LOG.warn("kplex: micro-batch {} of query {} into table {} expired in an earlier run after transaction.timeout.ms"
+        + " {} ms: its rerun, with the same offsets, writes with transaction.timeout.ms {} ms", epoch, queryId,
+        conf.table, expiredAfter, longer);
+    return conf.withKafka(conf.kafka.with(org.apache.kafka.clients.producer.ProducerConfig.TRANSACTION_TIMEOUT_CONFIG,
+        Long.toString(longer)));
+  }
+
+  /** A rerun's transaction timeout after one of {@code expiredMs}; see {@link #epochConf}. */
+  static long rerunTimeoutMs(long expiredMs) {
+    long longer = Math.max(expiredMs * 4, expiredMs + 60_000);
+    return Math.max(expiredMs, Math.min(longer, ExactlyOnceCommitter.DEFAULT_TRANSACTION_TIMEOUT_MS));
   }
 
   /** The clocks of the executors may run this far ahead of the driver's (see {@link EpochTally#budgetFrom}). */
@@ -145,7 +177,7 @@ final class KplexStreamingWrite implements StreamingWrite {
         EpochMark mark = tally.mark(conf.table, queryId, epochId, last.marks(), idle,
             epoch == null ? 0 : epoch.signal().atMs());
         long writeStarted = epoch == null ? System.currentTimeMillis() : epoch.atMs();
-        doCommit(tally, mark, tally.budgetFrom(writeStarted, CLOCK_SKEW_MS));
+        doCommit(tally, mark, tally.budgetFrom(writeStarted, CLOCK_SKEW_MS), epoch == null ? conf : epoch.conf());
         advance(mark);
         if (epoch != null) paced(epoch);
         if (epoch != null && epoch.signal().releaseAll()) {
@@ -185,7 +217,7 @@ final class KplexStreamingWrite implements StreamingWrite {
    * its mark once its rows are sent (at least once). {@code startedAtMs}: when its write
    * started, on the driver's clock (none of its transactions is older).
    */
-  private void doCommit(EpochTally tally, EpochMark mark, long startedAtMs) {
+  private void doCommit(EpochTally tally, EpochMark mark, long startedAtMs, WriteConf writing) {
     if (!conf.exactlyOnce()) {
       committer.mark(mark);
       return;
@@ -198,7 +230,18 @@ final class KplexStreamingWrite implements StreamingWrite {
           + " transactions that hold virtual partitions {}", mark.epoch(), queryId, txns.size(), tally.txns.size(),
           partial.lostVps());
     }
-    committer.commit(queryId, txns, tally.lastOffsets, mark, startedAtMs, lease, partial);
+    ExactlyOnceCommitter committing = writing == conf ? committer : new ExactlyOnceCommitter(writing.kafka, conf.table,
+        conf.topic, conf.virtualPartitions, conf.faults, run.runId == null ? null : () -> run.clients(conf.kafka));
+    try {
+      committing.commit(queryId, txns, tally.lastOffsets, mark, startedAtMs, lease, partial);
+    } catch (io.kplex.spark.errors.KplexException e) {
+      // Nothing committed: the rerun of this micro-batch (same offsets) gets more time.
+      if (!"COMMIT_EXPIRED".equals(e.code())) throw e;
+      long expiredAfter = ExactlyOnceCommitter.transactionTimeoutMs(writing.kafka);
+      if (rerunTimeoutMs(expiredAfter) <= expiredAfter) throw e;
+      held.expired(mark.epoch(), expiredAfter);
+      throw io.kplex.spark.errors.Errors.streamCommitTooLate(e, rerunTimeoutMs(expiredAfter));
+    }
     if (partial != null) run.completed(mark.epoch());
   }
 
@@ -210,7 +253,8 @@ final class KplexStreamingWrite implements StreamingWrite {
     }
     epochs.remove(mark.epoch());
     io.kplex.spark.stream.QuerySinks.DRIVER.stands(queryId, new io.kplex.spark.stream.QuerySinks.Stand(
-        mark.marks().highs(), mark.marks().idle(), conf.maxDelayMs));
+        mark.marks().highs(), mark.marks().idle(), conf.maxDelayMs, Math.max(0, mark.heldRecords()),
+        conf.maxHeldRecords));
   }
 
   /** The epoch's figures: the write's summary, and the sink metrics of the query's progress. */

@@ -106,4 +106,37 @@ public class StreamOffsetsTest {
     assertEquals("a partition with no record yet is the furthest behind", java.util.Set.of(0, 1),
         KplexMicroBatchStream.ahead(Map.of(0, 1L, 1, 2L), java.util.Set.of(), java.util.List.of(0, 1, 2), 5_000));
   }
+
+  @Test
+  public void atTheHeldCapOnlyThePartitionsHoldingTheWatermarkAreRead() {
+    io.kplex.spark.stream.QuerySinks.Stand below = new io.kplex.spark.stream.QuerySinks.Stand(
+        Map.of(0, 90_000L, 1, 19_900L, 2, 50_000L), java.util.Set.of(), 5_000, 999, 1_000);
+    Map<Integer, Long> until = map(2_000, 2_000, 2_000);
+    assertEquals("below the cap: as planned", until,
+        KplexMicroBatchStream.heldCapped(map(200, 200, 200), until, below, true, true, "t", "tb"));
+    io.kplex.spark.stream.QuerySinks.Stand full = new io.kplex.spark.stream.QuerySinks.Stand(
+        Map.of(0, 90_000L, 1, 19_900L, 2, 50_000L), java.util.Set.of(), 5_000, 1_000, 1_000);
+    assertEquals("at the cap: only partition 1, the lowest high, reads", Map.of(0, 200L, 1, 2_000L, 2, 200L),
+        KplexMicroBatchStream.heldCapped(map(200, 200, 200), until, full, true, true, "t", "tb"));
+    io.kplex.spark.stream.QuerySinks.Stand idleOne = new io.kplex.spark.stream.QuerySinks.Stand(
+        Map.of(0, 90_000L, 1, 19_900L, 2, 50_000L), java.util.Set.of(1), 5_000, 1_000, 1_000);
+    assertEquals("an idle partition does not hold it: partition 2 reads", Map.of(0, 200L, 1, 200L, 2, 2_000L),
+        KplexMicroBatchStream.heldCapped(map(200, 200, 200), until, idleOne, true, true, "t", "tb"));
+    io.kplex.spark.stream.QuerySinks.Stand silent = new io.kplex.spark.stream.QuerySinks.Stand(
+        Map.of(0, 90_000L, 1, 19_900L), java.util.Set.of(), 5_000, 1_000, 1_000);
+    Map<Integer, Long> silentUntil = map(2_000, 2_000, 0);
+    assertEquals("partition 2 never had a record: waiting for it to go idle, nothing is read",
+        map(200, 200, 0), KplexMicroBatchStream.heldCapped(map(200, 200, 0), silentUntil, silent, true, false, "t", "tb"));
+    assertEquals("an AvailableNow run reads on: its end releases everything", silentUntil,
+        KplexMicroBatchStream.heldCapped(map(200, 200, 0), silentUntil, silent, false, false, "t", "tb"));
+    io.kplex.spark.errors.KplexException e = org.junit.Assert.assertThrows(io.kplex.spark.errors.KplexException.class,
+        () -> KplexMicroBatchStream.heldCapped(map(200, 200, 0), silentUntil, silent, true, true, "views", "by_user"));
+    assertEquals("HELD_LIMIT", e.code());
+    org.junit.Assert.assertTrue(e.getMessage(), e.getMessage().contains("partition(s) [2] of topic 'views'")
+        && e.getMessage().contains("kplex.max_held_records = 1000") && e.getMessage().contains("table by_user"));
+    io.kplex.spark.stream.QuerySinks.Stand noCap = new io.kplex.spark.stream.QuerySinks.Stand(
+        Map.of(0, 90_000L, 1, 19_900L), java.util.Set.of(), 5_000, 5_000_000, -1);
+    assertEquals("-1: no cap", silentUntil,
+        KplexMicroBatchStream.heldCapped(map(200, 200, 0), silentUntil, noCap, true, true, "t", "tb"));
+  }
 }

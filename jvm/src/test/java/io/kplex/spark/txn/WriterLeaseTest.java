@@ -172,4 +172,11 @@ public class WriterLeaseTest {
       assertEquals(List.of("writer-taken/views/recent", lease.key()), List.copyOf(log().keySet()));
     }
   }
+
+  @Test
+  public void aClaimIsWrittenAgainEveryQuarterOfItsTimeoutAtLeastEverySecondAtMostEvery15s() {
+    assertEquals(1_500, WriterLease.beatEvery(6_000));
+    assertEquals(1_000, WriterLease.beatEvery(2_000));
+    assertEquals(15_000, WriterLease.beatEvery(600_000));
+  }
 }

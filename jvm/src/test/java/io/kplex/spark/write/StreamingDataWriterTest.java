@@ -12,7 +12,6 @@ import io.kplex.spark.conf.WriteConf;
 import io.kplex.spark.errors.KplexException;
 import io.kplex.spark.time.EventTime;
 import io.kplex.spark.time.ManualClock;
-import java.nio.file.Files;
 import java.util.List;
 import java.util.Map;
 import org.apache.hadoop.conf.Configuration;
@@ -21,7 +20,9 @@ import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.unsafe.types.UTF8String;
+import org.junit.Rule;
 import org.junit.Test;
+import org.junit.rules.TemporaryFolder;
 
 /**
  * The streaming writer on top of the batch one, on a clock the test moves: rows the NULL
@@ -29,6 +30,10 @@ import org.junit.Test;
  * where the task's time went is measured on the injected clock.
  */
 public class StreamingDataWriterTest {
+  /** The tasks' held files, removed after each test. */
+  @Rule
+  public TemporaryFolder tmp = new TemporaryFolder();
+
   private final WriterFixture.Clients clients = new WriterFixture.Clients();
   private final ManualClock clock = new ManualClock(0);
 
@@ -37,7 +42,7 @@ public class StreamingDataWriterTest {
     RowCodec codec = WriterFixture.codec(conf);
     KplexDataWriter out = KplexDataWriter.open(conf, codec, 0, 0, 0, null, clients);
     EpochStart start = new EpochStart(0, EventTime.Marks.NONE, new int[] {0}, null, true, List.of());
-    HeldRows held = new HeldRows(new Configuration(false), Files.createTempDirectory("kplex-held").toString());
+    HeldRows held = new HeldRows(new Configuration(false), tmp.newFolder().toString());
     return new StreamingDataWriter(out, conf, WriterFixture.COLUMNS, codec, start, 0, 1, held,
         held.path(1, 0, 1, 0), clock);
   }
@@ -62,7 +67,7 @@ public class StreamingDataWriterTest {
     KplexDataWriter out = KplexDataWriter.open(conf, codec, 0, 0, 0, null, clients);
     EpochStart start = new EpochStart(3, EventTime.Marks.NONE, new int[] {0, 1}, "src", true, List.of(),
         Map.of(0, 100L, 1, 50L), Map.of(0, 200L, 1, 60L), new int[0]);
-    HeldRows held = new HeldRows(new Configuration(false), Files.createTempDirectory("kplex-held").toString());
+    HeldRows held = new HeldRows(new Configuration(false), tmp.newFolder().toString());
     return new StreamingDataWriter(out, conf, schema, codec, start, 0, 1, held, held.path(1, 0, 1, 0), clock);
   }
 
@@ -137,7 +142,7 @@ public class StreamingDataWriterTest {
     try {
       WriteConf conf = conf("kplex.delivery", "at_least_once", "kplex.max_delay_ms", "1000000",
           "kplex.testing.pending_memory_bytes", "2000");
-      HeldRows held = new HeldRows(new Configuration(false), Files.createTempDirectory("kplex-held").toString());
+      HeldRows held = new HeldRows(new Configuration(false), tmp.newFolder().toString());
       StreamingDataWriter first = epoch(conf, held, 0, EventTime.Marks.NONE, false, List.of());
       for (long order = 1; order <= 500; order++) first.write(row("k" + order % 7, order, Long.toString(order)));
       EpochCommitMessage one = (EpochCommitMessage) first.commit();
@@ -159,5 +164,18 @@ public class StreamingDataWriterTest {
     } finally {
       System.clearProperty(io.kplex.spark.testing.FaultInjection.ARMED_PROPERTY);
     }
+  }
+
+  @Test
+  public void aMicroBatchThatExpiredIsRecordedInTheCheckpointAndRerunWithALongerTimeout() throws Exception {
+    HeldRows held = new HeldRows(new Configuration(false), tmp.newFolder().toString());
+    assertEquals(-1, held.expiredAfter(7));
+    held.expired(7, 20_000);
+    assertEquals(20_000, held.expiredAfter(7));
+    assertEquals(-1, held.expiredAfter(8));
+    assertEquals("four times", 80_000, KplexStreamingWrite.rerunTimeoutMs(20_000));
+    assertEquals("at least a minute more", 65_000, KplexStreamingWrite.rerunTimeoutMs(5_000));
+    assertEquals("at most the broker's default maximum", 900_000, KplexStreamingWrite.rerunTimeoutMs(600_000));
+    assertEquals("never less", 1_000_000, KplexStreamingWrite.rerunTimeoutMs(1_000_000));
   }
 }
