@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from kplex.definitions import TABLES_TOPIC
 from kplex.errors import translated
 from kplex.session import kplex_session
 
 
-def recover(bootstrap: str, table: str, metadata_topic: str = "_kplex_tables",
+def recover(bootstrap: str, table: str, metadata_topic: str = TABLES_TOPIC,
             kafka_options: Mapping[str, str] | None = None, claim_timeout_ms: int | None = None) -> str:
     """Finish a commit that a dead driver left half done, and fence (Kafka aborts) every
     open transaction of ``table``, so read_committed consumers are not held back. Returns

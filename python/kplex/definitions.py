@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
+from importlib import resources
 from typing import Any, Iterable, Mapping
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
@@ -54,7 +55,9 @@ __all__ = [
     "source_topics",
 ]
 
-TABLES_TOPIC = "_kplex_tables"
+#: The catalog's metadata_topic by default: options.json's, as the JVM reads it.
+TABLES_TOPIC: str = next(o["default"] for o in json.loads(resources.files("kplex").joinpath("options.json").read_text())
+                         ["options"] if o["name"] == "metadata_topic")
 FORMAT = "kplex-table"
 #: The newest format version this kplex reads (the JVM's ``TableDefinition.FORMAT_VERSION``).
 FORMAT_VERSION = 1

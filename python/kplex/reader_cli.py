@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kplex import kafka_config
+from kplex.definitions import TABLES_TOPIC
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
@@ -99,5 +100,5 @@ def register(subparsers: Any) -> None:
     adhoc.add_argument("--max-delay-ms", type=int, help="bound on lateness across partitions")
     adhoc.add_argument("--late-policy", choices=("fail", "drop", "side_topic"))
     adhoc.add_argument("--late-topic")
-    read.add_argument("--metadata-topic", default="_kplex_tables", help=argparse.SUPPRESS)
+    read.add_argument("--metadata-topic", default=TABLES_TOPIC, help=argparse.SUPPRESS)
     read.set_defaults(handler=_read)

@@ -19,12 +19,13 @@ from collections import Counter
 from datetime import datetime, timezone
 from typing import Any, Mapping
 
+from kplex.definitions import TABLES_TOPIC
 from kplex.errors import translated
 
 __all__ = ["status", "count_per_virtual_partition", "render"]
 
 
-def status(bootstrap: str, table: str, *, count: bool = False, metadata_topic: str = "_kplex_tables",
+def status(bootstrap: str, table: str, *, count: bool = False, metadata_topic: str = TABLES_TOPIC,
            kafka_options: Mapping[str, str] | None = None, config: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The state of ``table`` as a dict (the ``--json`` form). ``kafka_options``: Java client
     settings for the JVM side (as the catalog's ``kafka.*``); ``config``: librdkafka settings

@@ -42,7 +42,7 @@ public final class KplexAdmin {
       long claimTimeoutMs) {
     Map<String, String> options = catalogOptions(session, catalog);
     KafkaConf kafka = KafkaConf.from(options);
-    String metadataTopic = options.getOrDefault(KplexOptions.METADATA_TOPIC, KplexOptions.DEFAULT_METADATA_TOPIC);
+    String metadataTopic = KplexOptions.metadataTopic(options);
     try (TableStore store = new TableStore(kafka, metadataTopic)) {
       TableDefinition def = store.definition(table).orElseThrow(() -> Errors.notAKplexTable(table));
       WriteConf conf = new WriteConf(def, options, Map.of(), WriteConf.sessionSettings());
@@ -71,7 +71,7 @@ public final class KplexAdmin {
    */
   public static String status(Map<String, String> options, String table) {
     KafkaConf kafka = KafkaConf.from(options);
-    String metadataTopic = options.getOrDefault(KplexOptions.METADATA_TOPIC, KplexOptions.DEFAULT_METADATA_TOPIC);
+    String metadataTopic = KplexOptions.metadataTopic(options);
     try (TableStore store = new TableStore(kafka, metadataTopic)) {
       TableDefinition def = store.definition(table).orElseThrow(() -> Errors.notAKplexTable(table));
       if (def.isVirtual()) {

@@ -66,7 +66,7 @@ public class KplexCatalog implements TableCatalog, FunctionCatalog {
   public void initialize(String name, CaseInsensitiveStringMap options) {
     this.name = name;
     this.options = Map.copyOf(options.asCaseSensitiveMap());
-    this.metadataTopic = options.getOrDefault(KplexOptions.METADATA_TOPIC, KplexOptions.DEFAULT_METADATA_TOPIC);
+    this.metadataTopic = KplexOptions.metadataTopic(options);
   }
 
   @Override

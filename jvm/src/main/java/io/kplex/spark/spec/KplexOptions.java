@@ -86,9 +86,15 @@ public final class KplexOptions {
   /** Passed to every Kafka client with the prefix removed (Spark's Kafka connector does the same). */
   public static final String KAFKA_PREFIX = "kafka.";
   public static final String BOOTSTRAP = "kafka.bootstrap.servers";
-  /** The compacted topic holding table definitions. */
+  /** The compacted topic holding a catalog's table definitions (a catalog option). */
   public static final String METADATA_TOPIC = "metadata_topic";
-  public static final String DEFAULT_METADATA_TOPIC = "_kplex_tables";
+  public static final String DEFAULT_METADATA_TOPIC = OptionSpecs.of(METADATA_TOPIC).defaultValue();
+
+  /** The metadata topic a catalog's options name, or its default. */
+  public static String metadataTopic(java.util.Map<String, String> catalogOptions) {
+    String set = catalogOptions.get(METADATA_TOPIC);
+    return set == null || set.isBlank() ? DEFAULT_METADATA_TOPIC : set;
+  }
 
   /**
    * The table properties: those options.json allows as such (a test keeps the two the same),

@@ -33,7 +33,7 @@ public class OptionSpecsTest {
   @Test
   public void everySettingNamedInKplexOptionsIsInTheSpec() throws Exception {
     Set<String> notSettings = Set.of(KplexOptions.TABLE, KplexOptions.BOOTSTRAP, KplexOptions.KAFKA_PREFIX,
-        KplexOptions.METADATA_TOPIC, KplexOptions.DEFAULT_METADATA_TOPIC, KplexOptions.DEFAULT_VIRTUAL_KEY,
+        KplexOptions.DEFAULT_METADATA_TOPIC, KplexOptions.DEFAULT_VIRTUAL_KEY,
         KplexOptions.DEFAULT_VIRTUAL_ORDER, KplexOptions.RELEASE_AT_END_CONF, KplexOptions.IDLE_TIMEOUT_MS_CONF);
     List<String> missing = new ArrayList<>();
     for (Field f : KplexOptions.class.getFields()) {
