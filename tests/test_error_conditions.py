@@ -30,9 +30,25 @@ def test_every_condition_is_raised_as_the_class_it_names():
 def test_every_code_the_python_package_raises_is_declared():
     used = set()
     for source in (ROOT / "python" / "kplex").rglob("*.py"):
-        used |= set(re.findall(r"\[KPLEX_([A-Z_]+)\]", source.read_text()))
+        text = source.read_text()
+        used |= set(re.findall(r"\[KPLEX_([A-Z_]+)\]", text)) | set(re.findall(r'kplex_error\("([A-Z_]+)"', text))
     used.discard("CODE")  # the docstrings' placeholder
     assert used and not {f"KPLEX_{c}" for c in used} - set(errors.CONDITIONS)
+
+
+def test_an_error_made_by_its_condition_is_the_declared_class_with_its_parameters():
+    error = errors.kplex_error("UNKNOWN_TOPIC", "no topic named 'views'.", topic="views")
+    assert type(error) is errors.UnknownTableError and str(error) == "[KPLEX_UNKNOWN_TOPIC] no topic named 'views'."
+    assert error.getCondition() == "KPLEX_UNKNOWN_TOPIC" and error.getMessageParameters() == {"topic": "views"}
+    with pytest.raises(KeyError):
+        errors.kplex_error("NO_SUCH_CONDITION", "x")
+
+
+def test_no_kplex_error_class_shadows_a_kafka_client_name():
+    import confluent_kafka
+
+    assert not {name for name in vars(errors) if isinstance(vars(errors)[name], type)
+                and issubclass(vars(errors)[name], errors.KplexError)} & set(vars(confluent_kafka))
 
 
 def test_a_kplex_error_is_a_pyspark_exception_so_an_except_pyspark_exception_catches_it():

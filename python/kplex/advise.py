@@ -35,7 +35,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from kplex.errors import OptionError
+from kplex.errors import OptionError, kplex_error
 from kplex.placement import physical_partition, virtual_partition
 
 __all__ = ["Sampled", "Candidate", "HotKey", "Advice", "analyse", "advise", "read_sample",
@@ -295,7 +295,6 @@ def read_sample(bootstrap: str, topic: str, *, key: str = "key", order: str = "t
     from confluent_kafka import KafkaError, TopicPartition
 
     from kplex.clients import access_error, consumer, partitions
-    from kplex.errors import UnknownTableError
     from kplex.expressions import SourceRecord, compile_key, compile_order, pointer_or_expression
 
     key_of = compile_key(pointer_or_expression(key))
@@ -304,7 +303,7 @@ def read_sample(bootstrap: str, topic: str, *, key: str = "key", order: str = "t
     try:
         parts = partitions(client, topic, timeout)
         if parts is None:
-            raise UnknownTableError(f"[KPLEX_UNKNOWN_TOPIC] no topic named {topic!r} on {bootstrap}.")
+            raise kplex_error("UNKNOWN_TOPIC", f"no topic named {topic!r} on {bootstrap}.")
         ranges = _ranges(client, topic, parts, sample, start_timestamp, end_timestamp, timeout)
         todo = {p: (lo, hi) for p, (lo, hi) in ranges.items() if hi > lo}
         tick = progress(sum(hi - lo for lo, hi in todo.values())) if progress else None

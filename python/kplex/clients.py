@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 from confluent_kafka import Consumer, KafkaError, KafkaException
 
-from kplex.errors import BrokerUnreachableError, KplexError, NotAuthenticatedError, NotAuthorizedError
+from kplex.errors import KplexError, kplex_error
 
 __all__ = ["QUIET", "consumer", "partitions", "access_error"]
 
@@ -80,16 +80,16 @@ def access_error(client: Consumer, error: KafkaError | None = None, operation: s
     bootstrap = getattr(client, "bootstrap", "the broker")
     if error is not None and error.code() in _AUTHORIZATION:
         what = resource or _AUTHORIZATION[error.code()]
-        return NotAuthorizedError(
-            f"[KPLEX_NOT_AUTHORIZED] principal {principal} is not allowed to {operation} {what} on {bootstrap}:"
+        return kplex_error("NOT_AUTHORIZED",
+            f"principal {principal} is not allowed to {operation} {what} on {bootstrap}:"
             f" grant it an ACL for {operation} on {what} (docs/secured-kafka.md lists every ACL"
             f" kplex needs). Kafka said: {error.str()}")
     client.poll(0.5)  # serves error_cb: librdkafka reports a refused login there, nowhere else
     failures = getattr(client, "login_failures", [])
     if failures or (error is not None and error.code() in _LOGIN):
         said = (failures or [error])[-1].str()
-        return NotAuthenticatedError(
-            f"[KPLEX_NOT_AUTHENTICATED] the broker at {bootstrap} did not authenticate principal {principal}:"
+        return kplex_error("NOT_AUTHENTICATED",
+            f"the broker at {bootstrap} did not authenticate principal {principal}:"
             f" wrong password, unknown user, SASL mechanism or TLS trust (check the --kafka-config file)."
             f" Kafka said: {said}")
     return None
@@ -100,7 +100,7 @@ def partitions(client: Consumer, topic: str, timeout: float) -> list[int] | None
     try:
         metadata = client.list_topics(topic, timeout=timeout).topics.get(topic)
     except KafkaException as e:
-        raise access_error(client) or BrokerUnreachableError(f"[KPLEX_UNREACHABLE] no Kafka broker answered: {e}") from None
+        raise access_error(client) or kplex_error("UNREACHABLE", f"no Kafka broker answered: {e}") from None
     if metadata is None or metadata.error is not None:
         if metadata is not None and metadata.error.code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
             raise access_error(client, metadata.error, "DESCRIBE", f"topic '{topic}'") or KafkaException(metadata.error)

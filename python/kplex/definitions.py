@@ -39,7 +39,7 @@ from typing import Any, Iterable, Mapping
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from kplex.clients import access_error, consumer
-from kplex.errors import BrokerUnreachableError, DefinitionError
+from kplex.errors import BrokerUnreachableError, DefinitionError, kplex_error
 
 __all__ = [
     "DefinitionError",
@@ -120,11 +120,11 @@ def source_topics(source: str) -> tuple[str, ...]:
     """
     topics = tuple(name.strip() for name in source.split(",") if name.strip())
     if not topics:
-        raise DefinitionError(f"[KPLEX_DEFINITION_FORMAT] 'kplex.source' = {source!r} names no topic;"
+        raise kplex_error("DEFINITION_FORMAT", f"'kplex.source' = {source!r} names no topic;"
                               " give one, or several separated by commas, e.g. 'clicks, views'.")
     twice = next((t for i, t in enumerate(topics) if t in topics[:i]), None)
     if twice is not None:
-        raise DefinitionError(f"[KPLEX_DEFINITION_FORMAT] 'kplex.source' = {source!r} names topic {twice!r}"
+        raise kplex_error("DEFINITION_FORMAT", f"'kplex.source' = {source!r} names topic {twice!r}"
                               " twice; name each source topic once.")
     return topics
 
@@ -166,20 +166,20 @@ def parse_definition(value: bytes | str) -> TableDefinition:
     try:
         data = json.loads(value)
     except ValueError as error:  # JSONDecodeError, UnicodeDecodeError
-        raise DefinitionError(f"[KPLEX_DEFINITION_FORMAT] unreadable table definition: {error}") from None
+        raise kplex_error("DEFINITION_FORMAT", f"unreadable table definition: {error}") from None
     if not isinstance(data, dict):
         data = {}
     fmt = data.get("format")
     version = _version(data.get("version"))
     if fmt != FORMAT or version > FORMAT_VERSION:
-        raise DefinitionError(
-            f"[KPLEX_DEFINITION_FORMAT] table definition of format '{'' if fmt is None else fmt}' version"
+        raise kplex_error("DEFINITION_FORMAT",
+            f"table definition of format '{'' if fmt is None else fmt}' version"
             f" {version} is not understood by this kplex (format version {FORMAT_VERSION}): upgrade kplex.")
     if data.get("name") is None:
-        raise DefinitionError("[KPLEX_DEFINITION_FORMAT] unreadable table definition: it has no name")
+        raise kplex_error("DEFINITION_FORMAT", "unreadable table definition: it has no name")
     properties = data.get("properties") or {}
     if not isinstance(properties, dict):
-        raise DefinitionError(f"[KPLEX_DEFINITION_FORMAT] unreadable table definition of {data['name']}:"
+        raise kplex_error("DEFINITION_FORMAT", f"unreadable table definition of {data['name']}:"
                                     " its properties are not a JSON object")
     props = {str(k): str(v) for k, v in properties.items()}
     name = str(data["name"])

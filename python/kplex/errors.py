@@ -62,7 +62,7 @@ class KplexError(PySparkException):
         return self._condition
 
     def getMessageParameters(self) -> dict[str, str]:  # noqa: N802 - pyspark's name
-        return {}
+        return dict(getattr(self, "_parameters", {}))
 
     def getMessage(self) -> str:  # noqa: N802 - pyspark's name
         return self._full
@@ -181,7 +181,7 @@ class ReadStalledError(KplexError):
     code = "READ_STALLED"
 
 
-class KafkaError(KplexError):
+class KafkaFailureError(KplexError):
     """Kafka failed in a way kplex does not classify, or its client lacks what kplex needs."""
 
     code = "KAFKA"
@@ -203,6 +203,21 @@ class ReadOnlyTableError(KplexError):
 _BY_CODE: dict[str, type[KplexError]] = {
     name[len("KPLEX_"):]: globals()[c["python"]] for name, c in CONDITIONS.items()
 }
+
+def kplex_error(code: str, message: str, **parameters: object) -> KplexError:
+    """The error of condition ``KPLEX_<code>``: the class ``error_conditions.json`` names for
+    it, its message ``[KPLEX_<code>] message``, and its named parameters (what
+    :meth:`KplexError.getMessageParameters` returns: the option, topic, table... it names).
+    Every error kplex's Python side raises is made here, so no prefix is typed by hand.
+
+    >>> e = kplex_error("BAD_OPTION", "'acks' = 'x' is invalid.", option="acks")
+    >>> type(e).__name__, str(e), e.getMessageParameters()
+    ('OptionError', "[KPLEX_BAD_OPTION] 'acks' = 'x' is invalid.", {'option': 'acks'})
+    """
+    error = _BY_CODE[code](f"[KPLEX_{code}] {message}")
+    error._parameters = {name: str(value) for name, value in parameters.items()}
+    return error
+
 
 # [KPLEX_<CODE>] and the rest of its line (a client that prints the condition again before
 # the message, as Spark Connect may, repeats the prefix: read once).

@@ -26,7 +26,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Mapping
 
-from kplex.errors import OptionError
+from kplex.errors import kplex_error
 
 __all__ = ["ENV_VAR", "load", "parse_properties", "librdkafka", "principal", "bootstrap_of"]
 
@@ -53,7 +53,7 @@ def parse_properties(text: str) -> dict[str, str]:
             continue
         match = re.match(r"([^=:\s]+)\s*[=:]\s*(.*)$", line)
         if match is None:
-            raise OptionError(f"[KPLEX_BAD_OPTION] line {number} of the Kafka client settings is not"
+            raise kplex_error("BAD_OPTION", f"line {number} of the Kafka client settings is not"
                               f" 'key=value': {line.split()[0]!r}...")
         settings[match.group(1)] = match.group(2)
     return settings
@@ -67,7 +67,7 @@ def load(path: str | os.PathLike[str] | None = None, environ: Mapping[str, str] 
     try:
         return parse_properties(Path(path).read_text())
     except OSError as error:
-        raise OptionError(f"[KPLEX_BAD_OPTION] cannot read the Kafka client settings file {path}"
+        raise kplex_error("BAD_OPTION", f"cannot read the Kafka client settings file {path}"
                           f" (--kafka-config or ${ENV_VAR}): {error.strerror}") from None
 
 
@@ -104,11 +104,11 @@ def librdkafka(settings: Mapping[str, str]) -> dict[str, Any]:
     jaas = settings.get("sasl.jaas.config")
     if jaas:
         if "OAuthBearerLoginModule" in jaas:
-            raise OptionError("[KPLEX_BAD_OPTION] 'sasl.jaas.config' with OAuthBearerLoginModule has no"
+            raise kplex_error("BAD_OPTION", "'sasl.jaas.config' with OAuthBearerLoginModule has no"
                               " librdkafka form: give the Python clients librdkafka.sasl.oauthbearer.* settings")
         fields = dict(_JAAS_FIELD.findall(jaas))
         if "username" not in fields or "password" not in fields:
-            raise OptionError("[KPLEX_BAD_OPTION] 'sasl.jaas.config' has no username=\"...\" password=\"...\""
+            raise kplex_error("BAD_OPTION", "'sasl.jaas.config' has no username=\"...\" password=\"...\""
                               " (PLAIN or SCRAM) that the Python clients could use")
         out["sasl.username"], out["sasl.password"] = fields["username"], fields["password"]
     if "ssl.endpoint.identification.algorithm" in settings:
@@ -117,7 +117,7 @@ def librdkafka(settings: Mapping[str, str]) -> dict[str, Any]:
     keystore = settings.get("ssl.keystore.location")
     if keystore:
         if settings.get("ssl.keystore.type", "PKCS12").upper() != "PKCS12":
-            raise OptionError("[KPLEX_BAD_OPTION] 'ssl.keystore.type' must be PKCS12 for the Python"
+            raise kplex_error("BAD_OPTION", "'ssl.keystore.type' must be PKCS12 for the Python"
                               f" clients (librdkafka), not {settings['ssl.keystore.type']!r}")
         out["ssl.keystore.location"] = keystore
         if "ssl.keystore.password" in settings:
@@ -138,7 +138,7 @@ def _trust(settings: Mapping[str, str]) -> dict[str, str]:
     keytool = shutil.which("keytool") or (os.path.join(os.environ["JAVA_HOME"], "bin", "keytool")
                                           if os.environ.get("JAVA_HOME") else None)
     if keytool is None:
-        raise OptionError("[KPLEX_BAD_OPTION] 'ssl.truststore.location' is a Java key store and keytool"
+        raise kplex_error("BAD_OPTION", "'ssl.truststore.location' is a Java key store and keytool"
                           " (the JDK's) is not on PATH to read it: give the CA as a PEM file (ssl.truststore.type=PEM)")
     done = subprocess.run([keytool, "-list", "-rfc", "-keystore", location, "-storetype", kind,
                            "-storepass:env", "KPLEX_TRUSTSTORE_PASSWORD"],
@@ -146,7 +146,7 @@ def _trust(settings: Mapping[str, str]) -> dict[str, str]:
                           capture_output=True, text=True, stdin=subprocess.DEVNULL)
     certificates = _PEM.findall(done.stdout)
     if done.returncode != 0 or not certificates:
-        raise OptionError(f"[KPLEX_BAD_OPTION] cannot read the CA certificates of 'ssl.truststore.location'"
+        raise kplex_error("BAD_OPTION", f"cannot read the CA certificates of 'ssl.truststore.location'"
                           f" = {location} (type {kind}): {(done.stderr or done.stdout).strip()[:300]}")
     return {"ssl.ca.pem": "\n".join(certificates)}
 

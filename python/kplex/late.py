@@ -19,7 +19,7 @@ from typing import Any, Mapping
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from kplex.clients import QUIET
-from kplex.errors import LateRecordError, WriteFailedError
+from kplex.errors import kplex_error
 from kplex.placement import ORDER_HEADER, VP_HEADER
 from kplex.tableinfo import ReadStats, TableInfo
 
@@ -61,8 +61,8 @@ class LateRecords:
             self.send(msg, vp, order)
             self.stats.late_to_side_topic += 1
         else:
-            raise LateRecordError(
-                f"[KPLEX_LATE_RECORD] table {self.info.name}: the record at {msg.topic()}-"
+            raise kplex_error("LATE_RECORD",
+                f"table {self.info.name}: the record at {msg.topic()}-"
                 f"{msg.partition()} offset {msg.offset()} has order value {order},"
                 f" {None if partition_max is None else partition_max - order} ms behind the largest"
                 f" order value seen before it on that partition ({partition_max}), beyond"
@@ -100,7 +100,7 @@ class LateRecords:
     def flush(self) -> None:
         if self.producer is not None:
             if self.producer.flush(60) or self.errors:
-                raise WriteFailedError(f"[KPLEX_SEND_FAILED] sending late records to"
+                raise kplex_error("SEND_FAILED", f"sending late records to"
                                  f" {self.info.late_topic!r} failed: {self.errors[:1] or 'timeout'}")
 
     def close(self) -> None:

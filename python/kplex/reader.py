@@ -43,12 +43,8 @@ from kplex.definitions import (
     read_table_definition,
 )
 from kplex.errors import (
-    NullKeyError,
-    NullOrderError,
     OptionError,
-    PartitionMismatchError,
-    ReadStalledError,
-    UnknownTableError,
+    kplex_error,
 )
 from kplex.expressions import SourceRecord, compile_key, compile_order, pointer_or_expression
 from kplex.late import LateRecords
@@ -134,7 +130,7 @@ def open_table(bootstrap: str, table: str, *, key: str | None = None, order: str
         finally:
             consumer.close()
         if partitions is None:
-            raise UnknownTableError(f"[KPLEX_UNKNOWN_TOPIC] no table or topic named {table!r} on"
+            raise kplex_error("UNKNOWN_TOPIC", f"no table or topic named {table!r} on"
                                     f" {bootstrap}.")
         if defining or overrides:
             info = TableInfo(name=table, topic=table, kind="virtual",
@@ -181,7 +177,7 @@ class _Feed:
         if batch:
             self.last_progress = self.last_call
         elif self.last_call - self.last_progress > STALL_S:
-            raise ReadStalledError(f"[KPLEX_READ_STALLED] no progress reading topic partitions"
+            raise kplex_error("READ_STALLED", f"no progress reading topic partitions"
                              f" {', '.join(f'{t}-{p}' for t, p in sorted(self.open))} for {STALL_S:.0f} s.")
         for msg in batch:
             tp = (msg.topic(), msg.partition())
@@ -272,14 +268,14 @@ class TableReader:
             for topic in self.info.topics:
                 partitions = _partitions(consumer, topic, self.timeout)
                 if partitions is None:
-                    raise UnknownTableError(f"[KPLEX_UNKNOWN_TOPIC] topic {topic!r} (of table"
+                    raise kplex_error("UNKNOWN_TOPIC", f"topic {topic!r} (of table"
                                             f" {self.info.name}) does not exist.")
                 found[topic] = partitions
             topic = self.info.topics[0]
             if self.info.kind == "derived":
                 if len(found[topic]) != self.info.physical_partitions:
-                    raise PartitionMismatchError(
-                        f"[KPLEX_PARTITION_MISMATCH] topic {topic!r} has {len(found[topic])}"
+                    raise kplex_error("PARTITION_MISMATCH",
+                        f"topic {topic!r} has {len(found[topic])}"
                         f" partitions but table {self.info.name} says {self.info.physical_partitions}.")
                 wanted = [(topic, p) for p in sorted({vp % self.info.physical_partitions for vp in self.vps})]
             elif self.info.kind == "topic":
@@ -375,10 +371,10 @@ class TableReader:
                         null_order=self.info.null_order) == DROPPED:
             return
         if key is None:
-            raise NullKeyError(f"[KPLEX_NULL_KEY] NULL key ('kplex.key' = {self.info.key}) at {where}."
+            raise kplex_error("NULL_KEY", f"NULL key ('kplex.key' = {self.info.key}) at {where}."
                              " Set 'kplex.null_key' = 'drop' to skip such records.")
         if order is None:  # null_order = first included: a read-time table's merge cannot honour it
-            raise NullOrderError(f"[KPLEX_NULL_ORDER] NULL order value ('kplex.order' = {self.info.order})"
+            raise kplex_error("NULL_ORDER", f"NULL order value ('kplex.order' = {self.info.order})"
                              f" at {where}. Set 'kplex.null_order' = 'drop' to skip such records.")
         vp = virtual_partition(key, self.info.virtual_partitions)
         if merge.is_late(source, order):

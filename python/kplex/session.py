@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 from pyspark.sql import SparkSession
 
-from kplex.errors import KplexError, OptionError, UnsupportedError
+from kplex.errors import kplex_error
 
 #: Spark's default ``spark.redaction.regex`` plus the Kafka client settings that carry
 #: credentials without saying "password" in their names (the JAAS line of SASL/SCRAM and
@@ -67,7 +67,7 @@ def check_spark_version(version: str | None = None) -> None:
         names = [f"{a}.{b}" for a, b in SUPPORTED_SPARK]
         supported = ", ".join(names[:-1]) + " and " + names[-1]
         newest = SUPPORTED_SPARK[-1]
-        raise UnsupportedError(f"[KPLEX_SPARK_VERSION] kplex runs on Spark {supported}; this is Spark {version}."
+        raise kplex_error("SPARK_VERSION", f"kplex runs on Spark {supported}; this is Spark {version}."
                                f" Install pyspark>=3.5,<{newest[0]}.{newest[1] + 1}, or see"
                                " docs/spark-versions.md.")
 
@@ -85,7 +85,7 @@ def require_spark(feature: str, since: tuple[int, int], version: str | None = No
 
         version = pyspark.__version__
     if _spark_line(version) < since:
-        raise UnsupportedError(f"[KPLEX_SPARK_VERSION] {feature} needs Spark {since[0]}.{since[1]} or later; this is"
+        raise kplex_error("SPARK_VERSION", f"{feature} needs Spark {since[0]}.{since[1]} or later; this is"
                                f" Spark {version} (docs/spark-versions.md).")
 
 
@@ -191,7 +191,7 @@ def register_functions(spark: SparkSession) -> None:
     if is_remote(spark):
         found = {row[0] for row in spark.sql("SHOW FUNCTIONS LIKE 'kplex_*'").collect()}
         if "kplex_key" not in found:
-            raise OptionError("[KPLEX_NO_EXTENSION] the Spark Connect server has no kplex functions: start it"
+            raise kplex_error("NO_EXTENSION", "the Spark Connect server has no kplex functions: start it"
                              f" with spark.sql.extensions={EXTENSIONS_CLASS} and kplex's jars"
                              " (`kplex server connect` does), or call them as kplex.kplex_key(...).")
         return
@@ -228,12 +228,12 @@ def read_metrics(df: Any) -> dict[str, int]:
     """
     if is_remote(df.sparkSession):
         if not hasattr(df, "executionInfo"):
-            raise UnsupportedError("[KPLEX_SPARK_VERSION] read_metrics over Spark Connect needs Spark 4.0 or later"
+            raise kplex_error("SPARK_VERSION", "read_metrics over Spark Connect needs Spark 4.0 or later"
                                    " (DataFrame.executionInfo); on Spark 3.5 read the metrics in the server's UI,"
                                    " or call read_metrics from a classic (py4j) session.")
         info = df.executionInfo
         if info is None or info.metrics is None:
-            raise KplexError("[KPLEX_NOT_EXECUTED] read_metrics needs a DataFrame that has run:"
+            raise kplex_error("NOT_EXECUTED", "read_metrics needs a DataFrame that has run:"
                              " call an action (collect, count, ...) on it first.")
         totals = dict.fromkeys(READ_METRICS, 0)
         _, nodes = info.metrics.extract_graph()  # the plan nodes the server reported

@@ -27,7 +27,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Mapping, TextIO
 
-from kplex.errors import KplexError, WriteFailedError
+from kplex.errors import KplexError, kplex_error
 
 #: ``INSERT INTO <table> <query reading STREAM(...)>``: the statement that becomes a stream.
 _STREAM_INSERT = re.compile(r"^\s*INSERT\s+INTO\s+(?:TABLE\s+)?([\w.`]+)\s+(.*\bSTREAM\b.*)$",
@@ -154,7 +154,7 @@ def stop_gracefully(spark: Any, query: Any, timeout: float = 300.0) -> None:
     try:
         sinks = spark._jvm.io.kplex.spark.stream.QuerySinks.DRIVER  # noqa: SLF001 - the driver's registry
     except Exception as e:  # Spark Connect: no JVM in this process
-        raise WriteFailedError(f"[KPLEX_STOP_TIMED_OUT] query {query_id}: a graceful stop needs the query's driver"
+        raise kplex_error("STOP_TIMED_OUT", f"query {query_id}: a graceful stop needs the query's driver"
                                f" (a classic session); stop it with releaseAtEnd on a Trigger.AvailableNow run"
                                f" instead ({e})") from e
     sinks.askRelease(query_id)
@@ -163,10 +163,10 @@ def stop_gracefully(spark: Any, query: Any, timeout: float = 300.0) -> None:
         if not query.isActive:
             if query.exception() is not None:
                 raise query.exception()
-            raise WriteFailedError(f"[KPLEX_STOP_TIMED_OUT] query {query_id} ended before it released what it"
+            raise kplex_error("STOP_TIMED_OUT", f"query {query_id} ended before it released what it"
                                    " holds (its held records stay in its checkpoint for its next run)")
         if time.monotonic() > deadline:
-            raise WriteFailedError(f"[KPLEX_STOP_TIMED_OUT] query {query_id} did not release what it holds within"
+            raise kplex_error("STOP_TIMED_OUT", f"query {query_id} did not release what it holds within"
                                    f" {timeout:.0f} s (is its trigger slower, or its source not kplex's?); it"
                                    " runs on")
         query.awaitTermination(0.2)

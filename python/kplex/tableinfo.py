@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from kplex.definitions import TableDefinition, source_topics
-from kplex.errors import DefinitionError
+from kplex.errors import kplex_error
 
 __all__ = ["ReadStats", "TableInfo"]
 
@@ -84,7 +84,7 @@ class TableInfo:
         props = dict(definition.properties)
         virtual = "kplex.source" in props
         if definition.virtual_partitions is None or definition.virtual_partitions < 1:
-            raise DefinitionError(f"[KPLEX_DEFINITION_FORMAT] the stored definition of table"
+            raise kplex_error("DEFINITION_FORMAT", f"the stored definition of table"
                                         f" {definition.name} has no virtual_partitions >= 1.")
         source = props.get("kplex.source") or definition.source
         return cls(

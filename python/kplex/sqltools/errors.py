@@ -1,4 +1,6 @@
-"""The exceptions of kplex's SQL tools: plain Python classes naming the culprit.
+"""The exceptions of kplex's SQL tools, naming the culprit: kplex errors
+(:class:`kplex.errors.KplexError`, one hierarchy for the whole package), without a
+``[KPLEX_<CODE>]`` condition of their own.
 
 >>> str(UntranslatableJob("jobs/x.toml", ["derive.a.filter (unknown field)"]))
 'cannot translate jobs/x.toml: derive.a.filter (unknown field)'
@@ -7,6 +9,8 @@
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
+
+from kplex.errors import KplexError
 
 if TYPE_CHECKING:  # pragma: no cover
     from kplex.sqltools.diagnostics import Diagnostic
@@ -23,7 +27,7 @@ __all__ = [
 ]
 
 
-class SqlToolError(Exception):
+class SqlToolError(KplexError):
     """Base class of every error raised by ``kplex.sqltools``."""
 
 
