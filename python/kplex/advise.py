@@ -303,7 +303,7 @@ def read_sample(bootstrap: str, topic: str, *, key: str = "key", order: str = "t
     try:
         parts = partitions(client, topic, timeout)
         if parts is None:
-            raise kplex_error("UNKNOWN_TOPIC", f"no topic named {topic!r} on {bootstrap}.")
+            raise kplex_error("UNKNOWN_TOPIC", f"no topic named {topic!r} on {bootstrap}.", topic=topic)
         ranges = _ranges(client, topic, parts, sample, start_timestamp, end_timestamp, timeout)
         todo = {p: (lo, hi) for p, (lo, hi) in ranges.items() if hi > lo}
         tick = progress(sum(hi - lo for lo, hi in todo.values())) if progress else None

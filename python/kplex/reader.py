@@ -131,7 +131,7 @@ def open_table(bootstrap: str, table: str, *, key: str | None = None, order: str
             consumer.close()
         if partitions is None:
             raise kplex_error("UNKNOWN_TOPIC", f"no table or topic named {table!r} on"
-                                    f" {bootstrap}.")
+                                    f" {bootstrap}.", table=table)
         if defining or overrides:
             info = TableInfo(name=table, topic=table, kind="virtual",
                              virtual_partitions=virtual_partitions or 1,

@@ -69,7 +69,7 @@ def check_spark_version(version: str | None = None) -> None:
         newest = SUPPORTED_SPARK[-1]
         raise kplex_error("SPARK_VERSION", f"kplex runs on Spark {supported}; this is Spark {version}."
                                f" Install pyspark>=3.5,<{newest[0]}.{newest[1] + 1}, or see"
-                               " docs/spark-versions.md.")
+                               " docs/spark-versions.md.", version=version)
 
 
 def require_spark(feature: str, since: tuple[int, int], version: str | None = None) -> None:
