@@ -63,6 +63,7 @@ final class KplexPartitionReader implements PartitionReader<InternalRow> {
           finished = true;
           return false;
         }
+        if (r.offset() < range.from) continue;  // never expected: the consumer starts at its position
         read++;
         if (vp == -1) {
           current = RecordRows.row(r, topic, columns);
@@ -94,8 +95,13 @@ final class KplexPartitionReader implements PartitionReader<InternalRow> {
     return ReadMetrics.values(read, 0, 0);
   }
 
+  /** Closed once: a second close must not give the consumer back to the pool a second time. */
+  private boolean closed;
+
   @Override
   public void close() {
+    if (closed) return;
+    closed = true;
     if (finished && !Thread.currentThread().isInterrupted()) {
       ConsumerPool.giveBack(kafka, tp, consumer);
     } else {
