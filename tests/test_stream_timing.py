@@ -63,6 +63,22 @@ def produce_reordered_backlog(bootstrap: str, topic: str) -> None:
     assert producer.flush(30) == 0
 
 
+def catch_up(spark, source: str, target: str, checkpoint, **read_options: str):
+    """One Trigger.AvailableNow run from the earliest offsets that releases everything at the
+    end (by default 400 offsets a micro-batch: maxOffsetsPerTrigger=None reads all at once);
+    returns the query once it ended, or fails with its error."""
+    read_options = {"maxOffsetsPerTrigger": "400", "releaseAtEnd": "true", **read_options}
+    reader = spark.readStream.format("kplex").option("table", source).option("startingOffsets", "earliest")
+    for key, value in read_options.items():
+        if value is not None:
+            reader = reader.option(key, value)
+    query = (reader.load().selectExpr(*SELECT).writeStream.format("kplex").option("table", target)
+             .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+    query.awaitTermination(300)
+    assert query.exception() is None, f"{target}: {query.exception()}"
+    return query
+
+
 def end_offsets(progress) -> dict:
     """A micro-batch's end offsets as its progress's JSON gives them."""
     end = json.loads(progress.json)["sources"][0]["endOffset"]
@@ -112,13 +128,7 @@ def test_a_rate_limited_catch_up_writes_what_the_batch_insert_writes_run_after_r
             target = fresh_name(f"timing_run{run}")
             create(spark, target)
             started = time.time()
-            query = (spark.readStream.format("kplex").option("table", source).option("startingOffsets", "earliest")
-                     .option("maxOffsetsPerTrigger", "400").option("releaseAtEnd", "true").load()
-                     .selectExpr(*SELECT).writeStream.format("kplex").option("table", target)
-                     .option("checkpointLocation", str(tmp_path / f"run{run}"))
-                     .trigger(availableNow=True).start())
-            query.awaitTermination(300)
-            assert query.exception() is None, f"run {run}: {query.exception()}"
+            query = catch_up(spark, source, target, tmp_path / f"run{run}")
             progress = recent_progress(query)
             late = sum(int((p.sink.metrics or {}).get("lateRecords", "0")) for p in progress)
             got = verify.virtual_partition_sequences(verify.read_topic(bootstrap, target))
@@ -148,12 +158,7 @@ def test_a_rate_limited_backlog_admits_the_partition_behind_in_event_time_first_
     create(spark, inserted)
     spark.sql(f"INSERT INTO kplex.{inserted} SELECT {', '.join(SELECT)} FROM kplex.{source}")
     create(spark, target)
-    query = (spark.readStream.format("kplex").option("table", source).option("startingOffsets", "earliest")
-             .option("maxOffsetsPerTrigger", "400").option("releaseAtEnd", "true").load()
-             .selectExpr(*SELECT).writeStream.format("kplex").option("table", target)
-             .option("checkpointLocation", str(tmp_path / "chk")).trigger(availableNow=True).start())
-    query.awaitTermination(300)
-    assert query.exception() is None, query.exception()
+    query = catch_up(spark, source, target, tmp_path / "chk")
     progress = [p for p in recent_progress(query) if p.numInputRows > 0]
     held = [int((p.sink.metrics or {}).get("heldRecords", "0")) for p in progress]
     ends = [end_offsets(p)[source] for p in progress]
@@ -210,12 +215,7 @@ def test_past_the_held_cap_only_the_partition_that_holds_the_watermark_is_read(
               " 'kplex.physical_partitions' = '2', 'kplex.max_delay_ms' = '100000000', 'kplex.late_policy' = 'drop')")
     spark.conf.set("spark.kplex.max_held_records", "500")
     try:
-        query = (spark.readStream.format("kplex").option("table", source).option("startingOffsets", "earliest")
-                 .option("maxOffsetsPerTrigger", "400").option("releaseAtEnd", "true").load()
-                 .selectExpr(*SELECT).writeStream.format("kplex").option("table", target)
-                 .option("checkpointLocation", str(tmp_path / "chk")).trigger(availableNow=True).start())
-        query.awaitTermination(300)
-        assert query.exception() is None, query.exception()
+        query = catch_up(spark, source, target, tmp_path / "chk")
     finally:
         spark.conf.unset("spark.kplex.max_held_records")
     progress = [p for p in recent_progress(query) if p.numInputRows > 0]
@@ -280,14 +280,7 @@ def test_issue_38s_figures_come_from_a_source_partition_stored_out_of_order_and_
     for run, limit in enumerate(("400", None)):
         target = fresh_name(f"reordered_run{run}")
         create(spark, target)
-        reader = (spark.readStream.format("kplex").option("table", source).option("startingOffsets", "earliest")
-                  .option("releaseAtEnd", "true"))
-        if limit:
-            reader = reader.option("maxOffsetsPerTrigger", limit)
-        query = (reader.load().selectExpr(*SELECT).writeStream.format("kplex").option("table", target)
-                 .option("checkpointLocation", str(tmp_path / f"run{run}")).trigger(availableNow=True).start())
-        query.awaitTermination(300)
-        assert query.exception() is None, query.exception()
+        query = catch_up(spark, source, target, tmp_path / f"run{run}", maxOffsetsPerTrigger=limit)
         metrics = [p.sink.metrics or {} for p in recent_progress(query)]
         behind = sum(int(m.get("lateBehindPartition", "0")) for m in metrics)
         late = sum(int(m.get("lateRecords", "0")) for m in metrics)

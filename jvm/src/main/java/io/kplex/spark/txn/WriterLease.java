@@ -226,13 +226,14 @@ public final class WriterLease implements AutoCloseable {
     long lastBeat = System.nanoTime();
     try (KafkaTopics admin = claims.kafka(kafka)) {
       CompactedTopic log = new CompactedTopic(admin, CommitLog.TOPIC);
-      // Awake every RENEW_MS to see the owner end; written every beatMs.
-      while (!ending.await(RENEW_MS, TimeUnit.MILLISECONDS)) {
+      // Awake at least every RENEW_MS to see the owner end, and when the next beat is due.
+      while (!ending.await(Math.min(RENEW_MS, Math.max(1, beatMs - (System.nanoTime() - lastBeat) / 1_000_000)),
+          TimeUnit.MILLISECONDS)) {
         if (owner != null && !owner.isAlive()) {
           close();  // the query's run ended between micro-batches
           return;
         }
-        if (System.nanoTime() - lastBeat < TimeUnit.MILLISECONDS.toNanos(beatMs) - 50_000_000L) continue;
+        if (System.nanoTime() - lastBeat < TimeUnit.MILLISECONDS.toNanos(beatMs)) continue;
         lastBeat = System.nanoTime();
         try {
           log.put(key, value(query, ++beat));

@@ -45,6 +45,8 @@ final class KplexStreamingWrite implements StreamingWrite {
   /** The last committed epoch's mark, as of this batch. */
   private EpochMark last;
   private WriterLease lease;
+  /** Whether the epoch being planned is the first of this run of the query. */
+  private boolean firstOfRun;
   /** Epoch -> how its write started (below); removed once it is committed or aborted. */
   private final Map<Long, Started> epochs = new ConcurrentHashMap<>();
 
@@ -80,6 +82,9 @@ final class KplexStreamingWrite implements StreamingWrite {
         run.lease.whenEnded(() -> StreamingRuns.DRIVER.claimEnded(run));
       }
       lease = run.lease;
+      // Spark reruns a planned micro-batch only at a (re)start: the first epoch of a run (a
+      // failed commit ends the run: failed()) is the only one that may have expired before.
+      firstOfRun = !run.recovered;
       if (!run.recovered) {
         // Once per run of the query: finish what a killed driver left half committed, fence
         // what its tasks left open, so nothing pins the topic's last stable offset.
@@ -103,7 +108,7 @@ final class KplexStreamingWrite implements StreamingWrite {
     }
     EpochStart start = new EpochStart(last.epoch(), last.marks(), source.partitions(), source.topic(),
         signal.releaseAll(), last.held(), source.starts(), source.ends(), source.idleBy(last.marks()));
-    WriteConf writing = epochConf(last.epoch() + 1);
+    WriteConf writing = firstOfRun ? epochConf(last.epoch() + 1) : conf;
     epochs.put(last.epoch() + 1, new Started(start, System.currentTimeMillis(), signal, writing));
     held.clean(last.epoch());
     return new StreamingWriterFactory(writing, schema, start, held, info.numPartitions());
