@@ -110,6 +110,8 @@ def test_writing_into_a_plain_topic_says_it_is_not_a_kplex_table(spark, bootstra
     with pytest.raises(errors.NotAKplexTableError) as raised, translated():
         spark.sql(f"INSERT INTO kplex.{plain} SELECT {GOOD_KEY}, {GOOD_ORDER}, {VALUE} FROM range(3)")
     assert plain in str(raised.value)
+    # The JVM's message parameters come through: the culprit by name, not only in the text.
+    assert raised.value.getMessageParameters() == {"topic": plain}
 
 
 def test_a_topic_whose_partition_count_changed_is_refused(spark, bootstrap, table):
@@ -118,6 +120,8 @@ def test_a_topic_whose_partition_count_changed_is_refused(spark, bootstrap, tabl
     with pytest.raises(errors.PartitionMismatchError) as raised, translated():
         spark.sql(f"INSERT INTO kplex.{table} SELECT {GOOD_KEY}, {GOOD_ORDER}, {VALUE} FROM range(3)")
     assert table in str(raised.value) and "4 partitions" in str(raised.value)
+    parameters = raised.value.getMessageParameters()
+    assert parameters.get("topic") == table and "4" in parameters.values(), parameters
     assert verify.read_topic(bootstrap, table) == []
 
 

@@ -126,6 +126,18 @@ class TableBusyError(KplexError):
     code = "TABLE_BUSY"
 
 
+class ResumeFromTableError(KplexError):
+    """A stream cannot resume from the table as asked (``startingOffsets = 'table'``)."""
+
+    code = "RESUME_FROM_TABLE"
+
+
+class QuerySupersededError(KplexError):
+    """Another query resumed from this query's last epoch on the table: this one must not write again."""
+
+    code = "QUERY_SUPERSEDED"
+
+
 class NotAuthorizedError(KplexError):
     """The principal lacks an ACL the operation needs (the message names the resource)."""
 
@@ -254,7 +266,38 @@ def _kplex_error_of(converted: BaseException, java_trace: str | None = None) -> 
     if isinstance(mapped, KplexError):
         mapped.__cause__ = None
         mapped.java_trace = java_trace if java_trace is not None else str(converted)
+        mapped._parameters = _jvm_parameters(converted, mapped.getCondition())
     return mapped
+
+
+def _jvm_parameters(converted: BaseException, condition: str | None) -> dict[str, str]:
+    """The JVM error's message parameters (its culprits by name): those of pyspark's exception
+    when it is the kplex error itself (classic, or Spark Connect's error details), else, in
+    classic, those of the kplex error among its Java causes (a stream's or a job's error wraps
+    it); none otherwise (Spark Connect gives only the outer error's).
+
+    >>> class Converted(Exception):
+    ...     def getCondition(self): return "KPLEX_UNKNOWN_TOPIC"
+    ...     def getMessageParameters(self): return {"topic": "t"}
+    >>> _jvm_parameters(Converted(), "KPLEX_UNKNOWN_TOPIC"), _jvm_parameters(Converted(), "KPLEX_NULL_KEY")
+    ({'topic': 't'}, {})
+    """
+    try:
+        own = getattr(converted, "getCondition", None) or getattr(converted, "getErrorClass", None)
+        if own is not None and own() == condition:
+            return {str(k): str(v) for k, v in (converted.getMessageParameters() or {}).items()}
+        # Classic: a stream's or a job's error wraps kplex's; its Java causes are at hand.
+        cause = getattr(converted, "_origin", None)
+        for _ in range(16):
+            if cause is None:
+                break
+            if cause.getClass().getName() == "io.kplex.spark.errors.KplexException" \
+                    and f"KPLEX_{cause.code()}" == condition:
+                return {str(k): str(v) for k, v in cause.getMessageParameters().items()}
+            cause = cause.getCause()
+        return {}
+    except Exception:  # noqa: BLE001 - the parameters are a courtesy; the message names the culprit too
+        return {}
 
 
 def _classic_java_trace(java_exception: object) -> str | None:

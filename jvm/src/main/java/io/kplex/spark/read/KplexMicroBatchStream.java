@@ -194,8 +194,57 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
   /** The file of the starting offsets in the source's checkpoint folder. */
   static final String INITIAL_OFFSETS = "kplex-initial-offsets.json";
 
+  /** Whether the read asks to resume from a table ({@code startingOffsets = 'table'}). */
+  private boolean resumes() {
+    String starting = options.get(KplexOptions.STARTING_OFFSETS);
+    return starting != null && starting.trim().equalsIgnoreCase(ReadBounds.FROM_TABLE);
+  }
+
+  /** The table this query resumes from (resolved once per run), or null when it does not. */
+  private String resumeTable;
+
+  private synchronized String resumeTable() {
+    if (!resumes()) return null;
+    if (resumeTable == null) {
+      consumer();
+      String named = options.get(KplexOptions.STARTING_TABLE);
+      if (named != null && !named.isBlank()) {
+        String name = named.trim();
+        resumeTable = name.regionMatches(true, 0, "kplex.", 0, 6) ? name.substring(6) : name;
+      } else {
+        java.util.SortedSet<String> tables = new io.kplex.spark.txn.CommitLog(store).tablesStreamedFrom(conf.topic);
+        if (tables.isEmpty()) throw Errors.nothingToResume(conf.topic, null);
+        if (tables.size() > 1) throw Errors.whichTableToResume(conf.topic, tables);
+        resumeTable = tables.first();
+      }
+    }
+    return resumeTable;
+  }
+
+  /**
+   * {@code startingOffsets = 'table'}: where the table's last stream from this topic stopped
+   * (the offsets its last epoch mark records); a partition it did not know (added since)
+   * from its beginning. The sink then takes over that stream's held records and marks.
+   */
+  private SourceOffset resumedOffset(List<TopicPartition> tps) {
+    if (options.get(KplexOptions.STARTING_TIMESTAMP) != null) {
+      throw Errors.resumeNotHere("cannot be given with '" + KplexOptions.STARTING_TIMESTAMP + "'");
+    }
+    String from = resumeTable();
+    io.kplex.spark.txn.EpochMark last = new io.kplex.spark.txn.CommitLog(store).lastOnSource(from, conf.topic)
+        .orElseThrow(() -> Errors.nothingToResume(conf.topic, from));
+    Map<TopicPartition, Long> begin = store.call("READ", "topic '" + conf.topic + "'",
+        () -> consumer().beginningOffsets(tps));
+    Map<Integer, Long> next = new TreeMap<>();
+    for (TopicPartition tp : tps) next.put(tp.partition(), last.lineage().ends().getOrDefault(tp.partition(), begin.get(tp)));
+    LOG.info("kplex: the stream from topic '{}' resumes table {} where query {} stopped (epoch {}): offsets {}",
+        conf.topic, from, last.query(), last.epoch(), next);
+    return new SourceOffset(conf.topic, next);
+  }
+
   private SourceOffset resolveInitialOffset() {
     List<TopicPartition> tps = partitions();
+    if (resumes()) return resumedOffset(tps);
     Map<TopicPartition, long[]> bounds = ReadBounds.resolve(consumer(), store, List.of(conf.topic), tps, options);
     Map<Integer, Long> next = new TreeMap<>();
     bounds.forEach((tp, b) -> next.put(tp.partition(), b[0]));
@@ -517,7 +566,7 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     }
     HeldRelease.signal(new HeldRelease.Signal(conf.topic, orderedPartitions(end), ints(end.idle),
         end.flushes > start.flushes, planned.starts, end.next, monitorGroup, ints(end.drained), end.at,
-        idleTimeoutMs));
+        idleTimeoutMs, resumeTable()));
     return planned.partitions.clone();
   }
 

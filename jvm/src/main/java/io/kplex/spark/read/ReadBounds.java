@@ -36,6 +36,9 @@ final class ReadBounds {
 
   private static final ObjectMapper JSON = new ObjectMapper();
 
+  /** {@code startingOffsets = 'table'}: a stream resumes where the table's last stream stopped. */
+  static final String FROM_TABLE = "table";
+
   /** [from, until) per partition. */
   static Map<TopicPartition, long[]> resolve(KafkaConsumer<byte[], byte[]> consumer, TableStore store,
       List<String> topics, List<TopicPartition> tps, CaseInsensitiveStringMap options) {
@@ -89,6 +92,10 @@ final class ReadBounds {
     String text = offsets.trim();
     if (text.equalsIgnoreCase("earliest")) return begin;
     if (text.equalsIgnoreCase("latest")) return end;
+    if (text.equalsIgnoreCase(FROM_TABLE)) {
+      throw Errors.resumeNotHere("starts a stream where a table's last stream stopped; '" + offsetsKey
+          + "' of a batch read takes 'earliest', 'latest' or offsets");
+    }
     JsonNode node;
     try {
       node = JSON.readTree(text);

@@ -47,6 +47,7 @@ public final class KplexOptions {
   // Spark's Kafka source names them. Offsets JSON: {"topic":{"0":23,"1":-2}}, -2 = earliest,
   // -1 = latest; timestamps in epoch milliseconds (the first record at or after it).
   public static final String STARTING_OFFSETS = "startingOffsets";
+  public static final String STARTING_TABLE = "startingTable";
   public static final String ENDING_OFFSETS = "endingOffsets";
   public static final String STARTING_TIMESTAMP = "startingTimestamp";
   public static final String ENDING_TIMESTAMP = "endingTimestamp";

@@ -27,14 +27,15 @@ public final class HeldRelease {
    * kplex table's virtual partitions whose physical partition the batch reads to its end: the
    * sink makes one idle when it has seen no record of it, or none newer for
    * {@code idleTimeoutMs} before {@code atMs}, when the batch was planned
-   * ({@link io.kplex.spark.time.EventTime.Marks#idleOf}).
+   * ({@link io.kplex.spark.time.EventTime.Marks#idleOf}). {@code resumeFrom}: the table the
+   * query was started to resume from ({@code startingOffsets = 'table'}), or null.
    */
   public record Signal(String topic, int[] partitions, int[] idle, boolean releaseAll,
       java.util.Map<Integer, Long> starts, java.util.Map<Integer, Long> ends, String monitorGroup,
-      int[] drained, long atMs, long idleTimeoutMs) {
+      int[] drained, long atMs, long idleTimeoutMs, String resumeFrom) {
     public Signal(String topic, int[] partitions, boolean releaseAll) {
       this(topic, partitions, new int[0], releaseAll, java.util.Map.of(), java.util.Map.of(), null, new int[0], 0,
-          -1);
+          -1, null);
     }
 
     /** The partitions idle in the batch: the source's, and those of {@code drained} idle by {@code before}. */

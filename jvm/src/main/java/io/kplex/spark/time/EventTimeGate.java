@@ -25,6 +25,11 @@ import java.util.Map;
  *   <li>else it is held back, or, on a release of everything ({@code releaseAll}: a flush
  *       requested at the end of the input), written at the commit too.</li>
  * </ul>
+ * What was held back comes two ways: records to be placed again with this micro-batch's
+ * ({@code heldInOrder}: those still held go out again through {@code hold}), and runs left
+ * where they are ({@link Run}: a file of an earlier micro-batch, sorted): of those only the
+ * records released are read, so that a micro-batch's cost follows what it releases, not
+ * everything held.
  */
 public final class EventTimeGate<T> {
   /** A record with what it is ordered by. */
@@ -57,6 +62,18 @@ public final class EventTimeGate<T> {
     };
   }
 
+  /**
+   * Held records left in place, in order: the gate takes from its head what it releases and
+   * leaves the rest (the run then knows where it stopped).
+   */
+  public interface Run<T> {
+    /** The next record, or null when none is left. */
+    Item<T> head();
+
+    /** Moves past the head (it was written). */
+    void advance();
+  }
+
   /** Where the gate's decisions go. */
   public interface Out<T> {
     void write(Item<T> item);
@@ -80,6 +97,9 @@ public final class EventTimeGate<T> {
   private final java.util.Iterator<Item<T>> previous;
   private Item<T> nextPrevious;
   private final Pending<T> pending;
+  /** The runs left in place with records still to read, by their heads. */
+  private final java.util.PriorityQueue<Run<T>> runs =
+      new java.util.PriorityQueue<>((a, b) -> ORDER.compare(a.head(), b.head()));
   private final Map<Integer, Long> read = new HashMap<>();
   private final Map<Integer, Long> written = new HashMap<>();
   private long late;
@@ -108,6 +128,15 @@ public final class EventTimeGate<T> {
    */
   public EventTimeGate(EventTime.Marks before, int[] partitions, int[] idle, long maxDelayMs, boolean releaseAll,
       java.util.Iterator<Item<T>> heldInOrder, Pending<T> pending, Out<T> out) {
+    this(before, partitions, idle, maxDelayMs, releaseAll, heldInOrder, List.of(), pending, out);
+  }
+
+  /** {@code inPlace}: held runs left where they are; of each only what is released is taken. */
+  public EventTimeGate(EventTime.Marks before, int[] partitions, int[] idle, long maxDelayMs, boolean releaseAll,
+      java.util.Iterator<Item<T>> heldInOrder, List<? extends Run<T>> inPlace, Pending<T> pending, Out<T> out) {
+    for (Run<T> run : inPlace) {
+      if (run.head() != null) runs.add(run);
+    }
     this.before = before;
     this.partitions = partitions;
     this.idle = idle;
@@ -144,7 +173,7 @@ public final class EventTimeGate<T> {
    */
   public void add(Item<T> item, int partition, long highInBatch) {
     read.merge(partition, item.order, Math::max);
-    while (nextPrevious != null && ORDER.compare(nextPrevious, item) <= 0) place(takePrevious());
+    catchUp(item);
     long highBefore = Math.max(before.high(partition), highInBatch);
     long writtenVp = before.written(item.vp);
     EventTime.Late why = EventTime.judge(item.order, highBefore, writtenVp, maxDelayMs);
@@ -156,6 +185,42 @@ public final class EventTimeGate<T> {
       return;
     }
     place(item);
+  }
+
+  /**
+   * Places the held records up to {@code upTo} (null: all of them) in order: those to be
+   * placed again, and from the runs left in place those released as of the start (the rest
+   * of a run waits for the commit, which may release more of it).
+   */
+  private void catchUp(Item<T> upTo) {
+    while (true) {
+      Run<T> run = runs.peek();
+      Item<T> inPlace = run == null || run.head().order >= releaseNow ? null : run.head();
+      boolean fromRun = inPlace != null && (nextPrevious == null || ORDER.compare(inPlace, nextPrevious) <= 0);
+      Item<T> next = fromRun ? inPlace : nextPrevious;
+      if (next == null || upTo != null && ORDER.compare(next, upTo) > 0) return;
+      if (fromRun) {
+        write(take(run));
+      } else {
+        place(takePrevious());
+      }
+    }
+  }
+
+  /** The head of a run left in place, taken (the run goes back by its next head, if any). */
+  private Item<T> take(Run<T> run) {
+    runs.poll();
+    Item<T> taken = run.head();
+    run.advance();
+    Item<T> next = run.head();
+    if (next != null) {
+      if (ORDER.compare(taken, next) > 0) {
+        throw new IllegalStateException("kplex: a file of held records is not in order at order value " + next.order
+            + " after " + taken.order);
+      }
+      runs.add(run);
+    }
+    return taken;
   }
 
   private void place(Item<T> item) {
@@ -186,15 +251,26 @@ public final class EventTimeGate<T> {
 
   /** Releases what the commit may; hands what is held back to {@code hold}, in order. */
   public void commit(java.util.function.Consumer<Item<T>> hold) {
-    while (nextPrevious != null) place(takePrevious());
+    catchUp(null);
     long bound = commitBound();
-    for (java.util.Iterator<Item<T>> it = pending.drain(); it.hasNext(); ) {
-      Item<T> item = it.next();
-      if (releaseAll || item.order < bound) {  // all: Long.MAX_VALUE itself too
-        write(item);
-      } else {
-        hold.accept(item);
+    java.util.Iterator<Item<T>> waiting = pending.drain();
+    Item<T> next = waiting.hasNext() ? waiting.next() : null;
+    while (next != null || !runs.isEmpty()) {
+      Run<T> run = runs.peek();
+      if (run != null && (next == null || ORDER.compare(run.head(), next) <= 0)) {
+        if (releaseAll || run.head().order < bound) {
+          write(take(run));
+        } else {
+          runs.poll();  // the rest of it stays where it is, held
+        }
+        continue;
       }
+      if (releaseAll || next.order < bound) {  // all: Long.MAX_VALUE itself too
+        write(next);
+      } else {
+        hold.accept(next);
+      }
+      next = waiting.hasNext() ? waiting.next() : null;
     }
   }
 

@@ -179,6 +179,48 @@ public final class CommitLog {
     return out;
   }
 
+  /**
+   * The last epoch a stream from {@code topic} committed to {@code table} (the latest commit
+   * time among the queries' marks that name that source), if any.
+   */
+  public Optional<EpochMark> lastOnSource(String table, String source) {
+    return lastOnSource(topic.readPrefixes(EpochMark.key(table, "")), source);
+  }
+
+  static Optional<EpochMark> lastOnSource(Map<String, byte[]> marks, String source) {
+    EpochMark best = null;
+    for (byte[] json : marks.values()) {
+      if (json == null) continue;
+      EpochMark m = EpochMark.fromJson(json);
+      if (m.lineage() == null || !source.equals(m.lineage().topic())) continue;
+      if (best == null || m.lineage().atMs() > best.lineage().atMs()) best = m;
+    }
+    return Optional.ofNullable(best);
+  }
+
+  /** The tables a stream from {@code topic} committed epochs to (their marks name it). */
+  public java.util.SortedSet<String> tablesStreamedFrom(String sourceTopic) {
+    java.util.SortedSet<String> out = new java.util.TreeSet<>();
+    topic.readPrefixes("epoch/").forEach((key, json) -> {
+      if (json == null) return;
+      EpochMark m = EpochMark.fromJson(json);
+      if (m.lineage() != null && sourceTopic.equals(m.lineage().topic())) out.add(m.table());
+    });
+    return out;
+  }
+
+  /** The query whose marks on {@code table} say it resumed from {@code query}'s, or null. */
+  public String resumedBy(String table, String query) {
+    for (byte[] json : topic.readPrefixes(EpochMark.key(table, "")).values()) {
+      if (json == null) continue;
+      EpochMark m = EpochMark.fromJson(json);
+      if (m.lineage() != null && query.equals(m.lineage().resumedQuery()) && !m.query().equals(query)) {
+        return m.query();
+      }
+    }
+    return null;
+  }
+
   /** Removes every epoch mark of {@code table} (it was dropped). */
   public void forgetMarks(String table) {
     String prefix = EpochMark.key(table, "");

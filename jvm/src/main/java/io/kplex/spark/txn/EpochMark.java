@@ -21,11 +21,38 @@ import io.kplex.spark.time.EventTime;
  *   <li>{@code marks}: per source partition, the largest order value read; per virtual
  *       partition, the largest written ({@link EventTime.Marks});</li>
  *   <li>{@code held}: the files (in the query's checkpoint, relative to its {@code kplex}
- *       folder) of the records held back.</li>
+ *       folder) of the records held back;</li>
+ *   <li>{@code lineage} (null in an older kplex's marks): the source topic and the offsets the
+ *       epoch read up to, where its held files live, and the query it resumed from, so that a
+ *       new query can resume from the table ({@link Lineage}).</li>
  * </ul>
  */
 public record EpochMark(String table, String query, long epoch, EventTime.Marks marks, List<String> held,
-    long heldRecords) implements Serializable {
+    long heldRecords, Lineage lineage) implements Serializable {
+  /**
+   * Where a stream's epoch stands on its source: {@code topic} and, per partition, the offset
+   * the next epoch reads from ({@code ends}); {@code heldBase}: the folder its held files are
+   * named relative to (the query's checkpoint's {@code kplex}, qualified); {@code resumedFrom}:
+   * {@code <query>@<epoch>} of the mark the query took over when it started (startingOffsets
+   * = 'table'), carried in all its marks; {@code atMs}: when the epoch was committed.
+   */
+  public record Lineage(String topic, Map<Integer, Long> ends, String heldBase, String resumedFrom, long atMs)
+      implements Serializable {
+    /** The query a mark's {@code resumedFrom} names. */
+    public String resumedQuery() {
+      return resumedFrom == null ? null : resumedFrom.substring(0, resumedFrom.lastIndexOf('@'));
+    }
+  }
+
+  /** A mark without lineage (an INSERT's, or a stream's without a kplex source). */
+  public EpochMark(String table, String query, long epoch, EventTime.Marks marks, List<String> held,
+      long heldRecords) {
+    this(table, query, epoch, marks, held, heldRecords, null);
+  }
+
+  public EpochMark withLineage(Lineage with) {
+    return new EpochMark(table, query, epoch, marks, held, heldRecords, with);
+  }
   private static final ObjectMapper JSON = new ObjectMapper();
   /** The "query" of a table's batch INSERTs: their mark holds only what they wrote per virtual partition. */
   public static final String INSERTS = "_inserts";
@@ -62,6 +89,15 @@ public record EpochMark(String table, String query, long epoch, EventTime.Marks 
       ObjectNode moved = node.putObject("moved");
       marks.moved().forEach((p, at) -> moved.put(Integer.toString(p), at));
     }
+    if (lineage != null) {
+      ObjectNode source = node.putObject("source");
+      source.put("topic", lineage.topic());
+      ObjectNode ends = source.putObject("ends");
+      new java.util.TreeMap<>(lineage.ends()).forEach((p, o) -> ends.put(Integer.toString(p), o));
+      if (lineage.heldBase() != null) node.put("held_base", lineage.heldBase());
+      if (lineage.resumedFrom() != null) node.put("resumed_from", lineage.resumedFrom());
+      node.put("at_ms", lineage.atMs());
+    }
     return node;
   }
 
@@ -84,9 +120,18 @@ public record EpochMark(String table, String query, long epoch, EventTime.Marks 
     node.path("idle").forEach(p -> idle.add(p.asInt()));
     Map<Integer, Long> moved = new HashMap<>();
     node.path("moved").fields().forEachRemaining(e -> moved.put(Integer.parseInt(e.getKey()), e.getValue().asLong()));
+    Lineage lineage = null;
+    if (node.has("source")) {
+      Map<Integer, Long> ends = new HashMap<>();
+      node.path("source").path("ends").fields()
+          .forEachRemaining(e -> ends.put(Integer.parseInt(e.getKey()), e.getValue().asLong()));
+      lineage = new Lineage(node.path("source").path("topic").asText(), ends,
+          node.has("held_base") ? node.path("held_base").asText() : null,
+          node.has("resumed_from") ? node.path("resumed_from").asText() : null, node.path("at_ms").asLong());
+    }
     return new EpochMark(node.path("table").asText(), node.path("query").asText(), node.path("epoch").asLong(),
         new EventTime.Marks(highs, written, idle, moved), held,
-        node.has("held_records") ? node.path("held_records").asLong() : held.isEmpty() ? 0 : -1);
+        node.has("held_records") ? node.path("held_records").asLong() : held.isEmpty() ? 0 : -1, lineage);
   }
 
   public static EpochMark fromJson(byte[] json) {

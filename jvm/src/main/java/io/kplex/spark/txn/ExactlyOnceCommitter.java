@@ -201,8 +201,26 @@ public final class ExactlyOnceCommitter {
       CommitLog log = new CommitLog(admin);
       EpochMark last = log.lastEpoch(table, query).orElse(EpochMark.start(table, query));
       return new EpochMark(table, query, last.epoch(),
-          last.marks().withWrittenAtLeast(log.writtenHighs(table, query)), last.held(), last.heldRecords());
+          last.marks().withWrittenAtLeast(log.writtenHighs(table, query)), last.held(), last.heldRecords(),
+          last.lineage());
     });
+  }
+
+  /**
+   * The mark a new query resumes from: the last epoch any stream committed to this table from
+   * {@code topic}, with every writer's floor per virtual partition, or empty.
+   */
+  public java.util.Optional<EpochMark> lastOnSource(String topic) {
+    return withKafka(admin -> {
+      CommitLog log = new CommitLog(admin);
+      return log.lastOnSource(table, topic).map(m -> new EpochMark(table, m.query(), m.epoch(),
+          m.marks().withWrittenAtLeast(log.writtenHighs(table, null)), m.held(), m.heldRecords(), m.lineage()));
+    });
+  }
+
+  /** A query that resumed from {@code query}'s marks on this table (it took over), or null. */
+  public String resumedBy(String query) {
+    return withKafka(admin -> new CommitLog(admin).resumedBy(table, query));
   }
 
   /** Per virtual partition, the largest order value any writer recorded for this table. */

@@ -1,5 +1,6 @@
 package io.kplex.spark.write;
 
+import java.util.List;
 import java.util.Map;
 import org.apache.spark.sql.connector.write.WriterCommitMessage;
 
@@ -7,8 +8,11 @@ import org.apache.spark.sql.connector.write.WriterCommitMessage;
 final class EpochCommitMessage implements WriterCommitMessage {
   /** The batch write's message, or null for a task of an epoch that was already committed. */
   final KplexCommitMessage written;
-  /** The file of the records the task holds back (relative to the checkpoint's kplex folder), or null. */
-  final String heldFile;
+  /**
+   * The files of the records the task holds back (relative to the checkpoint's kplex folder,
+   * as {@link HeldRows.Ref}s: those left in place, oldest first, then the one it wrote), or none.
+   */
+  final List<String> heldFiles;
   final long held;
   /** Per source partition, the largest order value the task read. */
   final Map<Integer, Long> read;
@@ -37,10 +41,11 @@ final class EpochCommitMessage implements WriterCommitMessage {
 
   EpochCommitMessage(KplexCommitMessage written, String heldFile, long held, Map<Integer, Long> read,
       Map<Integer, Long> writtenHighs, long lateBehind, long lateBelow, long lateAfterIdle, long[] times) {
-    this(written, heldFile, held, read, writtenHighs, lateBehind, lateBelow, lateAfterIdle, times, Map.of(), 0, 0);
+    this(written, heldFile == null ? List.of() : List.of(heldFile), held, read, writtenHighs, lateBehind, lateBelow,
+        lateAfterIdle, times, Map.of(), 0, 0);
   }
 
-  EpochCommitMessage(KplexCommitMessage written, String heldFile, long held, Map<Integer, Long> read,
+  EpochCommitMessage(KplexCommitMessage written, List<String> heldFiles, long held, Map<Integer, Long> read,
       Map<Integer, Long> writtenHighs, long lateBehind, long lateBelow, long lateAfterIdle, long[] times,
       Map<Integer, Long> heldFrom, long openedAtMs, long spilled) {
     this.heldFrom = heldFrom;
@@ -48,7 +53,7 @@ final class EpochCommitMessage implements WriterCommitMessage {
     this.openedAtMs = openedAtMs;
     this.lateAfterIdle = lateAfterIdle;
     this.written = written;
-    this.heldFile = heldFile;
+    this.heldFiles = heldFiles;
     this.held = held;
     this.read = read;
     this.writtenHighs = writtenHighs;

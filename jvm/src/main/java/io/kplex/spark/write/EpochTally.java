@@ -54,7 +54,7 @@ final class EpochTally {
       }
       for (int p = 0; p < lastOffsets.length; p++) lastOffsets[p] = Math.max(lastOffsets[p], e.written.lastOffsets[p]);
     }
-    if (e.heldFile != null) heldFiles.add(e.heldFile);
+    heldFiles.addAll(e.heldFiles);
     e.read.forEach((p, h) -> read.merge(p, h, Math::max));
     e.writtenHighs.forEach((vp, w) -> written.merge(vp, w, Math::max));
     e.heldFrom.forEach((p, o) -> heldFrom.merge(p, o, Math::min));

@@ -97,6 +97,34 @@ final class HeldRows implements Serializable {
   }
 
   /**
+   * A held file as an epoch mark names it: its path, and, for a file left in place across
+   * micro-batches, where its rows still held begin ({@code <path>#<byte offset>+<rows>}).
+   * A file of an older kplex, or one named without a position, is read whole.
+   */
+  record Ref(String file, long position, long rows) {
+    private static final java.util.regex.Pattern AT = java.util.regex.Pattern.compile("(.*)#(\\d+)\\+(\\d+)");
+
+    static Ref parse(String named) {
+      java.util.regex.Matcher m = AT.matcher(named);
+      return m.matches() ? new Ref(m.group(1), Long.parseLong(m.group(2)), Long.parseLong(m.group(3)))
+          : new Ref(named, -1, -1);
+    }
+
+    /** Whether it says where its held rows begin and how many they are (then it can be left in place). */
+    boolean placed() {
+      return position >= 0 && rows >= 0;
+    }
+
+    @Override
+    public String toString() {
+      return placed() ? file + "#" + position + "+" + rows : file;
+    }
+  }
+
+  /** Where the first row of a held file begins: after its magic, its column count and its row count. */
+  static final long FIRST_ROW = 12;
+
+  /**
    * A held file as an epoch mark names it: relative to this folder (the query's checkpoint's
    * {@code kplex}), so a checkpoint that is moved or copied restarts.
    */
@@ -107,8 +135,29 @@ final class HeldRows implements Serializable {
 
   /** The path of a held file an epoch mark names (relative, or, as older marks named it, absolute). */
   String resolve(String file) {
-    return file.startsWith("/") || file.contains("://") || file.matches("^[A-Za-z]+:.*") ? file : dir + "/" + file;
+    return absolute(file) ? file : dir + "/" + file;
   }
+
+  /**
+   * Whether a held file's name is a full path: another query's file taken over when resuming
+   * from the table, or as older marks named them; relative ones are this query's own.
+   */
+  static boolean absolute(String file) {
+    return file.startsWith("/") || file.contains("://") || file.matches("^[A-Za-z]+:.*");
+  }
+
+  /** The folder held files are named relative to, qualified (scheme and absolute path), for the epoch marks. */
+  String base() {
+    try {
+      Path path = new Path(dir);
+      return path.getFileSystem(conf()).makeQualified(path).toString();
+    } catch (IOException e) {
+      return dir;
+    }
+  }
+
+  /** The last four bytes of a held file with a footer ("KPF1"). */
+  private static final int FOOTER = 0x4b504631;
 
   /** A count in a file's header that says: rows follow until a length of {@link #END}. */
   private static final int STREAMED = -1;
@@ -143,6 +192,11 @@ final class HeldRows implements Serializable {
     private final java.io.DataOutputStream out;
     private final byte[] buffer = new byte[4096];
     private long rows;
+    /**
+     * Per source partition, the smallest offset of a row written, kept in the file's footer
+     * ({@link #heldFrom}): what the monitoring group is not committed past while any of it is held.
+     */
+    private final Map<Integer, Long> from = new java.util.TreeMap<>();
 
     Writer(String file, java.io.DataOutputStream out) {
       this.file = file;
@@ -159,14 +213,37 @@ final class HeldRows implements Serializable {
       }
     }
 
+    /** {@link #add}, for a row from {@code offset} of its source {@code partition}. */
+    void add(UnsafeRow row, int partition, long offset) {
+      add(row);
+      from.merge(partition, offset, Math::min);
+    }
+
     long rows() {
       return rows;
     }
 
+    Map<Integer, Long> from() {
+      return from;
+    }
+
+    /**
+     * Ends the rows, then the footer: the smallest source offsets, where it starts (a long)
+     * and {@link #FOOTER}, so that it is found from the file's end.
+     */
     @Override
     public void close() {
       try {
         out.writeInt(END);
+        long footer = out.size() & 0xffffffffL;
+        if (out instanceof FSDataOutputStream) footer = ((FSDataOutputStream) out).getPos();
+        out.writeInt(from.size());
+        for (Map.Entry<Integer, Long> e : from.entrySet()) {
+          out.writeInt(e.getKey());
+          out.writeLong(e.getValue());
+        }
+        out.writeLong(footer);
+        out.writeInt(FOOTER);
         out.close();
       } catch (IOException e) {
         throw Errors.heldWrite(file, e);
@@ -184,20 +261,59 @@ final class HeldRows implements Serializable {
 
   /** A held file's rows, read one at a time (a file of an older kplex, with its count, too). */
   Reader open(String file, int numFields) {
+    return open(file, numFields, FIRST_ROW);
+  }
+
+  /** A held file's rows from byte {@code position} on (a row's start, as {@link Reader#position} gave it). */
+  Reader open(String file, int numFields, long position) {
     try {
       Path path = new Path(file);
-      DataInputStream in = new DataInputStream(new java.io.BufferedInputStream(path.getFileSystem(conf()).open(path),
-          1 << 16));
-      if (in.readInt() != MAGIC) {
-        in.close();
+      org.apache.hadoop.fs.FSDataInputStream raw = path.getFileSystem(conf()).open(path);
+      if (raw.readInt() != MAGIC) {
+        raw.close();
         throw new IOException("not a kplex held-records file");
       }
-      int fields = in.readInt();
+      int fields = raw.readInt();
       if (fields != numFields) {
-        in.close();
+        raw.close();
         throw Errors.heldColumns(file, fields, numFields);
       }
-      return new Reader(file, in, numFields, in.readInt());
+      int count = raw.readInt();
+      if (position > FIRST_ROW) {
+        if (count != STREAMED) {
+          raw.close();
+          throw new IOException("a held file of an older kplex is read from its start, not from byte " + position);
+        }
+        raw.seek(position);
+      }
+      DataInputStream in = new DataInputStream(new java.io.BufferedInputStream(raw, 1 << 16));
+      return new Reader(file, in, numFields, count, Math.max(position, FIRST_ROW));
+    } catch (IOException e) {
+      throw Errors.heldRead(file, e);
+    }
+  }
+
+  /**
+   * The smallest source offset per partition among a held file's rows, from its footer (all
+   * its rows: at most the smallest of those still held), or null when it has none (a file of
+   * an older kplex).
+   */
+  Map<Integer, Long> heldFrom(String file) {
+    try {
+      Path path = new Path(file);
+      FileSystem fs = path.getFileSystem(conf());
+      long length = fs.getFileStatus(path).getLen();
+      if (length < FIRST_ROW + 4 + 4 + 8 + 4) return null;
+      try (org.apache.hadoop.fs.FSDataInputStream in = fs.open(path)) {
+        in.seek(length - 12);
+        long footer = in.readLong();
+        if (in.readInt() != FOOTER || footer < FIRST_ROW || footer > length - 16) return null;
+        in.seek(footer);
+        int n = in.readInt();
+        Map<Integer, Long> from = new java.util.TreeMap<>();
+        for (int i = 0; i < n; i++) from.put(in.readInt(), in.readLong());
+        return from;
+      }
     } catch (IOException e) {
       throw Errors.heldRead(file, e);
     }
@@ -211,21 +327,36 @@ final class HeldRows implements Serializable {
     /** Rows left by the header's count, or {@link #STREAMED}. */
     private long left;
     private UnsafeRow next;
+    /** The byte where the next row begins in the file, and where the one after it begins. */
+    private long position;
+    private long after;
 
     Reader(String file, DataInputStream in, int numFields, int count) {
+      this(file, in, numFields, count, FIRST_ROW);
+    }
+
+    Reader(String file, DataInputStream in, int numFields, int count, long position) {
       this.file = file;
       this.in = in;
       this.numFields = numFields;
       this.left = count;
+      this.after = position;
       advance();
+    }
+
+    /** Where the row {@link #next} returns next begins in the file (to reopen it there). */
+    long position() {
+      return position;
     }
 
     private void advance() {
       try {
         next = null;
+        position = after;
         if (left == 0) return;
         int size = in.readInt();
         if (size == END && left == STREAMED) return;
+        after += 4L + size;
         byte[] b = new byte[size];
         in.readFully(b);
         UnsafeRow row = new UnsafeRow(numFields);
@@ -268,10 +399,6 @@ final class HeldRows implements Serializable {
   });
 
   /**
-   * Removes the held files of epochs before {@code epoch}, in the background (best effort:
-   * the epoch's mark no longer names them, so nothing reads them again).
-   */
-  /**
    * Records, in the checkpoint ({@code <checkpoint>/kplex/expired/<epoch>}), that epoch
    * {@code epoch} failed because its write outlived {@code timeoutMs} (transaction.timeout.ms):
    * Spark reruns a planned micro-batch with the same offsets after a restart, and its rerun
@@ -303,21 +430,38 @@ final class HeldRows implements Serializable {
     }
   }
 
-  void clean(long epoch) {
-    CLEANER.execute(() -> cleanNow(epoch));
+  /**
+   * Removes the held files of epochs before {@code epoch} that its mark does not name
+   * ({@code named}: a file left in place stays), in the background (best effort: nothing
+   * reads them again).
+   */
+  void clean(long epoch, List<String> named) {
+    CLEANER.execute(() -> cleanNow(epoch, named));
   }
 
-  private void cleanNow(long epoch) {
+  /** {@link #clean}, now. */
+  void cleanNow(long epoch, List<String> named) {
+    java.util.Set<String> keep = new java.util.HashSet<>();
+    for (String n : named) keep.add(new Path(resolve(Ref.parse(n).file())).toUri().getPath());
     try {
       Path root = new Path(dir + "/held");
       FileSystem fs = root.getFileSystem(conf());
       if (!fs.exists(root)) return;
       for (org.apache.hadoop.fs.FileStatus s : fs.listStatus(root)) {
         try {
-          if (Long.parseLong(s.getPath().getName()) < epoch) fs.delete(s.getPath(), true);
+          if (Long.parseLong(s.getPath().getName()) >= epoch) continue;
         } catch (NumberFormatException e) {
-          // not ours
+          continue;  // not ours
         }
+        boolean kept = false;
+        for (org.apache.hadoop.fs.FileStatus f : fs.listStatus(s.getPath())) {
+          if (keep.contains(f.getPath().toUri().getPath())) {
+            kept = true;
+          } else {
+            fs.delete(f.getPath(), false);
+          }
+        }
+        if (!kept) fs.delete(s.getPath(), true);
       }
     } catch (IOException e) {
       // Old files only cost space; the next epoch tries again.

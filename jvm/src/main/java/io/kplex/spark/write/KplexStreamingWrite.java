@@ -3,6 +3,7 @@ package io.kplex.spark.write;
 import io.kplex.spark.kafka.KafkaTopics;
 import io.kplex.spark.kafka.MonitorGroup;
 import io.kplex.spark.conf.WriteConf;
+import io.kplex.spark.errors.Errors;
 import io.kplex.spark.stream.HeldRelease;
 import io.kplex.spark.txn.EpochMark;
 import io.kplex.spark.txn.ExactlyOnceCommitter;
@@ -89,6 +90,8 @@ final class KplexStreamingWrite implements StreamingWrite {
         // Once per run of the query: finish what a killed driver left half committed, fence
         // what its tasks left open, so nothing pins the topic's last stable offset.
         committer.recover(run.lease);
+        String by = committer.resumedBy(queryId);
+        if (by != null) throw Errors.querySuperseded(conf.table, queryId, by);
         run.partials(conf.exactlyOnce() ? committer.partialEpochs(queryId) : Map.of());
         run.recovered = true;
         run.last = null;
@@ -97,6 +100,23 @@ final class KplexStreamingWrite implements StreamingWrite {
       last = run.last;
     }
     HeldRelease.Signal signal = HeldRelease.take();
+    if (last.epoch() < 0 && signal.resumeFrom() != null && !signal.resumeFrom().equals(conf.table)) {
+      throw Errors.resumeNotHere("resumes table " + signal.resumeFrom() + " ('startingTable'), but this query writes"
+          + " table " + conf.table);
+    }
+    if (last.epoch() < 0 && schema.positioned() && signal.topic() != null && !signal.starts().isEmpty()) {
+      EpochMark from = resumed(signal);
+      if (from == null && signal.resumeFrom() != null) {
+        throw Errors.resumeStale(conf.table, signal.topic(), committer.lastOnSource(signal.topic())
+            .map(m -> m.lineage().ends()).orElse(Map.of()), signal.starts());
+      }
+      if (from != null) {
+        synchronized (run) {
+          run.last = from;
+        }
+        last = from;
+      }
+    }
     // Rows without their source position (another source, or a plan SourcePositions does
     // not follow, such as a join) count as one partition, whatever the source reads.
     HeldRelease.Signal source = schema.positioned() ? signal : HeldRelease.NONE;
@@ -110,7 +130,7 @@ final class KplexStreamingWrite implements StreamingWrite {
         signal.releaseAll(), last.held(), source.starts(), source.ends(), source.idleBy(last.marks()));
     WriteConf writing = firstOfRun ? epochConf(last.epoch() + 1) : conf;
     epochs.put(last.epoch() + 1, new Started(start, System.currentTimeMillis(), signal, writing));
-    held.clean(last.epoch());
+    held.clean(last.epoch(), last.held());
     return new StreamingWriterFactory(writing, schema, start, held, info.numPartitions());
   }
 
@@ -143,6 +163,50 @@ final class KplexStreamingWrite implements StreamingWrite {
 
   /** The clocks of the executors may run this far ahead of the driver's (see {@link EpochTally#budgetFrom}). */
   static final long CLOCK_SKEW_MS = 5_000;
+
+  /**
+   * Before its first epoch, a query that starts on its source exactly where the table's last
+   * stream from that source stopped (startingOffsets = 'table', or those offsets given) takes
+   * over that stream's state: its marks, so lateness and order go on where they were, and its
+   * held records, named by their full path (this query's first epoch merges them into its own
+   * files), so the records it held back are written, in order, once. Null when it starts
+   * elsewhere (a new stream: only the table's floor per virtual partition applies). Under the
+   * table's writer claim, so two queries never take over the same state.
+   */
+  private EpochMark resumed(HeldRelease.Signal signal) {
+    EpochMark from = committer.lastOnSource(signal.topic()).orElse(null);
+    if (from == null || from.query().equals(queryId)) return null;
+    Map<Integer, Long> ends = from.lineage().ends();
+    for (Map.Entry<Integer, Long> e : ends.entrySet()) {
+      if (!e.getValue().equals(signal.starts().get(e.getKey()))) return null;
+    }
+    String by = committer.resumedBy(from.query());
+    if (by != null && !by.equals(queryId)) throw Errors.resumeTaken(conf.table, from.query(), by);
+    String base = from.lineage().heldBase();
+    List<String> heldFiles = new java.util.ArrayList<>();
+    for (String named : from.held()) {
+      HeldRows.Ref ref = HeldRows.Ref.parse(named);
+      String file = base == null || HeldRows.absolute(ref.file()) ? ref.file() : base + "/" + ref.file();
+      heldFiles.add(new HeldRows.Ref(file, ref.position(), ref.rows()).toString());
+    }
+    LOG.info("kplex: query {} resumes table {} from epoch {} of query {} on topic '{}' (offsets {}), taking over"
+        + " its {} held records", queryId, conf.table, from.epoch(), from.query(), signal.topic(), ends,
+        Math.max(0, from.heldRecords()));
+    return new EpochMark(conf.table, queryId, -1, from.marks(), heldFiles, from.heldRecords(),
+        new EpochMark.Lineage(signal.topic(), ends, null, from.query() + "@" + from.epoch(), from.lineage().atMs()));
+  }
+
+  /**
+   * The epoch's lineage: its source and where it stopped there, where its held files live, and
+   * the query it resumed from (carried from the marks before it); none without a kplex source.
+   */
+  private EpochMark withLineage(EpochMark mark, Started epoch) {
+    HeldRelease.Signal s = epoch == null ? null : epoch.signal();
+    if (s == null || s.topic() == null || s.ends().isEmpty() || !schema.positioned()) return mark;
+    String resumedFrom = last.lineage() == null ? null : last.lineage().resumedFrom();
+    return mark.withLineage(new EpochMark.Lineage(s.topic(), new java.util.TreeMap<>(s.ends()), held.base(),
+        resumedFrom, System.currentTimeMillis()));
+  }
 
   /**
    * Tells the query's source how many offsets the committed epoch read and how long it took
@@ -179,8 +243,8 @@ final class KplexStreamingWrite implements StreamingWrite {
         Started epoch = epochs.get(epochId);
         EpochTally tally = EpochTally.of(conf.physicalPartitions, messages);
         int[] idle = epoch == null ? new int[0] : epoch.start().idle();
-        EpochMark mark = tally.mark(conf.table, queryId, epochId, last.marks(), idle,
-            epoch == null ? 0 : epoch.signal().atMs());
+        EpochMark mark = withLineage(tally.mark(conf.table, queryId, epochId, last.marks(), idle,
+            epoch == null ? 0 : epoch.signal().atMs()), epoch);
         long writeStarted = epoch == null ? System.currentTimeMillis() : epoch.atMs();
         doCommit(tally, mark, tally.budgetFrom(writeStarted, CLOCK_SKEW_MS), epoch == null ? conf : epoch.conf());
         advance(mark);

@@ -71,18 +71,38 @@ final class StreamingDataWriter implements DataWriter<InternalRow> {
     long started = clock.nanos();
     this.openedAtMs = clock.millis();
     List<java.util.Iterator<EventTimeGate.Item<UnsafeRow>>> runs = new ArrayList<>();
-    for (String file : start.held()) {
-      int[] by = HeldRows.writtenBy(file);
+    List<HeldRows.Ref> mine = new ArrayList<>();
+    for (String named : start.held()) {
+      HeldRows.Ref ref = HeldRows.Ref.parse(named);
+      int[] by = HeldRows.writtenBy(ref.file());
       boolean sameTasks = by != null && by[1] == numPartitions;
       if (sameTasks && by[0] != partitionId) continue;  // another task's virtual partitions
-      HeldRows.Reader rows = held.open(held.resolve(file), schema.schema.length());
+      if (sameTasks && ref.placed() && !HeldRows.absolute(ref.file())) {
+        mine.add(ref);
+        continue;
+      }
+      // From where its held rows begin: the rows before were released by an earlier epoch.
+      HeldRows.Reader rows = held.open(held.resolve(ref.file()), schema.schema.length(),
+          ref.placed() ? ref.position() : HeldRows.FIRST_ROW);
       readers.add(rows);
       runs.add(new Filtered(rows, sameTasks));
+    }
+    long[] sizes = mine.stream().mapToLong(HeldRows.Ref::rows).toArray();
+    int absorbed = REWRITE_ALL ? 0 : absorbedFrom(sizes, MAX_RUNS);
+    for (int i = 0; i < mine.size(); i++) {
+      HeldRows.Ref ref = mine.get(i);
+      if (i < absorbed) {
+        inPlace.add(new InPlace(ref));
+      } else {
+        HeldRows.Reader rows = held.open(held.resolve(ref.file()), schema.schema.length(), ref.position());
+        readers.add(rows);
+        runs.add(new Filtered(rows, true));
+      }
     }
     this.pending = new Spilling(conf.faults.pendingMemoryBytes > 0 ? conf.faults.pendingMemoryBytes
         : PENDING_MEMORY_BYTES);
     this.gate = new EventTimeGate<>(start.marks(), start.partitions(), start.idle(), conf.maxDelayMs, start.releaseAll(),
-        merged(runs), pending, new Out());
+        merged(runs), inPlace, pending, new Out());
     this.readyAt = clock.nanos();
     times[TaskTimes.HELD_READ] = TaskTimes.ms(started, readyAt);
   }
@@ -93,6 +113,79 @@ final class StreamingDataWriter implements DataWriter<InternalRow> {
    * once at the commit).
    */
   static final long PENDING_MEMORY_BYTES = 64L << 20;
+
+  /**
+   * A task keeps at most this many of its held files in place; past it, they are merged into
+   * one again (each file is read, from its head, in every micro-batch).
+   */
+  static final int MAX_RUNS = 12;
+
+  /**
+   * {@code -Dkplex.held.rewriteAll=true}: every held file is merged again in every micro-batch
+   * (what kplex did before files stayed in place), for the benchmark to compare against.
+   */
+  private static final boolean REWRITE_ALL = Boolean.getBoolean("kplex.held.rewriteAll");
+
+  /**
+   * Of a task's held files in place, oldest first, with the rows each still holds: the index
+   * from which they are merged with this micro-batch's held rows into its new file (their
+   * count: none). The newest files are merged while each older one holds at most twice what
+   * the newer ones merged so far hold, so that files grow geometrically: a held record is
+   * rewritten a logarithmic number of times, not in every micro-batch, and a micro-batch's
+   * cost follows what it reads and releases, not everything held.
+   */
+  static int absorbedFrom(long[] rows, int maxRuns) {
+    int k = rows.length;
+    if (k > maxRuns) return 0;
+    if (k < 2 || rows[k - 2] > 2 * rows[k - 1]) return k;
+    long merged = rows[k - 1];
+    int from = k - 1;
+    while (from > 0 && rows[from - 1] <= 2 * merged) {
+      from--;
+      merged += rows[from];
+    }
+    return from;
+  }
+
+  /** The task's held files left in place (read only as far as they are released). */
+  private final List<InPlace> inPlace = new ArrayList<>();
+
+  /** A held file of this task's own left in place: read from where the last epoch stopped. */
+  private final class InPlace implements EventTimeGate.Run<UnsafeRow> {
+    private final HeldRows.Ref ref;
+    private final HeldRows.Reader rows;
+    private EventTimeGate.Item<UnsafeRow> head;
+    private long headAt;
+    private long taken;
+
+    InPlace(HeldRows.Ref ref) {
+      this.ref = ref;
+      this.rows = held.open(held.resolve(ref.file()), schema.schema.length(), ref.position());
+      readers.add(rows);
+      read();
+    }
+
+    private void read() {
+      headAt = rows.position();
+      head = rows.hasNext() ? item(rows.next()) : null;
+    }
+
+    @Override
+    public EventTimeGate.Item<UnsafeRow> head() {
+      return head;
+    }
+
+    @Override
+    public void advance() {
+      taken++;
+      read();
+    }
+
+    /** What it still holds after the commit, as the next mark names it, or null (nothing). */
+    HeldRows.Ref left() {
+      return head == null ? null : new HeldRows.Ref(ref.file(), headAt, Math.max(1, ref.rows() - taken));
+    }
+  }
 
   /** The held files being read (closed at the commit, or on abort). */
   private final List<HeldRows.Reader> readers = new ArrayList<>();
@@ -329,24 +422,41 @@ final class StreamingDataWriter implements DataWriter<InternalRow> {
     if (firstRowAt != 0) times[TaskTimes.WRITE] = TaskTimes.ms(firstRowAt, committing);
     Map<Integer, Long> heldFrom = new HashMap<>();
     HeldRows.Writer[] holding = new HeldRows.Writer[1];
+    List<String> files = new ArrayList<>();
+    long heldCount = 0;
     try {
       gate.commit(e -> {
         UnsafeRow row = e.payload();
         if (holding[0] == null) holding[0] = held.writer(heldFile, schema.schema.length());
-        holding[0].add(row);
         if (schema.sourceOffset >= 0 && !row.isNullAt(schema.sourcePartition) && !row.isNullAt(schema.sourceOffset)) {
-          heldFrom.merge(row.getInt(schema.sourcePartition), row.getLong(schema.sourceOffset), Math::min);
+          holding[0].add(row, row.getInt(schema.sourcePartition), row.getLong(schema.sourceOffset));
+        } else {
+          holding[0].add(row);
         }
       });
+      // Oldest first, the new file last: the order the next micro-batch merges them by.
+      for (InPlace run : inPlace) {
+        HeldRows.Ref left = run.left();
+        if (left == null) continue;
+        files.add(left.toString());
+        heldCount += left.rows();
+        if (schema.sourceOffset >= 0) {
+          Map<Integer, Long> from = held.heldFrom(held.resolve(left.file()));
+          if (from != null) from.forEach((p, o) -> heldFrom.merge(p, o, Math::min));
+        }
+      }
     } finally {
       if (holding[0] != null) holding[0].close();
       release();
     }
-    long heldCount = holding[0] == null ? 0 : holding[0].rows();
-    String file = holding[0] == null ? null : held.relative(heldFile);
+    if (holding[0] != null) {
+      files.add(new HeldRows.Ref(held.relative(heldFile), HeldRows.FIRST_ROW, holding[0].rows()).toString());
+      heldCount += holding[0].rows();
+      holding[0].from().forEach((p, o) -> heldFrom.merge(p, o, Math::min));
+    }
     KplexCommitMessage written = (KplexCommitMessage) out.commit();
     times[TaskTimes.COMMIT] = TaskTimes.ms(committing, clock.nanos());
-    return new EpochCommitMessage(written, file, heldCount, gate.read(), gate.written(),
+    return new EpochCommitMessage(written, files, heldCount, gate.read(), gate.written(),
         gate.late(EventTime.Late.BEHIND_PARTITION), gate.late(EventTime.Late.BELOW_WRITTEN),
         gate.late(EventTime.Late.AFTER_IDLE), times, heldFrom, openedAtMs, pending.spilled());
   }

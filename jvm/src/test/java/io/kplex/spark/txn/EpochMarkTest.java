@@ -27,6 +27,30 @@ public class EpochMarkTest {
   }
 
   @Test
+  public void aStreamsLineageReadsBackAndTheLastStreamOnASourceIsTheLatestCommitted() {
+    EpochMark a = MARK.withLineage(new EpochMark.Lineage("views", Map.of(0, 120L, 1, 80L), "file:/chk/a/kplex", null,
+        1_000L));
+    EpochMark b = new EpochMark("by_user", "query-2", 0, MARK.marks(), List.of(), 0,
+        new EpochMark.Lineage("views", Map.of(0, 150L, 1, 90L), "file:/chk/b/kplex", "query-1@7", 2_000L));
+    EpochMark other = new EpochMark("by_user", "query-3", 4, MARK.marks(), List.of(), 0,
+        new EpochMark.Lineage("clicks", Map.of(0, 5L), "file:/chk/c/kplex", null, 3_000L));
+    assertEquals(a, EpochMark.fromJson(a.toJson()));
+    assertEquals(b, EpochMark.fromJson(b.toJson()));
+    assertEquals("query-1", b.lineage().resumedQuery());
+    assertNull("a mark of an earlier kplex has none", MARK.lineage());
+    assertNull(EpochMark.fromJson(MARK.toJson()).lineage());
+
+    Map<String, byte[]> log = new java.util.LinkedHashMap<>();
+    EpochMark older = new EpochMark("by_user", "query-0", 9, MARK.marks(), List.of());  // no lineage
+    for (EpochMark m : List.of(b, a, other, older)) log.put(m.key(), m.toJson());
+    assertEquals(4, log.size());
+    assertEquals("the latest commit from that source", "query-2",
+        CommitLog.lastOnSource(log, "views").orElseThrow().query());
+    assertEquals("query-3", CommitLog.lastOnSource(log, "clicks").orElseThrow().query());
+    assertEquals(java.util.Optional.empty(), CommitLog.lastOnSource(log, "orders"));
+  }
+
+  @Test
   public void aQueryStartsWithNothingReleasedAndNothingHeld() {
     EpochMark start = EpochMark.start("t", "q");
     assertEquals(-1, start.epoch());

@@ -73,8 +73,8 @@ public class EpochTallyTest {
   public void theMonitoringGroupIsCommittedUpToTheOldestHeldRecordOfEachPartition() {
     long[] none = TaskTimes.none();
     WriterCommitMessage[] epoch = {
-        new EpochCommitMessage(null, "a", 2, Map.of(), Map.of(), 0, 0, 0, none, Map.of(0, 40L, 1, 75L), 0, 0),
-        new EpochCommitMessage(null, "b", 1, Map.of(), Map.of(), 0, 0, 0, none, Map.of(0, 30L), 0, 0),
+        new EpochCommitMessage(null, List.of("a"), 2, Map.of(), Map.of(), 0, 0, 0, none, Map.of(0, 40L, 1, 75L), 0, 0),
+        new EpochCommitMessage(null, List.of("b"), 1, Map.of(), Map.of(), 0, 0, 0, none, Map.of(0, 30L), 0, 0),
         new EpochCommitMessage(null, null, 0, Map.of(), Map.of(), 0, 0, 0, none)};
     EpochTally tally = EpochTally.of(2, epoch);
     assertEquals(Map.of(0, 30L, 1, 75L, 2, 90L), tally.monitored(Map.of(0, 100L, 1, 80L, 2, 90L)));
@@ -88,10 +88,10 @@ public class EpochTallyTest {
     KplexCommitMessage other = new KplexCommitMessage(1, new long[] {1}, 0, new TaskTransaction("t-1", 1, (short) 0),
         new long[] {4}, new long[0]);
     WriterCommitMessage[] epoch = {
-        new EpochCommitMessage(batch, null, 0, Map.of(), Map.of(), 0, 0, 0, none, Map.of(), 90_000, 0),
-        new EpochCommitMessage(other, null, 0, Map.of(), Map.of(), 0, 0, 0, none, Map.of(), 70_000, 0),
+        new EpochCommitMessage(batch, List.of(), 0, Map.of(), Map.of(), 0, 0, 0, none, Map.of(), 90_000, 0),
+        new EpochCommitMessage(other, List.of(), 0, Map.of(), Map.of(), 0, 0, 0, none, Map.of(), 70_000, 0),
         // a task with no transaction (an epoch already committed) does not count
-        new EpochCommitMessage(null, null, 0, Map.of(), Map.of(), 0, 0, 0, none, Map.of(), 1_000, 0)};
+        new EpochCommitMessage(null, List.of(), 0, Map.of(), Map.of(), 0, 0, 0, none, Map.of(), 1_000, 0)};
     EpochTally tally = EpochTally.of(1, epoch);
     assertEquals(65_000, tally.budgetFrom(10_000, 5_000));
     assertEquals("never before the write started", 68_000, tally.budgetFrom(68_000, 5_000));

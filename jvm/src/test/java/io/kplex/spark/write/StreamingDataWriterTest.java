@@ -4,7 +4,6 @@ import static io.kplex.spark.write.WriterFixture.conf;
 import static io.kplex.spark.write.WriterFixture.row;
 import static org.junit.Assert.assertArrayEquals;
 import static org.junit.Assert.assertEquals;
-import static org.junit.Assert.assertNull;
 import static org.junit.Assert.assertThrows;
 import static org.junit.Assert.assertTrue;
 
@@ -110,7 +109,7 @@ public class StreamingDataWriterTest {
     EpochCommitMessage m = (EpochCommitMessage) w.commit();
     assertEquals(1, m.written.dropped);
     assertEquals(1, clients.producer.history().size());
-    assertNull("released everything: nothing held", m.heldFile);
+    assertEquals("released everything: nothing held", List.of(), m.heldFiles);
   }
 
   @Test
@@ -149,10 +148,10 @@ public class StreamingDataWriterTest {
       assertEquals("nothing passes a watermark a million ms back", 0, clients.producer.history().size());
       assertEquals(500, one.held);
       assertTrue("500 rows outgrow 2,000 bytes: " + one.spilled, one.spilled == 500);
-      assertEquals(List.of(one.heldFile), List.of(held.relative(held.path(1, 0, 1, 0))));
+      assertEquals(List.of(held.relative(held.path(1, 0, 1, 0)) + "#12+500"), one.heldFiles);
 
       EventTime.Marks after = new EventTime.Marks(Map.of(0, 500L), Map.of());
-      StreamingDataWriter second = epoch(conf, held, 1, after, true, List.of(one.heldFile));
+      StreamingDataWriter second = epoch(conf, held, 1, after, true, one.heldFiles);
       for (long order = 501; order <= 600; order++) second.write(row("k" + order % 7, order, Long.toString(order)));
       EpochCommitMessage two = (EpochCommitMessage) second.commit();
       assertEquals("released at the end: nothing held", 0, two.held);
@@ -164,6 +163,123 @@ public class StreamingDataWriterTest {
     } finally {
       System.clearProperty(io.kplex.spark.testing.FaultInjection.ARMED_PROPERTY);
     }
+  }
+
+  private List<Long> sent() {
+    return clients.producer.history().stream()
+        .map(r -> Long.parseLong(new String(r.value(), java.nio.charset.StandardCharsets.UTF_8))).toList();
+  }
+
+  private static List<Long> range(long from, long to) {
+    return java.util.stream.LongStream.rangeClosed(from, to).boxed().toList();
+  }
+
+  @Test
+  public void heldFilesStayInPlaceAcrossMicroBatchesAndOnlyWhatIsReleasedIsReadOfThem() throws Exception {
+    WriteConf conf = conf("kplex.delivery", "at_least_once", "kplex.max_delay_ms", "1000");
+    HeldRows held = new HeldRows(new Configuration(false), tmp.newFolder().toString());
+    StreamingDataWriter first = epoch(conf, held, 0, EventTime.Marks.NONE, false, List.of());
+    for (long order = 1; order <= 500; order++) first.write(row("k" + order % 7, order, Long.toString(order)));
+    EpochCommitMessage one = (EpochCommitMessage) first.commit();
+    String a = held.relative(held.path(1, 0, 1, 0));
+    assertEquals(List.of(a + "#12+500"), one.heldFiles);
+
+    // Nothing released: the first file stays as it is, the new records go to a second one.
+    StreamingDataWriter second = epoch(conf, held, 1, new EventTime.Marks(Map.of(0, 500L), Map.of()), false,
+        one.heldFiles);
+    for (long order = 501; order <= 600; order++) second.write(row("k" + order % 7, order, Long.toString(order)));
+    EpochCommitMessage two = (EpochCommitMessage) second.commit();
+    String b = held.relative(held.path(2, 0, 1, 1));
+    assertEquals(List.of(a + "#12+500", b + "#12+100"), two.heldFiles);
+    assertEquals(600, two.held);
+    assertEquals(List.of(), sent());
+
+    // The watermark reaches 350: the first file is read up to it and named from there on;
+    // the second is not touched (500 > 2 x 100: neither is merged).
+    StreamingDataWriter third = epoch(conf, held, 2, new EventTime.Marks(Map.of(0, 600L), Map.of()), false,
+        two.heldFiles);
+    for (long order = 1251; order <= 1350; order++) third.write(row("k" + order % 7, order, Long.toString(order)));
+    EpochCommitMessage three = (EpochCommitMessage) third.commit();
+    assertEquals(range(1, 349), sent());
+    HeldRows.Ref left = HeldRows.Ref.parse(three.heldFiles.get(0));
+    assertEquals(a, left.file());
+    assertEquals(151, left.rows());
+    try (HeldRows.Reader rest = held.open(held.resolve(a), WriterFixture.COLUMNS.schema.length(), left.position())) {
+      assertEquals("read on from where it stopped", "350", rest.next().getUTF8String(2).toString());
+    }
+    assertEquals(List.of(left.toString(), b + "#12+100", held.relative(held.path(3, 0, 1, 2)) + "#12+100"),
+        three.heldFiles);
+    assertEquals(351, three.held);
+
+    // Three files of 151, 100 and 100 rows: merged again, and all released at the end, in order, once.
+    StreamingDataWriter fourth = epoch(conf, held, 3, new EventTime.Marks(Map.of(0, 1350L), Map.of()), true,
+        three.heldFiles);
+    for (long order = 1351; order <= 1400; order++) fourth.write(row("k" + order % 7, order, Long.toString(order)));
+    EpochCommitMessage four = (EpochCommitMessage) fourth.commit();
+    assertEquals(0, four.held);
+    List<Long> all = new java.util.ArrayList<>(range(1, 600));
+    all.addAll(range(1251, 1400));
+    assertEquals("every record once, in order", all, sent());
+  }
+
+  @Test
+  public void heldFilesAreMergedSoThatTheyGrowGeometrically() {
+    assertEquals("one file stays", 1, StreamingDataWriter.absorbedFrom(new long[] {500}, 12));
+    assertEquals("an older file over twice the newer stays", 2,
+        StreamingDataWriter.absorbedFrom(new long[] {500, 100}, 12));
+    assertEquals("two of a size merge", 0, StreamingDataWriter.absorbedFrom(new long[] {100, 100}, 12));
+    assertEquals(1, StreamingDataWriter.absorbedFrom(new long[] {1000, 100, 100}, 12));
+    assertEquals(0, StreamingDataWriter.absorbedFrom(new long[] {300, 100, 100}, 12));
+    assertEquals("past the most files, all merge", 0, StreamingDataWriter.absorbedFrom(new long[13], 12));
+    // A stall that holds 1,000 more records in each of 5,000 micro-batches: few files, and a
+    // micro-batch rewrites a few thousand records on average, not everything held.
+    List<Long> files = new java.util.ArrayList<>();
+    long rewritten = 0;
+    for (int batch = 0; batch < 5_000; batch++) {
+      int from = StreamingDataWriter.absorbedFrom(files.stream().mapToLong(Long::longValue).toArray(), 12);
+      long merged = 1_000;
+      while (files.size() > from) merged += files.remove(files.size() - 1);
+      files.add(merged);
+      rewritten += merged;
+    }
+    assertEquals(5_000_000L, files.stream().mapToLong(Long::longValue).sum());
+    assertTrue("files: " + files, files.size() <= 12);
+    assertTrue("rewritten per micro-batch: " + rewritten / 5_000, rewritten / 5_000 < 10_000);
+  }
+
+  @Test
+  public void oldHeldFilesAreRemovedButThoseTheLastMarkNamesStay() throws Exception {
+    String dir = tmp.newFolder().toString();
+    HeldRows held = new HeldRows(new Configuration(false), dir);
+    for (long epoch = 1; epoch <= 4; epoch++) {
+      for (int task = 0; task < 2; task++) held.write(held.path(epoch, task, 2, epoch * 10 + task), 4, List.of());
+    }
+    // The mark of epoch 4 names a file of epoch 1 left in place, and its own.
+    List<String> named = List.of(held.relative(held.path(1, 1, 2, 11)) + "#12+5",
+        held.relative(held.path(4, 0, 2, 40)) + "#12+3");
+    held.cleanNow(4, named);
+    List<String> left = new java.util.ArrayList<>();
+    try (java.util.stream.Stream<java.nio.file.Path> files = java.nio.file.Files.walk(java.nio.file.Path.of(dir))) {
+      files.filter(java.nio.file.Files::isRegularFile).filter(f -> !f.getFileName().toString().endsWith(".crc"))
+          .forEach(f -> left.add(java.nio.file.Path.of(dir).relativize(f).toString()));
+    }
+    java.util.Collections.sort(left);
+    assertEquals(List.of("held/1/part-1-of-2-11", "held/4/part-0-of-2-40", "held/4/part-1-of-2-41"), left);
+  }
+
+  @Test
+  public void aHeldFilesFooterKeepsTheSmallestSourceOffsetPerPartition() throws Exception {
+    HeldRows held = new HeldRows(new Configuration(false), tmp.newFolder().toString());
+    String file = held.path(1, 0, 1, 0);
+    try (HeldRows.Writer w = held.writer(file, 4)) {
+      org.apache.spark.sql.catalyst.expressions.UnsafeRow row =
+          org.apache.spark.sql.catalyst.expressions.UnsafeProjection.create(WriterFixture.SCHEMA).apply(row("a", 1L, "v"));
+      w.add(row, 0, 40);
+      w.add(row, 1, 7);
+      w.add(row, 0, 12);
+    }
+    assertEquals(Map.of(0, 12L, 1, 7L), held.heldFrom(file));
+    assertEquals(3, held.read(file, 4).size());
   }
 
   @Test
