@@ -6,6 +6,11 @@ record once, each virtual partition in order, none late.
 """
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from test_stream_idle import late, written
 from test_streaming import SELECT, assert_exactly_once_in_order, create, stream
@@ -13,7 +18,9 @@ from test_streaming import SELECT, assert_exactly_once_in_order, create, stream
 from kplex import errors
 from kplex.errors import translated
 from kplex.streaming import recent_progress
-from kplex.testing import datagen
+from kplex.testing import datagen, verify
+
+ROOT = Path(__file__).resolve().parents[1]
 
 # The same rows as SELECT, by another projection (a changed query): the order value plus zero.
 CHANGED = (SELECT[0], "kplex_order(CAST(kplex_json(value, '/viewtime') AS BIGINT) + 0) AS order_value", SELECT[2])
@@ -89,3 +96,33 @@ def test_resuming_from_a_table_no_stream_wrote_from_that_source_is_an_error_nami
     with pytest.raises(errors.ResumeFromTableError) as raised, translated():
         spark.read.format("kplex").option("table", source).option("startingOffsets", "table").load().count()
     assert "batch read" in str(raised.value)
+
+
+def test_kplex_stream_resume_takes_over_from_the_cli_stream_of_another_checkpoint(bootstrap, fresh_name, tmp_path):
+    """In SQL (no read options): `kplex stream FILE --checkpoint NEW --resume`."""
+    source, target = fresh_name("resume_cli_src"), fresh_name("resume_cli_by_user")
+    datagen.generate_pageviews(bootstrap, source, 2_000, partitions=3, users=15, seed=23, out_of_order_ms=3_000)
+    job = tmp_path / "job.sql"
+    job.write_text((ROOT / "sql" / "pageviews_by_user_stream.sql").read_text()
+                   .replace("kplex.pageviews_by_user_stream", f"kplex.{target}")
+                   .replace("STREAM(kplex.pageviews)", f"STREAM(kplex.{source})"))
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
+
+    def kplex_stream(checkpoint: str, *flags: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "kplex", "stream", str(job), "--bootstrap", bootstrap,
+                               "--checkpoint", str(tmp_path / checkpoint), "--available-now", "--master", "local[2]",
+                               "--conf", "spark.sql.shuffle.partitions=3", *flags],
+                              capture_output=True, text=True, timeout=300, env=env)
+
+    a = kplex_stream("a")
+    assert a.returncode == 0, (a.stdout + a.stderr)[-3000:]
+    held_back = 2_000 - written(bootstrap, target)
+    assert held_back > 0, "the first run should hold the records of its last 5 s"
+    later = datagen.ARTICLE_START_MS + 2_000 * 500 + 60_000
+    datagen.generate_pageviews(bootstrap, source, 1_000, partitions=3, users=15, seed=24, create=False,
+                               start_ms=later)
+    b = kplex_stream("b", "--resume", "--release-at-end")
+    assert b.returncode == 0, (b.stdout + b.stderr)[-3000:]
+    report = verify.check_derived_topic(bootstrap, source, target, 9, 3)
+    assert report.ok, report.summary()
+    assert report.derived_count == 3_000

@@ -89,7 +89,7 @@ def _stream(args: argparse.Namespace) -> int:
     spark.sparkContext.setLogLevel("ERROR")
     query = run_stream_file(args.file, spark, args.checkpoint, trigger=args.trigger,
                             available_now=args.available_now, release_at_end=args.release_at_end,
-                            out=sys.stdout, timeout=args.timeout)
+                            resume=args.resume, out=sys.stdout, timeout=args.timeout)
     return 0 if query.exception() is None else 1
 
 
@@ -186,6 +186,10 @@ def build_parser() -> argparse.ArgumentParser:
     stream.add_argument("--release-at-end", action="store_true",
                         help="with --available-now: the input has ended, release every held record (a later"
                              " record below what this wrote is late)")
+    stream.add_argument("--resume", action="store_true",
+                        help="a new checkpoint starts where the table's last stream from the same source stopped"
+                             " and writes what that stream held back (startingOffsets = 'table'): change a query"
+                             " without losing or repeating records")
     stream.add_argument("--timeout", type=float, help="stop the query after this many seconds")
     stream.add_argument("--master", default="local[*]")
     stream.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="another Spark setting")

@@ -61,17 +61,25 @@ def streaming_insert(statement: str) -> StreamingInsert | None:
 
 
 def start_stream(spark: Any, insert: StreamingInsert, checkpoint: str, *, trigger: str | None = None,
-                 available_now: bool = False, release_at_end: bool = False,
+                 available_now: bool = False, release_at_end: bool = False, resume: bool = False,
                  options: Mapping[str, str] | None = None) -> Any:
     """Start ``insert`` as a streaming query; returns the StreamingQuery.
     ``trigger``: a processing-time interval ("1 second"); ``available_now``: read what is
     there now and stop (records still within ``kplex.max_delay_ms`` stay held for the next
     run); ``release_at_end``: and then release everything held (the input has ended: a
-    later record below what this wrote is late)."""
+    later record below what this wrote is late); ``resume``: a new checkpoint starts where
+    the table's last stream from the same source stopped, and writes what that one held
+    (``startingOffsets = 'table'``; docs/streaming.md, "Changing a query")."""
     from kplex.session import require_spark
 
     require_spark("STREAM(...) in SQL (a streaming INSERT)", (4, 1), spark.version)
     spark.conf.set("kplex.stream.releaseAtEnd", "true" if release_at_end else "false")
+    if resume:
+        spark.conf.set("kplex.stream.startingOffsets", "table")
+        spark.conf.set("kplex.stream.startingTable", insert.table.split(".", 1)[-1])
+    else:
+        spark.conf.unset("kplex.stream.startingOffsets")
+        spark.conf.unset("kplex.stream.startingTable")
     writer = spark.sql(insert.query).writeStream.option("checkpointLocation", checkpoint)
     for key, value in (options or {}).items():
         writer = writer.option(key, value)
@@ -186,8 +194,9 @@ def request_stop(checkpoint: str | Path) -> Path:
 
 
 def run_stream_file(path: str | Path, spark: Any, checkpoint: str, *, trigger: str | None = "1 second",
-                    available_now: bool = False, release_at_end: bool = False, out: TextIO | None = None,
-                    timeout: float | None = None, variables: Mapping[str, str] | None = None) -> Any:
+                    available_now: bool = False, release_at_end: bool = False, resume: bool = False,
+                    out: TextIO | None = None, timeout: float | None = None,
+                    variables: Mapping[str, str] | None = None) -> Any:
     """Run the statements of the SQL file at ``path`` in order; its streaming INSERT
     becomes a streaming query, watched (a line per micro-batch on ``out``) until it stops,
     fails, or ``timeout`` seconds pass (then it is stopped). Returns the query."""
@@ -204,7 +213,7 @@ def run_stream_file(path: str | Path, spark: Any, checkpoint: str, *, trigger: s
         stop_file = Path(checkpoint) / STOP_FILE
         stop_file.unlink(missing_ok=True)  # a request left from an earlier run
         query = start_stream(spark, insert, checkpoint, trigger=trigger, available_now=available_now,
-                             release_at_end=release_at_end)
+                             release_at_end=release_at_end, resume=resume)
         print(f"kplex: streaming into {insert.table} (query {query.id}, checkpoint {checkpoint})",
               file=out, flush=True)
         try:

@@ -194,10 +194,24 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
   /** The file of the starting offsets in the source's checkpoint folder. */
   static final String INITIAL_OFFSETS = "kplex-initial-offsets.json";
 
-  /** Whether the read asks to resume from a table ({@code startingOffsets = 'table'}). */
+  /**
+   * Whether the read asks to resume from a table ({@code startingOffsets = 'table'}, or, for
+   * a stream in SQL, which has no read options, the session's
+   * {@code kplex.stream.startingOffsets}, as {@code kplex stream --resume} sets it).
+   */
   private boolean resumes() {
     String starting = options.get(KplexOptions.STARTING_OFFSETS);
+    if (starting == null && options.get(KplexOptions.STARTING_TIMESTAMP) == null) {
+      starting = org.apache.spark.sql.internal.SQLConf.get().getConfString(KplexOptions.STARTING_OFFSETS_CONF, null);
+    }
     return starting != null && starting.trim().equalsIgnoreCase(ReadBounds.FROM_TABLE);
+  }
+
+  /** The read's {@code startingTable}, or the session's {@code kplex.stream.startingTable}. */
+  private String startingTable() {
+    String named = options.get(KplexOptions.STARTING_TABLE);
+    return named != null ? named
+        : org.apache.spark.sql.internal.SQLConf.get().getConfString(KplexOptions.STARTING_TABLE_CONF, null);
   }
 
   /** The table this query resumes from (resolved once per run), or null when it does not. */
@@ -207,7 +221,7 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     if (!resumes()) return null;
     if (resumeTable == null) {
       consumer();
-      String named = options.get(KplexOptions.STARTING_TABLE);
+      String named = startingTable();
       if (named != null && !named.isBlank()) {
         String name = named.trim();
         resumeTable = name.regionMatches(true, 0, "kplex.", 0, 6) ? name.substring(6) : name;

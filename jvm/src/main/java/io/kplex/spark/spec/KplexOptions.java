@@ -48,6 +48,9 @@ public final class KplexOptions {
   // -1 = latest; timestamps in epoch milliseconds (the first record at or after it).
   public static final String STARTING_OFFSETS = "startingOffsets";
   public static final String STARTING_TABLE = "startingTable";
+  /** The session settings of {@link #STARTING_OFFSETS} and {@link #STARTING_TABLE} for streams in SQL. */
+  public static final String STARTING_OFFSETS_CONF = "kplex.stream.startingOffsets";
+  public static final String STARTING_TABLE_CONF = "kplex.stream.startingTable";
   public static final String ENDING_OFFSETS = "endingOffsets";
   public static final String STARTING_TIMESTAMP = "startingTimestamp";
   public static final String ENDING_TIMESTAMP = "endingTimestamp";
