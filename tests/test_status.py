@@ -193,15 +193,9 @@ def describe_group(bootstrap: str, group: str) -> dict[int, tuple[int, int]]:
 
 def streamed(spark, source: str, table: str, checkpoint: Path, **options: str):
     """A Trigger.AvailableNow run of the pageviews job from ``source`` into ``table``, to its end."""
-    from test_streaming import SELECT
+    from test_streaming import run_available_now
 
-    reader = spark.readStream.format("kplex").option("table", source).option("releaseAtEnd", "true")
-    for key, value in options.items():
-        reader = reader.option(key, value)
-    query = (reader.load().selectExpr(*SELECT).writeStream.format("kplex").option("table", table)
-             .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
-    query.awaitTermination(300)
-    return query
+    return run_available_now(spark, source, table, checkpoint, **options)
 
 
 def test_a_streaming_query_shows_its_lag_to_kafkas_own_group_tool_and_to_status(spark, bootstrap, fresh_name,

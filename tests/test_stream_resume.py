@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from test_stream_idle import late, written
-from test_streaming import SELECT, assert_exactly_once_in_order, create, stream
+from test_streaming import SELECT, assert_exactly_once_in_order, create, run_available_now, stream, stream_job
 
 from kplex import errors
 from kplex.errors import translated
@@ -33,14 +33,7 @@ def held(query) -> int:
 
 def resume(spark, source: str, target: str, checkpoint, select=CHANGED, **read_options: str):
     """A Trigger.AvailableNow run on a new checkpoint that resumes from the table and releases at the end."""
-    reader = (spark.readStream.format("kplex").option("table", source).option("startingOffsets", "table")
-              .option("releaseAtEnd", "true"))
-    for key, value in read_options.items():
-        reader = reader.option(key, value)
-    query = (reader.load().selectExpr(*select).writeStream.format("kplex").option("table", target)
-             .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
-    query.awaitTermination(300)
-    return query
+    return run_available_now(spark, source, target, checkpoint, select, startingOffsets="table", **read_options)
 
 
 def test_a_changed_query_on_a_new_checkpoint_resumes_from_the_table_and_writes_what_the_old_one_held(
@@ -102,10 +95,7 @@ def test_kplex_stream_resume_takes_over_from_the_cli_stream_of_another_checkpoin
     """In SQL (no read options): `kplex stream FILE --checkpoint NEW --resume`."""
     source, target = fresh_name("resume_cli_src"), fresh_name("resume_cli_by_user")
     datagen.generate_pageviews(bootstrap, source, 2_000, partitions=3, users=15, seed=23, out_of_order_ms=3_000)
-    job = tmp_path / "job.sql"
-    job.write_text((ROOT / "sql" / "pageviews_by_user_stream.sql").read_text()
-                   .replace("kplex.pageviews_by_user_stream", f"kplex.{target}")
-                   .replace("STREAM(kplex.pageviews)", f"STREAM(kplex.{source})"))
+    job = stream_job(tmp_path, source, target)
     env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
 
     def kplex_stream(checkpoint: str, *flags: str) -> subprocess.CompletedProcess:

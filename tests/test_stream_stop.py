@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from test_stream_idle import LiveProducer, late, written
-from test_streaming import SELECT, assert_exactly_once_in_order, create, stream
+from test_streaming import SELECT, assert_exactly_once_in_order, create, stream, stream_job
 
 from kplex.streaming import recent_progress, stop_gracefully
 from kplex.testing import datagen, verify
@@ -53,10 +53,7 @@ def test_kplex_stream_stop_ends_the_cli_stream_on_that_checkpoint_after_it_wrote
         bootstrap, fresh_name, tmp_path):
     source, target = fresh_name("stop_cli_src"), fresh_name("stop_cli_by_user")
     datagen.generate_pageviews(bootstrap, source, 2_000, partitions=3, users=15, seed=23, out_of_order_ms=3_000)
-    job = tmp_path / "job.sql"
-    job.write_text((ROOT / "sql" / "pageviews_by_user_stream.sql").read_text()
-                   .replace("kplex.pageviews_by_user_stream", f"kplex.{target}")
-                   .replace("STREAM(kplex.pageviews)", f"STREAM(kplex.{source})"))
+    job = stream_job(tmp_path, source, target)
     checkpoint = tmp_path / "chk"
     env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
     running = subprocess.Popen([sys.executable, "-m", "kplex", "stream", str(job), "--bootstrap", bootstrap,

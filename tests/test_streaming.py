@@ -38,21 +38,30 @@ def create(spark, table: str, delay_ms: int = 5_000, **props: str) -> None:
               f" 'kplex.physical_partitions' = '3', 'kplex.max_delay_ms' = '{delay_ms}'{extra})")
 
 
-def stream(spark, source: str, target: str, checkpoint: Path, **read_options: str):
+def stream(spark, source: str, target: str, checkpoint: Path, select=SELECT, **read_options: str):
     reader = spark.readStream.format("kplex").option("table", source).option("startingOffsets", "earliest")
     for key, value in read_options.items():
         reader = reader.option(key, value)
-    return (reader.load().selectExpr(*SELECT)
+    return (reader.load().selectExpr(*select)
             .writeStream.format("kplex").option("table", target)
             .option("checkpointLocation", str(checkpoint)))
 
 
-def run_available_now(spark, source: str, target: str, checkpoint: Path, **read_options: str):
+def run_available_now(spark, source: str, target: str, checkpoint: Path, select=SELECT, **read_options: str):
     """One Trigger.AvailableNow run; unless told otherwise, a last one: it releases every held record."""
     read_options.setdefault("releaseAtEnd", "true")
-    query = stream(spark, source, target, checkpoint, **read_options).trigger(availableNow=True).start()
+    query = stream(spark, source, target, checkpoint, select, **read_options).trigger(availableNow=True).start()
     query.awaitTermination(300)
     return query
+
+
+def stream_job(folder: Path, source: str, target: str) -> Path:
+    """The repository's streaming SQL job (sql/pageviews_by_user_stream.sql) from ``source`` into ``target``."""
+    job = folder / "job.sql"
+    job.write_text((ROOT / "sql" / "pageviews_by_user_stream.sql").read_text()
+                   .replace("kplex.pageviews_by_user_stream", f"kplex.{target}")
+                   .replace("STREAM(kplex.pageviews)", f"STREAM(kplex.{source})"))
+    return job
 
 
 def produce(bootstrap: str, topic: str, records: list[tuple[bytes, bytes]]) -> None:
@@ -357,10 +366,7 @@ def test_a_bad_streaming_read_option_is_named(spark, fresh_name, bootstrap):
 def test_the_cli_runs_the_streaming_job_of_sql_and_prints_each_micro_batch(bootstrap, fresh_name, tmp_path):
     source, target = fresh_name("pageviews_cli"), fresh_name("pageviews_by_user_cli")
     datagen.generate_pageviews(bootstrap, source, 2_000, partitions=3, users=15, seed=17, out_of_order_ms=3_000)
-    job = tmp_path / "job.sql"
-    job.write_text((ROOT / "sql" / "pageviews_by_user_stream.sql").read_text()
-                   .replace("kplex.pageviews_by_user_stream", f"kplex.{target}")
-                   .replace("STREAM(kplex.pageviews)", f"STREAM(kplex.{source})"))
+    job = stream_job(tmp_path, source, target)
     done = subprocess.run([sys.executable, "-m", "kplex", "stream", str(job), "--bootstrap", bootstrap,
                            "--checkpoint", str(tmp_path / "chk"), "--available-now", "--release-at-end", "--master", "local[2]",
                            "--conf", "spark.sql.shuffle.partitions=3"],

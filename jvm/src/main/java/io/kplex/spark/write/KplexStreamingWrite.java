@@ -204,9 +204,13 @@ final class KplexStreamingWrite implements StreamingWrite {
     HeldRelease.Signal s = epoch == null ? null : epoch.signal();
     if (s == null || s.topic() == null || s.ends().isEmpty() || !schema.positioned()) return mark;
     String resumedFrom = last.lineage() == null ? null : last.lineage().resumedFrom();
-    return mark.withLineage(new EpochMark.Lineage(s.topic(), new java.util.TreeMap<>(s.ends()), held.base(),
+    if (heldBase == null) heldBase = held.base();
+    return mark.withLineage(new EpochMark.Lineage(s.topic(), new java.util.TreeMap<>(s.ends()), heldBase,
         resumedFrom, System.currentTimeMillis()));
   }
+
+  /** The held files' folder, qualified once per write (a FileSystem call), for the lineage. */
+  private String heldBase;
 
   /**
    * Tells the query's source how many offsets the committed epoch read and how long it took

@@ -88,10 +88,10 @@ final class StreamingDataWriter implements DataWriter<InternalRow> {
       runs.add(new Filtered(rows, sameTasks));
     }
     long[] sizes = mine.stream().mapToLong(HeldRows.Ref::rows).toArray();
-    int absorbed = REWRITE_ALL ? 0 : absorbedFrom(sizes, MAX_RUNS);
+    int mergeFrom = REWRITE_ALL ? 0 : mergedFrom(sizes, MAX_RUNS);
     for (int i = 0; i < mine.size(); i++) {
       HeldRows.Ref ref = mine.get(i);
-      if (i < absorbed) {
+      if (i < mergeFrom) {
         inPlace.add(new InPlace(ref));
       } else {
         HeldRows.Reader rows = held.open(held.resolve(ref.file()), schema.schema.length(), ref.position());
@@ -134,7 +134,7 @@ final class StreamingDataWriter implements DataWriter<InternalRow> {
    * rewritten a logarithmic number of times, not in every micro-batch, and a micro-batch's
    * cost follows what it reads and releases, not everything held.
    */
-  static int absorbedFrom(long[] rows, int maxRuns) {
+  static int mergedFrom(long[] rows, int maxRuns) {
     int k = rows.length;
     if (k > maxRuns) return 0;
     if (k < 2 || rows[k - 2] > 2 * rows[k - 1]) return k;

@@ -224,19 +224,19 @@ public class StreamingDataWriterTest {
 
   @Test
   public void heldFilesAreMergedSoThatTheyGrowGeometrically() {
-    assertEquals("one file stays", 1, StreamingDataWriter.absorbedFrom(new long[] {500}, 12));
+    assertEquals("one file stays", 1, StreamingDataWriter.mergedFrom(new long[] {500}, 12));
     assertEquals("an older file over twice the newer stays", 2,
-        StreamingDataWriter.absorbedFrom(new long[] {500, 100}, 12));
-    assertEquals("two of a size merge", 0, StreamingDataWriter.absorbedFrom(new long[] {100, 100}, 12));
-    assertEquals(1, StreamingDataWriter.absorbedFrom(new long[] {1000, 100, 100}, 12));
-    assertEquals(0, StreamingDataWriter.absorbedFrom(new long[] {300, 100, 100}, 12));
-    assertEquals("past the most files, all merge", 0, StreamingDataWriter.absorbedFrom(new long[13], 12));
+        StreamingDataWriter.mergedFrom(new long[] {500, 100}, 12));
+    assertEquals("two of a size merge", 0, StreamingDataWriter.mergedFrom(new long[] {100, 100}, 12));
+    assertEquals(1, StreamingDataWriter.mergedFrom(new long[] {1000, 100, 100}, 12));
+    assertEquals(0, StreamingDataWriter.mergedFrom(new long[] {300, 100, 100}, 12));
+    assertEquals("past the most files, all merge", 0, StreamingDataWriter.mergedFrom(new long[13], 12));
     // A stall that holds 1,000 more records in each of 5,000 micro-batches: few files, and a
     // micro-batch rewrites a few thousand records on average, not everything held.
     List<Long> files = new java.util.ArrayList<>();
     long rewritten = 0;
     for (int batch = 0; batch < 5_000; batch++) {
-      int from = StreamingDataWriter.absorbedFrom(files.stream().mapToLong(Long::longValue).toArray(), 12);
+      int from = StreamingDataWriter.mergedFrom(files.stream().mapToLong(Long::longValue).toArray(), 12);
       long merged = 1_000;
       while (files.size() > from) merged += files.remove(files.size() - 1);
       files.add(merged);
