@@ -7,6 +7,7 @@ record once, each virtual partition in order, none late.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -74,6 +75,43 @@ def test_a_changed_query_on_a_new_checkpoint_resumes_from_the_table_and_writes_w
     assert c.exception() is None, c.exception()
     assert late(c) == 0
     assert_exactly_once_in_order(bootstrap, source, target, 5_500)
+
+
+def test_with_a_held_location_what_a_query_held_outlives_its_deleted_checkpoint(spark, bootstrap, fresh_name,
+                                                                                 tmp_path):
+    """`kplex.held_location` keeps held records out of the checkpoint: A's checkpoint is deleted,
+    B resumes from the table and still writes what A held; without it, B is refused, naming the
+    file that is gone, and writes nothing."""
+    source, target, bare = fresh_name("resume_gone_src"), fresh_name("resume_gone"), fresh_name("resume_bare")
+    datagen.generate_pageviews(bootstrap, source, 2_000, partitions=3, users=15, seed=31, out_of_order_ms=2_000)
+    held_location = tmp_path / "shared"
+    create(spark, target, delay_ms=5_000, **{"kplex.held_location": str(held_location)})
+    create(spark, bare, delay_ms=5_000)
+
+    a = run_available_now(spark, source, target, tmp_path / "a", releaseAtEnd="false")
+    assert a.exception() is None, a.exception()
+    assert held(a) > 0
+    assert list(held_location.glob(f"{target}/{a.id}/held/*/part-*")), "held files under the held location"
+    assert not (tmp_path / "a" / "kplex" / "held").exists(), "and none in the checkpoint"
+    shutil.rmtree(tmp_path / "a")
+    b = resume(spark, source, target, tmp_path / "b")
+    assert b.exception() is None, b.exception()
+    assert late(b) == 0
+    assert_exactly_once_in_order(bootstrap, source, target, 2_000)
+
+    # Without it, the held files lived in the deleted checkpoint: B is refused, naming one.
+    a = run_available_now(spark, source, bare, tmp_path / "bare_a", releaseAtEnd="false")
+    assert a.exception() is None, a.exception()
+    before = written(bootstrap, bare)
+    assert 0 < before < 2_000
+    shutil.rmtree(tmp_path / "bare_a")
+    with pytest.raises(errors.ResumeFromTableError) as raised:
+        resume(spark, source, bare, tmp_path / "bare_b", startingTable=bare)
+    assert "kplex.held_location" in str(raised.value)
+    parameters = raised.value.getMessageParameters()
+    assert parameters["query"] == a.id and str(tmp_path / "bare_a") in parameters["file"]
+    assert int(parameters["held_records"]) == 2_000 - before
+    assert written(bootstrap, bare) == before
 
 
 def test_resuming_from_a_table_no_stream_wrote_from_that_source_is_an_error_naming_the_topic(

@@ -39,6 +39,8 @@ public final class WriteConf implements Serializable {
   public final long claimTimeoutMs;
   /** Streaming writes: the records held back past which the source reads only the partitions that hold the watermark (-1: no cap). */
   public final long maxHeldRecords;
+  /** Streaming writes: the folder for held records outside the checkpoint, or null (in the checkpoint). */
+  public final String heldLocation;
 
   public WriteConf(TableDefinition def, Map<String, String> catalogOptions, Map<String, String> writeOptions) {
     this(def, catalogOptions, writeOptions, Map.of());
@@ -63,6 +65,8 @@ public final class WriteConf implements Serializable {
     this.lateTopic = settings.text(KplexOptions.LATE_TOPIC);
     this.claimTimeoutMs = settings.longConf(KplexOptions.WRITER_CLAIM_TIMEOUT_MS);
     this.maxHeldRecords = settings.longConf(KplexOptions.MAX_HELD_RECORDS);
+    String location = settings.text(KplexOptions.HELD_LOCATION);
+    this.heldLocation = location == null || location.isBlank() ? null : location.replaceAll("/+$", "");
     if (latePolicy == LatePolicy.SIDE_TOPIC && (lateTopic == null || lateTopic.isBlank())) {
       throw Errors.badOption(KplexOptions.LATE_POLICY, latePolicy.wire(), "'side_topic' needs '"
           + KplexOptions.LATE_TOPIC + "', the topic that receives late records");
@@ -84,6 +88,7 @@ public final class WriteConf implements Serializable {
     this.lateTopic = base.lateTopic;
     this.claimTimeoutMs = base.claimTimeoutMs;
     this.maxHeldRecords = base.maxHeldRecords;
+    this.heldLocation = base.heldLocation;
   }
 
   /** These settings with the Kafka client settings {@code kafka} instead. */

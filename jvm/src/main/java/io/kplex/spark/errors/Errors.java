@@ -468,6 +468,17 @@ public final class Errors {
         + " (its starting offsets are kept in the checkpoint).");
   }
 
+  /** A query resuming from the table whose predecessor's held files are gone (its checkpoint deleted). */
+  public static KplexException resumeHeldGone(String table, String from, long held, String file) {
+    return new KplexException("RESUME_FROM_TABLE",
+        parameters("table", table, "query", from, "held_records", held, "file", file),
+        "query " + from + " held " + held + " records of table " + table + " back when it stopped, in files that"
+        + " are gone (" + file + "): its checkpoint was deleted or moved, and they lived in it. Nothing was"
+        + " written; resuming without them would lose those records. Restore that checkpoint, or start from"
+        + " offsets of your choice with the records lost. So that held records outlive a checkpoint, set"
+        + " kplex.held_location to a folder the cluster shares (docs/streaming.md).");
+  }
+
   /** A second query resuming from the epoch another one already resumed from. */
   public static KplexException resumeTaken(String table, String from, String by) {
     return new KplexException("RESUME_FROM_TABLE", parameters("table", table, "query", from, "taken_by", by),

@@ -39,6 +39,11 @@ public final class KplexOptions {
    * source reads only the partitions that hold the watermark (read/KplexMicroBatchStream).
    */
   public static final String MAX_HELD_RECORDS = "kplex.max_held_records";
+  /**
+   * A streaming write's folder for held records, outside its checkpoint (unset: in it), so
+   * that they outlive the checkpoint: write/KplexWrite, docs/streaming.md.
+   */
+  public static final String HELD_LOCATION = "kplex.held_location";
   /** Read-time tables: their default key (the source record's key) and order (its timestamp). */
   public static final String DEFAULT_VIRTUAL_KEY = "key";
   public static final String DEFAULT_VIRTUAL_ORDER = "timestamp";
@@ -106,5 +111,6 @@ public final class KplexOptions {
    */
   public static final List<String> TABLE_PROPERTIES = List.of(
       VIRTUAL_PARTITIONS, PHYSICAL_PARTITIONS, REPLICATION_FACTOR, TOPIC, DELIVERY, KEY, ORDER,
-      NULL_KEY, NULL_ORDER, SOURCE, MAX_DELAY_MS, LATE_POLICY, LATE_TOPIC);
+      NULL_KEY, NULL_ORDER, SOURCE, MAX_DELAY_MS, LATE_POLICY, LATE_TOPIC,
+      HELD_LOCATION);
 }

@@ -156,6 +156,16 @@ final class HeldRows implements Serializable {
     }
   }
 
+  /** Whether a held file (by full path) is there: one another query's mark names, before taking it over. */
+  boolean exists(String file) {
+    try {
+      Path path = new Path(file);
+      return path.getFileSystem(conf()).exists(path);
+    } catch (IOException e) {
+      throw Errors.heldRead(file, e);
+    }
+  }
+
   /** The last four bytes of a held file with a footer ("KPF1"). */
   private static final int FOOTER = 0x4b504631;
 

@@ -187,6 +187,7 @@ final class KplexStreamingWrite implements StreamingWrite {
     for (String named : from.held()) {
       HeldRows.Ref ref = HeldRows.Ref.parse(named);
       String file = base == null || HeldRows.absolute(ref.file()) ? ref.file() : base + "/" + ref.file();
+      if (!held.exists(file)) throw Errors.resumeHeldGone(conf.table, from.query(), from.heldRecords(), file);
       heldFiles.add(new HeldRows.Ref(file, ref.position(), ref.rows()).toString());
     }
     LOG.info("kplex: query {} resumes table {} from epoch {} of query {} on topic '{}' (offsets {}), taking over"

@@ -58,9 +58,20 @@ final class KplexWrite implements RequiresDistributionAndOrdering {
     if (checkpoint == null) {
       throw Errors.noCheckpoint(conf.table);
     }
-    HeldRows held = new HeldRows(SparkContext.getOrCreate().hadoopConfiguration(),
-        checkpoint.replaceAll("/+$", "") + "/kplex");
+    HeldRows held = new HeldRows(SparkContext.getOrCreate().hadoopConfiguration(), heldFolder(checkpoint));
     return new KplexStreamingWrite(conf, schema, queryId, held, progress);
+  }
+
+  /**
+   * Where the query keeps its held records (and its expiry markers): {@code kplex.held_location}
+   * /&lt;table&gt;/&lt;query id&gt; when set (the query id is kept in the checkpoint, so a restart
+   * finds the same folder, and the files outlive a deleted checkpoint: a query resuming from
+   * the table reads them by the full path its epoch marks record), else the checkpoint's
+   * {@code kplex} folder.
+   */
+  private String heldFolder(String checkpoint) {
+    if (conf.heldLocation != null) return conf.heldLocation + "/" + conf.table + "/" + queryId;
+    return checkpoint.replaceAll("/+$", "") + "/kplex";
   }
 
   @Override
