@@ -14,7 +14,17 @@ from pathlib import Path
 
 import pytest
 from test_stream_idle import late, written
-from test_streaming import SELECT, assert_exactly_once_in_order, create, run_available_now, stream, stream_job
+from test_streaming import (
+    SELECT,
+    assert_exactly_once_in_order,
+    batch_in_flight_after_progress,
+    batches,
+    create,
+    run_available_now,
+    run_driver,
+    stream,
+    stream_job,
+)
 
 from kplex import errors
 from kplex.errors import translated
@@ -75,6 +85,27 @@ def test_a_changed_query_on_a_new_checkpoint_resumes_from_the_table_and_writes_w
     assert c.exception() is None, c.exception()
     assert late(c) == 0
     assert_exactly_once_in_order(bootstrap, source, target, 5_500)
+
+
+def test_a_query_killed_mid_batch_is_resumed_by_a_changed_query_on_a_new_checkpoint(spark, bootstrap, fresh_name,
+                                                                                     tmp_path):
+    """A, in a driver of its own, is SIGKILLed with a micro-batch in flight (its transactions
+    open, its claim unreleased) after committing some; B, changed, resumes from the table: it
+    takes the claim over once stale, fences A's transactions and writes the rest and what A held."""
+    source, target = fresh_name("resume_kill_src"), fresh_name("resume_kill")
+    datagen.generate_pageviews(bootstrap, source, 3_000, partitions=3, users=15, seed=41, out_of_order_ms=2_000)
+    create(spark, target)
+    chk = tmp_path / "a"
+    run_driver(bootstrap, source, target, chk, {"spark.kplex.testing.sleep_ms": "300"},
+               kill_when=batch_in_flight_after_progress(chk, 0.4))
+    committed = batches(chk, "commits")
+    assert 1 <= committed < batches(chk, "offsets"), "killed with a batch in flight, after one committed"
+    assert written(bootstrap, target) < 300 * committed, "A held records back"
+    b = resume(spark, source, target, tmp_path / "b")
+    assert b.exception() is None, b.exception()
+    assert late(b) == 0
+    assert recent_progress(b)[0].numInputRows == 3_000 - 300 * committed, "B starts where A's last commit stopped"
+    assert_exactly_once_in_order(bootstrap, source, target, 3_000)
 
 
 def test_with_a_held_location_what_a_query_held_outlives_its_deleted_checkpoint(spark, bootstrap, fresh_name,
