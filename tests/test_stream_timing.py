@@ -19,6 +19,7 @@ import pytest
 from confluent_kafka import Producer
 from test_streaming import SELECT
 
+from kplex.placement import physical_partition, virtual_partition
 from kplex.streaming import recent_progress
 from kplex.testing import datagen, verify
 
@@ -228,6 +229,48 @@ def test_past_the_held_cap_only_the_partition_that_holds_the_watermark_is_read(
     assert ends[-1] == {"0": PER_PARTITION, "1": PER_PARTITION}, ends
     got = verify.virtual_partition_sequences(verify.read_topic(bootstrap, target))
     assert got == verify.virtual_partition_sequences(verify.read_topic(bootstrap, inserted))
+
+
+def test_past_the_held_cap_a_kplex_table_source_reads_only_the_physical_partition_of_the_slow_virtual_one(
+        issue_38_session, bootstrap, fresh_name, tmp_path):
+    """The cap for a kplex table read as a source: upstream table U (V = 2 on 2 physical
+    partitions) carries the backlog's partition 0 (ahead in event time) in virtual partition 0
+    and its partition 1 in virtual partition 1. Streamed from U with kplex.max_held_records 500
+    and every record held until the end: once 500 are held, each micro-batch reads only the
+    physical partition of virtual partition 1, which holds the watermark, until it has nothing
+    left. The output is still the batch INSERT's from U."""
+    spark = issue_38_session
+    source, upstream = fresh_name("cap_vp_src"), fresh_name("cap_vp_upstream")
+    inserted, target = fresh_name("cap_vp_insert"), fresh_name("cap_vp_stream")
+    datagen.ensure_topic(bootstrap, source, 2)
+    produce_backlog(bootstrap, source)
+    slow, fast = (next(k for k in "abcdefgh" if virtual_partition(k.encode(), 2) == vp) for vp in (1, 0))
+    spark.sql(f"CREATE TABLE kplex.{upstream} TBLPROPERTIES ('kplex.virtual_partitions' = '2',"
+              " 'kplex.physical_partitions' = '2')")
+    spark.sql(f"INSERT INTO kplex.{upstream} SELECT kplex_key(IF(partition = 0, '{fast}', '{slow}')) AS key,"
+              f" {SELECT[1]}, value FROM kplex.{source}")
+    assert physical_partition(1, 2) == 1
+    create(spark, inserted)
+    spark.sql(f"INSERT INTO kplex.{inserted} SELECT {', '.join(SELECT)} FROM kplex.{upstream}")
+    spark.sql(f"CREATE TABLE kplex.{target} TBLPROPERTIES ('kplex.virtual_partitions' = '6',"
+              " 'kplex.physical_partitions' = '2', 'kplex.max_delay_ms' = '100000000', 'kplex.late_policy' = 'drop')")
+    spark.conf.set("spark.kplex.max_held_records", "500")
+    try:
+        query = catch_up(spark, upstream, target, tmp_path / "chk")
+    finally:
+        spark.conf.unset("spark.kplex.max_held_records")
+    progress = [p for p in recent_progress(query) if p.numInputRows > 0]
+    ends = [end_offsets(p)[upstream] for p in progress]
+    held = [int((p.sink.metrics or {}).get("heldRecords", "0")) for p in progress]
+    full = next(i for i, h in enumerate(held) if h >= 500)
+    last = {p: max(end[p] for end in ends) for p in ("0", "1")}
+    capped = [end for end in ends[full + 1:] if end["1"] < last["1"]]
+    assert len(capped) >= 2 and all(end["0"] == ends[full]["0"] < last["0"] for end in capped), \
+        f"past the cap physical partition 0 was read: {ends}, held {held}"
+    assert ends[-1] == last, ends
+    got = verify.virtual_partition_sequences(verify.read_topic(bootstrap, target))
+    assert got == verify.virtual_partition_sequences(verify.read_topic(bootstrap, inserted))
+    assert sum(len(seq) for seq in got.values()) == 2 * PER_PARTITION
 
 
 def test_at_the_held_cap_with_strict_waiting_a_silent_partition_fails_the_query_naming_it(

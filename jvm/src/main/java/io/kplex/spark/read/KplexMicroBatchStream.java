@@ -454,29 +454,45 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
 
   /**
    * The cap on held records ({@code kplex.max_held_records}), as the query's kplex sink last
-   * stood ({@link QuerySinks#stand}; a plain topic only): once the sink holds as many as its cap,
-   * only the partitions that hold the watermark are read (what the others would add could only
-   * be held too); see {@link #heldCapped}. Logged once per time the cap is reached.
+   * stood ({@link QuerySinks#stand}): once the sink holds as many as its cap, only the
+   * partitions that hold the watermark are read (what the others would add could only be held
+   * too); see {@link #heldCapped}. For a kplex table read as a source the watermark is held by
+   * virtual partitions: the physical partitions that carry them are read. Logged once per time
+   * the cap is reached.
    */
   private Map<Integer, Long> withinHeldCap(Map<Integer, Long> from, Map<Integer, Long> until) {
     io.kplex.spark.stream.StreamingBatch batch = io.kplex.spark.stream.StreamingBatch.current();
-    QuerySinks.Stand stand = batch == null || conf.kind == ReadConf.Kind.DERIVED ? null
-        : QuerySinks.DRIVER.stand(batch.queryId());
+    QuerySinks.Stand stand = batch == null ? null : QuerySinks.DRIVER.stand(batch.queryId());
     if (stand == null || !stand.full()) {
       heldCapWarned = false;
       return until;
     }
+    java.util.Set<Integer> holding = holdingPartitions(stand, until.keySet());
     // Strict waiting fails; with an idle timeout a silent partition stops holding in time; an
     // AvailableNow run's end releases everything: there, reading on is the way out.
     boolean noWayOut = idleTimeoutMs < 0 && availableNow == null;
-    Map<Integer, Long> out = heldCapped(from, until, stand, availableNow == null, noWayOut, conf.topic,
+    Map<Integer, Long> out = heldCapped(from, until, holding, stand, availableNow == null, noWayOut, conf.topic,
         QuerySinks.DRIVER.table(batch.queryId()));
     if (!out.equals(until) && !heldCapWarned) {
       heldCapWarned = true;
       LOG.warn("kplex: the stream into table {} holds {} records, its cap {} = {}: reading only the partitions"
           + " of topic {} that hold the watermark ({}) until it moves", QuerySinks.DRIVER.table(batch.queryId()),
-          stand.heldRecords(), KplexOptions.MAX_HELD_RECORDS, stand.maxHeldRecords(), conf.topic,
-          holding(stand, until.keySet()));
+          stand.heldRecords(), KplexOptions.MAX_HELD_RECORDS, stand.maxHeldRecords(), conf.topic, holding);
+    }
+    return out;
+  }
+
+  /**
+   * The source partitions to read while the cap holds: those that hold the watermark
+   * ({@link #holding}); of a kplex table, the physical partitions of the virtual partitions
+   * that hold it.
+   */
+  private java.util.Set<Integer> holdingPartitions(QuerySinks.Stand stand, java.util.Set<Integer> partitions) {
+    if (conf.kind != ReadConf.Kind.DERIVED || conf.virtualPartitions <= 0) return holding(stand, partitions);
+    int physical = conf.physicalPartitions > 0 ? conf.physicalPartitions : partitions.size();
+    java.util.Set<Integer> out = new java.util.TreeSet<>();
+    for (int vp : holding(stand, java.util.stream.IntStream.range(0, conf.virtualPartitions).boxed().toList())) {
+      out.add(io.kplex.spark.wire.Placement.physicalPartition(vp, physical));
     }
     return out;
   }
@@ -510,8 +526,14 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
    */
   static Map<Integer, Long> heldCapped(Map<Integer, Long> from, Map<Integer, Long> until, QuerySinks.Stand stand,
       boolean waitWhenStuck, boolean noWayOut, String topic, String table) {
+    return heldCapped(from, until, holding(stand, until.keySet()), stand, waitWhenStuck, noWayOut, topic, table);
+  }
+
+  /** {@link #heldCapped}, with the partitions to read ({@code holding}) given. */
+  static Map<Integer, Long> heldCapped(Map<Integer, Long> from, Map<Integer, Long> until,
+      java.util.Set<Integer> holding, QuerySinks.Stand stand, boolean waitWhenStuck, boolean noWayOut, String topic,
+      String table) {
     if (!stand.full()) return until;
-    java.util.Set<Integer> holding = holding(stand, until.keySet());
     boolean canMove = false;
     for (int p : holding) canMove |= until.get(p) > from.getOrDefault(p, until.get(p));
     if (!canMove) {
