@@ -69,6 +69,10 @@ def test_a_changed_query_on_a_new_checkpoint_resumes_from_the_table_and_writes_w
     first = recent_progress(b)[0]
     assert first.numInputRows == 2_000, "B reads only what A had not read"
     assert_exactly_once_in_order(bootstrap, source, target, 5_000)
+    # The table's state says where B stopped on its source and whom it resumed from.
+    described = {row[0]: row[2] for row in spark.sql(f"DESCRIBE TABLE EXTENDED kplex.{target}").collect()}
+    assert f"from topic {source} at offsets {{0=" in described[f"query {b.id} lag"], described
+    assert f"resumed from {a.id}@" in described[f"query {b.id} lag"], described
 
     # A, restarted from its own checkpoint, must not write what B took over.
     again = stream(spark, source, target, tmp_path / "a", releaseAtEnd="true").trigger(availableNow=True).start()
@@ -143,6 +147,39 @@ def test_with_a_held_location_what_a_query_held_outlives_its_deleted_checkpoint(
     assert parameters["query"] == a.id and str(tmp_path / "bare_a") in parameters["file"]
     assert int(parameters["held_records"]) == 2_000 - before
     assert written(bootstrap, bare) == before
+
+
+def already_written(query) -> int:
+    return sum(int((p.sink.metrics or {}).get("alreadyWritten", "0")) for p in recent_progress(query))
+
+
+def test_a_new_query_from_earliest_over_what_another_query_wrote_writes_no_record_twice(
+        spark, bootstrap, fresh_name, tmp_path):
+    """No resume: B and C start from `earliest` on new checkpoints over the table A wrote. What A
+    wrote (read by A's stream, at or below what its virtual partition holds) is skipped and
+    counted as alreadyWritten, not written twice and not late, under late_policy fail (the
+    default) and drop; what A held back when it stopped is above that, so B writes it."""
+    source, target = fresh_name("again_src"), fresh_name("again_by_user")
+    datagen.generate_pageviews(bootstrap, source, 3_000, partitions=3, users=15, seed=43, out_of_order_ms=2_000)
+    create(spark, target, delay_ms=5_000)
+    a = run_available_now(spark, source, target, tmp_path / "a", maxOffsetsPerTrigger="1000", releaseAtEnd="false")
+    assert a.exception() is None, a.exception()
+    held_back = held(a)
+    assert 0 < held_back and written(bootstrap, target) == 3_000 - held_back
+
+    b = run_available_now(spark, source, target, tmp_path / "b", maxOffsetsPerTrigger="1000")
+    assert b.exception() is None, b.exception()
+    assert late(b) == 0 and already_written(b) == 3_000 - held_back
+    assert_exactly_once_in_order(bootstrap, source, target, 3_000)
+
+    spark.conf.set("spark.kplex.late_policy", "drop")
+    try:
+        c = run_available_now(spark, source, target, tmp_path / "c")
+    finally:
+        spark.conf.unset("spark.kplex.late_policy")
+    assert c.exception() is None, c.exception()
+    assert late(c) == 0 and already_written(c) == 3_000
+    assert_exactly_once_in_order(bootstrap, source, target, 3_000)
 
 
 def test_resuming_from_a_table_no_stream_wrote_from_that_source_is_an_error_naming_the_topic(

@@ -380,7 +380,10 @@ def test_the_cli_runs_the_streaming_job_of_sql_and_prints_each_micro_batch(boots
 
 def test_the_declarative_pipeline_runs_end_to_end_through_its_cli(bootstrap, fresh_name, tmp_path):
     """sql/pipeline: a Spark Declarative Pipeline whose sink is a kplex table, run by
-    `kplex pipeline run` on a real Spark Connect server with kplex (started for the run)."""
+    `kplex pipeline run` on a real Spark Connect server with kplex (started for the run). A
+    first update holds records back; the pipeline, moved to a new storage (new checkpoints),
+    is run again with --resume --release-at-end: it starts where the table's stream stopped and
+    writes what the first held, every record once."""
     source, target = fresh_name("pageviews_sdp"), fresh_name("pageviews_by_user_sdp")
     datagen.generate_pageviews(bootstrap, source, 2_000, partitions=3, users=15, seed=19, out_of_order_ms=3_000)
     pipeline = tmp_path / "pipeline"
@@ -391,14 +394,21 @@ def test_the_declarative_pipeline_runs_end_to_end_through_its_cli(bootstrap, fre
                         .replace("file:///tmp/kplex-pipelines/pageviews_by_user", (tmp_path / "storage").as_uri())
                         .replace("pageviews_by_user_pipeline", target)
                         .replace("STREAM(kplex.pageviews)", f"STREAM(kplex.{source})"))
-    # This update is the last: it releases every record it holds (a scheduled update would not).
     spec = pipeline / "spark-pipeline.yml"
-    spec.write_text(spec.read_text() + "configuration:\n  kplex.stream.releaseAtEnd: \"true\"\n")
-    done = subprocess.run([sys.executable, "-m", "kplex", "pipeline", "run", str(pipeline), "--bootstrap", bootstrap,
-                           "--master", "local[2]"], capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "PYTHONPATH": str(ROOT / "python")})
-    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
-    assert "Flow repartition_pageviews has COMPLETED" in done.stdout + done.stderr
+
+    def update(*flags: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "kplex", "pipeline", "run", str(pipeline), "--bootstrap",
+                               bootstrap, "--master", "local[2]", *flags], capture_output=True, text=True,
+                              timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT / "python")})
+        assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+        assert "Flow repartition_pageviews has COMPLETED" in done.stdout + done.stderr
+        return done.stdout + done.stderr
+
+    update()
+    assert 0 < len(verify.read_topic(bootstrap, target)) < 2_000, "a scheduled update holds its last records"
+    spec.write_text(spec.read_text().replace((tmp_path / "storage").as_uri(), (tmp_path / "storage2").as_uri()))
+    update("--resume", "--release-at-end")  # the last update: it releases every record it holds
+    assert not list(pipeline.glob(".*kplex-run*")), "the run's copy of the spec is removed"
     assert_exactly_once_in_order(bootstrap, source, target, 2_000)
 
 

@@ -105,13 +105,18 @@ def _pipeline(args: argparse.Namespace) -> int:
         spec = spec / "spark-pipeline.yml"
     if not spec.exists():
         raise SystemExit(f"kplex pipeline: no pipeline spec at {spec}")
+    configuration = {}
+    if args.resume:
+        configuration["kplex.stream.startingOffsets"] = "table"
+    if args.release_at_end:
+        configuration["kplex.stream.releaseAtEnd"] = "true"
     if args.remote:
-        return run_pipeline(spec, args.remote)
+        return run_pipeline(spec, args.remote, configuration)
     bootstrap, settings = kafka_config.from_args(args)
     with tempfile.TemporaryDirectory(prefix="kplex-pipeline-") as workdir, \
             running_server("connect", bootstrap, Path(workdir), args.conf, master=args.master,
                            kafka_options=settings) as port:
-        return run_pipeline(spec, f"sc://127.0.0.1:{port}")
+        return run_pipeline(spec, f"sc://127.0.0.1:{port}", configuration)
 
 
 def _server(args: argparse.Namespace) -> int:
@@ -207,6 +212,11 @@ def build_parser() -> argparse.ArgumentParser:
     run_pipeline.add_argument("--master", default="local[*]", help="of the server started for the run")
     run_pipeline.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                               help="another Spark setting of the server started for the run")
+    run_pipeline.add_argument("--resume", action="store_true",
+                              help="flows on a new storage (checkpoints) start where their table's last stream from"
+                                   " the same source stopped and write what it held back (startingOffsets = 'table')")
+    run_pipeline.add_argument("--release-at-end", action="store_true",
+                              help="this update is the last: release every held record at the end of the input")
     run_pipeline.set_defaults(handler=_pipeline)
 
     server = sub.add_parser("server", help="run a Spark Connect or Thrift (JDBC) server with kplex on it",

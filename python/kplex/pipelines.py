@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 __all__ = ["TABLES_FILE", "run_pipeline"]
@@ -45,9 +46,11 @@ def create_tables(spec: Path, remote: str) -> int:
         spark.stop()
 
 
-def run_pipeline(spec: Path, remote: str) -> int:
+def run_pipeline(spec: Path, remote: str, configuration: Mapping[str, str] | None = None) -> int:
     """Creates the pipeline's tables, then runs pyspark's pipeline CLI (``spark-pipelines run``)
-    against ``remote``; returns its exit status."""
+    against ``remote``; returns its exit status. ``configuration``: session settings added to
+    the spec's own for this run (e.g. ``kplex.stream.startingOffsets``), as its
+    ``configuration`` block would set them."""
     import pyspark
 
     from kplex.session import require_spark
@@ -56,5 +59,22 @@ def run_pipeline(spec: Path, remote: str) -> int:
     create_tables(spec, remote)
     cli = Path(pyspark.__file__).resolve().parent / "pipelines" / "cli.py"
     env = dict(os.environ, SPARK_REMOTE=remote)
-    return subprocess.call([sys.executable, str(cli), "run", "--spec", str(spec.resolve())],
-                           cwd=spec.resolve().parent, env=env)
+    run_spec = with_configuration(spec, configuration) if configuration else spec
+    try:
+        return subprocess.call([sys.executable, str(cli), "run", "--spec", str(run_spec.resolve())],
+                               cwd=spec.resolve().parent, env=env)
+    finally:
+        if run_spec != spec:
+            run_spec.unlink(missing_ok=True)
+
+
+def with_configuration(spec: Path, configuration: Mapping[str, str]) -> Path:
+    """A copy of ``spec`` beside it (its libraries' globs are relative to its folder) whose
+    ``configuration`` block has ``configuration`` added; the caller removes it."""
+    import yaml  # spark-pipelines' own dependency: it reads the spec with it
+
+    document = yaml.safe_load(spec.read_text()) or {}
+    document["configuration"] = {**(document.get("configuration") or {}), **configuration}
+    copy = spec.with_name(f".{spec.stem}.kplex-run{spec.suffix}")
+    copy.write_text(yaml.safe_dump(document, sort_keys=False))
+    return copy

@@ -112,7 +112,11 @@ def render(state: Mapping[str, Any]) -> str:
         held = (f"{q['held_records']} held records in {q['held_files']} files" if "held_records" in q
                 else f"{q['held_files']} held files")
         idle = f", idle partitions {q['idle_partitions']}" if q.get("idle_partitions") else ""
-        lines.append(f"{q['kind']} {q['query']}: last epoch {q['last_epoch']}, {held}{idle}{lag}")
+        source = q.get("source")
+        lineage = "" if not source else (
+            f", from topic {source['topic']} at offsets {source['ends']}"
+            + (f", resumed from {q['resumed_from']}" if q.get("resumed_from") else ""))
+        lines.append(f"{q['kind']} {q['query']}: last epoch {q['last_epoch']}, {held}{idle}{lineage}{lag}")
     plane = state.get("control_plane")
     if plane and "end_offset" in plane:
         lines.append(f"control plane {plane['topic']}: {plane['live_keys']} live keys, offsets"

@@ -133,9 +133,19 @@ public final class StateRows {
     return ", idle partitions [" + String.join(", ", ps) + "]";
   }
 
+  /** ", from topic t at offsets {0=.., 1=..}, resumed from q@e", or nothing (no lineage). */
+  private static String lineage(JsonNode q) {
+    JsonNode source = q.path("source");
+    if (!source.isObject()) return "";
+    List<String> ends = new java.util.ArrayList<>();
+    source.path("ends").fields().forEachRemaining(e -> ends.add(e.getKey() + "=" + e.getValue().asLong()));
+    return ", from topic " + source.path("topic").asText() + " at offsets {" + String.join(", ", ends) + "}"
+        + (q.has("resumed_from") ? ", resumed from " + q.path("resumed_from").asText() : "");
+  }
+
   private static void streams(JsonNode streams, List<Row> out) {
     for (JsonNode q : streams) {
-      String marks = "last epoch " + q.path("last_epoch").asLong() + ", " + held(q) + idle(q);
+      String marks = "last epoch " + q.path("last_epoch").asLong() + ", " + held(q) + idle(q) + lineage(q);
       if (!"streaming query".equals(q.path("kind").asText())) {
         out.add(new Row(q.path("kind").asText(), marks, ""));
       } else if (q.path("monitor_group").isTextual()) {

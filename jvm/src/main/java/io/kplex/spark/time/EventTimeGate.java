@@ -104,6 +104,7 @@ public final class EventTimeGate<T> {
   private final Map<Integer, Long> written = new HashMap<>();
   private long late;
   private final long[] lateWhy = new long[EventTime.Late.values().length];
+  private long alreadyWritten;
 
   /**
    * {@code before}: the marks the micro-batch starts from; {@code partitions}: the source's
@@ -172,7 +173,21 @@ public final class EventTimeGate<T> {
    * micro-batch (Long.MIN_VALUE: none, or unknown).
    */
   public void add(Item<T> item, int partition, long highInBatch) {
+    add(item, partition, highInBatch, false);
+  }
+
+  /**
+   * {@link #add(Item, int, long)}; {@code readBefore}: another query's stream into the table
+   * already read this record from the source; if its order value is not above what its
+   * virtual partition holds, it was written then (or late then) and is skipped, counted in
+   * {@link #alreadyWritten}. Its order value still counts for its partition's high.
+   */
+  public void add(Item<T> item, int partition, long highInBatch, boolean readBefore) {
     read.merge(partition, item.order, Math::max);
+    if (readBefore && item.order <= before.written(item.vp)) {
+      alreadyWritten++;
+      return;
+    }
     catchUp(item);
     long highBefore = Math.max(before.high(partition), highInBatch);
     long writtenVp = before.written(item.vp);
@@ -282,6 +297,11 @@ public final class EventTimeGate<T> {
   /** Per virtual partition, the largest order value this task wrote in the micro-batch. */
   public Map<Integer, Long> written() {
     return written;
+  }
+
+  /** Records skipped as written by another query's stream into the table before. */
+  public long alreadyWritten() {
+    return alreadyWritten;
   }
 
   public long late() {

@@ -198,6 +198,22 @@ public final class CommitLog {
     return Optional.ofNullable(best);
   }
 
+  /**
+   * Per partition of source topic {@code source}, the furthest offset the streams of other
+   * queries than {@code query} into {@code table} read it up to (the lineage of each one's
+   * last mark); empty if none streamed from it.
+   */
+  public Map<Integer, Long> readByOthers(String table, String source, String query) {
+    Map<Integer, Long> out = new java.util.TreeMap<>();
+    for (byte[] json : topic.readPrefixes(EpochMark.key(table, "")).values()) {
+      if (json == null) continue;
+      EpochMark m = EpochMark.fromJson(json);
+      if (m.lineage() == null || !source.equals(m.lineage().topic()) || m.query().equals(query)) continue;
+      m.lineage().ends().forEach((p, o) -> out.merge(p, o, Math::max));
+    }
+    return out;
+  }
+
   /** The tables a stream from {@code topic} committed epochs to (their marks name it). */
   public java.util.SortedSet<String> tablesStreamedFrom(String sourceTopic) {
     java.util.SortedSet<String> out = new java.util.TreeSet<>();

@@ -218,6 +218,11 @@ public final class ExactlyOnceCommitter {
     });
   }
 
+  /** Per partition of {@code topic}, how far other queries' streams into this table read it ({@link CommitLog#readByOthers}). */
+  public Map<Integer, Long> readByOthers(String topic, String query) {
+    return withKafka(admin -> new CommitLog(admin).readByOthers(table, topic, query));
+  }
+
   /** A query that resumed from {@code query}'s marks on this table (it took over), or null. */
   public String resumedBy(String query) {
     return withKafka(admin -> new CommitLog(admin).resumedBy(table, query));

@@ -173,6 +173,7 @@ public final class TableState {
       q.put("query", mark.query()).put("last_epoch", mark.epoch()).put("held_files", mark.held().size());
       if (mark.heldRecords() >= 0) q.put("held_records", mark.heldRecords());
       mark.marks().idle().forEach(q.putArray("idle_partitions")::add);
+      lineage(mark.lineage(), q);
       if (EpochMark.INSERTS.equals(mark.query())) {
         q.put("kind", "batch INSERTs");
         return;
@@ -187,6 +188,20 @@ public final class TableState {
       q.put("monitor_group", group);
       lag(kafka, committed, q);
     });
+  }
+
+  /**
+   * Where a stream's last epoch stopped on its source, where its held files live, and the query
+   * it resumed from: what a query resuming from the table starts from ("Changing a query").
+   */
+  private static void lineage(EpochMark.Lineage lineage, ObjectNode q) {
+    if (lineage == null) return;
+    ObjectNode source = q.putObject("source").put("topic", lineage.topic());
+    ObjectNode ends = source.putObject("ends");
+    new TreeMap<>(lineage.ends()).forEach((p, o) -> ends.put(Integer.toString(p), o));
+    if (lineage.heldBase() != null) q.put("held_base", lineage.heldBase());
+    if (lineage.resumedFrom() != null) q.put("resumed_from", lineage.resumedFrom());
+    if (lineage.atMs() > 0) q.put("committed_at_ms", lineage.atMs());
   }
 
   private static Map<String, Map<TopicPartition, OffsetAndMetadata>> monitorGroups(Admin admin, String table) {

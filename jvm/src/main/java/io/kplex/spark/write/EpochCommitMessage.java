@@ -38,6 +38,8 @@ final class EpochCommitMessage implements WriterCommitMessage {
   final long openedAtMs;
   /** Records the task spilled to its local disk while they waited for its commit. */
   final long spilled;
+  /** Records skipped as written by another query's stream into the table ({@link EpochStart#readBefore}). */
+  final long alreadyWritten;
 
   EpochCommitMessage(KplexCommitMessage written, String heldFile, long held, Map<Integer, Long> read,
       Map<Integer, Long> writtenHighs, long lateBehind, long lateBelow, long lateAfterIdle, long[] times) {
@@ -48,6 +50,14 @@ final class EpochCommitMessage implements WriterCommitMessage {
   EpochCommitMessage(KplexCommitMessage written, List<String> heldFiles, long held, Map<Integer, Long> read,
       Map<Integer, Long> writtenHighs, long lateBehind, long lateBelow, long lateAfterIdle, long[] times,
       Map<Integer, Long> heldFrom, long openedAtMs, long spilled) {
+    this(written, heldFiles, held, read, writtenHighs, lateBehind, lateBelow, lateAfterIdle, times, heldFrom,
+        openedAtMs, spilled, 0);
+  }
+
+  EpochCommitMessage(KplexCommitMessage written, List<String> heldFiles, long held, Map<Integer, Long> read,
+      Map<Integer, Long> writtenHighs, long lateBehind, long lateBelow, long lateAfterIdle, long[] times,
+      Map<Integer, Long> heldFrom, long openedAtMs, long spilled, long alreadyWritten) {
+    this.alreadyWritten = alreadyWritten;
     this.heldFrom = heldFrom;
     this.spilled = spilled;
     this.openedAtMs = openedAtMs;

@@ -14,12 +14,22 @@ import java.util.TreeMap;
  * the range of offsets the epoch reads per source partition ({@code starts} to {@code ends};
  * empty: unknown), which every row a task gets must lie in ({@link #outside}), and which of
  * the partitions are idle (they do not hold the watermark: {@link EventTime.Marks#watermark}).
+ * {@code readBefore}: per source partition, the offset below which another query's stream into
+ * the table read that source (a record there at or below what its virtual partition holds was
+ * already written: {@link #readBefore}); empty: none.
  */
 record EpochStart(long lastEpoch, EventTime.Marks marks, int[] partitions, String sourceTopic, boolean releaseAll,
-    List<String> held, Map<Integer, Long> starts, Map<Integer, Long> ends, int[] idle) implements Serializable {
+    List<String> held, Map<Integer, Long> starts, Map<Integer, Long> ends, int[] idle,
+    Map<Integer, Long> readBefore) implements Serializable {
   EpochStart {
     starts = new TreeMap<>(starts);
     ends = new TreeMap<>(ends);
+    readBefore = new TreeMap<>(readBefore);
+  }
+
+  EpochStart(long lastEpoch, EventTime.Marks marks, int[] partitions, String sourceTopic, boolean releaseAll,
+      List<String> held, Map<Integer, Long> starts, Map<Integer, Long> ends, int[] idle) {
+    this(lastEpoch, marks, partitions, sourceTopic, releaseAll, held, starts, ends, idle, Map.of());
   }
 
   /** An epoch whose source gave no ranges: its rows are not checked. */
@@ -38,6 +48,17 @@ record EpochStart(long lastEpoch, EventTime.Marks marks, int[] partitions, Strin
     Long from = starts.get(partition);
     Long until = ends.get(partition);
     return from == null || until == null || offset < from || offset >= until;
+  }
+
+  /**
+   * Whether another query's stream into the table read the record at {@code offset} of source
+   * partition {@code partition} (of the same topic): then, if its order value is not above what
+   * its virtual partition holds, it was written already (or was late then), and is skipped, not
+   * written twice nor counted late (docs/contract.md, G3 across queries).
+   */
+  boolean readBefore(int partition, long offset) {
+    Long before = readBefore.get(partition);
+    return before != null && offset < before;
   }
 
   /** The range epoch reads of {@code partition}, for an error: "[from, until)", or "none". */

@@ -30,6 +30,7 @@ final class EpochTally {
   private long lateBehind;
   private long lateBelow;
   private long lateAfterIdle;
+  private long alreadyWritten;
   private long held;
   private long spilled;
   private final long[] times = TaskTimes.none();
@@ -61,6 +62,7 @@ final class EpochTally {
     lateBehind += e.lateBehind;
     lateBelow += e.lateBelow;
     lateAfterIdle += e.lateAfterIdle;
+    alreadyWritten += e.alreadyWritten;
     held += e.held;
     spilled += e.spilled;
     TaskTimes.max(times, e.times);
@@ -109,6 +111,7 @@ final class EpochTally {
     f.put("lateBehindPartition", Long.toString(lateBehind));
     f.put("lateBelowWritten", Long.toString(lateBelow));
     f.put("lateAfterIdle", Long.toString(lateAfterIdle));
+    f.put("alreadyWritten", Long.toString(alreadyWritten));
     f.put("heldRecords", Long.toString(held));
     f.put("spilledRecords", Long.toString(spilled));
     f.put("watermark", Long.toString(watermark));

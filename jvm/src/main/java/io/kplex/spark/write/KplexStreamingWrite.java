@@ -127,7 +127,8 @@ final class KplexStreamingWrite implements StreamingWrite {
           + " not waited for (see sourcePositions in the progress)", queryId, conf.table);
     }
     EpochStart start = new EpochStart(last.epoch(), last.marks(), source.partitions(), source.topic(),
-        signal.releaseAll(), last.held(), source.starts(), source.ends(), source.idleBy(last.marks()));
+        signal.releaseAll(), last.held(), source.starts(), source.ends(), source.idleBy(last.marks()),
+        readBefore(source));
     WriteConf writing = firstOfRun ? epochConf(last.epoch() + 1) : conf;
     epochs.put(last.epoch() + 1, new Started(start, System.currentTimeMillis(), signal, writing));
     held.clean(last.epoch(), last.held());
@@ -196,6 +197,25 @@ final class KplexStreamingWrite implements StreamingWrite {
     return new EpochMark(conf.table, queryId, -1, from.marks(), heldFiles, from.heldRecords(),
         new EpochMark.Lineage(signal.topic(), ends, null, from.query() + "@" + from.epoch(), from.lineage().atMs()));
   }
+
+  /**
+   * Of the source partitions this epoch reads, those that other queries' streams into the table
+   * read beyond where it starts, with how far ({@link EpochStart#readBefore}): looked up once
+   * per run of the query, then only while it reads below them.
+   */
+  private Map<Integer, Long> readBefore(HeldRelease.Signal source) {
+    if (source.topic() == null || source.starts().isEmpty()) return Map.of();
+    if (readByOthers == null) readByOthers = committer.readByOthers(source.topic(), queryId);
+    Map<Integer, Long> out = new java.util.TreeMap<>();
+    readByOthers.forEach((p, until) -> {
+      Long from = source.starts().get(p);
+      if (from != null && from < until) out.put(p, until);
+    });
+    return out;
+  }
+
+  /** How far other queries' streams into the table read its source, per partition (null: not looked up yet). */
+  private Map<Integer, Long> readByOthers;
 
   /**
    * The epoch's lineage: its source and where it stopped there, where its held files live, and

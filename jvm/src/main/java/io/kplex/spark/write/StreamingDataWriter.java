@@ -363,10 +363,19 @@ final class StreamingDataWriter implements DataWriter<InternalRow> {
     if (schema.positioned()) {
       requireRead(unsafe);
       gate.add(e, unsafe.isNullAt(schema.orderedPartition) ? 0 : unsafe.getInt(schema.orderedPartition),
-          unsafe.isNullAt(schema.highBefore) ? Long.MIN_VALUE : unsafe.getLong(schema.highBefore));
+          unsafe.isNullAt(schema.highBefore) ? Long.MIN_VALUE : unsafe.getLong(schema.highBefore), readBefore(unsafe));
     } else {
       gate.add(e, 0, Long.MIN_VALUE);
     }
+  }
+
+  /** Whether another query's stream into the table read this row's source record ({@link EpochStart#readBefore}). */
+  private boolean readBefore(UnsafeRow row) {
+    if (start.readBefore().isEmpty() || schema.sourceOffset < 0 || row.isNullAt(schema.sourcePartition)
+        || row.isNullAt(schema.sourceOffset)) {
+      return false;
+    }
+    return start.readBefore(row.getInt(schema.sourcePartition), row.getLong(schema.sourceOffset));
   }
 
   /**
@@ -458,7 +467,7 @@ final class StreamingDataWriter implements DataWriter<InternalRow> {
     times[TaskTimes.COMMIT] = TaskTimes.ms(committing, clock.nanos());
     return new EpochCommitMessage(written, files, heldCount, gate.read(), gate.written(),
         gate.late(EventTime.Late.BEHIND_PARTITION), gate.late(EventTime.Late.BELOW_WRITTEN),
-        gate.late(EventTime.Late.AFTER_IDLE), times, heldFrom, openedAtMs, pending.spilled());
+        gate.late(EventTime.Late.AFTER_IDLE), times, heldFrom, openedAtMs, pending.spilled(), gate.alreadyWritten());
   }
 
   /**

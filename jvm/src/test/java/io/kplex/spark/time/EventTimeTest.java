@@ -128,6 +128,35 @@ public class EventTimeTest {
   }
 
   @Test
+  public void aRecordAnotherQueryReadAtOrBelowWhatItsVirtualPartitionHoldsIsSkippedNotLateNorWrittenTwice() {
+    // Vp 0 holds 200 (written by another query, which read these records before): 150 and 200
+    // were written then and are skipped; 210 was not (held back then): it is written. A record
+    // this query reads anew (not read before) at 190 is late, as ever.
+    Marks before = new Marks(Map.of(0, 195L), Map.of(0, 200L), Set.of());
+    List<String> late = new ArrayList<>();
+    List<String> written = new ArrayList<>();
+    EventTimeGate<String> gate = new EventTimeGate<>(before, new int[] {0}, new int[0], DELAY, true, List.of(),
+        new EventTimeGate.Out<>() {
+          @Override public void write(Item<String> item) {
+            written.add(item.payload());
+          }
+
+          @Override public void late(Item<String> item, Late why, long bound) {
+            late.add(item.payload() + ":" + why);
+          }
+        });
+    gate.add(new Item<>("150", 150, "k".getBytes(UTF_8), "v".getBytes(UTF_8), 0), 0, MIN, true);
+    gate.add(new Item<>("200", 200, "k".getBytes(UTF_8), "v".getBytes(UTF_8), 0), 0, 150, true);
+    gate.add(new Item<>("210", 210, "k".getBytes(UTF_8), "v".getBytes(UTF_8), 0), 0, 200, true);
+    gate.add(new Item<>("190", 190, "k".getBytes(UTF_8), "v".getBytes(UTF_8), 0), 0, MIN, false);
+    gate.commit();
+    assertEquals(List.of("210"), written);
+    assertEquals(List.of("190:BELOW_WRITTEN"), late);
+    assertEquals(2, gate.alreadyWritten());
+    assertEquals("skipped records still count for their partition's high", Long.valueOf(210), gate.read().get(0));
+  }
+
+  @Test
   public void aRecordBelowWhatItsVirtualPartitionWroteIsLate() {
     assertEquals(Late.BELOW_WRITTEN, EventTime.judge(95, 100, 96, DELAY));
     assertEquals(Late.ON_TIME, EventTime.judge(96, 100, 96, DELAY));
