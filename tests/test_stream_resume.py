@@ -149,6 +149,27 @@ def test_with_a_held_location_what_a_query_held_outlives_its_deleted_checkpoint(
     assert written(bootstrap, bare) == before
 
 
+def test_resuming_with_columns_of_another_type_than_the_held_rows_is_refused_naming_the_column(
+        spark, bootstrap, fresh_name, tmp_path):
+    """Held rows are written as the old query projected them: a query resuming with a column of
+    another type is refused before it writes, naming the column; renamed columns are fine."""
+    source, target = fresh_name("resume_cols_src"), fresh_name("resume_cols")
+    datagen.generate_pageviews(bootstrap, source, 1_000, partitions=3, users=15, seed=47, out_of_order_ms=2_000)
+    create(spark, target, delay_ms=5_000)
+    a = run_available_now(spark, source, target, tmp_path / "a", releaseAtEnd="false")
+    assert a.exception() is None, a.exception()
+    before = written(bootstrap, target)
+    assert 0 < before < 1_000
+    with pytest.raises(errors.StateError) as raised:
+        resume(spark, source, target, tmp_path / "b", select=(SELECT[0], SELECT[1], "CAST(value AS STRING) AS value"))
+    assert raised.value.getMessageParameters()["columns"] == "column 3: value binary -> value string"
+    assert f"query {a.id} held {1_000 - before} records" in str(raised.value)
+    assert written(bootstrap, target) == before
+    renamed = resume(spark, source, target, tmp_path / "c", select=(SELECT[0], SELECT[1], "value AS payload"))
+    assert renamed.exception() is None, renamed.exception()
+    assert_exactly_once_in_order(bootstrap, source, target, 1_000)
+
+
 def already_written(query) -> int:
     return sum(int((p.sink.metrics or {}).get("alreadyWritten", "0")) for p in recent_progress(query))
 

@@ -540,8 +540,21 @@ public final class Errors {
     return new KplexException("HELD_STATE",
         parameters("file", file, "held_column_count", fields, "column_count", numFields),
         "the held-back records in " + file + " have " + fields
-        + " columns, this query writes " + numFields + ": the query changed. Restart it from a new"
-        + " checkpoint (its held-back records are then not written).");
+        + " columns, this query writes " + numFields + ": the query changed its columns. Release what the old"
+        + " query holds first (kplex stream stop, or a Trigger.AvailableNow run with releaseAtEnd), then start the"
+        + " changed query (docs/streaming.md, Changing a query).");
+  }
+
+  /** A query resuming from the table whose columns differ from those the old query's held rows have. */
+  public static KplexException heldColumnsChanged(String table, String query, long held, String changed) {
+    return new KplexException("HELD_STATE",
+        parameters("table", table, "query", query, "held_records", held, "columns", changed),
+        "query " + query + " held " + held + " records of table " + table + " back as rows of its columns, and"
+        + " this query's columns differ: " + changed + ". Held records are written as the old query projected"
+        + " them, so the columns must match in number and type, position by position (names may change)."
+        + " Nothing was written. Release what query " + query + " holds first (kplex stream stop on its checkpoint,"
+        + " or a Trigger.AvailableNow run of it with releaseAtEnd), then resume from the table with the changed"
+        + " query.");
   }
 
   public static KplexException heldRead(Object file, Exception e) {

@@ -34,10 +34,16 @@ public record EpochMark(String table, String query, long epoch, EventTime.Marks 
    * the next epoch reads from ({@code ends}); {@code heldBase}: the folder its held files are
    * named relative to (the query's checkpoint's {@code kplex}, qualified); {@code resumedFrom}:
    * {@code <query>@<epoch>} of the mark the query took over when it started (startingOffsets
-   * = 'table'), carried in all its marks; {@code atMs}: when the epoch was committed.
+   * = 'table'), carried in all its marks; {@code atMs}: when the epoch was committed;
+   * {@code heldSchema}: the columns of its held rows (Spark DDL), which a query taking them over
+   * must match (null: not recorded).
    */
-  public record Lineage(String topic, Map<Integer, Long> ends, String heldBase, String resumedFrom, long atMs)
-      implements Serializable {
+  public record Lineage(String topic, Map<Integer, Long> ends, String heldBase, String resumedFrom, long atMs,
+      String heldSchema) implements Serializable {
+    public Lineage(String topic, Map<Integer, Long> ends, String heldBase, String resumedFrom, long atMs) {
+      this(topic, ends, heldBase, resumedFrom, atMs, null);
+    }
+
     /** The query a mark's {@code resumedFrom} names. */
     public String resumedQuery() {
       return resumedFrom == null ? null : resumedFrom.substring(0, resumedFrom.lastIndexOf('@'));
@@ -97,6 +103,7 @@ public record EpochMark(String table, String query, long epoch, EventTime.Marks 
       if (lineage.heldBase() != null) node.put("held_base", lineage.heldBase());
       if (lineage.resumedFrom() != null) node.put("resumed_from", lineage.resumedFrom());
       node.put("at_ms", lineage.atMs());
+      if (lineage.heldSchema() != null) node.put("held_schema", lineage.heldSchema());
     }
     return node;
   }
@@ -127,7 +134,8 @@ public record EpochMark(String table, String query, long epoch, EventTime.Marks 
           .forEachRemaining(e -> ends.put(Integer.parseInt(e.getKey()), e.getValue().asLong()));
       lineage = new Lineage(node.path("source").path("topic").asText(), ends,
           node.has("held_base") ? node.path("held_base").asText() : null,
-          node.has("resumed_from") ? node.path("resumed_from").asText() : null, node.path("at_ms").asLong());
+          node.has("resumed_from") ? node.path("resumed_from").asText() : null, node.path("at_ms").asLong(),
+          node.has("held_schema") ? node.path("held_schema").asText() : null);
     }
     return new EpochMark(node.path("table").asText(), node.path("query").asText(), node.path("epoch").asLong(),
         new EventTime.Marks(highs, written, idle, moved), held,

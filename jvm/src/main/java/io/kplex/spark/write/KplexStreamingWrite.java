@@ -183,6 +183,8 @@ final class KplexStreamingWrite implements StreamingWrite {
     }
     String by = committer.resumedBy(from.query());
     if (by != null && !by.equals(queryId)) throw Errors.resumeTaken(conf.table, from.query(), by);
+    String changed = from.heldRecords() == 0 ? null : changedColumns(from.lineage().heldSchema(), schema.schema);
+    if (changed != null) throw Errors.heldColumnsChanged(conf.table, from.query(), from.heldRecords(), changed);
     String base = from.lineage().heldBase();
     List<String> heldFiles = new java.util.ArrayList<>();
     for (String named : from.held()) {
@@ -218,6 +220,26 @@ final class KplexStreamingWrite implements StreamingWrite {
   private Map<Integer, Long> readByOthers;
 
   /**
+   * How the columns of a query taking held rows over ({@code now}) differ from those the rows
+   * were held as ({@code heldDdl}, as the old query's marks record them), or null if they match
+   * in number and type, position by position (names may change: rows are read by position).
+   */
+  static String changedColumns(String heldDdl, org.apache.spark.sql.types.StructType now) {
+    if (heldDdl == null) return null;  // not recorded (an older kplex): the held file's column count is checked
+    org.apache.spark.sql.types.StructField[] was = org.apache.spark.sql.types.StructType.fromDDL(heldDdl).fields();
+    org.apache.spark.sql.types.StructField[] is = now.fields();
+    List<String> out = new java.util.ArrayList<>();
+    for (int i = 0; i < Math.max(was.length, is.length); i++) {
+      String before = i < was.length ? was[i].name() + " " + was[i].dataType().simpleString() : "none";
+      String after = i < is.length ? is[i].name() + " " + is[i].dataType().simpleString() : "none";
+      if (i >= was.length || i >= is.length || !was[i].dataType().equals(is[i].dataType())) {
+        out.add("column " + (i + 1) + ": " + before + " -> " + after);
+      }
+    }
+    return out.isEmpty() ? null : String.join("; ", out);
+  }
+
+  /**
    * The epoch's lineage: its source and where it stopped there, where its held files live, and
    * the query it resumed from (carried from the marks before it); none without a kplex source.
    */
@@ -227,7 +249,7 @@ final class KplexStreamingWrite implements StreamingWrite {
     String resumedFrom = last.lineage() == null ? null : last.lineage().resumedFrom();
     if (heldBase == null) heldBase = held.base();
     return mark.withLineage(new EpochMark.Lineage(s.topic(), new java.util.TreeMap<>(s.ends()), heldBase,
-        resumedFrom, System.currentTimeMillis()));
+        resumedFrom, System.currentTimeMillis(), schema.schema.toDDL()));
   }
 
   /** The held files' folder, qualified once per write (a FileSystem call), for the lineage. */

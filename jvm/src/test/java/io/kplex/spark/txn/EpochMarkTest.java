@@ -31,7 +31,8 @@ public class EpochMarkTest {
     EpochMark a = MARK.withLineage(new EpochMark.Lineage("views", Map.of(0, 120L, 1, 80L), "file:/chk/a/kplex", null,
         1_000L));
     EpochMark b = new EpochMark("by_user", "query-2", 0, MARK.marks(), List.of(), 0,
-        new EpochMark.Lineage("views", Map.of(0, 150L, 1, 90L), "file:/chk/b/kplex", "query-1@7", 2_000L));
+        new EpochMark.Lineage("views", Map.of(0, 150L, 1, 90L), "file:/chk/b/kplex", "query-1@7", 2_000L,
+            "key BINARY,order_value BIGINT,value BINARY"));
     EpochMark other = new EpochMark("by_user", "query-3", 4, MARK.marks(), List.of(), 0,
         new EpochMark.Lineage("clicks", Map.of(0, 5L), "file:/chk/c/kplex", null, 3_000L));
     assertEquals(a, EpochMark.fromJson(a.toJson()));

@@ -294,4 +294,18 @@ public class StreamingDataWriterTest {
     assertEquals("at most the broker's default maximum", 900_000, KplexStreamingWrite.rerunTimeoutMs(600_000));
     assertEquals("never less", 1_000_000, KplexStreamingWrite.rerunTimeoutMs(1_000_000));
   }
+
+  @Test
+  public void heldRowsTakenOverMustKeepTheirColumnsInNumberAndTypeNotTheirNames() {
+    org.apache.spark.sql.types.StructType held = org.apache.spark.sql.types.StructType.fromDDL(
+        "key BINARY, order_value BIGINT, value BINARY");
+    assertEquals(null, KplexStreamingWrite.changedColumns(held.toDDL(), held));
+    assertEquals("renamed columns are read by position", null, KplexStreamingWrite.changedColumns(held.toDDL(),
+        org.apache.spark.sql.types.StructType.fromDDL("k BINARY, t BIGINT, v BINARY")));
+    assertEquals("not recorded (an older kplex)", null, KplexStreamingWrite.changedColumns(null, held));
+    assertEquals("column 3: value binary -> value string", KplexStreamingWrite.changedColumns(held.toDDL(),
+        org.apache.spark.sql.types.StructType.fromDDL("key BINARY, order_value BIGINT, value STRING")));
+    assertEquals("column 4: none -> page string", KplexStreamingWrite.changedColumns(held.toDDL(),
+        org.apache.spark.sql.types.StructType.fromDDL("key BINARY, order_value BIGINT, value BINARY, page STRING")));
+  }
 }
