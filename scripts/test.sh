@@ -9,15 +9,21 @@
 # Why two streams: a Spark-and-Kafka test waits much of its time (for a JVM to start, a
 # transaction to time out, a killed driver's restart), and on 2 cores the main suite alone
 # leaves about half the CPU idle. The second stream's output goes to a log, printed once both
-# streams are done; the script fails if either stream does. With pytest
-# arguments (`bash scripts/test.sh tests/test_streaming.py -x`) only the main suite runs.
+# streams are done; the script fails if either stream does. So that the two streams take about as
+# long, the main suite's files in $KPLEX_MOVED_TESTS (default: the stream timing and resume
+# tests) run in the second stream instead, after the other lines, on this pyspark, with a broker
+# of their own. With pytest arguments (`bash scripts/test.sh tests/test_streaming.py -x`) only
+# the main suite runs, whole.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 bash scripts/setup.sh
 OTHER_SPARK=${KPLEX_OTHER_SPARK-3.5.7 4.3.0 4.2.0 4.0.1}
+MOVED=${KPLEX_MOVED_TESTS-tests/test_stream_timing.py tests/test_stream_resume.py}
 LINES_LOG=""
+IGNORED=()
 if [ $# -eq 0 ] && [ -n "$OTHER_SPARK" ]; then
+  for file in $MOVED; do IGNORED+=("--ignore=$file"); done
   LINES_LOG=$(mktemp -t kplex-lines.XXXXXX)
   (
     failed=""
@@ -30,10 +36,20 @@ if [ $# -eq 0 ] && [ -n "$OTHER_SPARK" ]; then
         failed="$failed $version"
       fi
     done
+    if [ -n "$MOVED" ]; then
+      echo "test: [moved from the main suite] $MOVED started $(date +%T)"
+      # shellcheck disable=SC2086
+      if "$PYTHON" -m pytest $MOVED -q -p no:cacheprovider --durations=10; then
+        echo "test: [moved from the main suite] passed $(date +%T)"
+      else
+        echo "test: [moved from the main suite] FAILED $(date +%T)"
+        failed="$failed (and the main suite's $MOVED)"
+      fi
+    fi
     [ -z "$failed" ] || { echo "test: the core tests failed on pyspark$failed"; exit 1; }
   ) > "$LINES_LOG" 2>&1 &
   LINES=$!
-  echo "test: the other Spark lines ($OTHER_SPARK) run meanwhile; their output: $LINES_LOG" >&2
+  echo "test: the other Spark lines ($OTHER_SPARK), then $MOVED, run meanwhile; their output: $LINES_LOG" >&2
 fi
 
 other_lines() {  # waits for the second stream and prints its output; fails if it failed
@@ -52,7 +68,7 @@ main_suite() {
   echo "test: JVM unit tests (gradle test)" >&2
   { gradle -q --offline test 2>/dev/null || gradle -q test; } || return
   echo "test: the whole suite on pyspark $("$PYTHON" -c 'import pyspark; print(pyspark.__version__)')" >&2
-  "$PYTHON" -m pytest tests -q -p no:cacheprovider --durations=25 "$@"
+  "$PYTHON" -m pytest tests -q -p no:cacheprovider --durations=25 ${IGNORED[@]+"${IGNORED[@]}"} "$@"
 }
 
 main_status=0

@@ -203,6 +203,30 @@ def test_a_new_query_from_earliest_over_what_another_query_wrote_writes_no_recor
     assert_exactly_once_in_order(bootstrap, source, target, 3_000)
 
 
+def test_two_queries_resuming_from_the_table_at_once_one_is_refused_naming_the_other(
+        spark, bootstrap, fresh_name, tmp_path):
+    """B and D start together, both resuming from what A left: the table's writer claim lets one
+    write; the other fails, naming it (the claim it meets, or the epoch it wrote since), having
+    written nothing: A's held records are written once."""
+    source, target = fresh_name("resume_race_src"), fresh_name("resume_race")
+    datagen.generate_pageviews(bootstrap, source, 1_000, partitions=3, users=15, seed=53, out_of_order_ms=2_000)
+    create(spark, target, delay_ms=5_000)
+    a = run_available_now(spark, source, target, tmp_path / "a", releaseAtEnd="false")
+    assert a.exception() is None and held(a) > 0
+    racing = [stream(spark, source, target, tmp_path / name, CHANGED, startingOffsets="table", releaseAtEnd="true")
+              .trigger(availableNow=True).start() for name in ("b", "d")]
+    for query in racing:
+        try:
+            query.awaitTermination(300)
+        except Exception:  # noqa: BLE001 - the loser's error is read from query.exception() below
+            pass
+    failed = [q for q in racing if q.exception() is not None]
+    assert len(failed) == 1, [str(q.exception())[:300] for q in racing]
+    winner = next(q for q in racing if q.exception() is None)
+    assert winner.id in str(failed[0].exception()), str(failed[0].exception())[:2000]
+    assert_exactly_once_in_order(bootstrap, source, target, 1_000)
+
+
 def test_resuming_from_a_table_no_stream_wrote_from_that_source_is_an_error_naming_the_topic(
         spark, bootstrap, fresh_name, tmp_path):
     source, target = fresh_name("resume_none_src"), fresh_name("resume_none")

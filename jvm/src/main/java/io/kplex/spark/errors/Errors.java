@@ -458,12 +458,12 @@ public final class Errors {
 
   /** A query started to resume from the table, whose last stream has moved on since (or never got there). */
   public static KplexException resumeStale(String table, String topic, java.util.Map<Integer, Long> ends,
-      java.util.Map<Integer, Long> starts) {
+      java.util.Map<Integer, Long> starts, String by) {
     return new KplexException("RESUME_FROM_TABLE",
-        parameters("table", table, "topic", topic, "offsets", ends, "starting_offsets", starts),
+        parameters("table", table, "topic", topic, "offsets", ends, "starting_offsets", starts, "query", by),
         "this query was started to resume table " + table + " from topic '" + topic + "' at offsets "
         + new java.util.TreeMap<>(starts) + ", but the table's last stream from that topic now stops at "
-        + new java.util.TreeMap<>(ends) + " (another query wrote since this one started): resuming here would"
+        + new java.util.TreeMap<>(ends) + " (query " + by + " wrote since this one started): resuming here would"
         + " write records twice or lose what it held. Nothing was written. Start it again with a new checkpoint"
         + " (its starting offsets are kept in the checkpoint).");
   }

@@ -107,8 +107,9 @@ final class KplexStreamingWrite implements StreamingWrite {
     if (last.epoch() < 0 && schema.positioned() && signal.topic() != null && !signal.starts().isEmpty()) {
       EpochMark from = resumed(signal);
       if (from == null && signal.resumeFrom() != null) {
-        throw Errors.resumeStale(conf.table, signal.topic(), committer.lastOnSource(signal.topic())
-            .map(m -> m.lineage().ends()).orElse(Map.of()), signal.starts());
+        EpochMark now = committer.lastOnSource(signal.topic()).orElse(null);
+        throw Errors.resumeStale(conf.table, signal.topic(), now == null ? Map.of() : now.lineage().ends(),
+            signal.starts(), now == null ? null : now.query());
       }
       if (from != null) {
         synchronized (run) {
