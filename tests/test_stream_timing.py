@@ -199,6 +199,22 @@ def test_a_backlog_drains_under_the_defaults_in_micro_batches_that_fit_a_short_t
     assert_exactly_once_in_order(bootstrap, source, target, records)
 
 
+def catch_up_capped_at_500(spark, source: str, target: str, checkpoint) -> tuple[list[dict], list[int]]:
+    """catch_up into a new table ``target`` whose max_delay_ms holds every record until the end,
+    with kplex.max_held_records 500; per micro-batch that read something, its end offsets and
+    the records held after it."""
+    spark.sql(f"CREATE TABLE kplex.{target} TBLPROPERTIES ('kplex.virtual_partitions' = '6',"
+              " 'kplex.physical_partitions' = '2', 'kplex.max_delay_ms' = '100000000', 'kplex.late_policy' = 'drop')")
+    spark.conf.set("spark.kplex.max_held_records", "500")
+    try:
+        query = catch_up(spark, source, target, checkpoint)
+    finally:
+        spark.conf.unset("spark.kplex.max_held_records")
+    progress = [p for p in recent_progress(query) if p.numInputRows > 0]
+    return ([end_offsets(p)[source] for p in progress],
+            [int((p.sink.metrics or {}).get("heldRecords", "0")) for p in progress])
+
+
 def test_past_the_held_cap_only_the_partition_that_holds_the_watermark_is_read(
         issue_38_session, bootstrap, fresh_name, tmp_path):
     """kplex.max_held_records 500 and a max_delay_ms so large that every record is held until
@@ -212,16 +228,7 @@ def test_past_the_held_cap_only_the_partition_that_holds_the_watermark_is_read(
     produce_backlog(bootstrap, source)
     create(spark, inserted)
     spark.sql(f"INSERT INTO kplex.{inserted} SELECT {', '.join(SELECT)} FROM kplex.{source}")
-    spark.sql(f"CREATE TABLE kplex.{target} TBLPROPERTIES ('kplex.virtual_partitions' = '6',"
-              " 'kplex.physical_partitions' = '2', 'kplex.max_delay_ms' = '100000000', 'kplex.late_policy' = 'drop')")
-    spark.conf.set("spark.kplex.max_held_records", "500")
-    try:
-        query = catch_up(spark, source, target, tmp_path / "chk")
-    finally:
-        spark.conf.unset("spark.kplex.max_held_records")
-    progress = [p for p in recent_progress(query) if p.numInputRows > 0]
-    ends = [end_offsets(p)[source] for p in progress]
-    held = [int((p.sink.metrics or {}).get("heldRecords", "0")) for p in progress]
+    ends, held = catch_up_capped_at_500(spark, source, target, tmp_path / "chk")
     assert ends[0] == {"0": 200, "1": 200} and ends[1] == {"0": 400, "1": 400}, ends
     assert held[1] >= 500, held
     capped = [end for end in ends[2:] if end["1"] < PER_PARTITION]
@@ -252,16 +259,7 @@ def test_past_the_held_cap_a_kplex_table_source_reads_only_the_physical_partitio
     assert physical_partition(1, 2) == 1
     create(spark, inserted)
     spark.sql(f"INSERT INTO kplex.{inserted} SELECT {', '.join(SELECT)} FROM kplex.{upstream}")
-    spark.sql(f"CREATE TABLE kplex.{target} TBLPROPERTIES ('kplex.virtual_partitions' = '6',"
-              " 'kplex.physical_partitions' = '2', 'kplex.max_delay_ms' = '100000000', 'kplex.late_policy' = 'drop')")
-    spark.conf.set("spark.kplex.max_held_records", "500")
-    try:
-        query = catch_up(spark, upstream, target, tmp_path / "chk")
-    finally:
-        spark.conf.unset("spark.kplex.max_held_records")
-    progress = [p for p in recent_progress(query) if p.numInputRows > 0]
-    ends = [end_offsets(p)[upstream] for p in progress]
-    held = [int((p.sink.metrics or {}).get("heldRecords", "0")) for p in progress]
+    ends, held = catch_up_capped_at_500(spark, upstream, target, tmp_path / "chk")
     full = next(i for i, h in enumerate(held) if h >= 500)
     last = {p: max(end[p] for end in ends) for p in ("0", "1")}
     capped = [end for end in ends[full + 1:] if end["1"] < last["1"]]

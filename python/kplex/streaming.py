@@ -120,10 +120,12 @@ def progress_line(progress: Any) -> str:
     """One line per micro-batch: rows read and written, late and held records, commit time,
     and where the slowest writer task spent its time."""
     sink = dict(progress.sink.metrics or {}) if progress.sink is not None else {}
+    skipped = sink.get("alreadyWritten", "0")
     return (f"batch {progress.batchId}: {progress.numInputRows} rows read"
             f" ({progress.inputRowsPerSecond or 0:.0f}/s in)"
             f", per virtual partition {sink.get('rowsPerVirtualPartition', '{}')}"
-            f", late {sink.get('lateRecords', '0')}, held {sink.get('heldRecords', '0')}"
+            + ("" if skipped == "0" else f", {skipped} already written by another query (skipped)")
+            + f", late {sink.get('lateRecords', '0')}, held {sink.get('heldRecords', '0')}"
             f", watermark {sink.get('watermark', '-')} (held by source partitions"
             f" {sink.get('watermarkHeldBy', '-')}), commit {sink.get('commitMs', '-')} ms"
             f" (slowest task: sort {sink.get('taskSortMs', '-')}, send {sink.get('taskWriteMs', '-')}"
