@@ -204,8 +204,12 @@ public final class CommitLog {
    * last mark); empty if none streamed from it.
    */
   public Map<Integer, Long> readByOthers(String table, String source, String query) {
+    return readByOthers(topic.readPrefixes(EpochMark.key(table, "")), source, query);
+  }
+
+  static Map<Integer, Long> readByOthers(Map<String, byte[]> marks, String source, String query) {
     Map<Integer, Long> out = new java.util.TreeMap<>();
-    for (byte[] json : topic.readPrefixes(EpochMark.key(table, "")).values()) {
+    for (byte[] json : marks.values()) {
       if (json == null) continue;
       EpochMark m = EpochMark.fromJson(json);
       if (m.lineage() == null || !source.equals(m.lineage().topic()) || m.query().equals(query)) continue;

@@ -49,6 +49,12 @@ public class EpochMarkTest {
         CommitLog.lastOnSource(log, "views").orElseThrow().query());
     assertEquals("query-3", CommitLog.lastOnSource(log, "clicks").orElseThrow().query());
     assertEquals(java.util.Optional.empty(), CommitLog.lastOnSource(log, "orders"));
+    assertEquals("how far the other queries' streams read a source, per partition",
+        Map.of(0, 150L, 1, 90L), CommitLog.readByOthers(log, "views", "query-9"));
+    assertEquals("a query's own marks do not count", Map.of(0, 150L, 1, 90L),
+        CommitLog.readByOthers(log, "views", "query-1"));
+    assertEquals(Map.of(0, 120L, 1, 80L), CommitLog.readByOthers(log, "views", "query-2"));
+    assertEquals(Map.of(), CommitLog.readByOthers(log, "orders", "query-9"));
   }
 
   @Test
