@@ -193,6 +193,13 @@ def test_a_new_query_from_earliest_over_what_another_query_wrote_writes_no_recor
     assert late(b) == 0 and already_written(b) == 3_000 - held_back
     assert_exactly_once_in_order(bootstrap, source, target, 3_000)
 
+    # A, restarted from its checkpoint, would release what B wrote since: it is refused, naming B.
+    with pytest.raises(errors.QuerySupersededError) as overtaken:
+        run_available_now(spark, source, target, tmp_path / "a")
+    assert overtaken.value.getMessageParameters()["taken_by"] == b.id
+    assert f"{held_back} records" in str(overtaken.value)
+    assert_exactly_once_in_order(bootstrap, source, target, 3_000)
+
     spark.conf.set("spark.kplex.late_policy", "drop")
     try:
         c = run_available_now(spark, source, target, tmp_path / "c")

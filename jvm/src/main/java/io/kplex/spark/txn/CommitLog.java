@@ -218,6 +218,33 @@ public final class CommitLog {
     return out;
   }
 
+  /**
+   * A mark of another query's stream from {@code source} into {@code table} committed after
+   * {@code mine} (a query's last mark) that read the source past where {@code mine} stopped on
+   * some partition, or empty: that query may have written what {@code mine} holds back, or
+   * beyond it in its virtual partitions.
+   */
+  public Optional<EpochMark> overtaken(String table, EpochMark mine) {
+    return overtaken(topic.readPrefixes(EpochMark.key(table, "")), mine);
+  }
+
+  static Optional<EpochMark> overtaken(Map<String, byte[]> marks, EpochMark mine) {
+    EpochMark.Lineage own = mine.lineage();
+    if (own == null) return Optional.empty();
+    for (byte[] json : marks.values()) {
+      if (json == null) continue;
+      EpochMark m = EpochMark.fromJson(json);
+      EpochMark.Lineage l = m.lineage();
+      if (l == null || m.query().equals(mine.query()) || !own.topic().equals(l.topic()) || l.atMs() <= own.atMs()) {
+        continue;
+      }
+      for (Map.Entry<Integer, Long> e : l.ends().entrySet()) {
+        if (e.getValue() > own.ends().getOrDefault(e.getKey(), Long.MAX_VALUE)) return Optional.of(m);
+      }
+    }
+    return Optional.empty();
+  }
+
   /** The tables a stream from {@code topic} committed epochs to (their marks name it). */
   public java.util.SortedSet<String> tablesStreamedFrom(String sourceTopic) {
     java.util.SortedSet<String> out = new java.util.TreeSet<>();

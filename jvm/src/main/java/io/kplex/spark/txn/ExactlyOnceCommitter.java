@@ -223,6 +223,11 @@ public final class ExactlyOnceCommitter {
     return withKafka(admin -> new CommitLog(admin).readByOthers(table, topic, query));
   }
 
+  /** Another query's stream that read this query's source past {@code mine} after it ({@link CommitLog#overtaken}). */
+  public java.util.Optional<EpochMark> overtaken(EpochMark mine) {
+    return withKafka(admin -> new CommitLog(admin).overtaken(table, mine));
+  }
+
   /** A query that resumed from {@code query}'s marks on this table (it took over), or null. */
   public String resumedBy(String query) {
     return withKafka(admin -> new CommitLog(admin).resumedBy(table, query));

@@ -92,6 +92,16 @@ final class KplexStreamingWrite implements StreamingWrite {
         committer.recover(run.lease);
         String by = committer.resumedBy(queryId);
         if (by != null) throw Errors.querySuperseded(conf.table, queryId, by);
+        // Held records are released without a look at what others wrote since: if another
+        // query's stream read past where this one stopped, it may have written them already,
+        // or beyond them in their virtual partitions.
+        EpochMark mine = committer.lastEpoch(queryId);
+        if (mine.heldRecords() != 0 && mine.lineage() != null) {
+          EpochMark other = committer.overtaken(mine).orElse(null);
+          if (other != null) {
+            throw Errors.heldOvertaken(conf.table, queryId, mine.heldRecords(), other.query(), mine.lineage().topic());
+          }
+        }
         run.partials(conf.exactlyOnce() ? committer.partialEpochs(queryId) : Map.of());
         run.recovered = true;
         run.last = null;
