@@ -216,6 +216,9 @@ def test_a_streaming_query_shows_its_lag_to_kafkas_own_group_tool_and_to_status(
     assert sum(lag for _, lag in describe_group(bootstrap, group).values()) == 30
     stream_state = next(q for q in status(bootstrap, table)["streams"] if q["query"] == str(query.id))
     assert stream_state["monitor_group"] == group and stream_state["total_lag"] == 30
+    # Where its last epoch stopped on its source: what a query resuming from the table starts from.
+    assert stream_state["source"] == {"topic": source, "ends": {str(p): n for p, n in source_sizes.items()}}
+    assert "resumed_from" not in stream_state
     lag = kplex_state(describe(spark, table))[f"query {query.id} lag"]
     assert lag[0] == "30" and lag[1].startswith(f"monitoring group {group};")
 
