@@ -9,6 +9,7 @@ import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Function;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndTimestamp;
 import org.apache.kafka.common.TopicPartition;
@@ -45,9 +46,21 @@ final class ReadBounds {
     String topic = String.join(", ", topics);
     Map<TopicPartition, Long> begin = store.call("READ", "topic '" + topic + "'", () -> consumer.beginningOffsets(tps));
     Map<TopicPartition, Long> end = store.call("READ", "topic '" + topic + "'", () -> consumer.endOffsets(tps));
-    Map<TopicPartition, Long> from = bound(consumer, store, topics, tps, options,
+    return ranges(topics, tps, options, begin, end,
+        query -> store.call("READ", "topic '" + topic + "'", () -> consumer.offsetsForTimes(query)));
+  }
+
+  /**
+   * {@link #resolve} once the partitions' {@code begin} and {@code end} offsets are known;
+   * {@code byTime}: the first offset at or after a timestamp, per partition (Kafka's
+   * {@code offsetsForTimes}: null where there is none).
+   */
+  static Map<TopicPartition, long[]> ranges(List<String> topics, List<TopicPartition> tps,
+      CaseInsensitiveStringMap options, Map<TopicPartition, Long> begin, Map<TopicPartition, Long> end,
+      Function<Map<TopicPartition, Long>, Map<TopicPartition, OffsetAndTimestamp>> byTime) {
+    Map<TopicPartition, Long> from = bound(byTime, topics, tps, options,
         KplexOptions.STARTING_OFFSETS, KplexOptions.STARTING_TIMESTAMP, begin, end, begin);
-    Map<TopicPartition, Long> until = bound(consumer, store, topics, tps, options,
+    Map<TopicPartition, Long> until = bound(byTime, topics, tps, options,
         KplexOptions.ENDING_OFFSETS, KplexOptions.ENDING_TIMESTAMP, begin, end, end);
     Map<TopicPartition, long[]> ranges = new HashMap<>();
     for (TopicPartition tp : tps) {
@@ -60,7 +73,8 @@ final class ReadBounds {
     return ranges;
   }
 
-  private static Map<TopicPartition, Long> bound(KafkaConsumer<byte[], byte[]> consumer, TableStore store,
+  private static Map<TopicPartition, Long> bound(
+      Function<Map<TopicPartition, Long>, Map<TopicPartition, OffsetAndTimestamp>> byTime,
       List<String> topics, List<TopicPartition> tps, CaseInsensitiveStringMap options, String offsetsKey,
       String timestampKey, Map<TopicPartition, Long> begin, Map<TopicPartition, Long> end,
       Map<TopicPartition, Long> byDefault) {
@@ -78,7 +92,7 @@ final class ReadBounds {
       }
       Map<TopicPartition, Long> query = new HashMap<>();
       for (TopicPartition tp : tps) query.put(tp, ts);
-      Map<TopicPartition, OffsetAndTimestamp> found = store.call("READ", "topic '" + String.join(", ", topics) + "'", () -> consumer.offsetsForTimes(query));
+      Map<TopicPartition, OffsetAndTimestamp> found = byTime.apply(query);
       Map<TopicPartition, Long> result = new HashMap<>();
       for (TopicPartition tp : tps) {
         OffsetAndTimestamp o = found.get(tp);

@@ -1,0 +1,102 @@
+package io.kplex.spark.read;
+
+import static org.junit.Assert.assertArrayEquals;
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertThrows;
+import static org.junit.Assert.assertTrue;
+
+import io.kplex.spark.errors.KplexException;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.kafka.clients.consumer.OffsetAndTimestamp;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+import org.junit.Test;
+
+/**
+ * Where a bounded read starts and ends ({@link ReadBounds#ranges}), as Spark's Kafka source names
+ * the options: topic "views", partition 0 holds offsets [10, 100), partition 1 [0, 50); a
+ * record's timestamp is 1000 + its offset.
+ */
+public class ReadBoundsTest {
+  private static final TopicPartition P0 = new TopicPartition("views", 0);
+  private static final TopicPartition P1 = new TopicPartition("views", 1);
+  private static final Map<TopicPartition, Long> BEGIN = Map.of(P0, 10L, P1, 0L);
+  private static final Map<TopicPartition, Long> END = Map.of(P0, 100L, P1, 50L);
+
+  private static Map<TopicPartition, long[]> ranges(String... options) {
+    Map<String, String> map = new HashMap<>();
+    for (int i = 0; i < options.length; i += 2) map.put(options[i], options[i + 1]);
+    return ReadBounds.ranges(List.of("views"), List.of(P0, P1), new CaseInsensitiveStringMap(map), BEGIN, END,
+        query -> {
+          Map<TopicPartition, OffsetAndTimestamp> found = new HashMap<>();
+          query.forEach((tp, ts) -> {
+            long offset = Math.max(BEGIN.get(tp), ts - 1000);
+            found.put(tp, offset < END.get(tp) ? new OffsetAndTimestamp(offset, 1000 + offset) : null);
+          });
+          return found;
+        });
+  }
+
+  private static void assertRange(long from, long until, long[] range) {
+    assertArrayEquals(new long[] {from, until}, range);
+  }
+
+  @Test
+  public void byDefaultEverythingTheTopicHolds() {
+    Map<TopicPartition, long[]> r = ranges();
+    assertRange(10, 100, r.get(P0));
+    assertRange(0, 50, r.get(P1));
+    assertRange(100, 100, ranges("startingOffsets", "latest").get(P0));
+    assertRange(10, 10, ranges("endingOffsets", "earliest").get(P0));
+  }
+
+  @Test
+  public void offsetsAsJsonWithMinusTwoForEarliestAndMinusOneForLatestPartitionsLeftOutAtTheirDefault() {
+    Map<TopicPartition, long[]> r = ranges("startingOffsets", "{\"views\":{\"0\":20,\"1\":-1}}",
+        "endingOffsets", "{\"views\":{\"0\":-1}}");
+    assertRange(20, 100, r.get(P0));
+    assertRange(50, 50, r.get(P1));
+    r = ranges("startingOffsets", "{\"views\":{\"1\":-2}}", "endingOffsets", "{\"views\":{\"1\":30}}");
+    assertRange(10, 100, r.get(P0));
+    assertRange(0, 30, r.get(P1));
+  }
+
+  @Test
+  public void clampedToWhatThePartitionHoldsAndNeverEndingBeforeItStarts() {
+    Map<TopicPartition, long[]> r = ranges("startingOffsets", "{\"views\":{\"0\":5,\"1\":70}}",
+        "endingOffsets", "{\"views\":{\"0\":500,\"1\":20}}");
+    assertRange(10, 100, r.get(P0));
+    assertRange(50, 50, r.get(P1));
+  }
+
+  @Test
+  public void timestampsGiveTheFirstOffsetAtOrAfterThemOrTheEnd() {
+    Map<TopicPartition, long[]> r = ranges("startingTimestamp", "1030", "endingTimestamp", "1045");
+    assertRange(30, 45, r.get(P0));
+    assertRange(30, 45, r.get(P1));
+    r = ranges("startingTimestamp", "1075");
+    assertRange(75, 100, r.get(P0));
+    assertRange(50, 50, r.get(P1));
+  }
+
+  @Test
+  public void badBoundsNameTheOptionAndWhatIsWrong() {
+    assertBad("not both", "startingOffsets", "earliest", "startingTimestamp", "5");
+    assertBad("'endingTimestamp' = 'soon' is not a number", "endingTimestamp", "soon");
+    assertBad("is not 'earliest', 'latest' or JSON", "startingOffsets", "{oops");
+    assertBad("is not a JSON object", "startingOffsets", "[1]");
+    assertBad("names topic 'clicks'; this read is of 'views'", "startingOffsets", "{\"clicks\":{\"0\":1}}");
+    assertBad("topic 'views' has no partition 7", "endingOffsets", "{\"views\":{\"7\":1}}");
+    assertBad("partition 'x' is not a number", "startingOffsets", "{\"views\":{\"x\":1}}");
+    assertBad("offset '\"ten\"' is not a number", "startingOffsets", "{\"views\":{\"0\":\"ten\"}}");
+    KplexException table = assertThrows(KplexException.class, () -> ranges("startingOffsets", "table"));
+    assertEquals("KPLEX_RESUME_FROM_TABLE", table.getCondition());
+  }
+
+  private static void assertBad(String says, String... options) {
+    KplexException e = assertThrows(KplexException.class, () -> ranges(options));
+    assertTrue(e.getMessage(), e.getMessage().contains(says));
+  }
+}
