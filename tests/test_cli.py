@@ -23,3 +23,20 @@ def test_a_command_module_that_fails_to_import_stops_the_cli_naming_it(monkeypat
     with pytest.raises(SystemExit) as stopped:
         cli.build_parser()
     assert module in str(stopped.value) and "halted" in str(stopped.value)
+
+
+def test_pipeline_run_flags_become_session_settings_in_a_copy_of_the_spec_beside_it(tmp_path):
+    """`kplex pipeline run --resume --release-at-end` adds its settings to the spec's own
+    configuration in a copy beside it (its globs are relative to its folder)."""
+    import yaml
+
+    from kplex.pipelines import with_configuration
+
+    spec = tmp_path / "spark-pipeline.yml"
+    spec.write_text("name: p\nstorage: file:///tmp/s\nlibraries:\n  - glob:\n      include: t/**\n"
+                    "configuration:\n  spark.sql.shuffle.partitions: '3'\n")
+    copy = with_configuration(spec, {"kplex.stream.startingOffsets": "table"})
+    assert copy.parent == spec.parent and copy != spec
+    document = yaml.safe_load(copy.read_text())
+    assert document["configuration"] == {"spark.sql.shuffle.partitions": "3", "kplex.stream.startingOffsets": "table"}
+    assert document["libraries"] == [{"glob": {"include": "t/**"}}] and document["name"] == "p"

@@ -382,8 +382,9 @@ def test_the_declarative_pipeline_runs_end_to_end_through_its_cli(bootstrap, fre
     """sql/pipeline: a Spark Declarative Pipeline whose sink is a kplex table, run by
     `kplex pipeline run` on a real Spark Connect server with kplex (started for the run). A
     first update holds records back; the pipeline, moved to a new storage (new checkpoints),
-    is run again with --resume --release-at-end: it starts where the table's stream stopped and
-    writes what the first held, every record once."""
+    is run again with --resume --release-at-end (session settings added to the spec's
+    configuration for the run): it starts where the table's stream stopped and writes what the
+    first held, every record once."""
     source, target = fresh_name("pageviews_sdp"), fresh_name("pageviews_by_user_sdp")
     datagen.generate_pageviews(bootstrap, source, 2_000, partitions=3, users=15, seed=19, out_of_order_ms=3_000)
     pipeline = tmp_path / "pipeline"
