@@ -488,12 +488,12 @@ public final class Errors {
         + " query " + by + " stopped.");
   }
 
-  /** A query restarted, holding records, after another query's stream read its source past where it stopped. */
+  /** A query restarted, holding records, after another query's stream from its source wrote the table. */
   public static KplexException heldOvertaken(String table, String query, long held, String by, String topic) {
     return new KplexException("QUERY_SUPERSEDED",
         parameters("table", table, "query", query, "held_records", held, "taken_by", by, "topic", topic),
         "query " + query + " must not write to table " + table + " any more: after it stopped holding " + held
-        + " records back, query " + by + " wrote the table from topic '" + topic + "' past where this one stopped,"
+        + " records back, query " + by + " wrote the table from topic '" + topic + "' (it read those records too),"
         + " so releasing them now would write records twice or take virtual partitions back. Nothing was written."
         + " Records query " + by + " read from the topic it wrote (or skipped as written); to go on from where the"
         + " table stands, start the changed query on a new checkpoint with startingOffsets = 'table'.");

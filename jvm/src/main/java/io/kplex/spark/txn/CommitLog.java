@@ -219,10 +219,9 @@ public final class CommitLog {
   }
 
   /**
-   * A mark of another query's stream from {@code source} into {@code table} committed after
-   * {@code mine} (a query's last mark) that read the source past where {@code mine} stopped on
-   * some partition, or empty: that query may have written what {@code mine} holds back, or
-   * beyond it in its virtual partitions.
+   * A mark of another query's stream from the same source into {@code table} committed after
+   * {@code mine} (a query's last mark), or empty: that query may have written what {@code mine}
+   * holds back (it read the same records), or beyond it in their virtual partitions.
    */
   public Optional<EpochMark> overtaken(String table, EpochMark mine) {
     return overtaken(topic.readPrefixes(EpochMark.key(table, "")), mine);
@@ -235,11 +234,8 @@ public final class CommitLog {
       if (json == null) continue;
       EpochMark m = EpochMark.fromJson(json);
       EpochMark.Lineage l = m.lineage();
-      if (l == null || m.query().equals(mine.query()) || !own.topic().equals(l.topic()) || l.atMs() <= own.atMs()) {
-        continue;
-      }
-      for (Map.Entry<Integer, Long> e : l.ends().entrySet()) {
-        if (e.getValue() > own.ends().getOrDefault(e.getKey(), Long.MAX_VALUE)) return Optional.of(m);
+      if (l != null && !m.query().equals(mine.query()) && own.topic().equals(l.topic()) && l.atMs() > own.atMs()) {
+        return Optional.of(m);
       }
     }
     return Optional.empty();

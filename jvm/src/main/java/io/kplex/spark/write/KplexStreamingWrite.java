@@ -93,8 +93,8 @@ final class KplexStreamingWrite implements StreamingWrite {
         String by = committer.resumedBy(queryId);
         if (by != null) throw Errors.querySuperseded(conf.table, queryId, by);
         // Held records are released without a look at what others wrote since: if another
-        // query's stream read past where this one stopped, it may have written them already,
-        // or beyond them in their virtual partitions.
+        // query's stream from the same source committed after this one stopped, it may have
+        // written them already, or beyond them in their virtual partitions.
         EpochMark mine = committer.lastEpoch(queryId);
         if (mine.heldRecords() != 0 && mine.lineage() != null) {
           EpochMark other = committer.overtaken(mine).orElse(null);

@@ -55,9 +55,10 @@ public class EpochMarkTest {
         CommitLog.readByOthers(log, "views", "query-1"));
     assertEquals(Map.of(0, 120L, 1, 80L), CommitLog.readByOthers(log, "views", "query-2"));
     assertEquals(Map.of(), CommitLog.readByOthers(log, "orders", "query-9"));
-    assertEquals("query-2 read views past where query-1 stopped, later", "query-2",
+    assertEquals("query-2 streamed from views into the table after query-1's last commit", "query-2",
         CommitLog.overtaken(log, a).orElseThrow().query());
-    assertEquals("nothing read past query-2's end", java.util.Optional.empty(), CommitLog.overtaken(log, b));
+    assertEquals("nothing committed from views after query-2", java.util.Optional.empty(),
+        CommitLog.overtaken(log, b));
     EpochMark later = a.withLineage(new EpochMark.Lineage("views", Map.of(0, 120L, 1, 80L), null, null, 5_000L));
     assertEquals("what others read before this query's last commit does not count", java.util.Optional.empty(),
         CommitLog.overtaken(log, later));
