@@ -44,8 +44,9 @@ echo "test: core tests on pyspark $VERSION" >&2
 # sharing the default line's jar (4.0, 4.2, 4.3, where only Spark's own classes differ) gets a
 # reduced set of the same, one or two tests per feature, DESCRIBE (whose planner strategy meets
 # Spark's own DESCRIBE node) and the wheel. Every line's test_wheel installs the wheel with that
-# line's pyspark into a fresh virtual environment.
-SLOW="speculative or executor_jvm or broker_stopped or separate_executor_jvms or running_query_repartitions or killed_mid_stream or cli_runs_the_streaming_job or declarative_pipeline or twenty_inserts"
+# line's pyspark into a fresh virtual environment. Declarative Pipelines (Spark 4.1+, with
+# PyYAML) are tested on the main line only.
+SLOW="speculative or executor_jvm or broker_stopped or separate_executor_jvms or running_query_repartitions or killed_mid_stream or cli_runs_the_streaming_job or declarative_pipeline or pipeline_run_flags or twenty_inserts"
 # Arguments that are all options (-x, --durations=10) go with the default tests; any test path
 # or name replaces them.
 DEFAULT=yes
