@@ -104,7 +104,7 @@ final class KplexStreamingWrite implements StreamingWrite {
         }
         run.partials(conf.exactlyOnce() ? committer.partialEpochs(queryId) : Map.of());
         run.recovered = true;
-        run.last = null;
+        run.last = mine;  // read once per run, after the recovery
       }
       if (run.last == null) run.last = committer.lastEpoch(queryId);
       last = run.last;
