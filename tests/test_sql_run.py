@@ -155,12 +155,14 @@ def test_the_summary_lists_each_write_with_its_rows_per_virtual_partition() -> N
     summary = RunSummary("job.sql", [
         StatementOutcome(1, 1, "SET a = 1", 0.1),
         StatementOutcome(2, 3, "INSERT INTO kplex.t", 2.0, "t", 10, {v: 1 for v in range(10)}),
-    ], 2.25)
+        StatementOutcome(3, 5, "INSERT INTO kplex.t", 1.0, "t", 0, {}, already_written=10),
+    ], 3.25)
     assert summary.format() == (
-        "summary: 2 statement(s) of job.sql in 2.2 s\n"
+        "summary: 3 statement(s) of job.sql in 3.2 s\n"
         "  kplex.t: 10 rows (statement 2, line 3)\n"
         "    vp 0: 1  vp 1: 1  vp 2: 1  vp 3: 1  vp 4: 1  vp 5: 1  vp 6: 1  vp 7: 1\n"
-        "    vp 8: 1  vp 9: 1")
+        "    vp 8: 1  vp 9: 1\n"
+        "  kplex.t: 0 rows, 10 already written (statement 3, line 5)")
 
 
 # --- against the real broker and Spark ----------------------------------------

@@ -252,6 +252,65 @@ def test_a_chain_topic_to_a_to_b_streams_live_through_a_table_whose_virtual_part
     assert report.derived_count == total
 
 
+def test_a_strict_upstream_streams_watermark_carries_to_a_strict_downstream_past_empty_virtual_partitions(
+        spark, bootstrap, fresh_name, tmp_path):
+    """topic -> A (V = 16, 3 keys: most virtual partitions empty) -> B, both strict
+    (idleTimeoutMs = -1: no partition is ever taken as idle). A publishes its watermark with
+    each epoch; B, once it has read what A had written then, takes it for every virtual
+    partition of A, the empty ones included, and releases without waiting on them (strict, and
+    without it, B writes nothing: see the test above). A's published watermark is the floor of
+    A for every writer: an INSERT into A below it is late."""
+    source, upstream, downstream = fresh_name("carry_src"), fresh_name("carry_a"), fresh_name("carry_b")
+    datagen.ensure_topic(bootstrap, source, 2)
+    spark.sql(f"CREATE TABLE kplex.{upstream} TBLPROPERTIES ('kplex.virtual_partitions' = '16',"
+              " 'kplex.physical_partitions' = '4', 'kplex.max_delay_ms' = '1000')")
+    create(spark, downstream, delay_ms=1_000)
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    start = int(time.time() * 1000) - 3_600_000
+
+    def produce(first: int, count: int) -> None:
+        for i in range(first, first + count):
+            row = {"viewtime": start + i * 10, "userid": f"User_{i % 3}"}
+            producer.produce(source, value=json.dumps(row, separators=(",", ":")).encode(), partition=i % 2)
+        assert producer.flush(30) == 0
+
+    def strict(src: str, dst: str, chk: str, release: str = "false"):
+        query = (stream(spark, src, dst, tmp_path / chk, idleTimeoutMs="-1", releaseAtEnd=release)
+                 .trigger(availableNow=True).start())
+        query.awaitTermination(300)
+        assert query.exception() is None, query.exception()
+        return query
+
+    produce(0, 1_000)
+    a1 = strict(source, upstream, "a")
+    b1 = strict(upstream, downstream, "b")
+    assert written(bootstrap, upstream) > 500, "A releases below its watermark"
+    assert written(bootstrap, downstream) == 0, "B's first epoch read A from the start: no published watermark yet"
+    produce(1_000, 1_000)
+    a2 = strict(source, upstream, "a")
+    b2 = strict(upstream, downstream, "b")
+    in_b = written(bootstrap, downstream)
+    assert in_b > 500, f"B wrote {in_b}: it waits on A's empty virtual partitions"
+    assert late(a1) == late(a2) == late(b1) == late(b2) == 0
+
+    # A's published watermark is its table's floor for every virtual partition, empty ones too.
+    old = fresh_name("carry_old")
+    datagen.ensure_topic(bootstrap, old, 1)
+    producer.produce(old, value=json.dumps({"viewtime": start, "userid": "User_7"}).encode())
+    assert producer.flush(30) == 0
+    try:
+        spark.sql(f"INSERT INTO kplex.{upstream} SELECT {', '.join(SELECT)} FROM kplex.{old}")
+        raise AssertionError("an INSERT below A's published watermark was accepted")
+    except Exception as e:  # noqa: BLE001 - the error class is kplex's LateRecordError
+        assert "KPLEX_LATE_RECORD" in str(e) and "User_7" in str(e), str(e)[:2000]
+
+    strict(source, upstream, "a", release="true")
+    strict(upstream, downstream, "b", release="true")
+    report = verify.check_derived_topic(bootstrap, upstream, downstream, 9, 3)
+    assert report.ok, report.summary()
+    assert report.derived_count == 2_000
+
+
 def test_a_plan_that_loses_the_source_positions_says_so_in_its_progress(spark, bootstrap, fresh_name, tmp_path):
     """A union before the sink: the rows no longer carry their source partition and offset, so the
     input counts as one partition; the progress says so (and the driver's log, once per run)."""

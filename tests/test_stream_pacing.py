@@ -243,13 +243,22 @@ def test_a_transactional_upstream_seen_half_committed_makes_nothing_late_downstr
 
 def test_an_insert_into_a_table_holding_later_records_never_takes_a_virtual_partition_back(
         spark, bootstrap, fresh_name, tmp_path):
-    source, target = fresh_name("views_insert_again"), fresh_name("by_user_insert_again")
+    source, copy, target = (fresh_name("views_insert_again"), fresh_name("views_insert_copy"),
+                            fresh_name("by_user_insert_again"))
     datagen.generate_pageviews(bootstrap, source, 600, partitions=3, users=15, seed=31, out_of_order_ms=2_000)
     create(spark, target, delay_ms=DELAY_MS)
-    insert = f"INSERT INTO kplex.{target} SELECT {', '.join(SELECT)} FROM kplex.{source}"
-    # A streaming query wrote the table first; the INSERT of the same records comes after.
+    # A streaming query wrote the table first; the INSERT of the same records comes after: the
+    # stream read every one of them and none is above its virtual partition, so the INSERT
+    # writes none again (not late either: already written).
     available_now(spark, source, target, tmp_path / "chk", releaseAtEnd="true")
     assert_exactly_once_in_order(bootstrap, source, target, 600)
+    spark.sql(f"INSERT INTO kplex.{target} SELECT {', '.join(SELECT)} FROM kplex.{source}")
+    summary = json.loads(spark.conf.get("kplex.last_write"))
+    assert summary["rows"] == 0 and summary["already_written"] == 600, summary
+    # The same records from another topic, which no writer of the table read: below what the
+    # table holds, they are late.
+    datagen.generate_pageviews(bootstrap, copy, 600, partitions=3, users=15, seed=31, out_of_order_ms=2_000)
+    insert = f"INSERT INTO kplex.{target} SELECT {', '.join(SELECT)} FROM kplex.{copy}"
     try:
         spark.sql(insert)
         raise AssertionError("the INSERT below what the table holds was accepted")
@@ -259,7 +268,7 @@ def test_an_insert_into_a_table_holding_later_records_never_takes_a_virtual_part
     assert len(before) == 600  # the failed INSERT wrote nothing
     # Under 'drop', only the records at each virtual partition's highest order value go in.
     # kplex tables cannot be altered: here the policy is the write's option.
-    (spark.read.format("kplex").option("table", source).load().selectExpr(*SELECT)
+    (spark.read.format("kplex").option("table", copy).load().selectExpr(*SELECT)
      .write.format("kplex").option("table", target).option("kplex.late_policy", "drop").mode("append").save())
     records = verify.read_topic(bootstrap, target)
     tops = {vp: max(json.loads(v)["viewtime"] for v in values)

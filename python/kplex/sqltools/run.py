@@ -57,6 +57,8 @@ class StatementOutcome:
     rows: int | None = None
     rows_per_vp: dict[int, int] | None = None
     printed: int | None = None
+    #: Rows another writer of the table had already written from the same source records (skipped).
+    already_written: int = 0
 
 
 @dataclass
@@ -74,6 +76,8 @@ class RunSummary:
             if o.table is None:
                 continue
             rows = "rows not reported" if o.rows is None else f"{o.rows} rows"
+            if o.already_written:
+                rows += f", {o.already_written} already written"
             lines.append(f"  kplex.{o.table}: {rows} (statement {o.number}, line {o.line})")
             if o.rows_per_vp:
                 cells = [f"vp {vp}: {n}" for vp, n in sorted(o.rows_per_vp.items())]
@@ -223,13 +227,17 @@ def _outcome(statement: Statement, seconds: float, write: a.KplexWrite | None,
         return StatementOutcome(statement.number, statement.line, statement.head, seconds, printed=printed)
     rows = report.get("rows") if report else None
     per_vp = {int(k): int(v) for k, v in (report.get("rows_per_vp") or {}).items()} if report else None
-    return StatementOutcome(statement.number, statement.line, statement.head, seconds, write.table, rows, per_vp)
+    skipped = int(report.get("already_written") or 0) if report else 0
+    return StatementOutcome(statement.number, statement.line, statement.head, seconds, write.table, rows, per_vp,
+                            already_written=skipped)
 
 
 def _done(o: StatementOutcome) -> str:
     text = f"done in {o.seconds:.1f} s"
     if o.table is not None:
         text += f": {o.rows} rows written to kplex.{o.table}" if o.rows is not None else f": wrote kplex.{o.table}"
+        if o.already_written:
+            text += f" ({o.already_written} already written by another writer of the table: skipped)"
     if o.printed is not None:
         text += f": {o.printed} row(s) printed"
     return text

@@ -124,6 +124,22 @@ public class KafkaTopics implements AutoCloseable {
     });
   }
 
+  /** The end offset (the offset the next record gets) of each partition of {@code topic}. */
+  public Map<Integer, Long> endOffsets(String topic) {
+    int partitions = partitionCount(topic).orElse(0);
+    return call("DESCRIBE", "topic '" + topic + "'", () -> {
+      Map<org.apache.kafka.common.TopicPartition, org.apache.kafka.clients.admin.OffsetSpec> ask =
+          new java.util.HashMap<>();
+      for (int p = 0; p < partitions; p++) {
+        ask.put(new org.apache.kafka.common.TopicPartition(topic, p), org.apache.kafka.clients.admin.OffsetSpec.latest());
+      }
+      Map<Integer, Long> out = new java.util.TreeMap<>();
+      admin().listOffsets(ask).all().get(TIMEOUT_MS, TimeUnit.MILLISECONDS)
+          .forEach((tp, info) -> out.put(tp.partition(), info.offset()));
+      return out;
+    });
+  }
+
   public void createTopic(String topic, int partitions, short replication, Map<String, String> configs) {
     call("CREATE", "topic '" + topic + "'", () -> {
       NewTopic t = new NewTopic(topic, Optional.of(partitions),

@@ -9,6 +9,7 @@ import org.apache.spark.sql.catalyst.expressions.ApplyFunctionExpression;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
+import org.apache.spark.sql.catalyst.plans.logical.AppendData;
 import org.apache.spark.sql.catalyst.plans.logical.Filter;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
@@ -16,6 +17,9 @@ import org.apache.spark.sql.catalyst.plans.logical.SubqueryAlias;
 import org.apache.spark.sql.catalyst.rules.Rule;
 import org.apache.spark.sql.catalyst.streaming.StreamingRelationV2;
 import org.apache.spark.sql.catalyst.streaming.WriteToStream;
+import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
+import org.apache.spark.sql.types.Metadata;
+import org.apache.spark.sql.types.MetadataBuilder;
 import scala.Option;
 import scala.collection.immutable.Seq;
 import io.kplex.spark.compat.Scala;
@@ -31,14 +35,20 @@ import io.kplex.spark.compat.Scala;
  * partition and releases by the slowest partition ({@link io.kplex.spark.time.EventTime}),
  * so the output does not depend on how the input was paced. Other plans (joins,
  * aggregations, other sources) are left as they are: their input counts as one partition.
+ *
+ * <p>A batch INSERT into a kplex table from a kplex table or topic, through projections and
+ * filters, writes each row's source partition and offset, the offset column naming the source
+ * topic in its metadata ({@link WriteSchema#SOURCE_TOPIC}): the write records what it read with
+ * its commit, so a stream over the same records later knows them as written.
  */
 public final class SourcePositions extends Rule<LogicalPlan> {
   /** A plan that outputs what its original did, then the source's partition, offset and timestamp. */
   private record Positioned(LogicalPlan plan, Attribute partition, Attribute offset, Attribute timestamp,
-      Attribute ordered) {}
+      Attribute ordered, String topic) {}
 
   @Override
   public LogicalPlan apply(LogicalPlan plan) {
+    if (plan instanceof AppendData append) return insert(append);
     if (!(plan instanceof WriteToStream write) || !(write.sink() instanceof KplexTable)) return plan;
     LogicalPlan query = write.inputQuery();
     if (!query.resolved()) return plan;
@@ -64,28 +74,41 @@ public final class SourcePositions extends Rule<LogicalPlan> {
     return WriteToStreams.with(write, "inputQuery", new Project(seq(columns), found.plan));
   }
 
+  /** A batch INSERT into a kplex table, with its source positions when its rows come from a kplex table. */
+  private static LogicalPlan insert(AppendData append) {
+    if (!(append.table() instanceof DataSourceV2Relation target) || !(target.table() instanceof KplexTable table)
+        || table.definition().isEmpty()) {
+      return append;
+    }
+    LogicalPlan query = append.query();
+    if (!query.resolved()) return append;
+    List<Attribute> output = Scala.asJava(query.output());
+    for (Attribute a : output) if (WriteSchema.POSITION_COLUMNS.contains(a.name())) return append;
+    Positioned found = positioned(query);
+    if (found == null) return append;
+    List<NamedExpression> columns = new ArrayList<>(output);
+    columns.add(alias(found.partition, 0, null));
+    columns.add(alias(found.offset, 1, new MetadataBuilder().putString(WriteSchema.SOURCE_TOPIC, found.topic).build()));
+    return append.withNewChildren(seq(List.of(new Project(seq(columns), found.plan))));
+  }
+
   private static NamedExpression alias(Expression e, int column) {
+    return alias(e, column, null);
+  }
+
+  /** {@code metadata}: the column's (null: none). */
+  private static NamedExpression alias(Expression e, int column, Metadata metadata) {
     String name = WriteSchema.POSITION_COLUMNS.get(column);
     return new Alias(e, name, org.apache.spark.sql.catalyst.expressions.NamedExpression$.MODULE$.newExprId(),
-        seq(List.of()), Option.empty(), seq(List.of()));
+        seq(List.of()), Option.apply(metadata), seq(List.of()));
   }
 
   private static Positioned positioned(LogicalPlan p) {
     if (p instanceof StreamingRelationV2 r) {
-      if (!(r.table() instanceof KplexTable)) return null;
-      Attribute partition = null, offset = null, timestamp = null, vpartition = null;
-      for (Attribute a : Scala.asJava(r.output())) {
-        switch (a.name()) {
-          case "partition" -> partition = a;
-          case "vpartition" -> vpartition = a;
-          case "offset" -> offset = a;
-          case "timestamp" -> timestamp = a;
-          default -> { }
-        }
-      }
-      // A kplex table is in order per virtual partition (its physical ones interleave them).
-      return partition == null || offset == null || timestamp == null ? null
-          : new Positioned(r, partition, offset, timestamp, vpartition != null ? vpartition : partition);
+      return r.table() instanceof KplexTable t ? leaf(r, t.topic()) : null;
+    }
+    if (p instanceof DataSourceV2Relation r) {
+      return r.table() instanceof KplexTable t ? leaf(r, t.topic()) : null;
     }
     if (p instanceof Project project) {
       Positioned child = positioned(project.child());
@@ -96,15 +119,32 @@ public final class SourcePositions extends Rule<LogicalPlan> {
       list.add(child.timestamp);
       if (child.ordered != child.partition) list.add(child.ordered);
       return new Positioned(new Project(seq(list), child.plan), child.partition, child.offset, child.timestamp,
-          child.ordered);
+          child.ordered, child.topic);
     }
     if (p instanceof Filter || p instanceof SubqueryAlias) {
       Positioned child = positioned(p.children().head());
       if (child == null) return null;
       return new Positioned(p.withNewChildren(seq(List.of(child.plan))), child.partition, child.offset,
-          child.timestamp, child.ordered);
+          child.timestamp, child.ordered, child.topic);
     }
     return null;
+  }
+
+  /** A source relation of kplex's, with its position columns (null if it lacks one). */
+  private static Positioned leaf(LogicalPlan relation, String topic) {
+    Attribute partition = null, offset = null, timestamp = null, vpartition = null;
+    for (Attribute a : Scala.asJava(relation.output())) {
+      switch (a.name()) {
+        case "partition" -> partition = a;
+        case "vpartition" -> vpartition = a;
+        case "offset" -> offset = a;
+        case "timestamp" -> timestamp = a;
+        default -> { }
+      }
+    }
+    // A kplex table is in order per virtual partition (its physical ones interleave them).
+    return partition == null || offset == null || timestamp == null ? null
+        : new Positioned(relation, partition, offset, timestamp, vpartition != null ? vpartition : partition, topic);
   }
 
   private static <T> Seq<T> seq(List<T> list) {

@@ -133,9 +133,17 @@ public final class StateRows {
     return ", idle partitions [" + String.join(", ", ps) + "]";
   }
 
-  /** ", from topic t at offsets {0=.., 1=..}, resumed from q@e", or nothing (no lineage). */
+  /**
+   * ", from topic t at offsets {0=.., 1=..}, resumed from q@e" (a stream's), ", read t 0:[0,120)"
+   * (the INSERTs'), or nothing (no lineage).
+   */
   private static String lineage(JsonNode q) {
     JsonNode source = q.path("source");
+    if (q.path("reads").isObject()) {  // the INSERTs': what they read of each source topic
+      List<String> reads = new java.util.ArrayList<>();
+      q.path("reads").fields().forEachRemaining(e -> reads.add(e.getKey() + " " + e.getValue().asText()));
+      return ", read " + String.join("; ", reads);
+    }
     if (!source.isObject()) return "";
     List<String> ends = new java.util.ArrayList<>();
     source.path("ends").fields().forEachRemaining(e -> ends.add(e.getKey() + "=" + e.getValue().asLong()));

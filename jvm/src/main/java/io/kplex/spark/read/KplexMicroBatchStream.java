@@ -602,7 +602,7 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     }
     HeldRelease.signal(new HeldRelease.Signal(conf.topic, orderedPartitions(end), ints(end.idle),
         end.flushes > start.flushes, planned.starts, end.next, monitorGroup, ints(end.drained), end.at,
-        idleTimeoutMs, resumeTable()));
+        idleTimeoutMs, resumeTable(), conf.kind == ReadConf.Kind.DERIVED ? conf.table : null));
     return planned.partitions.clone();
   }
 

@@ -29,13 +29,15 @@ public final class HeldRelease {
    * {@code idleTimeoutMs} before {@code atMs}, when the batch was planned
    * ({@link io.kplex.spark.time.EventTime.Marks#idleOf}). {@code resumeFrom}: the table the
    * query was started to resume from ({@code startingOffsets = 'table'}), or null.
+   * {@code sourceTable}: the kplex table read as the source (its strict streams' published
+   * watermarks carry over: {@link io.kplex.spark.txn.EpochMark.Floor}), or null (a topic).
    */
   public record Signal(String topic, int[] partitions, int[] idle, boolean releaseAll,
       java.util.Map<Integer, Long> starts, java.util.Map<Integer, Long> ends, String monitorGroup,
-      int[] drained, long atMs, long idleTimeoutMs, String resumeFrom) {
+      int[] drained, long atMs, long idleTimeoutMs, String resumeFrom, String sourceTable) {
     public Signal(String topic, int[] partitions, boolean releaseAll) {
       this(topic, partitions, new int[0], releaseAll, java.util.Map.of(), java.util.Map.of(), null, new int[0], 0,
-          -1, null);
+          -1, null, null);
     }
 
     /** The partitions idle in the batch: the source's, and those of {@code drained} idle by {@code before}. */

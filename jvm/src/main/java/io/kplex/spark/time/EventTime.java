@@ -183,6 +183,20 @@ public final class EventTime {
     public Marks withWrittenAtLeast(Map<Integer, Long> floor) {
       return new Marks(highs, maxMerge(written, floor), idle, moved);
     }
+
+    /**
+     * These marks with the high of each of {@code partitions} at least {@code floor} plus
+     * {@code maxDelayMs}: what a source that publishes that no record to come is below
+     * {@code floor} allows (no record below it can be on time, so none is waited for).
+     * Long.MIN_VALUE: unchanged.
+     */
+    public Marks withFloor(int[] partitions, long floor, long maxDelayMs) {
+      if (floor == Long.MIN_VALUE) return this;
+      long high = floor > Long.MAX_VALUE - maxDelayMs ? Long.MAX_VALUE : floor + maxDelayMs;
+      Map<Integer, Long> raised = new HashMap<>(highs);
+      for (int p : partitions) raised.merge(p, high, Math::max);
+      return new Marks(raised, written, idle, moved);
+    }
   }
 
   static Map<Integer, Long> maxMerge(Map<Integer, Long> a, Map<Integer, Long> b) {

@@ -105,6 +105,8 @@ public final class EventTimeGate<T> {
   private long late;
   private final long[] lateWhy = new long[EventTime.Late.values().length];
   private long alreadyWritten;
+  /** Whether another writer of the table read a held record's source record ({@link #judgingHeld}). */
+  private java.util.function.Predicate<T> readByOthers = payload -> false;
 
   /**
    * {@code before}: the marks the micro-batch starts from; {@code partitions}: the source's
@@ -154,6 +156,43 @@ public final class EventTimeGate<T> {
     List<Item<T>> sorted = new ArrayList<>(held);
     sorted.sort(ORDER);
     return sorted.iterator();
+  }
+
+  /**
+   * Judges held records again as they are released: {@code readByOthers} tells whether another
+   * writer of the table (a stream, an INSERT) read a record's source record ({@link #heldToWrite}).
+   */
+  public EventTimeGate<T> judgingHeld(java.util.function.Predicate<T> readByOthers) {
+    this.readByOthers = readByOthers;
+    return this;
+  }
+
+  /**
+   * Whether a record held back by an earlier micro-batch is still to be written. This query's
+   * own writes never pass what it holds (it holds records at or above the bound it released
+   * below), so a record at or below what its virtual partition holds means another writer
+   * wrote there after the record was held (an INSERT, or a stream from another source, while
+   * this query was stopped). Then: if that writer read the record, it was written then, and is
+   * skipped ({@link #alreadyWritten}); else a record equal to what is there is written (a tie
+   * keeps the order), and one below is late ({@link EventTime.Late#BELOW_WRITTEN}).
+   */
+  private boolean heldToWrite(Item<T> item) {
+    long floor = before.written(item.vp);
+    if (item.order > floor) return true;
+    if (readByOthers.test(item.payload)) {
+      alreadyWritten++;
+      return false;
+    }
+    if (item.order == floor) return true;
+    late++;
+    lateWhy[EventTime.Late.BELOW_WRITTEN.ordinal()]++;
+    out.late(item, EventTime.Late.BELOW_WRITTEN, floor);
+    return false;
+  }
+
+  /** A held record of a run left in place, released: written unless judged otherwise ({@link #heldToWrite}). */
+  private void release(Item<T> held) {
+    if (heldToWrite(held)) write(held);
   }
 
   /** The next held record of the last micro-batch, taken (it must not go back in order). */
@@ -215,9 +254,10 @@ public final class EventTimeGate<T> {
       Item<T> next = fromRun ? inPlace : nextPrevious;
       if (next == null || upTo != null && ORDER.compare(next, upTo) > 0) return;
       if (fromRun) {
-        write(take(run));
+        release(take(run));
       } else {
-        place(takePrevious());
+        Item<T> held = takePrevious();
+        if (heldToWrite(held)) place(held);
       }
     }
   }
@@ -274,7 +314,7 @@ public final class EventTimeGate<T> {
       Run<T> run = runs.peek();
       if (run != null && (next == null || ORDER.compare(run.head(), next) <= 0)) {
         if (releaseAll || run.head().order < bound) {
-          write(take(run));
+          release(take(run));
         } else {
           runs.poll();  // the rest of it stays where it is, held
         }
@@ -299,7 +339,7 @@ public final class EventTimeGate<T> {
     return written;
   }
 
-  /** Records skipped as written by another query's stream into the table before. */
+  /** Records skipped as written by another writer of the table before (a stream, an INSERT). */
   public long alreadyWritten() {
     return alreadyWritten;
   }

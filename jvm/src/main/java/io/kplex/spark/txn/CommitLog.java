@@ -164,6 +164,28 @@ public final class CommitLog {
     return writtenHighs(topic.readPrefixes(EpochMark.key(table, ""), PartialCommit.prefix(table)), table, rerunning);
   }
 
+  /**
+   * The mark of the table's INSERTs ({@link EpochMark#INSERTS}) a new INSERT starts from, from
+   * one read of the log: its written marks raised to what every writer wrote (the committed
+   * part of a cut-short commit included), and what the INSERTs before it read ({@code reads}).
+   */
+  public InsertStart insertsStart(String table, String source, String query) {
+    Map<String, byte[]> log = topic.readPrefixes(EpochMark.key(table, ""), PartialCommit.prefix(table));
+    byte[] json = log.get(EpochMark.key(table, EpochMark.INSERTS));
+    Map<String, OffsetRanges> reads = json == null ? Map.of() : EpochMark.fromJson(json).reads();
+    EpochMark mark = new EpochMark(table, EpochMark.INSERTS, 0, io.kplex.spark.time.EventTime.Marks.of(
+        writtenHighs(log, table, null)), List.of(), 0, null, reads);
+    Map<String, byte[]> marks = new java.util.HashMap<>(log);
+    marks.keySet().removeIf(k -> !k.startsWith(EpochMark.key(table, "")));
+    return new InsertStart(mark, source == null ? OffsetRanges.NONE : readByOthers(marks, source, query, null));
+  }
+
+  /**
+   * Where an INSERT ({@code query}) starts: the INSERTs' mark ({@link #insertsStart}), and what
+   * the table's other writers (streams, the INSERTs before) read of its source.
+   */
+  public record InsertStart(EpochMark mark, OffsetRanges readBefore) {}
+
   /** As {@link #writtenHighs(String, String)}, from a snapshot of the log. */
   static Map<Integer, Long> writtenHighs(Map<String, byte[]> log, String table, String rerunning) {
     Map<Integer, Long> out = new java.util.HashMap<>();
@@ -199,21 +221,37 @@ public final class CommitLog {
   }
 
   /**
-   * Per partition of source topic {@code source}, the furthest offset the streams of other
-   * queries than {@code query} into {@code table} read it up to (the lineage of each one's
-   * last mark); empty if none streamed from it.
+   * What other writers of {@code table} read of {@code source}: every other query's stream, up
+   * to where its last epoch stopped ({@code source.ends}), and the table's batch INSERTs (their
+   * mark's {@code reads}). Not counted: {@code query} itself and the queries it took over from
+   * ({@code resumedFrom}, the query it resumes from, and whom that one resumed from): the
+   * records they held back were read but not written, and are this query's to write now.
    */
-  public Map<Integer, Long> readByOthers(String table, String source, String query) {
-    return readByOthers(topic.readPrefixes(EpochMark.key(table, "")), source, query);
+  public OffsetRanges readByOthers(String table, String source, String query, String resumedFrom) {
+    return readByOthers(topic.readPrefixes(EpochMark.key(table, "")), source, query, resumedFrom);
   }
 
-  static Map<Integer, Long> readByOthers(Map<String, byte[]> marks, String source, String query) {
-    Map<Integer, Long> out = new java.util.TreeMap<>();
+  static OffsetRanges readByOthers(Map<String, byte[]> marks, String source, String query, String resumedFrom) {
+    Map<String, EpochMark> byQuery = new java.util.HashMap<>();
     for (byte[] json : marks.values()) {
       if (json == null) continue;
       EpochMark m = EpochMark.fromJson(json);
-      if (m.lineage() == null || !source.equals(m.lineage().topic()) || m.query().equals(query)) continue;
-      m.lineage().ends().forEach((p, o) -> out.merge(p, o, Math::max));
+      byQuery.put(m.query(), m);
+    }
+    java.util.Set<String> own = new java.util.HashSet<>();
+    for (String q = query; q != null && own.add(q); ) {
+      EpochMark m = byQuery.get(q);
+      String from = m == null || m.lineage() == null ? null : m.lineage().resumedQuery();
+      q = from != null ? from : q.equals(query) && resumedFrom != null ? resumedFrom : null;
+    }
+    OffsetRanges out = OffsetRanges.NONE;
+    for (EpochMark m : byQuery.values()) {
+      if (own.contains(m.query())) continue;
+      if (EpochMark.INSERTS.equals(m.query())) {
+        out = out.union(m.reads(source));
+      } else if (m.lineage() != null && source.equals(m.lineage().topic())) {
+        out = out.union(OffsetRanges.below(m.lineage().ends()));
+      }
     }
     return out;
   }
@@ -239,6 +277,32 @@ public final class CommitLog {
       }
     }
     return Optional.empty();
+  }
+
+  /**
+   * The largest watermark the strict streams into {@code table} published ({@link EpochMark.Floor})
+   * that a reader of its topic starting at {@code starts} may use (it read everything before
+   * it), or Long.MIN_VALUE.
+   */
+  public long carriedFloor(String table, Map<Integer, Long> starts) {
+    return carriedFloor(topic.readPrefixes(EpochMark.key(table, "")), starts);
+  }
+
+  static long carriedFloor(Map<String, byte[]> marks, Map<Integer, Long> starts) {
+    long out = Long.MIN_VALUE;
+    for (byte[] json : marks.values()) {
+      if (json == null) continue;
+      EpochMark m = EpochMark.fromJson(json);
+      if (m.lineage() == null) continue;
+      List<EpochMark.Floor> floors = m.lineage().floors();
+      for (int i = floors.size() - 1; i >= 0; i--) {
+        if (floors.get(i).readBy(starts)) {
+          out = Math.max(out, floors.get(i).order());
+          break;
+        }
+      }
+    }
+    return out;
   }
 
   /** The tables a stream from {@code topic} committed epochs to (their marks name it). */

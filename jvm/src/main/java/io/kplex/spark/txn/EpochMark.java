@@ -24,11 +24,23 @@ import io.kplex.spark.time.EventTime;
  *       folder) of the records held back;</li>
  *   <li>{@code lineage} (null in an older kplex's marks): the source topic and the offsets the
  *       epoch read up to, where its held files live, and the query it resumed from, so that a
- *       new query can resume from the table ({@link Lineage}).</li>
+ *       new query can resume from the table ({@link Lineage});</li>
+ *   <li>{@code reads} (the {@link #INSERTS} mark's; empty in others and in an older kplex's):
+ *       per source topic, the offsets the table's batch INSERTs read from it, so that a stream
+ *       over the same records knows them as written ({@link OffsetRanges}).</li>
  * </ul>
  */
 public record EpochMark(String table, String query, long epoch, EventTime.Marks marks, List<String> held,
-    long heldRecords, Lineage lineage) implements Serializable {
+    long heldRecords, Lineage lineage, Map<String, OffsetRanges> reads) implements Serializable {
+  public EpochMark {
+    reads = Map.copyOf(reads);
+  }
+
+  public EpochMark(String table, String query, long epoch, EventTime.Marks marks, List<String> held,
+      long heldRecords, Lineage lineage) {
+    this(table, query, epoch, marks, held, heldRecords, lineage, Map.of());
+  }
+
   /**
    * Where a stream's epoch stands on its source: {@code topic} and, per partition, the offset
    * the next epoch reads from ({@code ends}); {@code heldBase}: the folder its held files are
@@ -36,10 +48,20 @@ public record EpochMark(String table, String query, long epoch, EventTime.Marks 
    * {@code <query>@<epoch>} of the mark the query took over when it started (startingOffsets
    * = 'table'), carried in all its marks; {@code atMs}: when the epoch was committed;
    * {@code heldSchema}: the columns of its held rows (Spark DDL), which a query taking them over
-   * must match (null: not recorded).
+   * must match (null: not recorded); {@code floors}: a strict stream's published watermarks
+   * ({@link Floor}), oldest first, the last {@link #FLOORS_KEPT}.
    */
   public record Lineage(String topic, Map<Integer, Long> ends, String heldBase, String resumedFrom, long atMs,
-      String heldSchema) implements Serializable {
+      String heldSchema, List<Floor> floors) implements Serializable {
+    public Lineage {
+      floors = List.copyOf(floors);
+    }
+
+    public Lineage(String topic, Map<Integer, Long> ends, String heldBase, String resumedFrom, long atMs,
+        String heldSchema) {
+      this(topic, ends, heldBase, resumedFrom, atMs, heldSchema, List.of());
+    }
+
     public Lineage(String topic, Map<Integer, Long> ends, String heldBase, String resumedFrom, long atMs) {
       this(topic, ends, heldBase, resumedFrom, atMs, null);
     }
@@ -50,6 +72,30 @@ public record EpochMark(String table, String query, long epoch, EventTime.Marks 
     }
   }
 
+  /**
+   * A strict stream's watermark, published for the streams that read its table as a source
+   * (docs/contract.md, "A strict stream's watermark"): from offsets {@code from} of the table's
+   * topic on (per physical partition; absent: 0), no record in any virtual partition has an
+   * order value below {@code order}. A stream over the table that has read up to {@code from}
+   * need not wait on quiet or empty virtual partitions below {@code order}.
+   */
+  public record Floor(long order, Map<Integer, Long> from) implements Serializable {
+    public Floor {
+      from = Map.copyOf(from);
+    }
+
+    /** Whether a reader starting at {@code starts} (per physical partition) read everything before {@code from}. */
+    public boolean readBy(Map<Integer, Long> starts) {
+      for (Map.Entry<Integer, Long> e : from.entrySet()) {
+        if (starts.getOrDefault(e.getKey(), 0L) < e.getValue()) return false;
+      }
+      return true;
+    }
+  }
+
+  /** How many of its last floors a strict stream's marks keep (a reader a few epochs behind still finds one). */
+  public static final int FLOORS_KEPT = 8;
+
   /** A mark without lineage (an INSERT's, or a stream's without a kplex source). */
   public EpochMark(String table, String query, long epoch, EventTime.Marks marks, List<String> held,
       long heldRecords) {
@@ -57,7 +103,20 @@ public record EpochMark(String table, String query, long epoch, EventTime.Marks 
   }
 
   public EpochMark withLineage(Lineage with) {
-    return new EpochMark(table, query, epoch, marks, held, heldRecords, with);
+    return new EpochMark(table, query, epoch, marks, held, heldRecords, with, reads);
+  }
+
+  /** This mark with {@code more} of {@code topic} read too (an INSERT's, joined to the INSERTs' before it). */
+  public EpochMark withReads(String topic, OffsetRanges more) {
+    if (topic == null || more.isEmpty()) return this;
+    Map<String, OffsetRanges> out = new HashMap<>(reads);
+    out.merge(topic, more, OffsetRanges::union);
+    return new EpochMark(table, query, epoch, marks, held, heldRecords, lineage, out);
+  }
+
+  /** What the table's INSERTs read of {@code topic} ({@link OffsetRanges#NONE}: nothing recorded). */
+  public OffsetRanges reads(String topic) {
+    return reads.getOrDefault(topic, OffsetRanges.NONE);
   }
   private static final ObjectMapper JSON = new ObjectMapper();
   /** The "query" of a table's batch INSERTs: their mark holds only what they wrote per virtual partition. */
@@ -104,6 +163,18 @@ public record EpochMark(String table, String query, long epoch, EventTime.Marks 
       if (lineage.resumedFrom() != null) node.put("resumed_from", lineage.resumedFrom());
       node.put("at_ms", lineage.atMs());
       if (lineage.heldSchema() != null) node.put("held_schema", lineage.heldSchema());
+      if (!lineage.floors().isEmpty()) {
+        var floors = node.putArray("floors");
+        for (Floor f : lineage.floors()) {
+          ObjectNode one = floors.addObject().put("order", f.order());
+          ObjectNode from = one.putObject("from");
+          new java.util.TreeMap<>(f.from()).forEach((p, o) -> from.put(Integer.toString(p), o));
+        }
+      }
+    }
+    if (!reads.isEmpty()) {
+      ObjectNode byTopic = node.putObject("reads");
+      new java.util.TreeMap<>(reads).forEach((t, r) -> r.writeTo(byTopic.putObject(t)));
     }
     return node;
   }
@@ -132,14 +203,22 @@ public record EpochMark(String table, String query, long epoch, EventTime.Marks 
       Map<Integer, Long> ends = new HashMap<>();
       node.path("source").path("ends").fields()
           .forEachRemaining(e -> ends.put(Integer.parseInt(e.getKey()), e.getValue().asLong()));
+      List<Floor> floors = new ArrayList<>();
+      for (JsonNode f : node.path("floors")) {
+        Map<Integer, Long> from = new HashMap<>();
+        f.path("from").fields().forEachRemaining(e -> from.put(Integer.parseInt(e.getKey()), e.getValue().asLong()));
+        floors.add(new Floor(f.path("order").asLong(), from));
+      }
       lineage = new Lineage(node.path("source").path("topic").asText(), ends,
           node.has("held_base") ? node.path("held_base").asText() : null,
           node.has("resumed_from") ? node.path("resumed_from").asText() : null, node.path("at_ms").asLong(),
-          node.has("held_schema") ? node.path("held_schema").asText() : null);
+          node.has("held_schema") ? node.path("held_schema").asText() : null, floors);
     }
+    Map<String, OffsetRanges> reads = new HashMap<>();
+    node.path("reads").fields().forEachRemaining(e -> reads.put(e.getKey(), OffsetRanges.from(e.getValue())));
     return new EpochMark(node.path("table").asText(), node.path("query").asText(), node.path("epoch").asLong(),
         new EventTime.Marks(highs, written, idle, moved), held,
-        node.has("held_records") ? node.path("held_records").asLong() : held.isEmpty() ? 0 : -1, lineage);
+        node.has("held_records") ? node.path("held_records").asLong() : held.isEmpty() ? 0 : -1, lineage, reads);
   }
 
   public static EpochMark fromJson(byte[] json) {

@@ -218,9 +218,22 @@ public final class ExactlyOnceCommitter {
     });
   }
 
-  /** Per partition of {@code topic}, how far other queries' streams into this table read it ({@link CommitLog#readByOthers}). */
-  public Map<Integer, Long> readByOthers(String topic, String query) {
-    return withKafka(admin -> new CommitLog(admin).readByOthers(table, topic, query));
+  /** What other writers of this table read of {@code topic} ({@link CommitLog#readByOthers}). */
+  public OffsetRanges readByOthers(String topic, String query, String resumedFrom) {
+    return withKafka(admin -> new CommitLog(admin).readByOthers(table, topic, query, resumedFrom));
+  }
+
+  /**
+   * What the strict streams into kplex table {@code source} published for a reader of its topic
+   * at {@code starts} ({@link CommitLog#carriedFloor}).
+   */
+  public long carriedFloor(String source, Map<Integer, Long> starts) {
+    return withKafka(admin -> new CommitLog(admin).carriedFloor(source, starts));
+  }
+
+  /** Where INSERT {@code query} from {@code source} (null: unknown) starts ({@link CommitLog#insertsStart}). */
+  public CommitLog.InsertStart insertsStart(String source, String query) {
+    return withKafka(admin -> new CommitLog(admin).insertsStart(table, source, query));
   }
 
   /** Another query's stream that read this query's source past {@code mine} after it ({@link CommitLog#overtaken}). */
@@ -231,11 +244,6 @@ public final class ExactlyOnceCommitter {
   /** A query that resumed from {@code query}'s marks on this table (it took over), or null. */
   public String resumedBy(String query) {
     return withKafka(admin -> new CommitLog(admin).resumedBy(table, query));
-  }
-
-  /** Per virtual partition, the largest order value any writer recorded for this table. */
-  public Map<Integer, Long> writtenHighs() {
-    return withKafka(admin -> new CommitLog(admin).writtenHighs(table));
   }
 
   /** The epochs of {@code query} that Kafka cut short, by epoch: its rerun completes them. */
@@ -348,7 +356,9 @@ public final class ExactlyOnceCommitter {
       EpochMark before = log.lastEpoch(table, EpochMark.INSERTS).orElse(EpochMark.start(table, EpochMark.INSERTS));
       Map<Integer, Long> written = new java.util.HashMap<>(before.marks().written());
       partial.committed().forEach((vp, h) -> written.merge(vp, h, Math::max));
-      inserts = new EpochMark(table, EpochMark.INSERTS, 0, io.kplex.spark.time.EventTime.Marks.of(written), List.of());
+      // What this INSERT read is not recorded: part of it is not in the table (run it again).
+      inserts = new EpochMark(table, EpochMark.INSERTS, 0, io.kplex.spark.time.EventTime.Marks.of(written), List.of(),
+          0, null, before.reads());
     }
     log.settle(pending, partial, inserts);
     String described = partial.describe(virtualPartitions);

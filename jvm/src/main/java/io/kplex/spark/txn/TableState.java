@@ -176,6 +176,10 @@ public final class TableState {
       lineage(mark.lineage(), q);
       if (EpochMark.INSERTS.equals(mark.query())) {
         q.put("kind", "batch INSERTs");
+        if (!mark.reads().isEmpty()) {
+          ObjectNode reads = q.putObject("reads");  // what the INSERTs read, per source topic
+          new TreeMap<>(mark.reads()).forEach((topic, ranges) -> reads.put(topic, ranges.toString()));
+        }
         return;
       }
       q.put("kind", "streaming query");

@@ -1,6 +1,7 @@
 package io.kplex.spark.write;
 
 import io.kplex.spark.time.EventTime;
+import io.kplex.spark.txn.OffsetRanges;
 import java.io.Serializable;
 import java.util.List;
 import java.util.Map;
@@ -14,22 +15,20 @@ import java.util.TreeMap;
  * the range of offsets the epoch reads per source partition ({@code starts} to {@code ends};
  * empty: unknown), which every row a task gets must lie in ({@link #outside}), and which of
  * the partitions are idle (they do not hold the watermark: {@link EventTime.Marks#watermark}).
- * {@code readBefore}: per source partition, the offset below which another query's stream into
- * the table read that source (a record there at or below what its virtual partition holds was
- * already written: {@link #readBefore}); empty: none.
+ * {@code readBefore}: the offsets of the source that other writers of the table read (a record
+ * there at or below what its virtual partition holds was already written: {@link #readBefore}).
  */
 record EpochStart(long lastEpoch, EventTime.Marks marks, int[] partitions, String sourceTopic, boolean releaseAll,
     List<String> held, Map<Integer, Long> starts, Map<Integer, Long> ends, int[] idle,
-    Map<Integer, Long> readBefore) implements Serializable {
+    OffsetRanges readBefore) implements Serializable {
   EpochStart {
     starts = new TreeMap<>(starts);
     ends = new TreeMap<>(ends);
-    readBefore = new TreeMap<>(readBefore);
   }
 
   EpochStart(long lastEpoch, EventTime.Marks marks, int[] partitions, String sourceTopic, boolean releaseAll,
       List<String> held, Map<Integer, Long> starts, Map<Integer, Long> ends, int[] idle) {
-    this(lastEpoch, marks, partitions, sourceTopic, releaseAll, held, starts, ends, idle, Map.of());
+    this(lastEpoch, marks, partitions, sourceTopic, releaseAll, held, starts, ends, idle, OffsetRanges.NONE);
   }
 
   /** An epoch whose source gave no ranges: its rows are not checked. */
@@ -51,14 +50,14 @@ record EpochStart(long lastEpoch, EventTime.Marks marks, int[] partitions, Strin
   }
 
   /**
-   * Whether another query's stream into the table read the record at {@code offset} of source
-   * partition {@code partition} (of the same topic): then, if its order value is not above what
-   * its virtual partition holds, it was written already (or was late then), and is skipped, not
-   * written twice nor counted late (docs/contract.md, G3 across queries).
+   * Whether another writer of the table (another query's stream, or an INSERT) read the record
+   * at {@code offset} of source partition {@code partition} (of the same topic): then, if its
+   * order value is not above what its virtual partition holds, it was written already (or was
+   * late then), and is skipped, not written twice nor counted late (docs/contract.md, G3 across
+   * writers).
    */
   boolean readBefore(int partition, long offset) {
-    Long before = readBefore.get(partition);
-    return before != null && offset < before;
+    return readBefore.contains(partition, offset);
   }
 
   /** The range epoch reads of {@code partition}, for an error: "[from, until)", or "none". */

@@ -2,8 +2,10 @@ package io.kplex.spark.write;
 
 import io.kplex.spark.conf.WriteConf;
 import io.kplex.spark.time.EventTime;
+import io.kplex.spark.txn.CommitLog;
 import io.kplex.spark.txn.EpochMark;
 import io.kplex.spark.txn.ExactlyOnceCommitter;
+import io.kplex.spark.txn.OffsetRanges;
 import io.kplex.spark.txn.TaskTransaction;
 import io.kplex.spark.txn.WriterLease;
 import java.util.ArrayList;
@@ -25,6 +27,8 @@ final class KplexBatchWrite implements BatchWrite {
   private long startedMs;
   /** Per virtual partition, the largest order value the table held when the write started. */
   private Map<Integer, Long> floor = Map.of();
+  /** The table's INSERTs' mark when the write started (what they read of their sources). */
+  private EpochMark before;
 
   KplexBatchWrite(WriteConf conf, WriteSchema schema, String queryId) {
     this.conf = conf;
@@ -41,8 +45,10 @@ final class KplexBatchWrite implements BatchWrite {
     ExactlyOnceCommitter committer = committer();
     committer.recover(lease);
     // Under the claim: what the table holds per virtual partition (every writer's marks).
-    floor = committer.writtenHighs();
-    return new KplexWriterFactory(conf, schema, floor);
+    CommitLog.InsertStart start = committer.insertsStart(schema.sourceTopic, queryId);
+    before = start.mark();
+    floor = before.marks().written();
+    return new KplexWriterFactory(conf, schema, floor, start.readBefore());
   }
 
   @Override
@@ -81,17 +87,22 @@ final class KplexBatchWrite implements BatchWrite {
   /**
    * The table's INSERTs' mark ({@link EpochMark#INSERTS}): per virtual partition, the largest
    * order value written, this write's raised over what the table held, recorded with the
-   * commit, so a later INSERT or streaming query never goes below it.
+   * commit, so a later INSERT or streaming query never goes below it; and what the INSERTs
+   * read of their sources, this one's joined (when its rows carry their source position), so
+   * a stream over the same records knows them as written.
    */
   private EpochMark writtenMark(WriterCommitMessage[] messages) {
     Map<Integer, Long> written = new HashMap<>(floor);
+    OffsetRanges read = OffsetRanges.NONE;
     for (WriterCommitMessage m : messages) {
-      long[] highs = ((KplexCommitMessage) m).highs;
-      for (int vp = 0; vp < highs.length; vp++) {
-        if (highs[vp] != Long.MIN_VALUE) written.merge(vp, highs[vp], Math::max);
+      KplexCommitMessage k = (KplexCommitMessage) m;
+      for (int vp = 0; vp < k.highs.length; vp++) {
+        if (k.highs[vp] != Long.MIN_VALUE) written.merge(vp, k.highs[vp], Math::max);
       }
+      read = read.union(k.reads);
     }
-    return new EpochMark(conf.table, EpochMark.INSERTS, 0, EventTime.Marks.of(written), List.of());
+    return new EpochMark(conf.table, EpochMark.INSERTS, 0, EventTime.Marks.of(written), List.of(), 0, null,
+        before.reads()).withReads(schema.sourceTopic, read);
   }
 
   @Override

@@ -1,5 +1,6 @@
 package io.kplex.spark.write;
 
+import io.kplex.spark.txn.OffsetRanges;
 import io.kplex.spark.txn.TaskTransaction;
 import org.apache.spark.sql.connector.write.WriterCommitMessage;
 
@@ -17,9 +18,15 @@ final class KplexCommitMessage implements WriterCommitMessage {
   final long[] lastOffsets;
   /** Per virtual partition, the largest order value the task wrote, or Long.MIN_VALUE. */
   final long[] highs;
+  /** What the task read of the write's source topic (a batch write from a kplex table), or none. */
+  final OffsetRanges reads;
+  /** Rows skipped as written by another writer of the table before ({@code KplexDataWriter#skipping}). */
+  final long alreadyWritten;
 
   KplexCommitMessage(int partitionId, long[] rowsPerVp, long dropped, TaskTransaction txn, long[] lastOffsets,
-      long[] highs) {
+      long[] highs, OffsetRanges reads, long alreadyWritten) {
+    this.reads = reads;
+    this.alreadyWritten = alreadyWritten;
     this.partitionId = partitionId;
     this.rowsPerVp = rowsPerVp;
     this.dropped = dropped;

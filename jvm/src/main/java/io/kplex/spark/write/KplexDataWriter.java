@@ -7,6 +7,7 @@ import io.kplex.spark.kafka.AccessErrors;
 import io.kplex.spark.kafka.KafkaClients;
 import io.kplex.spark.testing.FaultInjection;
 import io.kplex.spark.time.EventTime;
+import io.kplex.spark.txn.OffsetRanges;
 import io.kplex.spark.txn.TaskTransaction;
 import io.kplex.spark.wire.KeyBytes;
 import io.kplex.spark.wire.KplexHeaders;
@@ -75,6 +76,14 @@ abstract sealed class KplexDataWriter implements DataWriter<InternalRow>
   private final long[] floor;
   /** The largest order value this task wrote per virtual partition (Long.MIN_VALUE: none). */
   private final long[] highs;
+  /** What a batch write from a kplex table read of its source ({@link RowCodec#read}). */
+  private final SourceReads reads = new SourceReads();
+  /**
+   * What other writers of the table (streams, earlier INSERTs) read of a batch write's source:
+   * a row from there at or below its virtual partition's floor was written then ({@link #skipping}).
+   */
+  private OffsetRanges readBefore = OffsetRanges.NONE;
+  private long alreadyWritten;
 
   KplexDataWriter(WriteConf conf, RowCodec codec, int partitionId, int stageAttempt, int attempt,
       Map<Integer, Long> floor, Producer<byte[], byte[]> producer) {
@@ -116,6 +125,17 @@ abstract sealed class KplexDataWriter implements DataWriter<InternalRow>
     return conf.exactlyOnce()
         ? new ExactlyOnceDataWriter(conf, codec, partitionId, stageAttempt, attempt, floor, clients)
         : new AtLeastOnceDataWriter(conf, codec, partitionId, stageAttempt, attempt, floor, clients);
+  }
+
+  /**
+   * A batch write's rows that another writer of the table read from the same source
+   * ({@code readBefore}) and that are at or below their virtual partition's floor were written
+   * then (or were late then): they are skipped and counted, not written twice nor late (an
+   * INSERT run again over the same records writes nothing).
+   */
+  final KplexDataWriter skipping(OffsetRanges readBefore) {
+    this.readBefore = readBefore;
+    return this;
   }
 
   /** Called before anything is sent: the exactly-once writer waits for its transaction to be open. */
@@ -191,6 +211,7 @@ abstract sealed class KplexDataWriter implements DataWriter<InternalRow>
   public final void write(InternalRow row) {
     beforeSend();
     checkFailure();
+    codec.read(row, reads);
     byte[] keyBytes = codec.key(row);
     long orderValue = codec.order(row);
     if (!codec.admits(row, keyBytes, orderValue)) {
@@ -198,6 +219,10 @@ abstract sealed class KplexDataWriter implements DataWriter<InternalRow>
       return;
     }
     int vp = Placement.virtualPartition(keyBytes, conf.virtualPartitions);
+    if (floor != null && orderValue <= floor[vp] && !readBefore.isEmpty() && codec.readIn(row, readBefore)) {
+      alreadyWritten++;
+      return;
+    }
     if (floor != null && orderValue < floor[vp]) {
       late(row, keyBytes, vp, orderValue);
       return;
@@ -283,6 +308,7 @@ abstract sealed class KplexDataWriter implements DataWriter<InternalRow>
       faults.beforeCommit(partitionId, faultAttempt);
     }
     TaskTransaction txn = flushed();
-    return new KplexCommitMessage(partitionId, rowsPerVp, dropped, txn, lastOffsets, highs);
+    return new KplexCommitMessage(partitionId, rowsPerVp, dropped, txn, lastOffsets, highs, reads.ranges(),
+        alreadyWritten);
   }
 }

@@ -7,6 +7,7 @@ import io.kplex.spark.errors.Errors;
 import io.kplex.spark.stream.HeldRelease;
 import io.kplex.spark.txn.EpochMark;
 import io.kplex.spark.txn.ExactlyOnceCommitter;
+import io.kplex.spark.txn.OffsetRanges;
 import io.kplex.spark.txn.PartialCommit;
 import io.kplex.spark.txn.TaskTransaction;
 import io.kplex.spark.time.EventTime;
@@ -137,9 +138,9 @@ final class KplexStreamingWrite implements StreamingWrite {
           + " judged late and released against earlier micro-batches, and a partition that runs behind others is"
           + " not waited for (see sourcePositions in the progress)", queryId, conf.table);
     }
-    EpochStart start = new EpochStart(last.epoch(), last.marks(), source.partitions(), source.topic(),
+    EpochStart start = new EpochStart(last.epoch(), carried(last.marks(), source), source.partitions(), source.topic(),
         signal.releaseAll(), last.held(), source.starts(), source.ends(), source.idleBy(last.marks()),
-        readBefore(source));
+        readBefore(source, last.lineage() == null ? null : last.lineage().resumedQuery()));
     WriteConf writing = firstOfRun ? epochConf(last.epoch() + 1) : conf;
     epochs.put(last.epoch() + 1, new Started(start, System.currentTimeMillis(), signal, writing));
     held.clean(last.epoch(), last.held());
@@ -212,23 +213,60 @@ final class KplexStreamingWrite implements StreamingWrite {
   }
 
   /**
-   * Of the source partitions this epoch reads, those that other queries' streams into the table
-   * read beyond where it starts, with how far ({@link EpochStart#readBefore}): looked up once
-   * per run of the query, then only while it reads below them.
+   * The marks an epoch starts from, with the watermark the strict streams into its source
+   * table published ({@link EpochMark.Floor}) when the epoch starts past where they published
+   * it: every virtual partition of the source then stands at least there, quiet and empty ones
+   * included, so none holds this query's watermark below it (no idleness needed between kplex
+   * tables). A topic source, or none usable: the marks as they are.
    */
-  private Map<Integer, Long> readBefore(HeldRelease.Signal source) {
-    if (source.topic() == null || source.starts().isEmpty()) return Map.of();
-    if (readByOthers == null) readByOthers = committer.readByOthers(source.topic(), queryId);
-    Map<Integer, Long> out = new java.util.TreeMap<>();
-    readByOthers.forEach((p, until) -> {
-      Long from = source.starts().get(p);
-      if (from != null && from < until) out.put(p, until);
-    });
-    return out;
+  private EventTime.Marks carried(EventTime.Marks marks, HeldRelease.Signal source) {
+    if (source.sourceTable() == null || source.starts().isEmpty()) return marks;
+    long floor = committer.carriedFloor(source.sourceTable(), source.starts());
+    return marks.withFloor(source.partitions(), floor, conf.maxDelayMs);
   }
 
-  /** How far other queries' streams into the table read its source, per partition (null: not looked up yet). */
-  private Map<Integer, Long> readByOthers;
+  /**
+   * A strict stream's published watermarks ({@link EpochMark.Floor}) after this epoch: its
+   * watermark less one (it releases below the watermark, and a record below it arriving later
+   * is late, since no source partition goes idle), from the table topic's end offsets now (what
+   * any writer wrote before is below them). Not strict (idleTimeoutMs &gt;= 0: an idle partition
+   * may bring a record below the watermark later): none new, the earlier ones stay true (the
+   * table's floor holds them, see {@link #commit}).
+   */
+  private java.util.List<EpochMark.Floor> floors(EpochMark mark, Started epoch) {
+    java.util.List<EpochMark.Floor> before = last.lineage() == null ? List.of() : last.lineage().floors();
+    HeldRelease.Signal s = epoch.signal();
+    if (s.idleTimeoutMs() >= 0 || !schema.positioned()) return before;
+    long watermark = mark.marks().watermark(epoch.start().partitions(), new int[0], conf.maxDelayMs);
+    if (watermark == Long.MIN_VALUE || !before.isEmpty() && before.get(before.size() - 1).order() >= watermark - 1) {
+      return before;
+    }
+    java.util.List<EpochMark.Floor> out = new java.util.ArrayList<>(before);
+    out.add(new EpochMark.Floor(watermark - 1, topicEnds()));
+    return out.subList(Math.max(0, out.size() - EpochMark.FLOORS_KEPT), out.size());
+  }
+
+  /** The end offset of each partition of the table's topic. */
+  private Map<Integer, Long> topicEnds() {
+    if (run.runId != null) return run.clients(conf.kafka).endOffsets(conf.topic);
+    try (KafkaTopics kafka = new KafkaTopics(conf.kafka)) {
+      return kafka.endOffsets(conf.topic);
+    }
+  }
+
+  /**
+   * What other writers of the table read of this epoch's source ({@link EpochStart#readBefore}),
+   * not counting the queries this one took over from ({@code resumedFrom}): looked up once per
+   * run of the query.
+   */
+  private OffsetRanges readBefore(HeldRelease.Signal source, String resumedFrom) {
+    if (source.topic() == null || source.starts().isEmpty()) return OffsetRanges.NONE;
+    if (readByOthers == null) readByOthers = committer.readByOthers(source.topic(), queryId, resumedFrom);
+    return readByOthers;
+  }
+
+  /** What other writers of the table read of its source (null: not looked up yet in this run). */
+  private OffsetRanges readByOthers;
 
   /**
    * How the columns of a query taking held rows over ({@code now}) differ from those the rows
@@ -259,8 +297,17 @@ final class KplexStreamingWrite implements StreamingWrite {
     if (s == null || s.topic() == null || s.ends().isEmpty() || !schema.positioned()) return mark;
     String resumedFrom = last.lineage() == null ? null : last.lineage().resumedFrom();
     if (heldBase == null) heldBase = held.base();
+    java.util.List<EpochMark.Floor> floors = floors(mark, epoch);
+    if (!floors.isEmpty()) {
+      // The table's floor for every virtual partition: no writer (an INSERT, another query)
+      // writes below the last published watermark, so it stays true whoever writes next.
+      long published = floors.get(floors.size() - 1).order();
+      mark = new EpochMark(mark.table(), mark.query(), mark.epoch(),
+          mark.marks().withWrittenAtLeast(Map.of(EventTime.Marks.EVERY_VP, published)), mark.held(),
+          mark.heldRecords(), mark.lineage(), mark.reads());
+    }
     return mark.withLineage(new EpochMark.Lineage(s.topic(), new java.util.TreeMap<>(s.ends()), heldBase,
-        resumedFrom, System.currentTimeMillis(), schema.schema.toDDL()));
+        resumedFrom, System.currentTimeMillis(), schema.schema.toDDL(), floors));
   }
 
   /** The held files' folder, qualified once per write (a FileSystem call), for the lineage. */

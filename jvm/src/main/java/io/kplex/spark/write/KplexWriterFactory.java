@@ -2,6 +2,7 @@ package io.kplex.spark.write;
 
 import io.kplex.spark.conf.WriteConf;
 import io.kplex.spark.kafka.KafkaClients;
+import io.kplex.spark.txn.OffsetRanges;
 import java.util.Map;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.connector.write.DataWriter;
@@ -18,12 +19,20 @@ final class KplexWriterFactory implements DataWriterFactory {
   /** Per virtual partition, the largest order value the table already holds. */
   private final Map<Integer, Long> floor;
   private final KafkaClients clients;
+  /** What other writers of the table read of the write's source ({@link KplexDataWriter#skipping}). */
+  private final OffsetRanges readBefore;
 
-  KplexWriterFactory(WriteConf conf, WriteSchema schema, Map<Integer, Long> floor) {
-    this(conf, schema, floor, KafkaClients.REAL);
+  KplexWriterFactory(WriteConf conf, WriteSchema schema, Map<Integer, Long> floor, OffsetRanges readBefore) {
+    this(conf, schema, floor, KafkaClients.REAL, readBefore);
   }
 
   KplexWriterFactory(WriteConf conf, WriteSchema schema, Map<Integer, Long> floor, KafkaClients clients) {
+    this(conf, schema, floor, clients, OffsetRanges.NONE);
+  }
+
+  private KplexWriterFactory(WriteConf conf, WriteSchema schema, Map<Integer, Long> floor, KafkaClients clients,
+      OffsetRanges readBefore) {
+    this.readBefore = readBefore;
     this.conf = conf;
     this.schema = schema;
     this.codec = RowCodec.of(schema, conf);
@@ -33,7 +42,7 @@ final class KplexWriterFactory implements DataWriterFactory {
 
   @Override
   public DataWriter<InternalRow> createWriter(int partitionId, long taskId) {
-    return KplexDataWriter.forTask(conf, codec, partitionId, floor, clients);
+    return KplexDataWriter.forTask(conf, codec, partitionId, floor, clients).skipping(readBefore);
   }
 
   @Override

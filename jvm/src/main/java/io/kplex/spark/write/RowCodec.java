@@ -34,6 +34,14 @@ final class RowCodec implements Serializable {
   private final boolean timeOrder;
   private final boolean binaryValue;
   private final NullPolicy nulls;
+  /**
+   * A batch write from a kplex table: the columns of each row's source partition and offset,
+   * and the topic ({@link WriteSchema#readsKnown}); -1 and null otherwise (a stream's gate
+   * reads its positions itself).
+   */
+  private final int sourcePartitionColumn;
+  private final int sourceOffsetColumn;
+  final String sourceTopic;
 
   private RowCodec(WriteSchema schema, NullPolicy nulls) {
     this.keyColumn = schema.key;
@@ -45,6 +53,22 @@ final class RowCodec implements Serializable {
     this.timeOrder = OrderValues.isTime(schema.type(schema.order));
     this.binaryValue = schema.type(schema.value) instanceof BinaryType;
     this.nulls = nulls;
+    boolean reads = schema.readsKnown() && !schema.positioned();
+    this.sourcePartitionColumn = reads ? schema.sourcePartition : -1;
+    this.sourceOffsetColumn = reads ? schema.sourceOffset : -1;
+    this.sourceTopic = reads ? schema.sourceTopic : null;
+  }
+
+  /** Whether the row's source record lies in {@code ranges} (false when this write's rows carry no position). */
+  boolean readIn(InternalRow row, io.kplex.spark.txn.OffsetRanges ranges) {
+    if (sourceOffsetColumn < 0 || row.isNullAt(sourcePartitionColumn) || row.isNullAt(sourceOffsetColumn)) return false;
+    return ranges.contains(row.getInt(sourcePartitionColumn), row.getLong(sourceOffsetColumn));
+  }
+
+  /** Adds the row's source position to {@code reads} (nothing when this write's rows carry none). */
+  void read(InternalRow row, SourceReads reads) {
+    if (sourceOffsetColumn < 0 || row.isNullAt(sourcePartitionColumn) || row.isNullAt(sourceOffsetColumn)) return;
+    reads.add(row.getInt(sourcePartitionColumn), row.getLong(sourceOffsetColumn));
   }
 
   /** The codec of a write: its columns, and its NULL policies ({@code kplex.null_key}, {@code kplex.null_order}). */

@@ -102,7 +102,7 @@ final class StreamingDataWriter implements DataWriter<InternalRow> {
     this.pending = new Spilling(conf.faults.pendingMemoryBytes > 0 ? conf.faults.pendingMemoryBytes
         : PENDING_MEMORY_BYTES);
     this.gate = new EventTimeGate<>(start.marks(), start.partitions(), start.idle(), conf.maxDelayMs, start.releaseAll(),
-        merged(runs), inPlace, pending, new Out());
+        merged(runs), inPlace, pending, new Out()).judgingHeld(this::readBefore);
     this.readyAt = clock.nanos();
     times[TaskTimes.HELD_READ] = TaskTimes.ms(started, readyAt);
   }

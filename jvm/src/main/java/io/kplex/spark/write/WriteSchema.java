@@ -39,6 +39,11 @@ public final class WriteSchema implements Serializable {
   final int sourcePartition;
   final int sourceOffset;
   final int sourceTimestamp;
+  /**
+   * The topic the source positions are of (the metadata {@link #SOURCE_TOPIC} of the offset
+   * column), or null.
+   */
+  final String sourceTopic;
   /** The partition the event-time rule judges the row on: the source partition, or a kplex table's virtual partition. */
   final int orderedPartition;
   final int highBefore;
@@ -48,6 +53,9 @@ public final class WriteSchema implements Serializable {
   public static final List<String> POSITION_COLUMNS =
       List.of("__kplex_source_partition", "__kplex_source_offset", "__kplex_source_timestamp",
           "__kplex_ordered_partition", "__kplex_high_before");
+
+  /** The metadata key of the offset column that names its source topic. */
+  public static final String SOURCE_TOPIC = "kplex.source_topic";
 
   private WriteSchema(StructType schema, int key, int order, int value, int headers) {
     this.schema = schema;
@@ -61,6 +69,16 @@ public final class WriteSchema implements Serializable {
     this.sourceTimestamp = names.indexOf(POSITION_COLUMNS.get(2));
     this.orderedPartition = names.indexOf(POSITION_COLUMNS.get(3));
     this.highBefore = names.indexOf(POSITION_COLUMNS.get(4));
+    org.apache.spark.sql.types.Metadata offsetMeta = sourceOffset < 0 ? null : schema.fields()[sourceOffset].metadata();
+    this.sourceTopic = offsetMeta != null && offsetMeta.contains(SOURCE_TOPIC) ? offsetMeta.getString(SOURCE_TOPIC) : null;
+  }
+
+  /**
+   * Whether rows carry the source partition and offset they were read from, and of which
+   * topic (a batch write from a kplex table: what it read is recorded with its commit).
+   */
+  boolean readsKnown() {
+    return sourcePartition >= 0 && sourceOffset >= 0 && sourceTopic != null;
   }
 
   /** Whether rows carry their source position (a streaming write from kplex's source). */

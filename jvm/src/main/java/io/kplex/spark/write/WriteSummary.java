@@ -22,11 +22,13 @@ public final class WriteSummary {
   static void record(WriteConf conf, WriterCommitMessage[] messages) {
     long[] perVp = new long[conf.virtualPartitions];
     long dropped = 0;
+    long alreadyWritten = 0;
     for (WriterCommitMessage m : messages) {
       if (m instanceof KplexCommitMessage) {
         KplexCommitMessage k = (KplexCommitMessage) m;
         for (int vp = 0; vp < perVp.length; vp++) perVp[vp] += k.rowsPerVp[vp];
         dropped += k.dropped;
+        alreadyWritten += k.alreadyWritten;
       }
     }
     ObjectNode node = new ObjectMapper().createObjectNode();
@@ -41,6 +43,7 @@ public final class WriteSummary {
     }
     node.put("rows", rows);
     node.put("dropped", dropped);
+    node.put("already_written", alreadyWritten);
     last = node.toString();
     org.apache.spark.sql.SparkSession.getActiveSession().foreach(session -> {
       session.conf().set(SESSION_KEY, last);

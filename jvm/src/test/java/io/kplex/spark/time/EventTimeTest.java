@@ -157,6 +157,55 @@ public class EventTimeTest {
   }
 
   @Test
+  public void aHeldRecordIsJudgedAgainWhenReleasedAfterAnotherWriterRaisedItsVirtualPartition() {
+    // This query held 150..205 on vp 0 and stopped; an INSERT then wrote vp 0 up to 200, and
+    // read 150 from the same source. Released: 150 was written by the INSERT (skipped), 180 is
+    // below 200 (late), 200 ties (written), 205 is above (written). Both ways held records come
+    // back (placed again, and left in place in a file) are judged alike.
+    Marks before = new Marks(Map.of(0, 100L), Map.of(0, 200L), Set.of());
+    for (boolean inPlace : new boolean[] {false, true}) {
+      List<String> late = new ArrayList<>();
+      List<String> written = new ArrayList<>();
+      EventTimeGate.Out<String> out = new EventTimeGate.Out<>() {
+        @Override public void write(Item<String> item) {
+          written.add(item.payload());
+        }
+
+        @Override public void late(Item<String> item, Late why, long bound) {
+          late.add(item.payload() + ":" + why + "<" + bound);
+        }
+      };
+      List<Item<String>> held = new ArrayList<>();
+      for (long o : new long[] {150, 180, 200, 205}) held.add(new Item<>(Long.toString(o), o, k(o), k(o), 0));
+      java.util.Iterator<Item<String>> cursor = held.iterator();
+      var head = new java.util.concurrent.atomic.AtomicReference<>(cursor.next());
+      EventTimeGate.Run<String> run = new EventTimeGate.Run<>() {
+        @Override public Item<String> head() {
+          return head.get();
+        }
+
+        @Override public void advance() {
+          head.set(cursor.hasNext() ? cursor.next() : null);
+        }
+      };
+      EventTimeGate<String> gate = (inPlace
+          ? new EventTimeGate<>(before, new int[] {0}, new int[0], DELAY, true, java.util.Collections.emptyIterator(),
+              List.of(run), EventTimeGate.inMemory(), out)
+          : new EventTimeGate<>(before, new int[] {0}, new int[0], DELAY, true, held, out))
+          .judgingHeld(payload -> payload.equals("150"));
+      gate.commit();
+      assertEquals(List.of("200", "205"), written);
+      assertEquals(List.of("180:BELOW_WRITTEN<200"), late);
+      assertEquals(1, gate.alreadyWritten());
+      assertEquals(1, gate.late(Late.BELOW_WRITTEN));
+    }
+  }
+
+  private static byte[] k(long o) {
+    return Long.toString(o).getBytes(UTF_8);
+  }
+
+  @Test
   public void aRecordBelowWhatItsVirtualPartitionWroteIsLate() {
     assertEquals(Late.BELOW_WRITTEN, EventTime.judge(95, 100, 96, DELAY));
     assertEquals(Late.ON_TIME, EventTime.judge(96, 100, 96, DELAY));
@@ -182,6 +231,17 @@ public class EventTimeTest {
     assertEquals(MIN, m.watermark(new int[] {0, 1, 2}, DELAY));
     assertEquals(MIN, m.watermark(new int[] {}, DELAY));
     assertEquals(MIN, Marks.NONE.watermark(new int[] {0}, DELAY));
+  }
+
+  @Test
+  public void aPublishedFloorRaisesEveryPartitionsHighSoNoneHoldsTheWatermarkBelowIt() {
+    Marks m = new Marks(Map.of(0, 100L, 1, 50L), Map.of());
+    assertEquals("partition 2 has no record", MIN, m.watermark(new int[] {0, 1, 2}, DELAY));
+    Marks floored = m.withFloor(new int[] {0, 1, 2}, 70, DELAY);
+    assertEquals(Map.of(0, 100L, 1, 80L, 2, 80L), floored.highs());
+    assertEquals(70, floored.watermark(new int[] {0, 1, 2}, DELAY));
+    assertEquals(m, m.withFloor(new int[] {0, 1, 2}, MIN, DELAY));
+    assertEquals(Long.MAX_VALUE, m.withFloor(new int[] {0}, Long.MAX_VALUE - 1, DELAY).high(0));
   }
 
   @Test

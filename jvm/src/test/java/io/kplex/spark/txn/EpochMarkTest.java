@@ -50,11 +50,22 @@ public class EpochMarkTest {
     assertEquals("query-3", CommitLog.lastOnSource(log, "clicks").orElseThrow().query());
     assertEquals(java.util.Optional.empty(), CommitLog.lastOnSource(log, "orders"));
     assertEquals("how far the other queries' streams read a source, per partition",
-        Map.of(0, 150L, 1, 90L), CommitLog.readByOthers(log, "views", "query-9"));
-    assertEquals("a query's own marks do not count", Map.of(0, 150L, 1, 90L),
-        CommitLog.readByOthers(log, "views", "query-1"));
-    assertEquals(Map.of(0, 120L, 1, 80L), CommitLog.readByOthers(log, "views", "query-2"));
-    assertEquals(Map.of(), CommitLog.readByOthers(log, "orders", "query-9"));
+        OffsetRanges.below(Map.of(0, 150L, 1, 90L)), CommitLog.readByOthers(log, "views", "query-9", null));
+    assertEquals("a query's own marks do not count", OffsetRanges.below(Map.of(0, 150L, 1, 90L)),
+        CommitLog.readByOthers(log, "views", "query-1", null));
+    assertEquals("nor those of the query it resumed from (its held records are the resuming query's now)",
+        OffsetRanges.NONE, CommitLog.readByOthers(log, "views", "query-2", null));
+    assertEquals("named before the resuming query's first mark too", OffsetRanges.below(Map.of(0, 150L, 1, 90L)),
+        CommitLog.readByOthers(log, "views", "query-9", "query-1"));
+    assertEquals(OffsetRanges.NONE, CommitLog.readByOthers(log, "orders", "query-9", null));
+    EpochMark inserts = new EpochMark("by_user", EpochMark.INSERTS, 0, MARK.marks(), List.of())
+        .withReads("views", OffsetRanges.NONE.with(0, 300, 400).with(2, 0, 10))
+        .withReads("orders", OffsetRanges.NONE.with(0, 0, 5));
+    assertEquals(inserts, EpochMark.fromJson(inserts.toJson()));
+    log.put(inserts.key(), inserts.toJson());
+    OffsetRanges views = CommitLog.readByOthers(log, "views", "query-2", null);
+    assertEquals("and the INSERTs' ranges of that source", "0:[300,400) 2:[0,10)", views.toString());
+    assertEquals("0:[0,5)", CommitLog.readByOthers(log, "orders", "query-2", null).toString());
     assertEquals("query-2 streamed from views into the table after query-1's last commit", "query-2",
         CommitLog.overtaken(log, a).orElseThrow().query());
     assertEquals("nothing committed from views after query-2", java.util.Optional.empty(),
@@ -62,6 +73,25 @@ public class EpochMarkTest {
     EpochMark later = a.withLineage(new EpochMark.Lineage("views", Map.of(0, 120L, 1, 80L), null, null, 5_000L));
     assertEquals("what others read before this query's last commit does not count", java.util.Optional.empty(),
         CommitLog.overtaken(log, later));
+  }
+
+  @Test
+  public void aStrictStreamsFloorsReadBackAndAReaderUsesTheNewestItHasReadPast() {
+    EpochMark.Floor older = new EpochMark.Floor(1_000, Map.of(0, 10L, 1, 20L));
+    EpochMark.Floor newer = new EpochMark.Floor(2_000, Map.of(0, 30L, 1, 40L));
+    EpochMark a = new EpochMark("up", "query-a", 5, MARK.marks(), List.of(), 0,
+        new EpochMark.Lineage("views", Map.of(0, 9L), null, null, 1L, null, List.of(older, newer)));
+    assertEquals(a, EpochMark.fromJson(a.toJson()));
+    Map<String, byte[]> log = Map.of(a.key(), a.toJson());
+    assertEquals("read past neither", Long.MIN_VALUE, CommitLog.carriedFloor(log, Map.of(0, 10L, 1, 19L)));
+    assertEquals("past the older only", 1_000, CommitLog.carriedFloor(log, Map.of(0, 29L, 1, 40L)));
+    assertEquals(2_000, CommitLog.carriedFloor(log, Map.of(0, 30L, 1, 40L)));
+    assertEquals("a partition the reader has not started on counts as offset 0", Long.MIN_VALUE,
+        CommitLog.carriedFloor(log, Map.of(0, 30L)));
+    EpochMark b = new EpochMark("up", "query-b", 2, MARK.marks(), List.of(), 0,
+        new EpochMark.Lineage("views", Map.of(0, 9L), null, null, 1L, null, List.of(new EpochMark.Floor(1_500, Map.of()))));
+    assertEquals("the largest over the table's streams", 1_500,
+        CommitLog.carriedFloor(Map.of(a.key(), a.toJson(), b.key(), b.toJson()), Map.of(0, 29L, 1, 40L)));
   }
 
   @Test

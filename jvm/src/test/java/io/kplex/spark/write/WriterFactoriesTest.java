@@ -37,7 +37,8 @@ public class WriterFactoriesTest {
 
   @Test
   public void bothFactoriesTravelToTheExecutors() throws Exception {
-    KplexWriterFactory batch = new KplexWriterFactory(conf(), WriterFixture.COLUMNS, Map.of(0, 5L));
+    KplexWriterFactory batch = new KplexWriterFactory(conf(), WriterFixture.COLUMNS, Map.of(0, 5L),
+        io.kplex.spark.txn.OffsetRanges.NONE);
     assertEquals(batch.toString(), roundTrip(batch).toString());
     HeldRows held = new HeldRows(new Configuration(false), "/tmp/kplex-unused");
     StreamingWriterFactory stream = new StreamingWriterFactory(conf(), WriterFixture.COLUMNS, start(), held, 2);
