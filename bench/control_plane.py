@@ -4,7 +4,9 @@ kplex keeps table definitions, writer claims, epoch marks and pending commits in
 topic `_kplex_commits`. A commit reads it several times (the claim, the epoch marks, the pending
 record). Before, every read opened a consumer and read the whole log, so a commit's cost grew with
 the history of every table on the cluster. Now each JVM keeps a view of the log that reads only what
-was appended since its last read (`kafka/LogView`).
+was appended since its last read (`kafka/LogView`), and the log is spread over 16 partitions by
+table (`kafka/CompactedTopic`), so a commit reads only its own table's partition, and a new driver's
+first commit reads that partition's history, not every table's.
 
 The benchmark times a 100-record exactly-once `INSERT` into a fresh table, on one local broker:
 - at the start (a few hundred control records in the log);
@@ -13,8 +15,10 @@ The benchmark times a 100-record exactly-once `INSERT` into a fresh table, on on
 - and times the same `INSERT` again: the first in a fresh driver JVM (the view reads the history
   once), then the next ones in that JVM.
 
-Each mode runs in its own driver JVM, in the same run, on the same log: `view` (kplex now) and
-`full scan` (`-Dkplex.controlPlane.fullScan=true`: every read reads the whole log, as before).
+Each mode runs in its own driver JVM, in the same run: `scoped, view` (kplex now) on a broker where
+kplex created the log; `one partition, view` (a log created by a kplex before scopes, never spread)
+and `one partition, full scan` (that log, `-Dkplex.controlPlane.fullScan=true`: every read reads the
+whole log, as before the views) on a second broker, with the same history.
 The table (median of `--inserts` timed INSERTs per row) goes to stdout and to
 `bench/RESULTS-control-plane.md`. Compare modes as ratios: absolute times swing between runs.
 """
@@ -40,7 +44,9 @@ sys.path.insert(0, str(ROOT / "python"))
 from kplex.testing import datagen  # noqa: E402
 from kplex.testing.local_kafka import LocalKafka  # noqa: E402
 
-MODES = {"view": "false", "full scan": "true"}
+# mode -> (the log's layout, full scan)
+MODES = {"scoped, view": ("scoped", "false"), "one partition, view": ("one partition", "false"),
+         "one partition, full scan": ("one partition", "true")}
 
 # One driver JVM: times INSERTs, prints their seconds as JSON on its last line.
 TIMED = """
@@ -74,8 +80,13 @@ def timed_inserts(bootstrap: str, source: str, full_scan: str, inserts: int) -> 
 
 
 def fill(bootstrap: str, records: int, tables: int = 500, vps: int = 16) -> int:
-    """Epoch marks of `tables` other tables' streaming queries, each key distinct; returns bytes sent."""
+    """Epoch marks of `tables` other tables' streaming queries, each key distinct, each in the
+    partition kplex keeps its table's records in; returns bytes sent."""
     from confluent_kafka import Producer
+
+    from kplex.placement import murmur2, to_positive
+
+    layout = partitions_of(bootstrap)
 
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 10_000,
                          "queue.buffering.max.messages": 1_000_000})
@@ -90,7 +101,8 @@ def fill(bootstrap: str, records: int, tables: int = 500, vps: int = 16) -> int:
         sent += len(key) + len(value)
         while True:
             try:
-                producer.produce("_kplex_commits", key=key, value=value, partition=0)
+                producer.produce("_kplex_commits", key=key, value=value,
+                                 partition=to_positive(murmur2(table.encode())) % layout if layout > 1 else 0)
                 break
             except BufferError:
                 producer.poll(0.1)
@@ -100,14 +112,36 @@ def fill(bootstrap: str, records: int, tables: int = 500, vps: int = 16) -> int:
     return sent
 
 
+def partitions_of(bootstrap: str) -> int:
+    """The partitions of `_kplex_commits` (a log kplex created spreads tables over all of them)."""
+    from confluent_kafka.admin import AdminClient
+
+    topics = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=30).topics
+    return len(topics["_kplex_commits"].partitions)
+
+
 def log_end(bootstrap: str) -> int:
+    """Records ever appended to `_kplex_commits`, over all its partitions."""
     from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "kplex-bench-" + uuid.uuid4().hex})
     try:
-        return consumer.get_watermark_offsets(TopicPartition("_kplex_commits", 0), timeout=30)[1]
+        return sum(consumer.get_watermark_offsets(TopicPartition("_kplex_commits", p), timeout=30)[1]
+                   for p in range(partitions_of(bootstrap)))
     finally:
         consumer.close()
+
+
+def one_partition_log(bootstrap: str) -> None:
+    """`_kplex_commits` as a kplex before scopes created it: one partition."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept: the futures need its handle
+    created = admin.create_topics([NewTopic(
+        "_kplex_commits", 1, 1, config={"cleanup.policy": "compact", "segment.ms": "600000",
+                                        "min.cleanable.dirty.ratio": "0.1"})])
+    for future in created.values():
+        future.result(30)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -119,22 +153,30 @@ def main(argv: list[str] | None = None) -> int:
     command = "python bench/control_plane.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
     started = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
-    def run(bootstrap: str) -> str:
+    def run(bootstrap: str, layout: str) -> tuple[dict, dict, tuple[int, int, int, float]]:
+        """The layout's modes on one broker: their INSERTs' seconds at the start and at the end."""
+        if layout == "one partition":
+            one_partition_log(bootstrap)
         source = "cp_src_" + uuid.uuid4().hex[:8]
         datagen.generate_pageviews(bootstrap, source, 100, partitions=2, users=9, seed=3)
-        # At the start too, the first INSERT of each driver (a cold JVM) is left out of the median.
-        start = {mode: timed_inserts(bootstrap, source, flag, args.inserts + 1)[1:] for mode, flag in MODES.items()}
+        modes = {mode: full for mode, (where, full) in MODES.items() if where == layout}
+        # The first INSERT of each driver (a cold JVM) is kept apart from the median of the next ones.
+        start = {mode: timed_inserts(bootstrap, source, full, args.inserts + 1) for mode, full in modes.items()}
         before = log_end(bootstrap)
         t0 = time.perf_counter()
         sent = fill(bootstrap, args.history)
         filled_s = time.perf_counter() - t0
         after = log_end(bootstrap)
-        end = {mode: timed_inserts(bootstrap, source, flag, args.inserts + 1) for mode, flag in MODES.items()}
+        end = {mode: timed_inserts(bootstrap, source, full, args.inserts + 1) for mode, full in modes.items()}
+        return start, end, (before, after, sent, filled_s)
+
+    def report(start: dict, end: dict, sizes: tuple[int, int, int, float]) -> str:
+        before, after, sent, filled_s = sizes
         rows = []
         for mode in MODES:
-            s, e = statistics.median(start[mode]), end[mode]
+            cold_start, s, e = start[mode][0], statistics.median(start[mode][1:]), end[mode]
             warm = statistics.median(e[1:])
-            rows.append((mode, s, e[0], warm, warm / s))
+            rows.append((mode, cold_start, s, e[0], warm, warm / s, e[0] / cold_start))
         lines = [
             "# The control plane's cost as its history grows",
             "",
@@ -144,24 +186,31 @@ def main(argv: list[str] | None = None) -> int:
             f"`_kplex_commits` held {before:,} records at the start and {after:,} at the end ({sent / 1e6:.0f} MB"
             f" of epoch marks of 500 other tables added in {filled_s:.0f} s).",
             "",
-            "| mode | start (s) | end, first in a new driver (s) | end, next ones (s) | end / start |",
-            "|---|---:|---:|---:|---:|",
+            "| mode | start, first in a new driver (s) | start, next ones (s) | end, first in a new driver (s) |"
+            " end, next ones (s) | end / start, next ones | end / start, first in a new driver |",
+            "|---|---:|---:|---:|---:|---:|---:|",
         ]
-        lines += [f"| {m} | {s:.2f} | {cold:.2f} | {warm:.2f} | {ratio:.2f}x |" for m, s, cold, warm, ratio in rows]
-        view, full = rows[0], rows[1]
-        lines += ["", f"At the end, a commit in a running driver takes {full[3] / view[3]:.1f}x as long with full"
-                  f" scans as with the view; the view's end / start ratio is {view[4]:.2f}x (target: within 1.2x)."
-                  " The first INSERT of a new driver still reads the history once."]
+        lines += [f"| {m} | {cs:.2f} | {s:.2f} | {cold:.2f} | {warm:.2f} | {ratio:.2f}x | {cold_ratio:.2f}x |"
+                  for m, cs, s, cold, warm, ratio, cold_ratio in rows]
+        scoped, view, full = rows
+        lines += ["", f"At the end, a running driver's commit takes {full[4] / scoped[4]:.1f}x as long with full"
+                  f" scans of one partition as scoped, {view[4] / scoped[4]:.1f}x with the view of one partition;"
+                  f" a new driver's first commit {view[3] / scoped[3]:.1f}x as long with one partition as scoped"
+                  f" (it reads only its table's partition's history). Scoped, end / start: {scoped[5]:.2f}x in a"
+                  f" running driver, {scoped[6]:.2f}x for a new driver's first INSERT (target: within 1.2x)."
+                  " A new driver's first INSERT also loads and compiles kplex and Spark's classes: compare it"
+                  " with the first INSERT of a new driver at the start."]
         return "\n".join(lines) + "\n"
 
-    bootstrap = os.environ.get("KPLEX_BOOTSTRAP")
-    if bootstrap:
-        print("note: KPLEX_BOOTSTRAP's broker already holds other records in _kplex_commits", file=sys.stderr)
-        document = run(bootstrap)
-    else:
+    start, end, sizes = {}, {}, None
+    for layout in ("scoped", "one partition"):  # each on a broker of its own, its log created as that layout
         with tempfile.TemporaryDirectory(prefix="kplex-cp-bench-") as work, \
                 LocalKafka(brokers=1, workdir=Path(work) / "broker") as cluster:
-            document = run(cluster.bootstrap)
+            s, e, measured = run(cluster.bootstrap, layout)
+            start.update(s)
+            end.update(e)
+            sizes = sizes or measured
+    document = report(start, end, sizes)
     Path(args.out).write_text(document)
     print(document)
     return 0

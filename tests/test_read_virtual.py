@@ -119,6 +119,20 @@ def test_several_source_topics_merge_into_one_order_per_virtual_partition(spark,
     assert python_sequences(TableReader(bootstrap, live)) == expected
     # One timeline per virtual partition across both topics: both topics within one vp.
     assert any(len({r.topic for r in rows if r.vpartition == vp}) == 2 for vp in expected)
+    # Its rows come from two topics, so a (partition, offset) names none: an INSERT from it
+    # records no reads (a stream over the same records judges them by the late rule).
+    copy = fresh_name("copy")
+    spark.sql(f"CREATE TABLE kplex.{copy} TBLPROPERTIES ('kplex.virtual_partitions' = '9',"
+              f" 'kplex.physical_partitions' = '3')")
+    spark.sql(INSERT.format(target=copy, source=live))
+    described = {row[0]: row[1] for row in spark.sql(f"DESCRIBE TABLE EXTENDED kplex.{copy}").collect()}
+    assert ", read " not in described["batch INSERTs"], described
+    plain = fresh_name("plain")
+    spark.sql(f"CREATE TABLE kplex.{plain} TBLPROPERTIES ('kplex.virtual_partitions' = '9',"
+              f" 'kplex.physical_partitions' = '3')")
+    spark.sql(INSERT.format(target=plain, source=clicks))
+    described = {row[0]: row[1] for row in spark.sql(f"DESCRIBE TABLE EXTENDED kplex.{plain}").collect()}
+    assert f", read {clicks} 0:[0," in described["batch INSERTs"], described
 
 
 def test_a_source_whose_records_lack_the_key_is_named(spark, bootstrap, source, fresh_name):

@@ -21,7 +21,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from read_support import INSERT, described_high_marks, pageviews, produce
 
 from kplex.admin import recover
-from kplex.status import render, status
+from kplex.status import control_plane_partition, render, status
 from kplex.streaming import recent_progress
 from kplex.testing import verify
 
@@ -116,7 +116,8 @@ def test_describe_extended_shows_the_state_a_plain_consumer_and_producer_see(spa
     assert txn.flush(30) == 0
     claim_key, claimed_at = f"writer/{table}/{uuid.uuid4()}", int(time.time() * 1000) - 60_000
     plain = Producer({"bootstrap.servers": bootstrap})
-    plain.produce("_kplex_commits", key=claim_key, value=b'{"query":"dead-driver","beat":0}', partition=0,
+    plane = control_plane_partition(table)  # where kplex keeps the table's records
+    plain.produce("_kplex_commits", key=claim_key, value=b'{"query":"dead-driver","beat":0}', partition=plane,
                   timestamp=claimed_at)
     assert plain.flush(30) == 0
     try:
@@ -126,7 +127,7 @@ def test_describe_extended_shows_the_state_a_plain_consumer_and_producer_see(spa
                         for isolation in ("read_uncommitted", "read_committed"))
     finally:
         txn.abort_transaction(30)
-        plain.produce("_kplex_commits", key=claim_key, value=None, partition=0)
+        plain.produce("_kplex_commits", key=claim_key, value=None, partition=plane)
         plain.flush(30)
     # Spark's own rows first, the definition among them; then the state.
     assert rows[:len(describe(spark, table, extended=False))] == describe(spark, table, extended=False)
@@ -252,7 +253,8 @@ def test_records_held_back_count_as_lag_in_kafkas_group_tool_until_they_are_rele
     assert stream_state["held_records"] == held
     plane = state["control_plane"]
     assert plane["topic"] == "_kplex_commits" and 0 < plane["live_keys"] <= plane["end_offset"] - plane["start_offset"]
-    assert f"control plane _kplex_commits: {plane['live_keys']} live keys" in render(state)
+    assert (f"control plane _kplex_commits, partition {plane['partition']} of {plane['partitions']}:"
+            f" {plane['live_keys']} live keys") in render(state)
     assert stream_state["total_lag"] == sum(100 - first_held[p] for p in range(3)) >= held
     released = streamed(spark, source, table, tmp_path / "chk", releaseAtEnd="true")
     assert released.id == query.id

@@ -294,6 +294,8 @@ def test_a_strict_upstream_streams_watermark_carries_to_a_strict_downstream_past
     assert late(a1) == late(a2) == late(b1) == late(b2) == 0
 
     # A's published watermark is its table's floor for every virtual partition, empty ones too.
+    described = {row[0]: row[1] for row in spark.sql(f"DESCRIBE TABLE EXTENDED kplex.{upstream}").collect()}
+    assert start + 1_000 * 10 < int(described["floor"]) < start + 2_000 * 10, described
     old = fresh_name("carry_old")
     datagen.ensure_topic(bootstrap, old, 1)
     producer.produce(old, value=json.dumps({"viewtime": start, "userid": "User_7"}).encode())

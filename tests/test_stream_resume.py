@@ -43,6 +43,29 @@ def held(query) -> int:
     return int(progress[-1].sink.metrics["heldRecords"])
 
 
+def stopped_holding(spark, bootstrap: str, source: str, target: str, checkpoint, seed: int) -> int:
+    """3,000 records into ``source`` and a table ``target``; query A reads them all and stops
+    holding the records of its last 5 s of event time. Returns how many it holds."""
+    datagen.generate_pageviews(bootstrap, source, 3_000, partitions=3, users=15, seed=seed, out_of_order_ms=2_000)
+    create(spark, target, delay_ms=5_000)
+    a = run_available_now(spark, source, target, checkpoint, maxOffsetsPerTrigger="1000", releaseAtEnd="false")
+    assert a.exception() is None, a.exception()
+    held_back = held(a)
+    assert 0 < held_back and written(bootstrap, target) == 3_000 - held_back
+    return held_back
+
+
+def run_dropping_late(spark, source: str, target: str, checkpoint):
+    """``run_available_now`` under the session setting ``kplex.late_policy = drop``."""
+    spark.conf.set("spark.kplex.late_policy", "drop")
+    try:
+        query = run_available_now(spark, source, target, checkpoint)
+    finally:
+        spark.conf.unset("spark.kplex.late_policy")
+    assert query.exception() is None, query.exception()
+    return query
+
+
 def resume(spark, source: str, target: str, checkpoint, select=CHANGED, **read_options: str):
     """A Trigger.AvailableNow run on a new checkpoint that resumes from the table and releases at the end."""
     return run_available_now(spark, source, target, checkpoint, select, startingOffsets="table", **read_options)
@@ -182,12 +205,7 @@ def test_a_new_query_from_earliest_over_what_another_query_wrote_writes_no_recor
     counted as alreadyWritten, not written twice and not late, under late_policy fail (the
     default) and drop; what A held back when it stopped is above that, so B writes it."""
     source, target = fresh_name("again_src"), fresh_name("again_by_user")
-    datagen.generate_pageviews(bootstrap, source, 3_000, partitions=3, users=15, seed=43, out_of_order_ms=2_000)
-    create(spark, target, delay_ms=5_000)
-    a = run_available_now(spark, source, target, tmp_path / "a", maxOffsetsPerTrigger="1000", releaseAtEnd="false")
-    assert a.exception() is None, a.exception()
-    held_back = held(a)
-    assert 0 < held_back and written(bootstrap, target) == 3_000 - held_back
+    held_back = stopped_holding(spark, bootstrap, source, target, tmp_path / "a", seed=43)
 
     b = run_available_now(spark, source, target, tmp_path / "b", maxOffsetsPerTrigger="1000")
     assert b.exception() is None, b.exception()
@@ -204,12 +222,7 @@ def test_a_new_query_from_earliest_over_what_another_query_wrote_writes_no_recor
     assert f"{held_back} records" in str(overtaken.value)
     assert written(bootstrap, target) == 3_000
 
-    spark.conf.set("spark.kplex.late_policy", "drop")
-    try:
-        c = run_available_now(spark, source, target, tmp_path / "c")
-    finally:
-        spark.conf.unset("spark.kplex.late_policy")
-    assert c.exception() is None, c.exception()
+    c = run_dropping_late(spark, source, target, tmp_path / "c")
     assert late(c) == 0 and already_written(c) == 3_000, "C writes only the 100 records no query wrote"
     assert_exactly_once_in_order(bootstrap, source, target, 3_100)
 
@@ -268,12 +281,7 @@ def test_an_insert_over_what_a_stopped_query_read_writes_what_it_held_and_the_qu
     A, restarted, finds its held records written by the INSERT (it read them): skipped, not
     late, not written twice."""
     source, target = fresh_name("held_then_insert_src"), fresh_name("held_then_insert")
-    datagen.generate_pageviews(bootstrap, source, 3_000, partitions=3, users=15, seed=54, out_of_order_ms=2_000)
-    create(spark, target, delay_ms=5_000)
-    a = run_available_now(spark, source, target, tmp_path / "a", maxOffsetsPerTrigger="1000", releaseAtEnd="false")
-    assert a.exception() is None, a.exception()
-    held_back = held(a)
-    assert held_back > 0
+    held_back = stopped_holding(spark, bootstrap, source, target, tmp_path / "a", seed=54)
     summary = insert(spark, source, target)
     assert summary["rows"] == held_back and summary["already_written"] == 3_000 - held_back
     restarted = run_available_now(spark, source, target, tmp_path / "a")
@@ -288,21 +296,11 @@ def test_what_a_stopped_query_held_is_judged_again_when_an_insert_from_another_t
     virtual partitions. A, restarted, releases what it held: those now below what their virtual
     partition holds are late (counted under drop), none is written below it."""
     source, other, target = fresh_name("held_raised_src"), fresh_name("held_raised_other"), fresh_name("held_raised")
-    datagen.generate_pageviews(bootstrap, source, 3_000, partitions=3, users=15, seed=55, out_of_order_ms=2_000)
-    create(spark, target, delay_ms=5_000)
-    a = run_available_now(spark, source, target, tmp_path / "a", maxOffsetsPerTrigger="1000", releaseAtEnd="false")
-    assert a.exception() is None, a.exception()
-    held_back = held(a)
-    assert held_back > 0
+    held_back = stopped_holding(spark, bootstrap, source, target, tmp_path / "a", seed=55)
     datagen.generate_pageviews(bootstrap, other, 300, partitions=3, users=15, seed=56,
                                start_ms=datagen.ARTICLE_START_MS + 3_000 * 500 + 60_000)
     assert insert(spark, other, target)["rows"] == 300
-    spark.conf.set("spark.kplex.late_policy", "drop")
-    try:
-        restarted = run_available_now(spark, source, target, tmp_path / "a")
-    finally:
-        spark.conf.unset("spark.kplex.late_policy")
-    assert restarted.exception() is None, restarted.exception()
+    restarted = run_dropping_late(spark, source, target, tmp_path / "a")
     dropped = late_below_written(restarted)
     assert 0 < dropped <= held_back and late(restarted) == dropped
     assert_in_order(bootstrap, target, 3_000 - dropped + 300)

@@ -28,3 +28,23 @@ def recover(bootstrap: str, table: str, metadata_topic: str = TABLES_TOPIC,
     with translated():
         admin = spark._jvm.io.kplex.spark.KplexAdmin  # noqa: SLF001
         return admin.recover(spark._jsparkSession, "kplex", table, -1 if claim_timeout_ms is None else claim_timeout_ms)  # noqa: SLF001
+
+
+def spread_control_plane(bootstrap: str, kafka_options: Mapping[str, str] | None = None,
+                         claim_timeout_ms: int | None = None) -> str:
+    """Spread a commit log written by a kplex before its control plane was scoped by table (every table's
+    records in partition 0 of ``_kplex_commits``) over its partitions by table, so that a
+    commit reads its own table's records only, however many tables and how much history the
+    log holds. Run it with no kplex writer at work: a live writer's claim, or a commit left
+    pending (``kplex recover`` finishes it), is refused with ``[KPLEX_CONTROL_PLANE_BUSY]``
+    naming the table, and nothing changes. A log kplex created is spread already.
+
+    >>> print(spread_control_plane("127.0.0.1:9092"))  # doctest: +SKIP
+    spread _kplex_commits over 16 partitions by table (1204 records moved out of partition 0)
+    """
+    spark = kplex_session(bootstrap, master="local[1]", app_name="kplex-control-plane",
+                          kafka_options=kafka_options)
+    with translated():
+        admin = spark._jvm.io.kplex.spark.KplexAdmin  # noqa: SLF001
+        return admin.spreadControlPlane(spark._jsparkSession, "kplex",  # noqa: SLF001
+                                        -1 if claim_timeout_ms is None else claim_timeout_ms)

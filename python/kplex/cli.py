@@ -50,6 +50,14 @@ def _datagen(args: argparse.Namespace) -> int:
     return 0
 
 
+def _spread(args: argparse.Namespace) -> int:
+    from kplex.admin import spread_control_plane
+
+    bootstrap, settings = kafka_config.from_args(args)
+    print(spread_control_plane(bootstrap, kafka_options=settings, claim_timeout_ms=args.claim_timeout_ms))
+    return 0
+
+
 def _recover(args: argparse.Namespace) -> int:
     from kplex.admin import recover
 
@@ -165,6 +173,15 @@ def build_parser() -> argparse.ArgumentParser:
     rec.add_argument("--claim-timeout-ms", type=int, default=None,
                      help="take over a writer's claim left unrenewed this long (default 6000)")
     rec.set_defaults(handler=_recover)
+
+    plane = sub.add_parser("control-plane", help="the control plane (_kplex_commits)")
+    plane_sub = plane.add_subparsers(dest="plane_command", required=True)
+    spread = plane_sub.add_parser("spread", help="spread a commit log written before it was scoped by table over"
+                                                 " its partitions (with no writer at work)")
+    kafka_config.add_arguments(spread)
+    spread.add_argument("--claim-timeout-ms", type=int, default=None,
+                        help="a writer's claim unrenewed this long counts as dead (default 6000)")
+    spread.set_defaults(handler=_spread)
 
     stat = sub.add_parser("status", help="a table's state: definition, offsets, high marks, writer claim,"
                                          " pending commit, open transactions, streaming queries and their lag")

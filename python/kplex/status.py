@@ -22,7 +22,23 @@ from typing import Any, Mapping
 from kplex.definitions import TABLES_TOPIC
 from kplex.errors import translated
 
-__all__ = ["status", "count_per_virtual_partition", "render"]
+__all__ = ["status", "count_per_virtual_partition", "render", "control_plane_partition"]
+
+#: Over how many partitions a control plane kplex creates spreads its tables (``CompactedTopic``).
+CONTROL_PLANE_PARTITIONS = 16
+
+
+def control_plane_partition(table: str, partitions: int = CONTROL_PLANE_PARTITIONS) -> int:
+    """The partition of ``_kplex_commits`` that holds a table's records (its writer claims,
+    epoch marks and pending commits) when the log spreads tables over ``partitions`` (1: a log
+    written by a kplex before it was scoped, and never spread), as the JVM plugin places them.
+
+    >>> control_plane_partition("pageviews_by_user", 1)
+    0
+    """
+    from kplex.placement import murmur2, to_positive
+
+    return 0 if partitions <= 1 else to_positive(murmur2(table.encode("utf-8"))) % partitions
 
 
 def status(bootstrap: str, table: str, *, count: bool = False, metadata_topic: str = TABLES_TOPIC,
@@ -91,6 +107,9 @@ def render(state: Mapping[str, Any]) -> str:
     for vp in range(state["virtual_partitions"]):
         n = counts.get(str(vp), "?" if not counts else 0)
         lines.append(f"  {vp:>4}  {n!s:>10}  {highs.get(str(vp), '-')}")
+    if "floor_every_virtual_partition" in state:
+        lines.append(f"floor of every virtual partition: {state['floor_every_virtual_partition']}"
+                     " (a strict stream's published watermark: no writer writes below it)")
     claim = state["writer_claim"]
     lines.append("writer claim: " + ("free" if claim is None else
                                      f"{claim.get('query')} since {_utc(claim.get('claimed_at_ms'))}"
@@ -121,9 +140,10 @@ def render(state: Mapping[str, Any]) -> str:
         lines.append(f"{q['kind']} {q['query']}: last epoch {q['last_epoch']}, {held}{idle}{lineage}{lag}")
     plane = state.get("control_plane")
     if plane and "end_offset" in plane:
-        lines.append(f"control plane {plane['topic']}: {plane['live_keys']} live keys, offsets"
+        lines.append(f"control plane {plane['topic']}, partition {plane.get('partition', 0)} of"
+                     f" {plane.get('partitions', 1)}: {plane['live_keys']} live keys, offsets"
                      f" {plane['start_offset']}..{plane['end_offset']} (each JVM reads what was appended since its"
-                     " last read)")
+                     " last read, of this table's partition only)")
     return "\n".join(lines)
 
 

@@ -56,6 +56,23 @@ public final class KplexAdmin {
   }
 
   /**
+   * Spreads a control plane written by a kplex before scopes (every table's records in
+   * partition 0 of {@code _kplex_commits}) over its partitions by table, so that a commit reads
+   * its own table's records only ({@code kplex control-plane spread}). Refused while a writer's
+   * claim is live (unrenewed for less than {@code claimTimeoutMs}; -1: the session's setting) or
+   * a commit is pending. The Kafka settings are those of the session's catalog {@code catalog}.
+   */
+  public static String spreadControlPlane(org.apache.spark.sql.SparkSession session, String catalog,
+      long claimTimeoutMs) {
+    Map<String, String> options = catalogOptions(session, catalog);
+    long staleMs = claimTimeoutMs > 0 ? claimTimeoutMs : io.kplex.spark.conf.ConfParser.builder().catalog(options)
+        .session(WriteConf.sessionSettings()).build().longConf(KplexOptions.WRITER_CLAIM_TIMEOUT_MS);
+    try (io.kplex.spark.kafka.KafkaTopics kafka = new io.kplex.spark.kafka.KafkaTopics(KafkaConf.from(options))) {
+      return new io.kplex.spark.txn.CommitLog(kafka).spread(staleMs, System.currentTimeMillis());
+    }
+  }
+
+  /**
    * The state of a kplex table as JSON ({@code kplex status}): its definition, then what
    * {@link io.kplex.spark.txn.TableState} gathers (offsets, high order values per virtual
    * partition, the writer claim, a pending commit and what recovery would do with it, open

@@ -427,6 +427,13 @@ public final class Errors {
         + " nothing was committed. Restart the query unchanged from its checkpoint.");
   }
 
+  /** The control plane cannot be spread now: {@code why}, for {@code table}. */
+  public static KplexException controlPlaneBusy(String table, String why) {
+    return new KplexException("CONTROL_PLANE_BUSY", parameters("table", table, "why", why),
+        "the control plane (_kplex_commits) cannot be spread by table now: table "
+        + table + ": " + why + ". Nothing was changed.");
+  }
+
   public static KplexException tableBusy(String table, String query) {
     return new KplexException("TABLE_BUSY", parameters("table", table, "query", query),
         "table " + table + " is being written by another query (Spark query id "

@@ -17,7 +17,7 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.TopicPartition;
 
 /**
- * One JVM's view of a compacted one-partition topic ({@link CompactedTopic}): the latest
+ * One JVM's view of one partition of a compacted topic ({@link CompactedTopic}): the latest
  * record of every key, kept current by a consumer that stays assigned and reads only what
  * was appended since its last read, as Kafka keeps {@code __consumer_offsets} and Kafka
  * Streams its global stores. So a read costs what changed since the last one, not the
@@ -28,7 +28,7 @@ import org.apache.kafka.common.TopicPartition;
  * (a claim check right after recording a commit sees the commit). A log whose end went back
  * (the topic deleted and recreated, or truncated) is read again from its beginning.
  *
- * <p>Lifecycle: one view per (client settings, client factory, topic), made on first use;
+ * <p>Lifecycle: one view per (client settings, client factory, topic, partition), made on first use;
  * its consumer is closed after {@link #IDLE_MS} unused (the next read reopens it and reads the
  * history again). Views hold the live keys only, as compaction would. Thread-safe: reads of a
  * view take turns.
@@ -47,7 +47,7 @@ final class LogView {
   /** A view unused for this long closes its consumer and forgets what it read. */
   static final long IDLE_MS = 300_000;
 
-  private record Key(KafkaConf conf, KafkaClients clients, String topic) {}
+  private record Key(KafkaConf conf, KafkaClients clients, String topic, int partition) {}
 
   /** A key's record as the view keeps it: its life ({@link CompactedTopic.Lived}) and its latest record's offset. */
   record Entry(CompactedTopic.Lived lived, long latestOffset) {}
@@ -60,6 +60,8 @@ final class LogView {
   private Consumer<byte[], byte[]> consumer;
   /** The next offset to fold in. */
   private long next;
+  /** The partition's end offset at the last read. */
+  private long end;
   /** Sorted, so that a read of the keys of one prefix (one table's) costs what it finds, not the log's size. */
   private final java.util.NavigableMap<String, Entry> latest = new java.util.TreeMap<>();
   private long usedAtMs = System.currentTimeMillis();
@@ -68,13 +70,13 @@ final class LogView {
   /** Records folded in since the view was (re)opened, for tests and status. */
   private long folded;
 
-  private LogView(String topic) {
+  private LogView(String topic, int partition) {
     this.topic = topic;
-    this.tp = new TopicPartition(topic, 0);
+    this.tp = new TopicPartition(topic, partition);
   }
 
-  /** The view of {@code topic} for {@code kafka}'s settings and clients. */
-  static LogView of(KafkaTopics kafka, String topic) {
+  /** The view of partition {@code partition} of {@code topic} for {@code kafka}'s settings and clients. */
+  static LogView of(KafkaTopics kafka, String topic, int partition) {
     synchronized (VIEWS) {
       if (evictor == null) {
         evictor = Executors.newSingleThreadScheduledExecutor(r -> {
@@ -84,7 +86,8 @@ final class LogView {
         });
         evictor.scheduleWithFixedDelay(LogView::evictIdle, IDLE_MS / 5, IDLE_MS / 5, TimeUnit.MILLISECONDS);
       }
-      return VIEWS.computeIfAbsent(new Key(kafka.conf(), kafka.clients(), topic), k -> new LogView(topic));
+      return VIEWS.computeIfAbsent(new Key(kafka.conf(), kafka.clients(), topic, partition),
+          k -> new LogView(topic, partition));
     }
   }
 
@@ -107,8 +110,13 @@ final class LogView {
    * to the log's end offset of now (an empty map if the topic does not exist).
    */
   synchronized <T> T read(KafkaTopics kafka, Function<java.util.NavigableMap<String, Entry>, T> reader) {
+    return read(kafka, kafka.describe(topic), reader);
+  }
+
+  /** As {@link #read(KafkaTopics, Function)}, the topic already described ({@code described}: empty if none). */
+  synchronized <T> T read(KafkaTopics kafka, java.util.Optional<org.apache.kafka.clients.admin.TopicDescription> described,
+      Function<java.util.NavigableMap<String, Entry>, T> reader) {
     usedAtMs = System.currentTimeMillis();
-    java.util.Optional<org.apache.kafka.clients.admin.TopicDescription> described = kafka.describe(topic);
     if (described.isEmpty()) {
       reset();
       return reader.apply(java.util.Collections.emptyNavigableMap());
@@ -129,6 +137,11 @@ final class LogView {
     return reader.apply(Collections.unmodifiableNavigableMap(latest));
   }
 
+  /** Whether nothing was ever written to the partition (as of the last read). */
+  synchronized boolean neverWritten() {
+    return end == 0;
+  }
+
   /** Records folded in since the view was (re)opened. */
   synchronized long folded() {
     return folded;
@@ -147,6 +160,7 @@ final class LogView {
       next = 0;
     }
     long end = consumer.endOffsets(List.of(tp)).get(tp);
+    this.end = end;
     if (end < next) {
       // The log's end went back: the topic was recreated or truncated. Read it afresh.
       latest.clear();

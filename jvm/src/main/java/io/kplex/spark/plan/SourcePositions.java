@@ -105,10 +105,10 @@ public final class SourcePositions extends Rule<LogicalPlan> {
 
   private static Positioned positioned(LogicalPlan p) {
     if (p instanceof StreamingRelationV2 r) {
-      return r.table() instanceof KplexTable t ? leaf(r, t.topic()) : null;
+      return r.table() instanceof KplexTable t && !readTime(t) ? leaf(r, t.topic()) : null;
     }
     if (p instanceof DataSourceV2Relation r) {
-      return r.table() instanceof KplexTable t ? leaf(r, t.topic()) : null;
+      return r.table() instanceof KplexTable t && !readTime(t) ? leaf(r, t.topic()) : null;
     }
     if (p instanceof Project project) {
       Positioned child = positioned(project.child());
@@ -128,6 +128,11 @@ public final class SourcePositions extends Rule<LogicalPlan> {
           child.timestamp, child.ordered, child.topic);
     }
     return null;
+  }
+
+  /** A read-time table: its rows come from several topics, so a (partition, offset) alone names none. */
+  private static boolean readTime(KplexTable table) {
+    return table.definition().map(d -> d.isVirtual()).orElse(false);
   }
 
   /** A source relation of kplex's, with its position columns (null if it lacks one). */

@@ -60,6 +60,10 @@ public final class StateRows {
       out.add(new Row("vp " + vp + " high order", high.isMissingNode() ? "none" : high.asText(),
           high.isMissingNode() ? "nothing written" : "highest order value written"));
     }
+    if (s.has("floor_every_virtual_partition")) {
+      out.add(new Row("floor", s.path("floor_every_virtual_partition").asText(),
+          "no writer writes below it in any virtual partition (a strict stream's published watermark)"));
+    }
     out.add(new Row("records per vp", "not counted", "kplex status " + s.path("table").asText()
         + " --count reads the topic to count them"));
     out.add(claim(s.path("writer_claim")));

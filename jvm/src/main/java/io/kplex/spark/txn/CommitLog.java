@@ -36,7 +36,53 @@ public final class CommitLog {
   private final CompactedTopic topic;
 
   public CommitLog(KafkaTopics kafka) {
-    this.topic = new CompactedTopic(kafka, TOPIC);
+    this.topic = topic(kafka);
+  }
+
+  /**
+   * The commit log's topic, its records scoped by table ({@link #scope}): a table's records
+   * live in one partition of it, so a commit reads its own table's history, not every table's.
+   */
+  public static CompactedTopic topic(KafkaTopics kafka) {
+    return new CompactedTopic(kafka, TOPIC, CommitLog::scope);
+  }
+
+  /**
+   * Spreads a commit log written before scopes (every table in partition 0) over
+   * {@link CompactedTopic#SCOPED_PARTITIONS} partitions by table ({@link CompactedTopic#spread}),
+   * so that a commit reads its own table's records only. Refused, naming the table, while a
+   * writer's claim is live (renewed within {@code staleMs} of {@code nowMs}) or a commit is
+   * pending ({@code kplex recover} finishes it): it must run with no writer at work. Returns what
+   * it did, for people.
+   */
+  public String spread(long staleMs, long nowMs) {
+    for (Map.Entry<String, CompactedTopic.Lived> claim : topic.readPrefixLived("writer/").entrySet()) {
+      if (nowMs - claim.getValue().latestMs() < staleMs) {
+        throw Errors.controlPlaneBusy(scope(claim.getKey()), "a writer's claim (" + claim.getKey() + ") was renewed "
+            + (nowMs - claim.getValue().latestMs()) + " ms ago: stop its writer first");
+      }
+    }
+    for (String key : topic.readAll().keySet()) {
+      if (key.indexOf('/') < 0) {
+        throw Errors.controlPlaneBusy(key, "it has a commit under way: run kplex recover --table " + key + " first");
+      }
+    }
+    int moved = topic.spread(CompactedTopic.SCOPED_PARTITIONS);
+    return moved < 0 ? "nothing to do: " + TOPIC + " is spread by table already, or does not exist yet (kplex creates it"
+        + " spread)" : "spread " + TOPIC + " over " + CompactedTopic.SCOPED_PARTITIONS + " partitions by table (" + moved
+        + " records moved out of partition 0)";
+  }
+
+  /**
+   * The table a commit log key (or key prefix) belongs to: {@code epoch/<t>/..},
+   * {@code partial/<t>/..}, {@code writer/<t>/..}, {@code writer-taken/<t>/..}, or {@code <t>}
+   * itself (a pending commit); null for a prefix of every table's keys ({@code epoch/}).
+   */
+  static String scope(String keyOrPrefix) {
+    int slash = keyOrPrefix.indexOf('/');
+    if (slash < 0) return keyOrPrefix;
+    int next = keyOrPrefix.indexOf('/', slash + 1);
+    return next < 0 ? null : keyOrPrefix.substring(slash + 1, next);
   }
 
   /** A commit that was started and not finished. */

@@ -52,7 +52,7 @@ public final class PendingCommits {
    * an empty string.
    */
   public String finish(KafkaTopics kafka, String table, String topic, int virtualPartitions, long staleMs) {
-    Optional<Long> end = endOffset(kafka);
+    Optional<Long> end = endOffset(kafka, table);
     if (end.isEmpty()) return "";
     String key = kafka.conf().bootstrap() + "\u0000" + table;
     if (end.get().equals(cleanAt.get(key))) return "";
@@ -64,7 +64,7 @@ public final class PendingCommits {
         LOG.warn("kplex: table {} had a commit that a previous driver left half done: {}", table, report);
         CommitVisibility.awaitEnd(kafka, table, topic);
       }
-      end = endOffset(kafka);
+      end = endOffset(kafka, table);
     }
     end.ifPresent(offset -> cleanAt.put(key, offset));
     return report;
@@ -93,9 +93,10 @@ public final class PendingCommits {
     }
   }
 
-  private static Optional<Long> endOffset(KafkaTopics kafka) {
+  /** The end offset of the commit log's partition that holds {@code table}'s records. */
+  private static Optional<Long> endOffset(KafkaTopics kafka, String table) {
     if (kafka.partitionCount(CommitLog.TOPIC).isEmpty()) return Optional.empty();
-    TopicPartition tp = new TopicPartition(CommitLog.TOPIC, 0);
+    TopicPartition tp = new TopicPartition(CommitLog.TOPIC, CommitLog.topic(kafka).partitionOf(table));
     return Optional.of(kafka.call(() -> kafka.admin().listOffsets(Map.of(tp, OffsetSpec.latest())).all()
         .get(KafkaConf.ADMIN_TIMEOUT_MS, TimeUnit.MILLISECONDS).get(tp).offset()));
   }

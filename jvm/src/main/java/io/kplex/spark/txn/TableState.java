@@ -55,10 +55,13 @@ public final class TableState {
     out.put("table", table).put("topic", topic).put("virtual_partitions", virtualPartitions);
     CommitLog log = new CommitLog(kafka);
     CompactedTopic commits = log.topic();
-    Map<String, byte[]> all = commits.readAll();
+    Map<String, byte[]> all = commits.readScope(table);
     partitions(kafka, topic, out.putArray("partitions"));
     ObjectNode highs = out.putObject("high_order_per_virtual_partition");
-    new TreeMap<>(CommitLog.writtenHighs(all, table, null)).forEach((vp, h) -> highs.put(Integer.toString(vp), h));
+    Map<Integer, Long> written = new TreeMap<>(CommitLog.writtenHighs(all, table, null));
+    Long floor = written.remove(io.kplex.spark.time.EventTime.Marks.EVERY_VP);
+    written.forEach((vp, h) -> highs.put(Integer.toString(vp), h));
+    if (floor != null) out.put("floor_every_virtual_partition", floor);  // a strict stream's published watermark
     claim(commits, table, claimTimeoutMs, nowMs, out);
     log.pending(table).ifPresentOrElse(p -> {
       ObjectNode pending = out.putObject("pending_commit");
@@ -71,19 +74,22 @@ public final class TableState {
     for (PartialCommit p : CommitLog.partials(all, table)) partials.add(p.describe(virtualPartitions));
     transactions(kafka.admin(), table, nowMs, out);
     streams(kafka, all, table, out.putArray("streams"));
-    controlPlane(kafka, all.size(), out.putObject("control_plane"));
+    controlPlane(kafka, commits.where(table), out.putObject("control_plane"));
     return out.toString();
   }
 
   /**
-   * The control plane's size: {@code _kplex_commits}'s offsets (records ever appended, the
-   * oldest one kept) and its live keys, what this JVM's view of it holds after compaction
-   * (kafka/LogView: a read costs what was appended since the last one, not this history).
+   * The table's part of the control plane: over how many partitions {@code _kplex_commits}
+   * spreads tables, the one that holds this table's records, its offsets (records ever
+   * appended, the oldest one kept) and its live keys, what this JVM's view of it holds after
+   * compaction (kafka/LogView: a read costs what was appended since the last one, not this
+   * history, and only this partition's).
    */
-  private static void controlPlane(KafkaTopics kafka, int liveKeys, ObjectNode out) {
-    out.put("topic", CommitLog.TOPIC).put("live_keys", liveKeys);
+  private static void controlPlane(KafkaTopics kafka, CompactedTopic.Where where, ObjectNode out) {
+    out.put("topic", CommitLog.TOPIC).put("partitions", where.partitions()).put("partition", where.partition())
+        .put("live_keys", where.liveKeys());
     if (kafka.partitionCount(CommitLog.TOPIC).isEmpty()) return;
-    List<TopicPartition> tp = List.of(new TopicPartition(CommitLog.TOPIC, 0));
+    List<TopicPartition> tp = List.of(new TopicPartition(CommitLog.TOPIC, where.partition()));
     out.put("start_offset", offsets(kafka, tp, OffsetSpec.earliest(), IsolationLevel.READ_UNCOMMITTED).get(tp.get(0)))
         .put("end_offset", offsets(kafka, tp, OffsetSpec.latest(), IsolationLevel.READ_UNCOMMITTED).get(tp.get(0)));
   }

@@ -124,7 +124,7 @@ public final class WriterLease implements AutoCloseable {
     String key = prefix(table) + UUID.randomUUID();
     WriterLease lease = new WriterLease(claims, kafka, table, key, query, owner, staleMs);
     try (KafkaTopics admin = claims.kafka(kafka)) {
-      CompactedTopic log = new CompactedTopic(admin, CommitLog.TOPIC);
+      CompactedTopic log = CommitLog.topic(admin);
       log.put(key, value(query, 0));
       Map<String, Map.Entry<Long, byte[]>> claimed = log.readPrefix(prefix(table));
       long mine = claimed.get(key).getKey();
@@ -225,7 +225,7 @@ public final class WriterLease implements AutoCloseable {
     long beat = 0;
     long lastBeat = System.nanoTime();
     try (KafkaTopics admin = claims.kafka(kafka)) {
-      CompactedTopic log = new CompactedTopic(admin, CommitLog.TOPIC);
+      CompactedTopic log = CommitLog.topic(admin);
       // Awake at least every RENEW_MS to see the owner end, and when the next beat is due.
       while (!ending.await(Math.min(RENEW_MS, Math.max(1, beatMs - (System.nanoTime() - lastBeat) / 1_000_000)),
           TimeUnit.MILLISECONDS)) {
@@ -262,7 +262,7 @@ public final class WriterLease implements AutoCloseable {
       }
     }
     try (KafkaTopics admin = claims.kafka(kafka)) {
-      new CompactedTopic(admin, CommitLog.TOPIC).put(key, null);
+      CommitLog.topic(admin).put(key, null);
     } catch (RuntimeException e) {
       LOG.warn("kplex: could not remove the writer claim {} (it goes stale): {}", key, e.toString());
     }

@@ -49,7 +49,7 @@ import org.apache.kafka.common.utils.ProducerIdAndEpoch;
 
 /**
  * An in-memory Kafka for the transaction layer's JUnit tests, behind {@link KafkaClients}:
- * one-partition topics as lists of records (what kplex's compacted topics need), written
+ * topics as lists of records per partition (what kplex's compacted topics need), written
  * by {@link MockProducer}s and read back by {@link MockConsumer}s, and a
  * {@link MockAdminClient} that also lists and fences open transactions (which the mock
  * does not). A test opens transactions ({@link #open}), reads what was fenced
@@ -60,8 +60,8 @@ final class FakeKafka implements KafkaClients {
   static final KafkaConf CONF = KafkaConf.from(Map.of("kafka.bootstrap.servers", "fake:9092"));
   private static final Node NODE = new Node(0, "fake", 9092);
 
-  /** Topic -> its records, in offset order. */
-  private final Map<String, List<ConsumerRecord<byte[], byte[]>>> topics = new HashMap<>();
+  /** Topic partition -> its records, in offset order. */
+  private final Map<TopicPartition, List<ConsumerRecord<byte[], byte[]>>> topics = new HashMap<>();
   /** Open transactional ids, and those fenced, in order. */
   final Set<String> open = ConcurrentHashMap.newKeySet();
   final List<String> fenced = new java.util.concurrent.CopyOnWriteArrayList<>();
@@ -91,13 +91,17 @@ final class FakeKafka implements KafkaClients {
 
   /** The commit log as kplex keeps it, for a test to read or write directly. */
   CompactedTopic commitLog(Clock clock) {
-    return new CompactedTopic(topics(clock), CommitLog.TOPIC);
+    return CommitLog.topic(topics(clock));
   }
 
-  /** The latest value of every key of {@code topic}, as text (deleted keys left out). */
+  /** The latest value of every key of {@code topic}, as text (deleted keys and the layout record left out). */
   synchronized Map<String, String> latest(String topic) {
     Map<String, String> out = new LinkedHashMap<>();
-    for (ConsumerRecord<byte[], byte[]> r : topics.getOrDefault(topic, List.of())) {
+    List<ConsumerRecord<byte[], byte[]>> all = new ArrayList<>();
+    topics.forEach((tp, log) -> {
+      if (tp.topic().equals(topic)) all.addAll(log);
+    });
+    for (ConsumerRecord<byte[], byte[]> r : all) {
       String key = new String(r.key(), StandardCharsets.UTF_8);
       if (r.value() == null) {
         out.remove(key);
@@ -105,15 +109,24 @@ final class FakeKafka implements KafkaClients {
         out.put(key, new String(r.value(), StandardCharsets.UTF_8));
       }
     }
+    out.remove(io.kplex.spark.kafka.CompactedTopic.LAYOUT_KEY);
     return out;
   }
 
-  private long append(String topic, byte[] key, byte[] value) {
+  /** The records of one partition of {@code topic}, in offset order (a copy). */
+  synchronized List<ConsumerRecord<byte[], byte[]>> records(String topic, int partition) {
+    return List.copyOf(topics.getOrDefault(new TopicPartition(topic, partition), List.of()));
+  }
+
+  private long append(String topic, int partition, byte[] key, byte[] value, long timestamp) {
     long offset;
     synchronized (this) {
-      List<ConsumerRecord<byte[], byte[]>> log = topics.computeIfAbsent(topic, t -> new ArrayList<>());
+      List<ConsumerRecord<byte[], byte[]>> log = topics.computeIfAbsent(new TopicPartition(topic, partition),
+          t -> new ArrayList<>());
       offset = log.size();
-      log.add(new ConsumerRecord<>(topic, 0, offset, key, value));
+      log.add(new ConsumerRecord<>(topic, partition, offset, timestamp,
+          org.apache.kafka.common.record.TimestampType.CREATE_TIME, 0, 0, key, value,
+          new org.apache.kafka.common.header.internals.RecordHeaders(), java.util.Optional.empty()));
     }
     Runnable hook = hooks.remove(new String(key, StandardCharsets.UTF_8));
     if (hook != null) hook.run();
@@ -122,7 +135,7 @@ final class FakeKafka implements KafkaClients {
 
   private synchronized Map<TopicPartition, List<ConsumerRecord<byte[], byte[]>>> snapshot() {
     Map<TopicPartition, List<ConsumerRecord<byte[], byte[]>>> copy = new HashMap<>();
-    topics.forEach((t, log) -> copy.put(new TopicPartition(t, 0), List.copyOf(log)));
+    topics.forEach((tp, log) -> copy.put(tp, List.copyOf(log)));
     return copy;
   }
 
@@ -131,9 +144,11 @@ final class FakeKafka implements KafkaClients {
     return new MockProducer<>(true, new ByteArraySerializer(), new ByteArraySerializer()) {
       @Override
       public synchronized Future<RecordMetadata> send(ProducerRecord<byte[], byte[]> r, Callback callback) {
-        long offset = append(r.topic(), r.key(), r.value());
-        return CompletableFuture.completedFuture(new RecordMetadata(new TopicPartition(r.topic(), 0), offset, 0,
-            0L, 0, 0));
+        int partition = r.partition() == null ? 0 : r.partition();
+        long offset = append(r.topic(), partition, r.key(), r.value(),
+            r.timestamp() == null ? System.currentTimeMillis() : r.timestamp());
+        return CompletableFuture.completedFuture(new RecordMetadata(new TopicPartition(r.topic(), partition), offset,
+            0, 0L, 0, 0));
       }
     };
   }
@@ -165,6 +180,10 @@ final class FakeKafka implements KafkaClients {
         begin.put(tp, 0L);
         end.put(tp, (long) log.size());
       });
+      for (TopicPartition tp : assignment()) {  // a partition nothing was written to yet
+        begin.putIfAbsent(tp, 0L);
+        end.putIfAbsent(tp, 0L);
+      }
       updateBeginningOffsets(begin);
       updateEndOffsets(end);
       return now;
@@ -213,7 +232,10 @@ final class FakeKafka implements KafkaClients {
     @Override
     public synchronized CreateTopicsResult createTopics(Collection<NewTopic> newTopics, CreateTopicsOptions options) {
       synchronized (FakeKafka.this) {
-        for (NewTopic t : newTopics) topics.putIfAbsent(t.name(), new ArrayList<>());
+        for (NewTopic t : newTopics) {
+          int partitions = t.numPartitions() > 0 ? t.numPartitions() : 1;
+          for (int p = 0; p < partitions; p++) topics.putIfAbsent(new TopicPartition(t.name(), p), new ArrayList<>());
+        }
       }
       return super.createTopics(newTopics, options);
     }

@@ -2,8 +2,10 @@ package io.kplex.spark.txn;
 
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertFalse;
+import static org.junit.Assert.assertNotEquals;
 import static org.junit.Assert.assertTrue;
 
+import io.kplex.spark.kafka.CompactedTopic;
 import io.kplex.spark.kafka.KafkaTopics;
 import io.kplex.spark.time.ManualClock;
 import java.util.List;
@@ -51,9 +53,15 @@ public class PendingCommitsTest {
     assertEquals("", finish(pending));
     assertEquals("not again", reads + 1, kafka.reads.get());
 
+    assertNotEquals("the two tables' records live in two partitions of the log",
+        CompactedTopic.ofScope("another_table", CompactedTopic.SCOPED_PARTITIONS),
+        CompactedTopic.ofScope(TABLE, CompactedTopic.SCOPED_PARTITIONS));
     new CommitLog(topics).mark(EpochMark.start("another_table", "q2"));
     finish(pending);
-    assertEquals("the log moved", reads + 2, kafka.reads.get());
+    assertEquals("another table's part of the log moved: not again", reads + 1, kafka.reads.get());
+    new CommitLog(topics).mark(EpochMark.start(TABLE, "q2"));
+    finish(pending);
+    assertEquals("the table's part of the log moved", reads + 2, kafka.reads.get());
 
     pending.clear();
     finish(pending);

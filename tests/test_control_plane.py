@@ -1,0 +1,109 @@
+"""The control plane scoped by table (issue #34), against real brokers, read back with plain
+clients: kplex keeps every record of a table in one partition of `_kplex_commits`
+(murmur2(table) mod 16), and `kplex control-plane spread` moves a log written before scopes (one
+partition) to that layout, refusing while a writer is at work.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from test_streaming import SELECT, create
+
+from kplex.status import CONTROL_PLANE_PARTITIONS, control_plane_partition
+from kplex.testing import datagen, verify
+from kplex.testing.local_kafka import LocalKafka
+
+ROOT = Path(__file__).resolve().parents[1]
+LOG = "_kplex_commits"
+
+
+def partitions(bootstrap: str, topic: str = LOG) -> int:
+    return len(AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=30).topics[topic].partitions)
+
+
+def latest_by_partition(bootstrap: str) -> dict[int, dict[str, bytes | None]]:
+    """Per partition of the log, each key's latest value (None: deleted), read with a plain consumer."""
+    out: dict[int, dict[str, bytes | None]] = {}
+    for r in verify.read_topic(bootstrap, LOG):
+        out.setdefault(r.partition, {})[r.key.decode()] = r.value
+    return out
+
+
+def test_a_tables_records_live_in_its_own_partition_of_the_log(spark, bootstrap, fresh_name):
+    source, table = fresh_name("plane_src"), fresh_name("plane")
+    datagen.generate_pageviews(bootstrap, source, 100, partitions=3, users=5, seed=1)
+    create(spark, table)
+    spark.sql(f"INSERT INTO kplex.{table} SELECT {', '.join(SELECT)} FROM kplex.{source}")
+    assert partitions(bootstrap) == CONTROL_PLANE_PARTITIONS
+    log = latest_by_partition(bootstrap)
+    assert log[0]["_layout"] == str(CONTROL_PLANE_PARTITIONS).encode()
+    mine = f"epoch/{table}/_inserts"
+    where = [p for p, keys in log.items() if keys.get(mine) is not None]
+    assert where == [control_plane_partition(table)], where
+
+
+def spread(bootstrap: str, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
+    return subprocess.run([sys.executable, "-m", "kplex", "control-plane", "spread", "--bootstrap", bootstrap, *args],
+                          capture_output=True, text=True, timeout=300, env=env)
+
+
+def test_a_log_written_before_scopes_is_spread_by_table_once_no_writer_is_at_work(tmp_path):
+    """A one-partition log as an earlier kplex wrote it: marks of two tables, a stale claim of a
+    third, a taken-over marker. A live claim refuses the spread, naming its table, and nothing
+    changes; once it is gone the spread moves each table's records to its partition (in their
+    order, the stale claim keeping its age), writes the layout record, deletes the originals;
+    run again, it has nothing to do."""
+    with LocalKafka(brokers=1, workdir=tmp_path / "broker") as cluster:
+        bootstrap = cluster.bootstrap
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        for future in admin.create_topics([NewTopic(LOG, 1, 1, config={"cleanup.policy": "compact"})]).values():
+            future.result(30)
+        now = int(time.time() * 1000)
+        old = [("epoch/alpha/q1", {"table": "alpha", "query": "q1", "epoch": 3, "highs": {}, "written": {"0": 7},
+                                   "held": []}, now - 5_000),
+               ("epoch/beta/_inserts", {"table": "beta", "query": "_inserts", "epoch": 0, "highs": {},
+                                        "written": {"2": 9}, "held": []}, now - 4_000),
+               ("writer-taken/gamma/c1", {"by": "x"}, now - 3_000),
+               ("writer/gamma/c2", {"query": "dead", "beat": 4}, now - 3_600_000)]
+        producer = Producer({"bootstrap.servers": bootstrap})
+        for key, value, at in old:
+            producer.produce(LOG, key=key, value=json.dumps(value).encode(), partition=0, timestamp=at)
+        producer.produce(LOG, key="writer/delta/live", value=b'{"query":"running","beat":1}', partition=0)
+        assert producer.flush(30) == 0
+
+        # Live: renewed within the claim timeout (a long one here, so that it stays live while the
+        # command's JVM starts).
+        refused = spread(bootstrap, "--claim-timeout-ms", "600000")
+        assert refused.returncode != 0, refused.stdout + refused.stderr[-2000:]
+        assert "KPLEX_CONTROL_PLANE_BUSY" in refused.stderr and "table delta" in refused.stderr, refused.stderr[-2000:]
+        assert partitions(bootstrap) == 1, "nothing changed"
+
+        producer.produce(LOG, key="writer/delta/live", value=None, partition=0)
+        assert producer.flush(30) == 0
+        done = spread(bootstrap)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert partitions(bootstrap) == CONTROL_PLANE_PARTITIONS
+        log = latest_by_partition(bootstrap)
+        assert log[0]["_layout"] == str(CONTROL_PLANE_PARTITIONS).encode()
+        moved = 0
+        for key, value, at in old:
+            home = control_plane_partition(key.split("/")[1])
+            assert json.loads(log[home][key]) == value, key
+            if home != 0:
+                moved += 1
+                assert log[0][key] is None, f"{key}: its original in partition 0 is deleted"
+        assert f"({moved} records moved out of partition 0)" in done.stdout, done.stdout
+        # The stale claim keeps its age: its copy carries its timestamp.
+        copies = {r.key.decode(): r.timestamp for r in verify.read_topic(bootstrap, LOG)
+                  if r.partition == control_plane_partition("gamma") and r.value is not None}
+        assert copies["writer/gamma/c2"] == now - 3_600_000
+        again = spread(bootstrap)
+        assert again.returncode == 0 and "nothing to do" in again.stdout, again.stdout + again.stderr[-2000:]
