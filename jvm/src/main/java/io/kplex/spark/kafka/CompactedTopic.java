@@ -126,11 +126,17 @@ public final class CompactedTopic {
 
   /** The latest value of every key that starts with one of {@code prefixes} (a table's records, say). */
   public Map<String, byte[]> readPrefixes(String... prefixes) {
+    java.util.Set<String> scopes = new java.util.HashSet<>();
+    for (String prefix : prefixes) scopes.add(scope == null ? "" : java.util.Objects.toString(scope.of(prefix), "\u0000"));
+    // One read when the prefixes share a scope (one table's records: its partition), as usual.
+    String[] groups = scopes.size() == 1 ? new String[] {prefixes.length == 0 ? null : prefixes[0]} : prefixes;
     Map<String, byte[]> out = new HashMap<>();
-    for (String prefix : prefixes) {
-      out.putAll(view(prefix, latest -> {
+    for (String by : groups) {
+      out.putAll(view(by, latest -> {
         Map<String, byte[]> found = new HashMap<>();
-        withPrefix(latest, prefix).forEach((key, e) -> found.put(key, e.lived().value()));
+        for (String prefix : prefixes) {
+          withPrefix(latest, prefix).forEach((key, e) -> found.put(key, e.lived().value()));
+        }
         return found;
       }));
     }
