@@ -304,6 +304,19 @@ public final class CompactedTopic {
     List<Map.Entry<String, LogView.Entry>> live = LogView.of(kafka, topic, 0).read(kafka, java.util.Optional.of(d),
         latest -> new ArrayList<>(latest.entrySet()));
     live.sort(java.util.Comparator.comparingLong(e -> e.getValue().latestOffset()));
+    // A spread cut short left copies there; a key deleted in partition 0 since must not live on.
+    java.util.Set<String> liveKeys = new java.util.HashSet<>();
+    for (Map.Entry<String, LogView.Entry> e : live) liveKeys.add(e.getKey());
+    for (int p = 1; p < partitions; p++) {
+      Map<String, byte[]> gone = new LinkedHashMap<>();
+      LogView.of(kafka, topic, p).read(kafka, java.util.Optional.of(d), latest -> {
+        latest.keySet().forEach(key -> {
+          if (!liveKeys.contains(key)) gone.put(key, null);
+        });
+        return null;
+      });
+      if (!gone.isEmpty()) send(gone, p);
+    }
     Map<String, byte[]> moved = new LinkedHashMap<>();
     kafka.call("WRITE", "topic '" + topic + "'", () -> {
       List<Future<RecordMetadata>> sent = new ArrayList<>();

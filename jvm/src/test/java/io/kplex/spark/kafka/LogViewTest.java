@@ -127,6 +127,11 @@ public class LogViewTest {
     old.put("epoch/gone/q", null);
     CompactedTopic log = new CompactedTopic(topics, "_spread", LogViewTest::scope);
     assertEquals("before: one partition", 0, log.partitionOf("beta"));
+    // What a spread cut short left: a copy of a key deleted since in partition 0.
+    int gone = CompactedTopic.ofScope("gone", 16);
+    org.junit.Assert.assertNotEquals(0, gone);
+    topics.producer().send(new org.apache.kafka.clients.producer.ProducerRecord<>("_spread", gone,
+        b("epoch/gone/q"), b("4")));
     Map<String, String> before = text(log.readAll());
 
     int moved = log.spread(16);
@@ -136,7 +141,7 @@ public class LogViewTest {
     assertEquals(CompactedTopic.ofScope("beta", 16), log.partitionOf("beta"));
     assertEquals("every live key, its latest value", before, text(log.readAll()));
     assertEquals(Map.of("epoch/beta/q", "3"), text(log.readPrefixes("epoch/beta/")));
-    assertFalse("a deleted key stays deleted", log.latest("epoch/gone/q").isPresent());
+    assertFalse("a deleted key stays deleted, its copy of a spread cut short too", log.latest("epoch/gone/q").isPresent());
     assertEquals("a scope's records keep their order", true,
         log.readPrefix("writer-taken/beta/").get("writer-taken/beta/c1").getKey() < log.latest("beta").get().getKey());
     assertEquals("spread already: nothing to do", -1, log.spread(16));
