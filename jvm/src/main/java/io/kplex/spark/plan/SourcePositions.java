@@ -51,11 +51,9 @@ public final class SourcePositions extends Rule<LogicalPlan> {
     if (plan instanceof AppendData append) return insert(append);
     if (!(plan instanceof WriteToStream write) || !(write.sink() instanceof KplexTable)) return plan;
     LogicalPlan query = write.inputQuery();
-    if (!query.resolved()) return plan;
-    List<Attribute> output = Scala.asJava(query.output());
-    for (Attribute a : output) if (WriteSchema.POSITION_COLUMNS.contains(a.name())) return plan;
-    Positioned found = positioned(query);
+    Positioned found = source(query);
     if (found == null) return plan;
+    List<Attribute> output = Scala.asJava(query.output());
     int order;
     try {
       order = WriteSchema.orderColumn(query.schema());
@@ -80,16 +78,22 @@ public final class SourcePositions extends Rule<LogicalPlan> {
         || table.definition().isEmpty()) {
       return append;
     }
-    LogicalPlan query = append.query();
-    if (!query.resolved()) return append;
-    List<Attribute> output = Scala.asJava(query.output());
-    for (Attribute a : output) if (WriteSchema.POSITION_COLUMNS.contains(a.name())) return append;
-    Positioned found = positioned(query);
+    Positioned found = source(append.query());
     if (found == null) return append;
-    List<NamedExpression> columns = new ArrayList<>(output);
+    List<NamedExpression> columns = new ArrayList<>(Scala.asJava(append.query().output()));
     columns.add(alias(found.partition, 0, null));
     columns.add(alias(found.offset, 1, new MetadataBuilder().putString(WriteSchema.SOURCE_TOPIC, found.topic).build()));
     return append.withNewChildren(seq(List.of(new Project(seq(columns), found.plan))));
+  }
+
+  /**
+   * The kplex source a write's resolved query reads through projections and filters, or null:
+   * none, not resolved yet, or positioned already (the rule ran on it).
+   */
+  private static Positioned source(LogicalPlan query) {
+    if (!query.resolved()) return null;
+    for (Attribute a : Scala.asJava(query.output())) if (WriteSchema.POSITION_COLUMNS.contains(a.name())) return null;
+    return positioned(query);
   }
 
   private static NamedExpression alias(Expression e, int column) {
