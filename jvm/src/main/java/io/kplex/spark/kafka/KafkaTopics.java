@@ -149,7 +149,11 @@ public class KafkaTopics implements AutoCloseable {
     });
   }
 
-  /** Creates the topic unless it exists (a concurrent creation is fine). */
+  /**
+   * Creates the topic unless it exists (a concurrent creation is fine), and returns once the
+   * cluster describes it: on a cluster of several brokers, the one the next call asks may learn
+   * of a new topic a moment after the controller created it.
+   */
   public void ensureTopic(String topic, int partitions, Map<String, String> configs) {
     if (ensured.contains(topic)) {
       return;
@@ -165,6 +169,19 @@ public class KafkaTopics implements AutoCloseable {
         throw e;
       }
     }
+    long deadline = clock.millis() + TIMEOUT_MS;
+    while (partitionCount(topic).isEmpty()) {
+      if (clock.millis() >= deadline) {
+        throw io.kplex.spark.errors.Errors.unknownTopic(topic);
+      }
+      try {
+        clock.sleep(100);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw io.kplex.spark.errors.Errors.unknownTopic(topic);
+      }
+    }
+    ensured.add(topic);
   }
 
   public void deleteTopic(String topic) {
