@@ -14,6 +14,10 @@ The benchmark times a 100-record exactly-once `INSERT` into a fresh table, on on
   V = 16 each, distinct keys, so compaction cannot shrink them);
 - and times the same `INSERT` again: the first in a fresh driver JVM (the view reads the history
   once), then the next ones in that JVM.
+It also times a streaming epoch's commit (the sink's `commitMs`) into a table of V = 1,000 of which
+each epoch writes 3 virtual partitions, at the start and at the end, with its epoch marks written
+as changes since a base (kplex now) and whole (`-Dkplex.controlPlane.wholeMarks=true`, as before),
+and the bytes each epoch appends to the log.
 
 Each mode runs in its own driver JVM, in the same run: `scoped, view` (kplex now) on a broker where
 kplex created the log; `one partition, view` (a log created by a kplex before scopes, never spread)
@@ -68,6 +72,71 @@ for i in range(inserts):
 spark.stop()
 print(json.dumps(seconds))
 """
+
+
+# One driver JVM: a streaming query into a table of V = 1,000; a first run writes about 260
+# virtual partitions, then a run of about 20 micro-batches writes 3 each. Prints, as JSON on its
+# last line, each of those epochs' driver commit (the sink's commitMs) and the bytes they
+# appended to the table's partition of the control plane (marks and pending records).
+STREAMED = """
+import json, sys, uuid
+from confluent_kafka import Consumer, TopicPartition
+from kplex.session import kplex_session
+from kplex.status import control_plane_partition
+from kplex.streaming import recent_progress
+from kplex.testing import datagen
+bootstrap, whole, partitions = sys.argv[1], sys.argv[2], int(sys.argv[3])
+spark = kplex_session(bootstrap, master="local[2]", app_name="kplex-control-plane-stream",
+                      conf={"spark.driver.extraJavaOptions": f"-Dkplex.controlPlane.wholeMarks={whole}",
+                            "spark.sql.shuffle.partitions": "2"})
+source, table = "cps_src_" + uuid.uuid4().hex[:8], "cps_" + uuid.uuid4().hex[:10]
+datagen.generate_pageviews(bootstrap, source, 2_000, partitions=2, users=300, seed=5)
+spark.sql(f"CREATE TABLE kplex.{table} TBLPROPERTIES ('kplex.virtual_partitions' = '1000',"
+          " 'kplex.physical_partitions' = '2', 'kplex.max_delay_ms' = '1000')")
+def run(**options):
+    reader = spark.readStream.format("kplex").option("table", source).option("releaseAtEnd", "true")
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    query = (reader.load().selectExpr("kplex_key(kplex_json(value, '/userid')) AS key",
+             "kplex_order(CAST(kplex_json(value, '/viewtime') AS BIGINT)) AS order_value", "value")
+             .writeStream.format("kplex").option("table", table).option("checkpointLocation", "/tmp/" + table)
+             .trigger(availableNow=True).start())
+    query.awaitTermination(600)
+    assert query.exception() is None, query.exception()
+    return query
+run()
+log = TopicPartition("_kplex_commits", control_plane_partition(table, partitions))
+consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "kplex-bench-" + uuid.uuid4().hex,
+                     "enable.auto.commit": False})
+before = consumer.get_watermark_offsets(log, timeout=30)[1]
+datagen.generate_pageviews(bootstrap, source, 400, partitions=2, users=3, seed=6, create=False,
+                           start_ms=datagen.ARTICLE_START_MS + 2_000 * 500 + 60_000)
+query = run(maxOffsetsPerTrigger="20")
+epochs = [p for p in recent_progress(query) if p.numInputRows > 0 and (p.sink.metrics or {}).get("commitMs")]
+end = consumer.get_watermark_offsets(log, timeout=30)[1]
+log.offset = before
+consumer.assign([log])
+appended, read = 0, before
+while read < end:
+    for r in consumer.consume(500, timeout=5):
+        read = r.offset() + 1
+        key = (r.key() or b"").decode()
+        if key == table or key.startswith(f"epoch/{table}/"):
+            appended += len(r.value() or b"")
+consumer.close()
+spark.stop()
+print(json.dumps({"commit_ms": [int(p.sink.metrics["commitMs"]) for p in epochs], "bytes": appended,
+                  "epochs": len(epochs)}))
+"""
+
+
+def streamed_epochs(bootstrap: str, whole: str) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
+    done = subprocess.run([sys.executable, "-c", STREAMED, bootstrap, whole, str(partitions_of(bootstrap))],
+                          capture_output=True, text=True, timeout=3600, env=env)
+    if done.returncode != 0:
+        raise SystemExit(f"the streamed epochs failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def timed_inserts(bootstrap: str, source: str, full_scan: str, inserts: int) -> list[float]:
@@ -162,12 +231,16 @@ def main(argv: list[str] | None = None) -> int:
         modes = {mode: full for mode, (where, full) in MODES.items() if where == layout}
         # The first INSERT of each driver (a cold JVM) is kept apart from the median of the next ones.
         start = {mode: timed_inserts(bootstrap, source, full, args.inserts + 1) for mode, full in modes.items()}
+        if layout == "scoped":  # a streaming epoch's commit, its marks as changes and whole
+            start["stream"] = {whole: streamed_epochs(bootstrap, whole) for whole in ("false", "true")}
         before = log_end(bootstrap)
         t0 = time.perf_counter()
         sent = fill(bootstrap, args.history)
         filled_s = time.perf_counter() - t0
         after = log_end(bootstrap)
         end = {mode: timed_inserts(bootstrap, source, full, args.inserts + 1) for mode, full in modes.items()}
+        if layout == "scoped":
+            end["stream"] = {whole: streamed_epochs(bootstrap, whole) for whole in ("false", "true")}
         return start, end, (before, after, sent, filled_s)
 
     def report(start: dict, end: dict, sizes: tuple[int, int, int, float]) -> str:
@@ -200,6 +273,20 @@ def main(argv: list[str] | None = None) -> int:
                   f" running driver, {scoped[6]:.2f}x for a new driver's first INSERT (target: within 1.2x)."
                   " A new driver's first INSERT also loads and compiles kplex and Spark's classes: compare it"
                   " with the first INSERT of a new driver at the start."]
+        lines += ["", "A streaming epoch's commit, scoped: a table of V = 1,000 with about 260 virtual partitions"
+                  " written, then about 20 micro-batches that write 3 each (median of their `commitMs`, the"
+                  " driver's commit; bytes: what those epochs appended to the table's partition of the log, its"
+                  " epoch marks and pending records).", "",
+                  "| epoch marks | start, commit (ms) | end, commit (ms) | end / start | start, bytes an epoch |"
+                  " end, bytes an epoch |", "|---|---:|---:|---:|---:|---:|"]
+        for whole, name in (("false", "as changes since a base"), ("true", "whole (before)")):
+            s, e = start["stream"][whole], end["stream"][whole]
+            sm, em = statistics.median(s["commit_ms"]), statistics.median(e["commit_ms"])
+            lines.append(f"| {name} | {sm:.0f} | {em:.0f} | {em / sm:.2f}x | {s['bytes'] / s['epochs']:,.0f} |"
+                         f" {e['bytes'] / e['epochs']:,.0f} |")
+        changes, whole_ = start["stream"]["false"], start["stream"]["true"]
+        lines += ["", f"An epoch appends {(whole_['bytes'] / whole_['epochs']) / (changes['bytes'] / changes['epochs']):.1f}x"
+                  " as many bytes to the log with whole marks as with marks written as changes."]
         return "\n".join(lines) + "\n"
 
     start, end, sizes = {}, {}, None

@@ -107,3 +107,48 @@ def test_a_log_written_before_scopes_is_spread_by_table_once_no_writer_is_at_wor
         assert copies["writer/gamma/c2"] == now - 3_600_000
         again = spread(bootstrap)
         assert again.returncode == 0 and "nothing to do" in again.stdout, again.stdout + again.stderr[-2000:]
+
+
+def test_a_stream_over_a_thousand_virtual_partitions_records_each_epochs_changes_and_is_resumed_from_them(
+        spark, bootstrap, fresh_name, tmp_path):
+    """V = 1,000: after a first run writes about 180 virtual partitions, each later run writes 3.
+    Their epoch marks hold what changed since a base, not every virtual partition (the log,
+    read with a plain consumer); the next run on the checkpoint, and a new query resuming from
+    the table, read them whole: every record once, in order, none late."""
+    from test_stream_resume import late, resume
+    from test_streaming import run_available_now
+
+    source, target = fresh_name("changes_src"), fresh_name("changes_by_user")
+    datagen.generate_pageviews(bootstrap, source, 3_000, partitions=3, users=200, seed=3, out_of_order_ms=1_000)
+    spark.sql(f"CREATE TABLE kplex.{target} TBLPROPERTIES ('kplex.virtual_partitions' = '1000',"
+              " 'kplex.physical_partitions' = '3', 'kplex.max_delay_ms' = '1000')")
+    chk = tmp_path / "chk"
+    total, start = 3_000, datagen.ARTICLE_START_MS + 3_000 * 500 + 60_000
+    query = run_available_now(spark, source, target, chk)
+    assert query.exception() is None, query.exception()
+    for round_ in range(4):
+        datagen.generate_pageviews(bootstrap, source, 200, partitions=3, users=3, seed=10 + round_, create=False,
+                                   start_ms=start)
+        total, start = total + 200, start + 200 * 500 + 60_000
+        query = run_available_now(spark, source, target, chk)
+        assert query.exception() is None, query.exception()
+        assert late(query) == 0
+
+    key = f"epoch/{target}/{query.id}"
+    latest = {k: v for k, v in latest_by_partition(bootstrap)[control_plane_partition(target)].items()
+              if k.startswith(key)}
+    mark, base = json.loads(latest[key]), json.loads(latest[key + "#base"])
+    assert "base_epoch" in mark and "base_epoch" not in base, sorted(mark)
+    assert len(base["written"]) > 150, "the base holds every virtual partition written"
+    assert 0 < len(mark["written"]) <= 12, mark["written"]  # what changed since the base
+    assert mark["epoch"] > base["epoch"] >= mark["base_epoch"]
+
+    # A new query on a new checkpoint resumes from the table: it reads the marks whole.
+    datagen.generate_pageviews(bootstrap, source, 200, partitions=3, users=3, seed=20, create=False,
+                               start_ms=start)
+    resumed = resume(spark, source, target, tmp_path / "new", select=SELECT)
+    assert resumed.exception() is None, resumed.exception()
+    assert late(resumed) == 0
+    report = verify.check_derived_topic(bootstrap, source, target, 1_000, 3)
+    assert report.ok, report.summary()
+    assert report.derived_count == total + 200

@@ -129,7 +129,36 @@ public final class CommitLog {
    */
   public long begin(String table, String queryId, List<TaskTransaction> txns, EpochMark mark, String completes,
       String claim) {
-    return topic.put(table, toJson(table, queryId, txns, mark, completes, claim));
+    Map<String, byte[]> entries = mark == null ? new LinkedHashMap<>() : marking(mark);
+    byte[] markJson = mark == null ? null : entries.remove(mark.key());
+    entries.put(table, toJson(table, queryId, txns, markJson == null ? null : EpochMark.tree(markJson), completes,
+        claim));
+    return topic.putAll(entries);
+  }
+
+  /**
+   * The records that write {@code mark}: under its key, whole or as its changes from the base
+   * under the key's {@link EpochMark#BASE} ({@link EpochMark#toDeltaJson}), after a new base when
+   * the key holds a whole mark now (that mark becomes the base). So a base is only ever a mark
+   * its key held, committed; a key holding changes is never given a base older than the one
+   * they were taken from; and a base is written before the key, in the same partition (the
+   * table's): a reader finds every mark whole, or with its base.
+   */
+  private Map<String, byte[]> marking(EpochMark mark) {
+    String key = mark.key();
+    Map<String, byte[]> stored = topic.readPrefixes(key);
+    byte[] now = stored.get(key);
+    byte[] base = stored.get(key + EpochMark.BASE);
+    Map<String, byte[]> out = new LinkedHashMap<>();
+    byte[] json = null;
+    if (now != null && !EpochMark.isDelta(EpochMark.tree(now))) {
+      json = mark.toDeltaJson(EpochMark.fromJson(now));
+      if (json != null && !java.util.Arrays.equals(now, base)) out.put(key + EpochMark.BASE, now);
+    } else if (now != null && base != null) {
+      json = mark.toDeltaJson(EpochMark.fromJson(base));
+    }
+    out.put(key, json != null ? json : mark.toJson());
+    return out;
   }
 
   /** Ends a commit whose transactions are all committed: its epoch mark first, if any. */
@@ -144,7 +173,7 @@ public final class CommitLog {
 
   private void end(String table, EpochMark mark, String completes) {
     Map<String, byte[]> entries = new LinkedHashMap<>();
-    if (mark != null) entries.put(mark.key(), mark.toJson());
+    if (mark != null) entries.putAll(marking(mark));
     if (completes != null) entries.put(completes, null);
     entries.put(table, null);
     topic.putAll(entries);
@@ -157,7 +186,7 @@ public final class CommitLog {
    */
   void settle(Pending pending, PartialCommit partial, EpochMark mark) {
     Map<String, byte[]> entries = new LinkedHashMap<>();
-    if (mark != null) entries.put(mark.key(), mark.toJson());
+    if (mark != null) entries.putAll(marking(mark));
     entries.put(partial.key(), partial.toJson());
     entries.put(pending.table, null);
     topic.putAll(entries);
@@ -184,12 +213,14 @@ public final class CommitLog {
 
   /** Records that a streaming query's epoch is committed (and what its next epoch needs). */
   public void mark(EpochMark mark) {
-    topic.put(mark.key(), mark.toJson());
+    topic.putAll(marking(mark));
   }
 
   /** The last epoch that {@code query} committed to {@code table}, if any. */
   public Optional<EpochMark> lastEpoch(String table, String query) {
-    return topic.latest(EpochMark.key(table, query)).map(e -> EpochMark.fromJson(e.getValue()));
+    String key = EpochMark.key(table, query);
+    Map<String, byte[]> stored = topic.readPrefixes(key);
+    return Optional.ofNullable(stored.get(key)).map(json -> EpochMark.fromJson(json, stored.get(key + EpochMark.BASE)));
   }
 
   /**
@@ -217,8 +248,8 @@ public final class CommitLog {
    */
   public InsertStart insertsStart(String table, String source, String query) {
     Map<String, byte[]> log = topic.readPrefixes(EpochMark.key(table, ""), PartialCommit.prefix(table));
-    byte[] json = log.get(EpochMark.key(table, EpochMark.INSERTS));
-    Map<String, OffsetRanges> reads = json == null ? Map.of() : EpochMark.fromJson(json).reads();
+    EpochMark inserts = EpochMark.all(log).get(EpochMark.key(table, EpochMark.INSERTS));
+    Map<String, OffsetRanges> reads = inserts == null ? Map.of() : inserts.reads();
     EpochMark mark = new EpochMark(table, EpochMark.INSERTS, 0, io.kplex.spark.time.EventTime.Marks.of(
         writtenHighs(log, table, null)), List.of(), 0, null, reads);
     Map<String, byte[]> marks = new java.util.HashMap<>(log);
@@ -236,10 +267,11 @@ public final class CommitLog {
   static Map<Integer, Long> writtenHighs(Map<String, byte[]> log, String table, String rerunning) {
     Map<Integer, Long> out = new java.util.HashMap<>();
     String prefix = EpochMark.key(table, "");
+    EpochMark.all(log).forEach((key, mark) -> {
+      if (key.startsWith(prefix)) mark.marks().written().forEach((vp, w) -> out.merge(vp, w, Math::max));
+    });
     log.forEach((key, json) -> {
-      if (json != null && key.startsWith(prefix)) {
-        EpochMark.fromJson(json).marks().written().forEach((vp, w) -> out.merge(vp, w, Math::max));
-      } else if (json != null && key.startsWith(PartialCommit.prefix(table))) {
+      if (json != null && key.startsWith(PartialCommit.prefix(table))) {
         PartialCommit partial = PartialCommit.fromJson(json);
         if (!partial.query().equals(rerunning)) partial.committed().forEach((vp, w) -> out.merge(vp, w, Math::max));
       }
@@ -257,9 +289,7 @@ public final class CommitLog {
 
   static Optional<EpochMark> lastOnSource(Map<String, byte[]> marks, String source) {
     EpochMark best = null;
-    for (byte[] json : marks.values()) {
-      if (json == null) continue;
-      EpochMark m = EpochMark.fromJson(json);
+    for (EpochMark m : EpochMark.all(marks).values()) {
       if (m.lineage() == null || !source.equals(m.lineage().topic())) continue;
       if (best == null || m.lineage().atMs() > best.lineage().atMs()) best = m;
     }
@@ -279,11 +309,7 @@ public final class CommitLog {
 
   static OffsetRanges readByOthers(Map<String, byte[]> marks, String source, String query, String resumedFrom) {
     Map<String, EpochMark> byQuery = new java.util.HashMap<>();
-    for (byte[] json : marks.values()) {
-      if (json == null) continue;
-      EpochMark m = EpochMark.fromJson(json);
-      byQuery.put(m.query(), m);
-    }
+    for (EpochMark m : EpochMark.all(marks).values()) byQuery.put(m.query(), m);
     java.util.Set<String> own = new java.util.HashSet<>();
     for (String q = query; q != null && own.add(q); ) {
       EpochMark m = byQuery.get(q);
@@ -314,9 +340,7 @@ public final class CommitLog {
   static Optional<EpochMark> overtaken(Map<String, byte[]> marks, EpochMark mine) {
     EpochMark.Lineage own = mine.lineage();
     if (own == null) return Optional.empty();
-    for (byte[] json : marks.values()) {
-      if (json == null) continue;
-      EpochMark m = EpochMark.fromJson(json);
+    for (EpochMark m : EpochMark.all(marks).values()) {
       EpochMark.Lineage l = m.lineage();
       if (l != null && !m.query().equals(mine.query()) && own.topic().equals(l.topic()) && l.atMs() > own.atMs()) {
         return Optional.of(m);
@@ -336,9 +360,7 @@ public final class CommitLog {
 
   static long carriedFloor(Map<String, byte[]> marks, Map<Integer, Long> starts) {
     long out = Long.MIN_VALUE;
-    for (byte[] json : marks.values()) {
-      if (json == null) continue;
-      EpochMark m = EpochMark.fromJson(json);
+    for (EpochMark m : EpochMark.all(marks).values()) {
       if (m.lineage() == null) continue;
       List<EpochMark.Floor> floors = m.lineage().floors();
       for (int i = floors.size() - 1; i >= 0; i--) {
@@ -354,9 +376,7 @@ public final class CommitLog {
   /** The tables a stream from {@code topic} committed epochs to (their marks name it). */
   public java.util.SortedSet<String> tablesStreamedFrom(String sourceTopic) {
     java.util.SortedSet<String> out = new java.util.TreeSet<>();
-    topic.readPrefixes("epoch/").forEach((key, json) -> {
-      if (json == null) return;
-      EpochMark m = EpochMark.fromJson(json);
+    EpochMark.all(topic.readPrefixes("epoch/")).values().forEach(m -> {
       if (m.lineage() != null && sourceTopic.equals(m.lineage().topic())) out.add(m.table());
     });
     return out;
@@ -364,9 +384,7 @@ public final class CommitLog {
 
   /** The query whose marks on {@code table} say it resumed from {@code query}'s, or null. */
   public String resumedBy(String table, String query) {
-    for (byte[] json : topic.readPrefixes(EpochMark.key(table, "")).values()) {
-      if (json == null) continue;
-      EpochMark m = EpochMark.fromJson(json);
+    for (EpochMark m : EpochMark.all(topic.readPrefixes(EpochMark.key(table, ""))).values()) {
       if (m.lineage() != null && query.equals(m.lineage().resumedQuery()) && !m.query().equals(query)) {
         return m.query();
       }
@@ -385,7 +403,14 @@ public final class CommitLog {
   }
 
   public Optional<Pending> pending(String table) {
-    return topic.latest(table).map(e -> fromJson(e.getValue(), e.getKey()));
+    return topic.latest(table).map(e -> {
+      JsonNode mark = markOf(e.getValue());
+      // An epoch's mark written as changes: its base was written before the pending record, and
+      // is not written again before the pending record is gone.
+      byte[] base = mark == null || !EpochMark.isDelta(mark) ? null : topic.latest(EpochMark.key(table,
+          mark.path("query").asText()) + EpochMark.BASE).map(Map.Entry::getValue).orElse(null);
+      return fromJson(e.getValue(), e.getKey(), base);
+    });
   }
 
   /** Writes these keys in their order in one round trip (the writer claims' bookkeeping). */
@@ -406,10 +431,16 @@ public final class CommitLog {
   }
 
   static byte[] toJson(String table, String queryId, List<TaskTransaction> txns, EpochMark mark) {
-    return toJson(table, queryId, txns, mark, null, null);
+    return toJson(table, queryId, txns, mark == null ? null : mark.toJsonNode(), null, null);
   }
 
   static byte[] toJson(String table, String queryId, List<TaskTransaction> txns, EpochMark mark, String completes,
+      String claim) {
+    return toJson(table, queryId, txns, mark == null ? null : mark.toJsonNode(), completes, claim);
+  }
+
+  /** {@code mark}: the epoch mark's JSON, whole or as changes to its base ({@link #marking}). */
+  static byte[] toJson(String table, String queryId, List<TaskTransaction> txns, JsonNode mark, String completes,
       String claim) {
     ObjectNode node = JSON.createObjectNode();
     node.put("table", table);
@@ -420,17 +451,31 @@ public final class CommitLog {
       ObjectNode highs = o.putObject("highs");
       t.highs().forEach((vp, h) -> highs.put(Integer.toString(vp), h));
     }
-    if (mark != null) node.set("epoch_mark", mark.toJsonNode());
+    if (mark != null) node.set("epoch_mark", mark);
     if (completes != null) node.put("completes", completes);
     if (claim != null) node.put("claim", claim);
     return node.toString().getBytes(StandardCharsets.UTF_8);
   }
 
   static Pending fromJson(byte[] json) {
-    return fromJson(json, -1);
+    return fromJson(json, -1, null);
+  }
+
+  /** The epoch mark a pending record carries, as written (whole or as changes), or null. */
+  private static JsonNode markOf(byte[] json) {
+    try {
+      return JSON.readTree(json).get("epoch_mark");
+    } catch (IOException e) {
+      throw Errors.unreadableMetadata("pending commit", TOPIC, e);
+    }
   }
 
   static Pending fromJson(byte[] json, long offset) {
+    return fromJson(json, offset, null);
+  }
+
+  /** {@code base}: the base of its epoch mark, if that is written as changes. */
+  static Pending fromJson(byte[] json, long offset, byte[] base) {
     try {
       JsonNode node = JSON.readTree(json);
       List<TaskTransaction> txns = new ArrayList<>();
@@ -442,7 +487,7 @@ public final class CommitLog {
         txns.add(new TaskTransaction(t.path("id").asText(), t.path("producer_id").asLong(),
             (short) t.path("epoch").asInt(), highs));
       }
-      EpochMark mark = node.has("epoch_mark") ? EpochMark.fromJson(node.get("epoch_mark")) : null;
+      EpochMark mark = node.has("epoch_mark") ? EpochMark.fromJson(node.get("epoch_mark"), base) : null;
       return new Pending(node.path("table").asText(), node.path("query").asText(null), txns, mark,
           node.path("completes").asText(null), vpsKnown, node.path("claim").asText(null), offset);
     } catch (IOException e) {

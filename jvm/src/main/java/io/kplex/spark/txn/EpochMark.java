@@ -183,6 +183,121 @@ public record EpochMark(String table, String query, long epoch, EventTime.Marks 
     return toJsonNode().toString().getBytes(StandardCharsets.UTF_8);
   }
 
+  /**
+   * The suffix of the key that holds the base of a mark written as changes ({@link #toDeltaJson}):
+   * {@code epoch/<table>/<query>#base}, in the table's scope of the log.
+   */
+  public static final String BASE = "#base";
+
+  /** Marks with fewer entries (source partitions and virtual partitions) than this are written whole. */
+  static final int DELTA_MIN_ENTRIES = 64;
+
+  /**
+   * A JVM system property ({@code -Dkplex.controlPlane.wholeMarks=true}) that writes every mark
+   * whole, as kplex did before: for the control plane's benchmark (bench/control_plane.py) to
+   * compare both in one run. A SQL session cannot set it.
+   */
+  static final String WHOLE_MARKS_PROPERTY = "kplex.controlPlane.wholeMarks";
+
+  /**
+   * This mark as the changes from {@code base}, an earlier committed mark of the same query, or
+   * null if it should be written whole: it is small, or an INSERTs' mark (whose epoch does not
+   * grow), or not later than the base, or drops an entry of the base, or the changes are more
+   * than half of it. Only the per-partition maps ({@code highs}, {@code written}) are cut to
+   * their changes; the rest is written whole. With V in the thousands and a few virtual
+   * partitions written per epoch, this is most of what an epoch writes to the log.
+   */
+  byte[] toDeltaJson(EpochMark base) {
+    int entries = marks.highs().size() + marks.written().size();
+    if (base == null || entries < DELTA_MIN_ENTRIES || Boolean.getBoolean(WHOLE_MARKS_PROPERTY) || INSERTS.equals(query) || !base.query.equals(query)
+        || base.epoch >= epoch) {
+      return null;
+    }
+    Map<Integer, Long> highs = changes(base.marks.highs(), marks.highs());
+    Map<Integer, Long> written = changes(base.marks.written(), marks.written());
+    long changed = highs == null || written == null ? entries : highs.size() + written.size();
+    // Whole again once the changes are half of it, or once the changes written since the base
+    // (about changed x epochs / 2) reach two whole marks: the base's two records (the whole
+    // mark, then its copy as the base) then cost no more than the changes repeated since. With
+    // k of E entries changing per epoch, a base lasts about 2 sqrt(E / k) epochs, and an epoch
+    // writes about 2 sqrt(E k) entries instead of E.
+    if (2 * changed > entries || changed * (epoch - base.epoch) > 4L * entries) return null;
+    ObjectNode node = toJsonNode();
+    node.put("base_epoch", base.epoch);
+    ObjectNode h = node.putObject("highs");
+    new java.util.TreeMap<>(highs).forEach((p, v) -> h.put(Integer.toString(p), v));
+    ObjectNode w = node.putObject("written");
+    new java.util.TreeMap<>(written).forEach((vp, v) -> w.put(Integer.toString(vp), v));
+    return node.toString().getBytes(StandardCharsets.UTF_8);
+  }
+
+  /** The entries of {@code now} that differ from {@code before}; null if one of {@code before} is gone. */
+  private static Map<Integer, Long> changes(Map<Integer, Long> before, Map<Integer, Long> now) {
+    if (!now.keySet().containsAll(before.keySet())) return null;
+    Map<Integer, Long> out = new HashMap<>();
+    now.forEach((k, v) -> {
+      if (!v.equals(before.get(k))) out.put(k, v);
+    });
+    return out;
+  }
+
+  /** Whether this JSON is a mark written as changes to a base ({@link #toDeltaJson}). */
+  static boolean isDelta(JsonNode node) {
+    return node.has("base_epoch");
+  }
+
+  /**
+   * A mark from its JSON, whole or as changes to {@code base} (the record under its key's
+   * {@link #BASE}; null if there is none). The base may be later than the one the changes were
+   * taken from, up to the mark's own epoch: an entry that changed since is among the changes, one
+   * that did not has the same value in both.
+   */
+  static EpochMark fromJson(JsonNode node, byte[] base) {
+    EpochMark read = fromJson(node);
+    if (!isDelta(node)) return read;
+    long from = node.path("base_epoch").asLong();
+    JsonNode baseNode = base == null ? null : tree(base);
+    EpochMark b = baseNode == null || isDelta(baseNode) ? null : fromJson(baseNode);
+    if (b == null || b.epoch < from || b.epoch > read.epoch || !b.query.equals(read.query)) {
+      throw io.kplex.spark.errors.Errors.unreadableMetadata("epoch record", CommitLog.TOPIC,
+          new IllegalStateException(key(read.table, read.query) + " is written as changes to epoch " + from
+              + ", and " + key(read.table, read.query) + BASE + (b == null ? " is missing" : " holds epoch " + b.epoch)));
+    }
+    Map<Integer, Long> highs = new HashMap<>(b.marks.highs());
+    highs.putAll(read.marks.highs());
+    Map<Integer, Long> written = new HashMap<>(b.marks.written());
+    written.putAll(read.marks.written());
+    return new EpochMark(read.table, read.query, read.epoch,
+        new EventTime.Marks(highs, written, read.marks.idle(), read.marks.moved()), read.held, read.heldRecords,
+        read.lineage, read.reads);
+  }
+
+  /** A mark from its JSON and the base it may be written against ({@link #fromJson(JsonNode, byte[])}). */
+  public static EpochMark fromJson(byte[] json, byte[] base) {
+    return fromJson(tree(json), base);
+  }
+
+  static JsonNode tree(byte[] json) {
+    try {
+      return JSON.readTree(json);
+    } catch (java.io.IOException e) {
+      throw io.kplex.spark.errors.Errors.unreadableMetadata("epoch record", CommitLog.TOPIC, e);
+    }
+  }
+
+  /**
+   * The marks among records of the log ({@code epoch/..} keys, with their bases), each read
+   * whole, by key, in the order of {@code log}; other records are left out.
+   */
+  public static Map<String, EpochMark> all(Map<String, byte[]> log) {
+    Map<String, EpochMark> out = new java.util.LinkedHashMap<>();
+    log.forEach((key, json) -> {
+      if (json == null || !key.startsWith("epoch/") || key.endsWith(BASE)) return;
+      out.put(key, fromJson(json, log.get(key + BASE)));
+    });
+    return out;
+  }
+
   static EpochMark fromJson(JsonNode node) {
     List<String> held = new ArrayList<>();
     node.path("held").forEach(h -> held.add(h.asText()));
@@ -221,11 +336,8 @@ public record EpochMark(String table, String query, long epoch, EventTime.Marks 
         node.has("held_records") ? node.path("held_records").asLong() : held.isEmpty() ? 0 : -1, lineage, reads);
   }
 
+  /** A mark written whole (a mark written as changes needs its base: {@link #fromJson(byte[], byte[])}). */
   public static EpochMark fromJson(byte[] json) {
-    try {
-      return fromJson(JSON.readTree(json));
-    } catch (java.io.IOException e) {
-      throw io.kplex.spark.errors.Errors.unreadableMetadata("epoch record", CommitLog.TOPIC, e);
-    }
+    return fromJson(json, null);
   }
 }

@@ -172,9 +172,8 @@ public final class TableState {
   private static void streams(KafkaTopics kafka, Map<String, byte[]> all, String table, ArrayNode out) {
     Map<String, Map<TopicPartition, OffsetAndMetadata>> groups = monitorGroups(kafka.admin(), table);
     String prefix = EpochMark.key(table, "");
-    new TreeMap<>(all).forEach((key, json) -> {
-      if (json == null || !key.startsWith(prefix)) return;
-      EpochMark mark = EpochMark.fromJson(json);
+    EpochMark.all(new TreeMap<>(all)).forEach((key, mark) -> {
+      if (!key.startsWith(prefix)) return;
       ObjectNode q = out.addObject();
       q.put("query", mark.query()).put("last_epoch", mark.epoch()).put("held_files", mark.held().size());
       if (mark.heldRecords() >= 0) q.put("held_records", mark.heldRecords());

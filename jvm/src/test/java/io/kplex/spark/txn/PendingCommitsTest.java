@@ -56,19 +56,21 @@ public class PendingCommitsTest {
     assertNotEquals("the two tables' records live in two partitions of the log",
         CompactedTopic.ofScope("another_table", CompactedTopic.SCOPED_PARTITIONS),
         CompactedTopic.ofScope(TABLE, CompactedTopic.SCOPED_PARTITIONS));
-    new CommitLog(topics).mark(EpochMark.start("another_table", "q2"));
+    new CommitLog(topics).mark(EpochMark.start("another_table", "q2"));  // (reads the mark's key first)
+    reads = kafka.reads.get();
     finish(pending);
-    assertEquals("another table's part of the log moved: not again", reads + 1, kafka.reads.get());
+    assertEquals("another table's part of the log moved: not again", reads, kafka.reads.get());
     new CommitLog(topics).mark(EpochMark.start(TABLE, "q2"));
+    reads = kafka.reads.get();
     finish(pending);
-    assertEquals("the table's part of the log moved", reads + 2, kafka.reads.get());
+    assertEquals("the table's part of the log moved", reads + 1, kafka.reads.get());
 
     pending.clear();
     finish(pending);
-    assertEquals("forgotten", reads + 3, kafka.reads.get());
+    assertEquals("forgotten", reads + 2, kafka.reads.get());
 
     finish(new PendingCommits(claims));
-    assertEquals("another catalog keeps its own", reads + 4, kafka.reads.get());
+    assertEquals("another catalog keeps its own", reads + 3, kafka.reads.get());
   }
 
   @Test
