@@ -148,7 +148,7 @@ def test_lateness_is_judged_per_topic_partition_not_per_partition_number(bootstr
 ], ids=["one topic", "two, as listed", "names trimmed", "empty entries left out"])
 def test_the_source_topics_of_a_definition_are_split_on_commas_and_trimmed(source, topics):
     info = TableInfo.from_definition(parse_definition(json.dumps(definition("t", source))))
-    assert info.kind == "virtual" and info.topics == topics
+    assert info.kind == "read_time" and info.topics == topics
 
 
 @pytest.mark.parametrize("source", ["a, a", " , "], ids=["duplicate", "no topic"])

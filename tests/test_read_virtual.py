@@ -155,7 +155,7 @@ def test_a_source_topic_named_twice_or_missing_is_refused(spark, source, fresh_n
         create_virtual(spark, fresh_name("gone"), f"{source}, {missing}", 4)
 
 
-def test_a_virtual_table_creates_no_topic_and_stores_a_self_describing_definition(
+def test_a_read_time_table_creates_no_topic_and_stores_a_self_describing_definition(
         spark, bootstrap, source, fresh_name):
     live = fresh_name("live")
     create_virtual(spark, live, source, 4)
@@ -171,7 +171,7 @@ def test_a_virtual_table_creates_no_topic_and_stores_a_self_describing_definitio
     assert live in {r.tableName for r in spark.sql("SHOW TABLES IN kplex").collect()}
 
 
-def test_writing_into_a_virtual_table_is_refused_and_dropping_it_keeps_the_source(
+def test_writing_into_a_read_time_table_is_refused_and_dropping_it_keeps_the_source(
         spark, bootstrap, source, fresh_name):
     live = fresh_name("live")
     create_virtual(spark, live, source, 4)

@@ -106,7 +106,7 @@ def open_table(bootstrap: str, table: str, *, key: str | None = None, order: str
     pointer such as ``/viewtime`` stands for ``CAST(get_json_object(...) AS BIGINT)``.
 
     >>> open_table("localhost:9092", "clickstream", order="/_time", max_delay_ms=1000)  # doctest: +SKIP
-    TableInfo(name='clickstream', topic='clickstream', kind='virtual', virtual_partitions=1, ...)
+    TableInfo(name='clickstream', topic='clickstream', kind='read_time', virtual_partitions=1, ...)
     """
     definition = read_definition(bootstrap, table, metadata_topic=metadata_topic, timeout=timeout,
                                  config=config)
@@ -119,7 +119,7 @@ def open_table(bootstrap: str, table: str, *, key: str | None = None, order: str
         if defining:
             raise OptionError(f"{sorted(defining)} are part of table {table}'s definition;"
                               " a read may only set max_delay_ms, late_policy and late_topic.")
-        if overrides and info.kind != "virtual":
+        if overrides and info.kind != "read_time":
             raise OptionError(f"{sorted(overrides)} only apply to read-time tables; {table} is"
                               " written by kplex and already in order.")
         info = replace(info, **overrides)
@@ -133,7 +133,7 @@ def open_table(bootstrap: str, table: str, *, key: str | None = None, order: str
             raise kplex_error("UNKNOWN_TOPIC", f"no table or topic named {table!r} on"
                                     f" {bootstrap}.", table=table)
         if defining or overrides:
-            info = TableInfo(name=table, topic=table, kind="virtual",
+            info = TableInfo(name=table, topic=table, kind="read_time",
                              virtual_partitions=virtual_partitions or 1,
                              physical_partitions=len(partitions),
                              key=pointer_or_expression(key) if key else "key",
@@ -255,7 +255,7 @@ class TableReader:
         self.start_timestamp = start_timestamp
         self.end_timestamp = end_timestamp
         self.stats = ReadStats()
-        if self.info.kind == "virtual":
+        if self.info.kind == "read_time":
             self._key = compile_key(self.info.key or "key")
             self._order = compile_order(self.info.order or "timestamp")
             # Ties after (order, key, value) go by topic name, as Spark's read-time plan sorts.
@@ -283,7 +283,7 @@ class TableReader:
             else:
                 wanted = [(t, p) for t in self.info.topics for p in found[t]]
             feed = _Feed(consumer, self._ranges(consumer, wanted))
-            if self.info.kind == "virtual":
+            if self.info.kind == "read_time":
                 yield from self._merged(feed, wanted)
             else:
                 yield from self._stored(feed)

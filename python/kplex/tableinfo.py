@@ -52,7 +52,7 @@ class ReadStats:
 class TableInfo:
     """What a reader needs to know about a table (from its stored definition).
 
-    ``kind`` is ``"derived"`` (kplex-written), ``"virtual"`` (read-time) or ``"topic"``;
+    ``kind`` is ``"derived"`` (kplex-written), ``"read_time"`` (a read-time table) or ``"topic"``;
     ``topic`` is where the records are (a read-time table's source: one topic, or several
     separated by commas, see :attr:`topics`).
     """
@@ -79,22 +79,22 @@ class TableInfo:
         >>> TableInfo.from_definition(parse_definition(b'{"format": "kplex-table", "version": 1,'
         ...     b' "name": "t", "topic": "src", "virtual_partitions": 4, "physical_partitions": 2,'
         ...     b' "properties": {"kplex.source": "src"}}')).kind
-        'virtual'
+        'read_time'
         """
         props = dict(definition.properties)
-        virtual = "kplex.source" in props
+        read_time = "kplex.source" in props
         if definition.virtual_partitions is None or definition.virtual_partitions < 1:
             raise kplex_error("DEFINITION_FORMAT", f"the stored definition of table"
                                         f" {definition.name} has no virtual_partitions >= 1.")
         source = props.get("kplex.source") or definition.source
         return cls(
             name=definition.name,
-            topic=", ".join(source_topics(source)) if virtual and source else definition.topic,
-            kind="virtual" if virtual else "derived",
+            topic=", ".join(source_topics(source)) if read_time and source else definition.topic,
+            kind="read_time" if read_time else "derived",
             virtual_partitions=definition.virtual_partitions,
             physical_partitions=definition.physical_partitions or 0,
-            key=props.get("kplex.key", "key" if virtual else None),
-            order=props.get("kplex.order", "timestamp" if virtual else None),
+            key=props.get("kplex.key", "key" if read_time else None),
+            order=props.get("kplex.order", "timestamp" if read_time else None),
             max_delay_ms=int(props.get("kplex.max_delay_ms", "0")),
             late_policy=props.get("kplex.late_policy", "fail"),
             late_topic=props.get("kplex.late_topic"),
@@ -107,7 +107,7 @@ class TableInfo:
     def topics(self) -> tuple[str, ...]:
         """The topics read, in ``kplex.source`` order (one but for a read-time table of several).
 
-        >>> TableInfo("t", "clicks, views", "virtual", 4, 5).topics
+        >>> TableInfo("t", "clicks, views", "read_time", 4, 5).topics
         ('clicks', 'views')
         """
         return source_topics(self.topic)

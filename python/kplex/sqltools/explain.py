@@ -177,7 +177,7 @@ def _explain_create(statement: Statement, create: a.KplexCreate, state: _State, 
     stored = (broker.tables or {}).get(create.table)
     if mine.source:
         v = mine.virtual_partitions if mine.virtual_partitions is not None else "?"
-        lines.append(_row("creates", f"virtual table kplex.{create.table}: a view of topic {mine.source} "
+        lines.append(_row("creates", f"read-time table kplex.{create.table}: a view of topic {mine.source} "
                           "re-keyed when it is read; nothing is written"))
         lines.append(_row("partitions", f"{v} virtual ({origin})"))
         lowered = {key.lower(): value for key, value in props.items()}

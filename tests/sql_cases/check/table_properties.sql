@@ -28,7 +28,7 @@ TBLPROPERTIES (
   'kplex.null_order' = 'first',
   'kplex.topic' = 'full-topic'
 );
--- Fine: a read-time virtual table needs no partition counts here.
+-- Fine: a read-time table needs no partition counts here.
 CREATE TABLE kplex.virtual
 TBLPROPERTIES ('kplex.source' = 'pageviews', 'kplex.max_delay_ms' = '30000', 'kplex.late_policy' = 'side_topic',
                'kplex.late_topic' = 'pageviews_late', 'kplex.virtual_partitions' = '9');

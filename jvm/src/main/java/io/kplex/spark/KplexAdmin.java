@@ -84,14 +84,14 @@ public final class KplexAdmin {
 
   /**
    * As {@link #status(org.apache.spark.sql.SparkSession, String, String)}, with the catalog's
-   * options ({@code DESCRIBE TABLE EXTENDED}, {@link io.kplex.spark.plan.DescribeKplexTable}).
+   * options ({@code DESCRIBE TABLE EXTENDED}, {@link io.kplex.spark.describe.DescribeKplexTable}).
    */
   public static String status(Map<String, String> options, String table) {
     KafkaConf kafka = KafkaConf.from(options);
     String metadataTopic = KplexOptions.metadataTopic(options);
     try (TableStore store = new TableStore(kafka, metadataTopic)) {
       TableDefinition def = store.definition(table).orElseThrow(() -> Errors.notAKplexTable(table));
-      if (def.isVirtual()) {
+      if (def.isReadTime()) {
         return "{\"definition\":" + definitionJson(def) + ",\"table\":\"" + table + "\",\"kind\":\"read-time\"}";
       }
       WriteConf conf = new WriteConf(def, options, Map.of(), WriteConf.sessionSettings());

@@ -3,7 +3,7 @@ package io.kplex.spark;
 import io.kplex.spark.catalog.KplexTable;
 import io.kplex.spark.conf.TableDefinition;
 import io.kplex.spark.catalog.TableStore;
-import io.kplex.spark.catalog.VirtualTables;
+import io.kplex.spark.catalog.ReadTimeTables;
 import io.kplex.spark.conf.WriteConf;
 import io.kplex.spark.spec.KplexOptions;
 import io.kplex.spark.errors.Errors;
@@ -38,13 +38,13 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * {@code metadata_topic} (default {@code _kplex_tables}) and defaults for
  * {@code kplex.delivery}, {@code kplex.null_key}, {@code kplex.null_order}. With
  * {@code kplex.source}, {@code CREATE TABLE} makes a read-time table instead: a stored
- * definition and no topic ({@link VirtualTables}); dropping it leaves the source alone.
+ * definition and no topic ({@link ReadTimeTables}); dropping it leaves the source alone.
  */
 public class KplexCatalog implements TableCatalog, FunctionCatalog {
   /** How this catalog's tables are read and written (catalog/ sits below read/ and write/). */
   private static final KplexTable.Access ACCESS = new KplexTable.Access(KplexScanBuilder::new, KplexWriteBuilder::new);
   /** How a read-time table's key and order are checked when it is created. */
-  private static final VirtualTables.Expressions EXPRESSIONS = new VirtualTables.Expressions() {
+  private static final ReadTimeTables.Expressions EXPRESSIONS = new ReadTimeTables.Expressions() {
     @Override
     public boolean checkable() {
       return ReadExpressions.sessionAvailable();
@@ -104,7 +104,7 @@ public class KplexCatalog implements TableCatalog, FunctionCatalog {
     try (TableStore store = store()) {
       Optional<TableDefinition> def = store.definition(table);
       if (def.isPresent()) {
-        if (!def.get().isVirtual()) {
+        if (!def.get().isReadTime()) {
           // Whatever touches the table finishes a commit a dead driver left half done.
           Map<String, String> settings = new java.util.HashMap<>(WriteConf.sessionSettings());
           settings.putAll(options);
@@ -132,12 +132,12 @@ public class KplexCatalog implements TableCatalog, FunctionCatalog {
   public Table createTable(Identifier ident, Column[] columns, Transform[] partitions,
       Map<String, String> properties) throws TableAlreadyExistsException {
     String table = tableName(ident);
-    if (VirtualTables.isVirtual(properties)) {
+    if (ReadTimeTables.isReadTime(properties)) {
       try (TableStore store = store()) {
         if (store.definition(table).isPresent()) {
           throw new TableAlreadyExistsException(ident);
         }
-        TableDefinition def = VirtualTables.create(table, properties, store, EXPRESSIONS);
+        TableDefinition def = ReadTimeTables.create(table, properties, store, EXPRESSIONS);
         return kplexTable(table, def.topic(), Optional.of(def));
       }
     }
@@ -181,7 +181,7 @@ public class KplexCatalog implements TableCatalog, FunctionCatalog {
         }
         return false;
       }
-      if (!def.get().isVirtual() && store.partitionCount(def.get().topic()).isPresent()) {
+      if (!def.get().isReadTime() && store.partitionCount(def.get().topic()).isPresent()) {
         store.deleteTopic(def.get().topic());
       }
       store.removeDefinition(table);

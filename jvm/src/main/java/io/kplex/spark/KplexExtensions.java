@@ -1,7 +1,7 @@
 package io.kplex.spark;
 
 import io.kplex.spark.functions.KplexFunctions;
-import io.kplex.spark.plan.DescribeKplexTable;
+import io.kplex.spark.describe.DescribeKplexTable;
 import io.kplex.spark.read.ReadTimePlan;
 import io.kplex.spark.plan.SourcePositions;
 import io.kplex.spark.plan.StreamingSinkCatalog;

@@ -125,7 +125,7 @@ public final class KplexTable implements SupportsRead, SupportsWrite, ReportsSin
 
   @Override
   public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
-    if (definition.isPresent() && definition.get().isVirtual()) {
+    if (definition.isPresent() && definition.get().isReadTime()) {
       throw Errors.virtualReadOnly(name, definition.get().source());
     }
     return access.write().apply(this, info);

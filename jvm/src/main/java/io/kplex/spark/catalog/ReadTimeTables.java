@@ -36,10 +36,10 @@ import java.util.TreeMap;
  * partition count added up, and ties (same order, key and value) go by topic name, then
  * partition and offset. Key and order are then computed alike for every source.
  */
-public final class VirtualTables {
-  private VirtualTables() {}
+public final class ReadTimeTables {
+  private ReadTimeTables() {}
 
-  public static boolean isVirtual(Map<String, String> tableProperties) {
+  public static boolean isReadTime(Map<String, String> tableProperties) {
     return tableProperties.keySet().stream().anyMatch(k -> k.equalsIgnoreCase(KplexOptions.SOURCE));
   }
 

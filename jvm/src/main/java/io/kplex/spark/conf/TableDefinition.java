@@ -61,7 +61,7 @@ public final class TableDefinition implements Serializable {
   public int physicalPartitions() { return physicalPartitions; }
   public Map<String, String> properties() { return properties; }
   /** A read-time table: virtual partitions computed from topic {@link #source()} when read. */
-  public boolean isVirtual() { return properties.containsKey(KplexOptions.SOURCE); }
+  public boolean isReadTime() { return properties.containsKey(KplexOptions.SOURCE); }
   public String source() { return properties.get(KplexOptions.SOURCE); }
   /** The topics of a read-time table's {@code kplex.source}, a comma-separated list, in order. */
   public java.util.List<String> sources() { return sourceList(source()); }
@@ -86,7 +86,7 @@ public final class TableDefinition implements Serializable {
     node.put("version", FORMAT_VERSION);
     node.put("name", name);
     node.put("topic", topic);
-    if (isVirtual()) {
+    if (isReadTime()) {
       node.put("source", source());
     }
     node.put("virtual_partitions", virtualPartitions);
@@ -122,7 +122,7 @@ public final class TableDefinition implements Serializable {
 
   @Override
   public String toString() {
-    return "kplex table " + name + " (" + (isVirtual() ? "read-time view of topic " : "topic ") + topic
+    return "kplex table " + name + " (" + (isReadTime() ? "read-time view of topic " : "topic ") + topic
         + ", V=" + virtualPartitions + ", P=" + physicalPartitions + ")";
   }
 }

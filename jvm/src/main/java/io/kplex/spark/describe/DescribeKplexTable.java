@@ -1,4 +1,4 @@
-package io.kplex.spark.plan;
+package io.kplex.spark.describe;
 
 import io.kplex.spark.catalog.KplexTable;
 import io.kplex.spark.compat.Scala;

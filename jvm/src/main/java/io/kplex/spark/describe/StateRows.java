@@ -1,4 +1,4 @@
-package io.kplex.spark.plan;
+package io.kplex.spark.describe;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;

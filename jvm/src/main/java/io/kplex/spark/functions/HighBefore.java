@@ -1,4 +1,4 @@
-package io.kplex.spark.plan;
+package io.kplex.spark.functions;
 
 import io.kplex.spark.errors.Errors;
 import io.kplex.spark.wire.OrderValues;
@@ -23,13 +23,13 @@ import org.apache.spark.sql.types.DataTypes;
  * another task or batch, or rows out of order) fails the task, naming both offsets. Added by
  * {@link SourcePositions}, never called by users.
  */
-final class HighBefore implements ScalarFunction<Long>, Serializable {
+public final class HighBefore implements ScalarFunction<Long>, Serializable {
   private final DataType orderType;
   private final OrderValues.Reader reader;
   /** Per partition: {largest order value so far (Long.MIN_VALUE: none), last offset}. */
   private transient Map<Integer, long[]> seen;
 
-  HighBefore(DataType orderType) {
+  public HighBefore(DataType orderType) {
     this.orderType = orderType;
     this.reader = OrderValues.readerFor(orderType);
   }

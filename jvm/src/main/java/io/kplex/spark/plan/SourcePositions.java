@@ -1,6 +1,7 @@
 package io.kplex.spark.plan;
 
 import io.kplex.spark.catalog.KplexTable;
+import io.kplex.spark.functions.HighBefore;
 import io.kplex.spark.write.WriteSchema;
 import java.util.ArrayList;
 import java.util.List;
@@ -69,7 +70,7 @@ public final class SourcePositions extends Rule<LogicalPlan> {
     Expression high = new ApplyFunctionExpression(new HighBefore(orderColumn.dataType()),
         seq(List.of(orderColumn, found.ordered, found.offset)));
     columns.add(alias(high, 4));
-    return WriteToStreams.with(write, "inputQuery", new Project(seq(columns), found.plan));
+    return io.kplex.spark.compat.Copies.with(write, "inputQuery", new Project(seq(columns), found.plan));
   }
 
   /** A batch INSERT into a kplex table, with its source positions when its rows come from a kplex table. */
@@ -136,7 +137,7 @@ public final class SourcePositions extends Rule<LogicalPlan> {
 
   /** A read-time table: its rows come from several topics, so a (partition, offset) alone names none. */
   private static boolean readTime(KplexTable table) {
-    return table.definition().map(d -> d.isVirtual()).orElse(false);
+    return table.definition().map(d -> d.isReadTime()).orElse(false);
   }
 
   /** A source relation of kplex's, with its position columns (null if it lacks one). */

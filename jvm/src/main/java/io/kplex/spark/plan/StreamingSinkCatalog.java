@@ -24,6 +24,6 @@ public final class StreamingSinkCatalog extends Rule<LogicalPlan> {
     if (table.catalog().isEmpty()) return plan;
     Option<Tuple2<org.apache.spark.sql.connector.catalog.TableCatalog, Identifier>> withCatalog =
         Option.apply(new Tuple2<>(table.catalog().get(), Identifier.of(new String[0], table.name())));
-    return WriteToStreams.with(write, "catalogAndIdent", withCatalog);
+    return io.kplex.spark.compat.Copies.with(write, "catalogAndIdent", withCatalog);
   }
 }

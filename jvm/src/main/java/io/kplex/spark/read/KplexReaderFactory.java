@@ -25,14 +25,14 @@ final class KplexReaderFactory implements PartitionReaderFactory {
 
   @Override
   public PartitionReader<InternalRow> createReader(InputPartition partition) {
-    if (partition instanceof OffsetRange && conf.kind == ReadConf.Kind.VIRTUAL) {
+    if (partition instanceof OffsetRange && conf.kind == ReadConf.Kind.READ_TIME) {
       return new SourcePartitionReader(conf, (OffsetRange) partition, vps);
     }
     if (partition instanceof OffsetRange) {
       return new KplexPartitionReader(conf.kafka, (OffsetRange) partition, -1, columns);
     }
     VirtualRange range = (VirtualRange) partition;
-    if (conf.kind == ReadConf.Kind.VIRTUAL) {
+    if (conf.kind == ReadConf.Kind.READ_TIME) {
       return new VirtualPartitionReader(conf, range);
     }
     return new KplexPartitionReader(conf.kafka, range.sources[0], range.vp, null);

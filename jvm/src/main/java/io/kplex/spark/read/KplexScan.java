@@ -4,7 +4,7 @@ import io.kplex.spark.conf.ConfParser;
 import io.kplex.spark.conf.LatePolicy;
 import io.kplex.spark.catalog.KplexTable;
 import io.kplex.spark.catalog.TableStore;
-import io.kplex.spark.catalog.VirtualTables;
+import io.kplex.spark.catalog.ReadTimeTables;
 import io.kplex.spark.errors.Errors;
 import io.kplex.spark.spec.KplexOptions;
 import java.util.ArrayList;
@@ -63,7 +63,7 @@ final class KplexScan implements Scan, Batch {
     this.options = options;
     this.vps = vps;
     this.columns = conf.kind == ReadConf.Kind.TOPIC ? RecordRows.columns(required) : null;
-    this.readOnce = conf.kind == ReadConf.Kind.VIRTUAL && options.getBoolean(ReadTimePlan.READ_ONCE, false);
+    this.readOnce = conf.kind == ReadConf.Kind.READ_TIME && options.getBoolean(ReadTimePlan.READ_ONCE, false);
   }
 
   @Override
@@ -119,7 +119,7 @@ final class KplexScan implements Scan, Batch {
           break;
         default:
           if (conf.latePolicy == LatePolicy.SIDE_TOPIC) {
-            VirtualTables.ensureLateTopic(store, conf.lateTopic);
+            ReadTimeTables.ensureLateTopic(store, conf.lateTopic);
           }
           if (readOnce) {
             // Each source partition whole in one task: lateness is judged along its sequence.
@@ -176,7 +176,7 @@ final class KplexScan implements Scan, Batch {
 
   @Override
   public MicroBatchStream toMicroBatchStream(String checkpointLocation) {
-    if (conf.kind == ReadConf.Kind.VIRTUAL) {
+    if (conf.kind == ReadConf.Kind.READ_TIME) {
       throw Errors.virtualStream(table.name());
     }
     return new KplexMicroBatchStream(table, conf, options, columns, checkpointLocation);

@@ -8,7 +8,7 @@ import io.kplex.spark.conf.NullKeyPolicy;
 import io.kplex.spark.conf.NullOrderPolicy;
 import io.kplex.spark.conf.TableDefinition;
 import io.kplex.spark.conf.TableProperties;
-import io.kplex.spark.catalog.VirtualTables;
+import io.kplex.spark.catalog.ReadTimeTables;
 import io.kplex.spark.errors.Errors;
 import io.kplex.spark.kafka.KafkaConf;
 import java.io.Serializable;
@@ -22,7 +22,7 @@ import java.util.Map;
  *   <li>{@code TOPIC}: a plain topic, read as its physical partitions;</li>
  *   <li>{@code DERIVED}: a kplex-written table, read as its V virtual partitions, each
  *       from its physical partition (headers {@code kplex.vp}, {@code kplex.order});</li>
- *   <li>{@code VIRTUAL}: a read-time table ({@code kplex.source}), its V virtual
+ *   <li>{@code READ_TIME}: a read-time table ({@code kplex.source}), its V virtual
  *       partitions computed from the source while reading ({@link VirtualPartitionReader}).</li>
  * </ul>
  * The read-time settings (max_delay_ms, late_policy, late_topic, null_key, null_order) are
@@ -31,7 +31,7 @@ import java.util.Map;
  * for writes. Kafka client settings ({@code kafka.*}): options of the read over the catalog's.
  */
 public final class ReadConf implements Serializable {
-  public enum Kind { TOPIC, DERIVED, VIRTUAL }
+  public enum Kind { TOPIC, DERIVED, READ_TIME }
 
   public final Kind kind;
   public final String table;
@@ -50,14 +50,14 @@ public final class ReadConf implements Serializable {
 
   private ReadConf(KplexTable t, ConfParser settings, KafkaConf kafka) {
     TableDefinition def = t.definition().orElse(null);
-    this.kind = def == null ? Kind.TOPIC : def.isVirtual() ? Kind.VIRTUAL : Kind.DERIVED;
+    this.kind = def == null ? Kind.TOPIC : def.isReadTime() ? Kind.READ_TIME : Kind.DERIVED;
     this.table = t.name();
     this.topic = t.topic();
-    this.sources = kind == Kind.VIRTUAL ? def.sources() : java.util.List.of(t.topic());
+    this.sources = kind == Kind.READ_TIME ? def.sources() : java.util.List.of(t.topic());
     this.virtualPartitions = def == null ? 0 : def.virtualPartitions();
     this.physicalPartitions = def == null ? 0 : def.physicalPartitions();
     this.kafka = kafka;
-    if (kind != Kind.VIRTUAL) {
+    if (kind != Kind.READ_TIME) {
       this.maxDelayMs = 0;
       this.latePolicy = null;
       this.lateTopic = null;
@@ -73,14 +73,14 @@ public final class ReadConf implements Serializable {
     this.lateTopic = settings.text(KplexOptions.LATE_TOPIC);
     Map<String, String> check = settings.merged();
     check.put(KplexOptions.SOURCE, def.source());
-    VirtualTables.validate(check, table);
+    ReadTimeTables.validate(check, table);
     this.expressions = ReadExpressions.compile(table,
         def.property(KplexOptions.KEY, KplexOptions.DEFAULT_VIRTUAL_KEY),
         def.property(KplexOptions.ORDER, KplexOptions.DEFAULT_VIRTUAL_ORDER));
   }
 
   public static ReadConf resolve(KplexTable t, Map<String, String> readOptions) {
-    boolean virtual = t.definition().map(TableDefinition::isVirtual).orElse(false);
+    boolean virtual = t.definition().map(TableDefinition::isReadTime).orElse(false);
     Map<String, String> overrides = new HashMap<>();
     for (Map.Entry<String, String> e : readOptions.entrySet()) {
       String k = e.getKey().toLowerCase(Locale.ROOT);

@@ -3,7 +3,6 @@ package io.kplex.spark.read;
 import io.kplex.spark.catalog.KplexTable;
 import io.kplex.spark.conf.TableDefinition;
 import java.lang.reflect.Constructor;
-import java.lang.reflect.Method;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -67,14 +66,14 @@ public final class ReadTimePlan extends Rule<LogicalPlan> {
     if (!(p instanceof DataSourceV2Relation)) return false;
     DataSourceV2Relation r = (DataSourceV2Relation) p;
     return r.table() instanceof KplexTable
-        && ((KplexTable) r.table()).definition().map(TableDefinition::isVirtual).orElse(false)
+        && ((KplexTable) r.table()).definition().map(TableDefinition::isReadTime).orElse(false)
         && !r.options().containsKey(READ_ONCE);
   }
 
   private static LogicalPlan readOnce(DataSourceV2Relation relation) {
     Map<String, String> options = new HashMap<>(relation.options().asCaseSensitiveMap());
     options.put(READ_ONCE, "true");
-    LogicalPlan marked = withOptions(relation, new CaseInsensitiveStringMap(options));
+    LogicalPlan marked = io.kplex.spark.compat.Copies.with(relation, "options", new CaseInsensitiveStringMap(options));
     Map<String, Attribute> columns = new HashMap<>();
     for (Attribute a : Scala.asJava(relation.output())) columns.put(a.name(), a);
     Seq<Expression> by = seq(List.of(columns.get("vpartition")));
@@ -99,26 +98,6 @@ public final class ReadTimePlan extends Rule<LogicalPlan> {
 
   private static <T> Seq<T> seq(List<T> list) {
     return Scala.list(list);
-  }
-
-  /** {@code relation.copy(options = ...)}: its other fields differ between Spark 4.0 and 4.1. */
-  private static LogicalPlan withOptions(DataSourceV2Relation relation, CaseInsensitiveStringMap options) {
-    scala.Product p = relation;
-    Object[] args = new Object[p.productArity()];
-    for (int i = 0; i < args.length; i++) {
-      args[i] = Scala.fieldName(p, i).equals("options") ? options : p.productElement(i);
-    }
-    try {
-      for (Method m : DataSourceV2Relation.class.getMethods()) {
-        if (m.getName().equals("copy") && m.getParameterCount() == args.length) {
-          return (LogicalPlan) m.invoke(relation, args);
-        }
-      }
-    } catch (ReflectiveOperationException e) {
-      throw new IllegalStateException("kplex: cannot plan a read-time table's read on this Spark", e);
-    }
-    throw new IllegalStateException("kplex: cannot plan a read-time table's read on this Spark"
-        + " (no DataSourceV2Relation.copy of " + args.length + " fields)");
   }
 
   /** A local (per partition) Sort; Spark 4.1 added a fourth field, an optional hint. */

@@ -52,7 +52,7 @@ public class TableDefinitionTest {
       assertEquals(t.get("virtual_partitions").asInt(), def.virtualPartitions());
       assertEquals(t.get("physical_partitions").asInt(), def.physicalPartitions());
       assertEquals(t.get("source").isNull() ? null : t.get("source").asText(), def.source());
-      assertEquals(!t.get("source").isNull(), def.isVirtual());
+      assertEquals(!t.get("source").isNull(), def.isReadTime());
     }
   }
 }

@@ -1,4 +1,4 @@
-package io.kplex.spark.plan;
+package io.kplex.spark.describe;
 
 import static org.junit.Assert.assertEquals;
 

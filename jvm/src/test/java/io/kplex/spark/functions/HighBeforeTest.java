@@ -1,4 +1,4 @@
-package io.kplex.spark.plan;
+package io.kplex.spark.functions;
 
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertNull;
