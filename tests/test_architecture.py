@@ -156,5 +156,5 @@ def deferred():
 
 def test_the_python_modules_have_no_cycle():
     graph = python_module_graph()
-    assert "kplex.reader" in graph and "kplex.late" in graph["kplex.reader"]
+    assert "kplex.reader" in graph and "kplex.reader.late" in graph["kplex.reader"]
     assert strongly_connected(graph) == []

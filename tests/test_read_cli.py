@@ -57,13 +57,13 @@ def lines(values: list[bytes]) -> bytes:
 # door of its own, apart from the reader's ReadStats.
 COUNTING_KPLEX = """
 import atexit, collections, json, sys
-import kplex.clients
+import kplex.kafka.clients
 from kplex.cli import main
 
 received = collections.Counter()
 
 
-class Counting(kplex.clients._Consumer):
+class Counting(kplex.kafka.clients._Consumer):
     def consume(self, *args, **kwargs):
         messages = super().consume(*args, **kwargs)
         received.update(m.topic() for m in messages if m.error() is None)
@@ -76,7 +76,7 @@ class Counting(kplex.clients._Consumer):
         return message
 
 
-kplex.clients._Consumer = Counting
+kplex.kafka.clients._Consumer = Counting
 atexit.register(lambda: print("received " + json.dumps(received), file=sys.stderr))
 sys.exit(main())
 """

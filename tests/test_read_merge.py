@@ -1,4 +1,4 @@
-"""The event-time merge of read-time tables (kplex.merge, twin of EventTimeMerge.java).
+"""The event-time merge of read-time tables (kplex.reader.merge, twin of EventTimeMerge.java).
 
 Late rule, max_delay_ms = 10, for a record on partition p:
 
@@ -15,7 +15,7 @@ import random
 
 import pytest
 
-from kplex.merge import EventTimeMerge, Pending
+from kplex.reader.merge import EventTimeMerge, Pending
 
 
 @pytest.mark.parametrize("before,order,late", [

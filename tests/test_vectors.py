@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from kplex.expressions import SourceRecord, compile_key, compile_order, get_json_object
-from kplex.merge import EventTimeMerge, Pending
-from kplex.nulls import null_verdict
 from kplex.placement import canonical_int_key, canonical_key, murmur2, physical_partition, virtual_partition
+from kplex.reader.merge import EventTimeMerge, Pending
+from kplex.reader.nulls import null_verdict
 from kplex.sqltools.properties import validate
 
 VECTORS = Path(__file__).parent / "vectors"

@@ -294,8 +294,8 @@ def read_sample(bootstrap: str, topic: str, *, key: str = "key", order: str = "t
     ``progress(total)`` gives a callback told how many records were read since the last call."""
     from confluent_kafka import KafkaError, TopicPartition
 
-    from kplex.clients import access_error, consumer, partitions
     from kplex.expressions import SourceRecord, compile_key, compile_order, pointer_or_expression
+    from kplex.kafka.clients import access_error, consumer, partitions
 
     key_of = compile_key(pointer_or_expression(key))
     order_of = compile_order(pointer_or_expression(order, cast="BIGINT"))

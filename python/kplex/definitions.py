@@ -38,8 +38,8 @@ from typing import Any, Iterable, Mapping
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-from kplex.clients import access_error, consumer
 from kplex.errors import BrokerUnreachableError, DefinitionError, kplex_error
+from kplex.kafka.clients import access_error, consumer
 
 __all__ = [
     "DefinitionError",

@@ -65,7 +65,7 @@ def count_per_virtual_partition(bootstrap: str, topic: str, config: Mapping[str,
     last stable offset, read with a plain read_committed consumer."""
     from confluent_kafka import KafkaError, TopicPartition
 
-    from kplex.clients import access_error, consumer, partitions
+    from kplex.kafka.clients import access_error, consumer, partitions
 
     client = consumer(bootstrap, config)
     counts: Counter = Counter()

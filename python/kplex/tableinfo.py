@@ -1,6 +1,6 @@
 """What a reader knows of a table (:class:`TableInfo`, from its stored definition) and what a
 read did (:class:`ReadStats`): shared by :mod:`kplex.reader`, which re-exports both, and
-:mod:`kplex.late`, below it."""
+:mod:`kplex.reader.late`, below it."""
 from __future__ import annotations
 
 from collections import Counter
@@ -17,7 +17,7 @@ __all__ = ["ReadStats", "TableInfo"]
 class ReadStats:
     """What a read did: source records read, records yielded per vp, late records;
     ``max_queued``: the most records that waited in one FIFO's queue
-    (:func:`kplex.fanout.serve_fifos`; 0 otherwise)."""
+    (:func:`kplex.reader.fanout.serve_fifos`; 0 otherwise)."""
 
     records_read: int = 0
     per_vp: Counter = field(default_factory=Counter)

@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from kplex import kafka_config
+from kplex.kafka import config as kafka_config
 from kplex.sqltools.check import check_file
 from kplex.sqltools.errors import (
     CheckFailed,

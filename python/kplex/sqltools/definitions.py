@@ -108,7 +108,7 @@ def read_table_definitions(
 
     Raises :class:`BrokerUnavailable` when the cluster does not answer within
     ``timeout`` seconds. A cluster without the topic has no tables. ``config`` adds
-    librdkafka settings (credentials: :func:`kplex.kafka_config.librdkafka`).
+    librdkafka settings (credentials: :func:`kplex.kafka.config.librdkafka`).
 
     >>> read_table_definitions("localhost:9092")["pageviews_by_user"].virtual_partitions  # doctest: +SKIP
     9

@@ -42,7 +42,7 @@ from typing import Mapping
 from sqlglot import exp
 
 import kplex.sqltools.analysis as a
-from kplex.kafka_config import librdkafka
+from kplex.kafka.config import librdkafka
 from kplex.sqltools.bootstrap import resolve_bootstrap
 from kplex.sqltools.definitions import ExplainedTable, read_table_definitions
 from kplex.sqltools.errors import BrokerUnavailable

@@ -18,8 +18,8 @@ from typing import Any, Mapping
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
-from kplex.clients import QUIET
 from kplex.errors import kplex_error
+from kplex.kafka.clients import QUIET
 from kplex.placement import ORDER_HEADER, VP_HEADER
 from kplex.tableinfo import ReadStats, TableInfo
 

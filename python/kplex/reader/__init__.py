@@ -9,7 +9,7 @@ Three kinds of table, told apart by the definition stored in ``_kplex_tables``:
   no topic of its own; the reader reads every partition of every source topic, computes
   key, order and virtual partition from the definition (:mod:`kplex.expressions`) and
   merges the (topic, partition) sequences in event-time order with the bound
-  ``kplex.max_delay_ms`` (:mod:`kplex.merge`), exactly as the Spark source does, so both
+  ``kplex.max_delay_ms`` (:mod:`kplex.reader.merge`), exactly as the Spark source does, so both
   give the same sequences;
 * a **plain topic**: its physical partitions are its "virtual" ones, in offset order.
   Given ``order=`` (and optionally ``key=``, ``virtual_partitions=``) it is read as an
@@ -18,7 +18,7 @@ Three kinds of table, told apart by the definition stored in ``_kplex_tables``:
 Reads are bounded: from the earliest offset (or ``start_timestamp``) to the last stable
 offset when the read starts (or ``end_timestamp``), ``read_committed``. The stored
 definitions are read by :mod:`kplex.definitions`; late records of a read-time table
-are handled by :mod:`kplex.late`.
+are handled by :mod:`kplex.reader.late`.
 
 >>> for rec in iter_virtual_partition("localhost:9092", "pageviews_by_user", 3):  # doctest: +SKIP
 ...     print(rec.order, rec.value)
@@ -34,9 +34,6 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
-from kplex.clients import access_error
-from kplex.clients import consumer as _consumer
-from kplex.clients import partitions as _partitions
 from kplex.definitions import (
     TABLES_TOPIC,
     read_definition,
@@ -47,10 +44,13 @@ from kplex.errors import (
     kplex_error,
 )
 from kplex.expressions import SourceRecord, compile_key, compile_order, pointer_or_expression
-from kplex.late import LateRecords
-from kplex.merge import EventTimeMerge, Pending
-from kplex.nulls import DROPPED, null_verdict
+from kplex.kafka.clients import access_error
+from kplex.kafka.clients import consumer as _consumer
+from kplex.kafka.clients import partitions as _partitions
 from kplex.placement import ORDER_HEADER, VP_HEADER, virtual_partition
+from kplex.reader.late import LateRecords
+from kplex.reader.merge import EventTimeMerge, Pending
+from kplex.reader.nulls import DROPPED, null_verdict
 from kplex.tableinfo import ReadStats, TableInfo
 
 __all__ = [

@@ -23,11 +23,11 @@ import sys
 from types import ModuleType
 from typing import Sequence
 
-from kplex import kafka_config
 from kplex.errors import KplexError
+from kplex.kafka import config as kafka_config
 
 #: Modules that add sub-commands to ``kplex`` with ``register(subparsers)``.
-COMMAND_MODULES = ("kplex.sqltools.cli", "kplex.reader_cli", "kplex.advise_cli")
+COMMAND_MODULES = ("kplex.sqltools.cli", "kplex.cli.read", "kplex.cli.advise")
 
 
 def _bootstrap(args: argparse.Namespace) -> str:

@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from kplex import kafka_config
 from kplex.advise import Advice, Candidate, advise
+from kplex.kafka import config as kafka_config
 
 __all__ = ["register", "render", "draw_chart"]
 

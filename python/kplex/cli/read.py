@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kplex import kafka_config
 from kplex.definitions import TABLES_TOPIC
+from kplex.kafka import config as kafka_config
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
@@ -32,8 +32,8 @@ def _announce(vp: int, path: Path) -> None:
 
 
 def _read(args: argparse.Namespace) -> int:
-    from kplex.fanout import QUEUE_RECORDS, serve_fifos, write_partition_files, write_records
     from kplex.reader import TableReader
+    from kplex.reader.fanout import QUEUE_RECORDS, serve_fifos, write_partition_files, write_records
 
     bootstrap, settings = kafka_config.from_args(args)
     options = _options(args)
