@@ -9,7 +9,7 @@ import java.util.List;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.common.TopicPartition;
 
 /**
@@ -30,7 +30,8 @@ public final class ConsumerPool {
   /** At most this many idle consumers per JVM (Spark's Kafka source keeps 64). */
   static final int MAX_IDLE = 64;
 
-  private record Idle(KafkaConf conf, TopicPartition tp, KafkaConsumer<byte[], byte[]> consumer, long since) {}
+  private record Idle(KafkaClients clients, KafkaConf conf, TopicPartition tp, Consumer<byte[], byte[]> consumer,
+      long since) {}
 
   /** The idle consumers, longest idle first (at most {@link #MAX_IDLE}: a scan is cheap). */
   private static final Deque<Idle> IDLE = new ArrayDeque<>();
@@ -39,26 +40,27 @@ public final class ConsumerPool {
   private ConsumerPool() {}
 
   /** A consumer assigned to {@code tp} alone: a kept one if there is one; the caller seeks. */
-  public static KafkaConsumer<byte[], byte[]> borrow(KafkaConf conf, TopicPartition tp) {
+  public static Consumer<byte[], byte[]> borrow(KafkaClients clients, KafkaConf conf, TopicPartition tp) {
     synchronized (ConsumerPool.class) {
       for (Iterator<Idle> it = IDLE.descendingIterator(); it.hasNext(); ) {
         Idle idle = it.next();
-        if (idle.tp.equals(tp) && idle.conf.equals(conf)) {
+        if (idle.tp.equals(tp) && idle.conf.equals(conf) && idle.clients.equals(clients)) {
           it.remove();
           return idle.consumer;
         }
       }
     }
-    KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(conf.consumer());
+    Consumer<byte[], byte[]> consumer = clients.consumer(conf.consumer());
     consumer.assign(List.of(tp));
     return consumer;
   }
 
   /** Keeps a consumer whose reader read its whole range of {@code tp}, for the next task. */
-  public static void giveBack(KafkaConf conf, TopicPartition tp, KafkaConsumer<byte[], byte[]> consumer) {
-    List<KafkaConsumer<byte[], byte[]>> closing = new ArrayList<>();
+  public static void giveBack(KafkaClients clients, KafkaConf conf, TopicPartition tp,
+      Consumer<byte[], byte[]> consumer) {
+    List<Consumer<byte[], byte[]>> closing = new ArrayList<>();
     synchronized (ConsumerPool.class) {
-      IDLE.addLast(new Idle(conf, tp, consumer, System.currentTimeMillis()));
+      IDLE.addLast(new Idle(clients, conf, tp, consumer, System.currentTimeMillis()));
       while (IDLE.size() > MAX_IDLE) closing.add(IDLE.pollFirst().consumer);
       if (evictor == null) {
         evictor = Executors.newSingleThreadScheduledExecutor(r -> {
@@ -80,14 +82,14 @@ public final class ConsumerPool {
   /** Closes every consumer idle for longer than {@link #IDLE_MS}. */
   static void evictIdle() {
     long before = System.currentTimeMillis() - IDLE_MS;
-    List<KafkaConsumer<byte[], byte[]>> closing = new ArrayList<>();
+    List<Consumer<byte[], byte[]>> closing = new ArrayList<>();
     synchronized (ConsumerPool.class) {
       while (!IDLE.isEmpty() && IDLE.peekFirst().since < before) closing.add(IDLE.pollFirst().consumer);
     }
     closing.forEach(ConsumerPool::close);
   }
 
-  private static void close(KafkaConsumer<byte[], byte[]> consumer) {
+  private static void close(Consumer<byte[], byte[]> consumer) {
     // Nothing to commit: do not wait for a fetch still parked at the broker.
     consumer.close(Duration.ZERO);
   }

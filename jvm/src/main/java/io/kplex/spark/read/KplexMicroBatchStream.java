@@ -13,7 +13,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
-import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.common.TopicPartitionInfo;
 import org.apache.kafka.common.TopicPartition;
@@ -76,7 +76,7 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
   private final int[] columns;
   private final boolean failOnDataLoss;
   private final long maxOffsetsPerTrigger;
-  private KafkaConsumer<byte[], byte[]> consumer;
+  private Consumer<byte[], byte[]> consumer;
   private TableStore store;
   /** Trigger.AvailableNow: the offsets to stop at, taken when the query starts. */
   private SourceOffset availableNow;
@@ -90,7 +90,7 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
   private final String monitorGroup;
   private boolean monitorWarned;
   /** When the offsets last moved, and whether records came since the last release. */
-  private long lastDataAt = System.currentTimeMillis();
+  private long lastDataAt;
   private boolean dataSinceFlush = true;
 
   /** The source's folder in the query's checkpoint ({@code <checkpoint>/sources/<n>}). */
@@ -101,6 +101,7 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     this.checkpointLocation = checkpointLocation;
     this.table = table;
     this.conf = conf;
+    this.lastDataAt = conf.clock.millis();
     this.options = options;
     this.columns = columns;
     ConfParser settings = settings(options);
@@ -124,10 +125,10 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     return ConfParser.builder().options(options.asCaseSensitiveMap()).session(fromSession).build();
   }
 
-  private synchronized KafkaConsumer<byte[], byte[]> consumer() {
+  private synchronized Consumer<byte[], byte[]> consumer() {
     if (consumer == null) {
       store = new TableStore(conf.kafka, table.metadataTopic());
-      consumer = new KafkaConsumer<>(conf.kafka.consumer());
+      consumer = conf.clients.consumer(conf.kafka.consumer());
       store.requireAllowed(conf.topic, AclOperation.READ);
     }
     return consumer;
@@ -149,7 +150,7 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
 
   /** The last stable offset of every partition now. */
   private SourceOffset latest() {
-    KafkaConsumer<byte[], byte[]> c = consumer();
+    Consumer<byte[], byte[]> c = consumer();
     List<TopicPartition> tps = partitions();
     Map<TopicPartition, Long> end = store.call("READ", "topic '" + conf.topic + "'", () -> c.endOffsets(tps));
     Map<Integer, Long> next = new TreeMap<>();
@@ -158,7 +159,7 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
   }
 
   private Map<Integer, Long> earliest(List<TopicPartition> tps) {
-    KafkaConsumer<byte[], byte[]> c = consumer();
+    Consumer<byte[], byte[]> c = consumer();
     Map<TopicPartition, Long> begin = store.call("READ", "topic '" + conf.topic + "'", () -> c.beginningOffsets(tps));
     Map<Integer, Long> out = new HashMap<>();
     begin.forEach((tp, o) -> out.put(tp.partition(), o));
@@ -340,7 +341,7 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     // Partitions that vanished stay in the offset so that planning reports the loss.
     for (Map.Entry<Integer, Long> e : start.next.entrySet()) until.putIfAbsent(e.getKey(), e.getValue());
     Idleness idleness = idle(until, now);
-    long at = System.currentTimeMillis();
+    long at = conf.clock.millis();
     // A graceful stop asked for (QuerySinks.askRelease): this micro-batch reads what there is
     // and releases everything held, as at the end of the input.
     io.kplex.spark.stream.StreamingBatch batch = io.kplex.spark.stream.StreamingBatch.current();
@@ -351,7 +352,7 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
       return new SourceOffset(conf.topic, until, start.flushes + 1, idleness.idle, idleness.drained, at);
     }
     if (!until.equals(start.next)) {
-      lastDataAt = System.currentTimeMillis();
+      lastDataAt = conf.clock.millis();
       dataSinceFlush = true;
       return new SourceOffset(conf.topic, until, start.flushes, idleness.idle, idleness.drained, at);
     }
@@ -363,7 +364,7 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     // No new record: once the input is idle (AvailableNow at its end, or nothing for
     // idleReleaseMs), one more micro-batch tells a kplex sink to release what it holds.
     boolean quiet = (availableNow != null && releaseAtEnd)
-        || (idleReleaseMs > 0 && System.currentTimeMillis() - lastDataAt >= idleReleaseMs);
+        || (idleReleaseMs > 0 && conf.clock.millis() - lastDataAt >= idleReleaseMs);
     if (quiet && dataSinceFlush) {
       dataSinceFlush = false;
       return start.flushed();
@@ -389,7 +390,7 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
    * sink to make idle when it saw no record of them, or none newer for the timeout.
    */
   private Idleness idle(Map<Integer, Long> until, SourceOffset now) {
-    long at = System.currentTimeMillis();
+    long at = conf.clock.millis();
     now.next.forEach((p, end) -> {
       long[] seen = lastMoved.get(p);
       if (seen == null || seen[0] != end) lastMoved.put(p, new long[] {end, at});

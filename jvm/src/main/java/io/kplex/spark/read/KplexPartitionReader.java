@@ -7,7 +7,7 @@ import java.time.Duration;
 import java.util.Iterator;
 import java.util.List;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.connector.metric.CustomTaskMetric;
@@ -26,15 +26,16 @@ final class KplexPartitionReader implements PartitionReader<InternalRow> {
   private static final Duration POLL = Duration.ofMillis(500);
 
   private final KafkaConf kafka;
+  private final io.kplex.spark.kafka.KafkaClients clients;
   private final OffsetRange range;
   private final int vp;
-  private final KafkaConsumer<byte[], byte[]> consumer;
+  private final Consumer<byte[], byte[]> consumer;
   private final TopicPartition tp;
   private final UTF8String topic;
   private final int[] columns;
   private Iterator<ConsumerRecord<byte[], byte[]>> batch = java.util.Collections.emptyIterator();
   private InternalRow current;
-  private final ReadProgress progress = new ReadProgress();
+  private final ReadProgress progress;
   private long read;
   /** The whole range was read: the consumer may serve the next task ({@link ConsumerPool}). */
   private boolean finished;
@@ -43,14 +44,16 @@ final class KplexPartitionReader implements PartitionReader<InternalRow> {
    * {@code vp} = -1: every record, as a topic row of {@code columns}; {@link VirtualRange#ALL}:
    * every kplex-written record, as derived rows; otherwise that virtual partition's.
    */
-  KplexPartitionReader(KafkaConf kafka, OffsetRange range, int vp, int[] columns) {
-    this.kafka = kafka;
+  KplexPartitionReader(ReadConf conf, OffsetRange range, int vp, int[] columns) {
+    this.kafka = conf.kafka;
+    this.clients = conf.clients;
+    this.progress = new ReadProgress(conf.clock);
     this.range = range;
     this.columns = columns;
     this.vp = vp;
     this.tp = new TopicPartition(range.topic, range.partition);
     this.topic = UTF8String.fromString(range.topic);
-    this.consumer = ConsumerPool.borrow(kafka, tp);
+    this.consumer = ConsumerPool.borrow(clients, kafka, tp);
     consumer.seek(tp, range.from);
   }
 
@@ -103,7 +106,7 @@ final class KplexPartitionReader implements PartitionReader<InternalRow> {
     if (closed) return;
     closed = true;
     if (finished && !Thread.currentThread().isInterrupted()) {
-      ConsumerPool.giveBack(kafka, tp, consumer);
+      ConsumerPool.giveBack(clients, kafka, tp, consumer);
     } else {
       // Failed or stopped half way: nothing to commit, do not wait for a parked fetch.
       consumer.close(Duration.ZERO);

@@ -29,12 +29,12 @@ final class KplexReaderFactory implements PartitionReaderFactory {
       return new SourcePartitionReader(conf, (OffsetRange) partition, vps);
     }
     if (partition instanceof OffsetRange) {
-      return new KplexPartitionReader(conf.kafka, (OffsetRange) partition, -1, columns);
+      return new KplexPartitionReader(conf, (OffsetRange) partition, -1, columns);
     }
     VirtualRange range = (VirtualRange) partition;
     if (conf.kind == ReadConf.Kind.READ_TIME) {
       return new VirtualPartitionReader(conf, range);
     }
-    return new KplexPartitionReader(conf.kafka, range.sources[0], range.vp, null);
+    return new KplexPartitionReader(conf, range.sources[0], range.vp, null);
   }
 }

@@ -13,7 +13,7 @@ import java.util.List;
 import java.util.Map;
 import org.apache.kafka.common.acl.AclOperation;
 import java.util.Set;
-import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.spark.sql.connector.metric.CustomMetric;
@@ -80,7 +80,7 @@ final class KplexScan implements Scan, Batch {
   public InputPartition[] planInputPartitions() {
     List<InputPartition> parts = new ArrayList<>();
     try (TableStore store = new TableStore(conf.kafka, table.metadataTopic());
-         KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(conf.kafka.consumer())) {
+         Consumer<byte[], byte[]> consumer = conf.clients.consumer(conf.kafka.consumer())) {
       List<TopicPartition> tps = new ArrayList<>();
       for (String topic : conf.sources) {
         tps.addAll(store.call("READ", "topic '" + topic + "'", () -> {

@@ -10,7 +10,7 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
-import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.OffsetAndTimestamp;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
@@ -41,7 +41,7 @@ final class ReadBounds {
   static final String FROM_TABLE = "table";
 
   /** [from, until) per partition. */
-  static Map<TopicPartition, long[]> resolve(KafkaConsumer<byte[], byte[]> consumer, TableStore store,
+  static Map<TopicPartition, long[]> resolve(Consumer<byte[], byte[]> consumer, TableStore store,
       List<String> topics, List<TopicPartition> tps, CaseInsensitiveStringMap options) {
     String topic = String.join(", ", topics);
     Map<TopicPartition, Long> begin = store.call("READ", "topic '" + topic + "'", () -> consumer.beginningOffsets(tps));

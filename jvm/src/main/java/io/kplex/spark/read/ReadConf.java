@@ -47,8 +47,14 @@ public final class ReadConf implements Serializable {
   public final NullOrderPolicy nullOrder;
   public final KafkaConf kafka;
   public final ReadExpressions expressions;
+  /** Where the read's Kafka consumers come from ({@link KafkaClients#REAL}; a JUnit test injects its own). */
+  public final io.kplex.spark.kafka.KafkaClients clients;
+  /** The time the read reads (stalls, idle partitions, release timing): {@link io.kplex.spark.time.Clock#SYSTEM}. */
+  public final io.kplex.spark.time.Clock clock;
 
   private ReadConf(KplexTable t, ConfParser settings, KafkaConf kafka) {
+    this.clients = io.kplex.spark.kafka.KafkaClients.REAL;
+    this.clock = io.kplex.spark.time.Clock.SYSTEM;
     TableDefinition def = t.definition().orElse(null);
     this.kind = def == null ? Kind.TOPIC : def.isReadTime() ? Kind.READ_TIME : Kind.DERIVED;
     this.table = t.name();
@@ -77,6 +83,29 @@ public final class ReadConf implements Serializable {
     this.expressions = ReadExpressions.compile(table,
         def.property(KplexOptions.KEY, KplexOptions.DEFAULT_VIRTUAL_KEY),
         def.property(KplexOptions.ORDER, KplexOptions.DEFAULT_VIRTUAL_ORDER));
+  }
+
+  private ReadConf(ReadConf o, io.kplex.spark.kafka.KafkaClients clients, io.kplex.spark.time.Clock clock) {
+    this.kind = o.kind;
+    this.table = o.table;
+    this.topic = o.topic;
+    this.sources = o.sources;
+    this.virtualPartitions = o.virtualPartitions;
+    this.physicalPartitions = o.physicalPartitions;
+    this.maxDelayMs = o.maxDelayMs;
+    this.latePolicy = o.latePolicy;
+    this.lateTopic = o.lateTopic;
+    this.nullKey = o.nullKey;
+    this.nullOrder = o.nullOrder;
+    this.kafka = o.kafka;
+    this.expressions = o.expressions;
+    this.clients = clients;
+    this.clock = clock;
+  }
+
+  /** This read with other Kafka clients and another clock (a JUnit test's). */
+  public ReadConf with(io.kplex.spark.kafka.KafkaClients clients, io.kplex.spark.time.Clock clock) {
+    return new ReadConf(this, clients, clock);
   }
 
   public static ReadConf resolve(KplexTable t, Map<String, String> readOptions) {

@@ -10,13 +10,19 @@ import java.util.function.Supplier;
 final class ReadProgress {
   static final long STALL_MS = 120_000;
 
-  private long lastProgress = System.currentTimeMillis();
+  private final io.kplex.spark.time.Clock clock;
+  private long lastProgress;
+
+  ReadProgress(io.kplex.spark.time.Clock clock) {
+    this.clock = clock;
+    this.lastProgress = clock.millis();
+  }
 
   /** After a poll: notes that records came, or fails when none came for {@link #STALL_MS}. */
   void polled(boolean any, Supplier<String> where) {
     if (any) {
-      lastProgress = System.currentTimeMillis();
-    } else if (System.currentTimeMillis() - lastProgress > STALL_MS) {
+      lastProgress = clock.millis();
+    } else if (clock.millis() - lastProgress > STALL_MS) {
       throw Errors.readStalled(where.get(), STALL_MS);
     }
   }

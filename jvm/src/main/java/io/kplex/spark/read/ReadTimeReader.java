@@ -3,7 +3,7 @@ package io.kplex.spark.read;
 import java.time.Duration;
 import java.util.function.IntPredicate;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 import org.apache.spark.sql.connector.metric.CustomTaskMetric;
@@ -20,13 +20,14 @@ abstract class ReadTimeReader implements PartitionReader<InternalRow> {
   static final Duration POLL = Duration.ofMillis(500);
 
   final ReadTimeRecords records;
-  final KafkaConsumer<byte[], byte[]> consumer;
-  final ReadProgress progress = new ReadProgress();
+  final Consumer<byte[], byte[]> consumer;
+  final ReadProgress progress;
   InternalRow current;
 
   ReadTimeReader(ReadConf conf) {
     this.records = new ReadTimeRecords(conf);
-    this.consumer = new KafkaConsumer<>(conf.kafka.consumer());
+    this.consumer = conf.clients.consumer(conf.kafka.consumer());
+    this.progress = new ReadProgress(conf.clock);
   }
 
   /**

@@ -153,6 +153,11 @@ public final class ExactlyOnceCommitter {
     }));
   }
 
+  /** The time this committer reads: a write's start is measured on it, so that its age is one clock's. */
+  public Clock clock() {
+    return clock;
+  }
+
   /**
    * Kafka aborts a transaction open longer than transaction.timeout.ms, and commits one
    * transaction at a time: a write whose oldest transaction has expired would become

@@ -40,9 +40,9 @@ final class KplexBatchWrite implements BatchWrite {
   public DataWriterFactory createBatchWriterFactory(PhysicalWriteInfo info) {
     // One writer per table: fail now, naming the other writer, if one is live.
     lease = WriterLease.acquire(conf.kafka, conf.table, queryId, null, conf.claimTimeoutMs);
-    startedMs = System.currentTimeMillis();
     // Before any task writes: finish or fence what an earlier, crashed write left open.
     ExactlyOnceCommitter committer = committer();
+    startedMs = committer.clock().millis();  // the clock requireTimeLeft measures the write's age on
     committer.recover(lease);
     // Under the claim: what the table holds per virtual partition (every writer's marks).
     CommitLog.InsertStart start = committer.insertsStart(schema.sourceTopic, queryId);

@@ -142,7 +142,7 @@ final class KplexStreamingWrite implements StreamingWrite {
         signal.releaseAll(), last.held(), source.starts(), source.ends(), source.idleBy(last.marks()),
         readBefore(source, last.lineage() == null ? null : last.lineage().resumedQuery()));
     WriteConf writing = firstOfRun ? epochConf(last.epoch() + 1) : conf;
-    epochs.put(last.epoch() + 1, new Started(start, System.currentTimeMillis(), signal, writing));
+    epochs.put(last.epoch() + 1, new Started(start, committer.clock().millis(), signal, writing));
     held.clean(last.epoch(), last.held());
     return new StreamingWriterFactory(writing, schema, start, held, info.numPartitions());
   }
@@ -307,7 +307,7 @@ final class KplexStreamingWrite implements StreamingWrite {
           mark.heldRecords(), mark.lineage(), mark.reads());
     }
     return mark.withLineage(new EpochMark.Lineage(s.topic(), new java.util.TreeMap<>(s.ends()), heldBase,
-        resumedFrom, System.currentTimeMillis(), schema.schema.toDDL(), floors));
+        resumedFrom, committer.clock().millis(), schema.schema.toDDL(), floors));
   }
 
   /** The held files' folder, qualified once per write (a FileSystem call), for the lineage. */
@@ -324,7 +324,7 @@ final class KplexStreamingWrite implements StreamingWrite {
     for (Map.Entry<Integer, Long> e : s.ends().entrySet()) {
       offsets += Math.max(0, e.getValue() - s.starts().getOrDefault(e.getKey(), e.getValue()));
     }
-    io.kplex.spark.stream.QuerySinks.DRIVER.paced(queryId, offsets, System.currentTimeMillis() - epoch.atMs());
+    io.kplex.spark.stream.QuerySinks.DRIVER.paced(queryId, offsets, committer.clock().millis() - epoch.atMs());
   }
 
   /** Ends the claim: after a failed epoch, or after each epoch of a write with no run. */
@@ -342,7 +342,7 @@ final class KplexStreamingWrite implements StreamingWrite {
    */
   @Override
   public void commit(long epochId, WriterCommitMessage[] messages) {
-    long started = System.nanoTime();
+    long started = committer.clock().nanos();
     try {
       if (!committed(epochId)) {
         Started epoch = epochs.get(epochId);
@@ -350,7 +350,7 @@ final class KplexStreamingWrite implements StreamingWrite {
         int[] idle = epoch == null ? new int[0] : epoch.start().idle();
         EpochMark mark = withLineage(tally.mark(conf.table, queryId, epochId, last.marks(), idle,
             epoch == null ? 0 : epoch.signal().atMs()), epoch);
-        long writeStarted = epoch == null ? System.currentTimeMillis() : epoch.atMs();
+        long writeStarted = epoch == null ? committer.clock().millis() : epoch.atMs();
         doCommit(tally, mark, tally.budgetFrom(writeStarted, CLOCK_SKEW_MS), epoch == null ? conf : epoch.conf());
         advance(mark);
         if (epoch != null) paced(epoch);
@@ -437,7 +437,7 @@ final class KplexStreamingWrite implements StreamingWrite {
     EventTime.Marks marks = mark.marks();
     Map<String, String> figures = new java.util.LinkedHashMap<>(tally.figures(mark.epoch(), conf.virtualPartitions,
         marks.watermark(partitions, idle, conf.maxDelayMs), marks.holding(partitions, idle, conf.maxDelayMs), idle,
-        (System.nanoTime() - startedNanos) / 1_000_000));
+        (committer.clock().nanos() - startedNanos) / 1_000_000));
     // Whether the rows carried their source position (kplex's source through projections and
     // filters): "lost" means the input counted as one partition (logged once per run).
     figures.put("sourcePositions", schema.positioned() ? "kept" : "lost");

@@ -99,4 +99,34 @@ public class ReadBoundsTest {
     KplexException e = assertThrows(KplexException.class, () -> ranges(options));
     assertTrue(e.getMessage(), e.getMessage().contains(says));
   }
+
+  /**
+   * Through the read side's seam (its consumer from {@code KafkaClients}), against the
+   * in-memory Kafka: the partitions' offsets are asked of the consumer, and the options applied.
+   */
+  @Test
+  public void aReadAsksTheConsumerItIsGivenForThePartitionsOffsets() {
+    io.kplex.spark.txn.FakeKafkaAccess kafka = new io.kplex.spark.txn.FakeKafkaAccess();
+    io.kplex.spark.kafka.KafkaTopics topics = kafka.topics();
+    topics.createTopic("views", 2, (short) 1, Map.of());
+    for (int i = 0; i < 30; i++) {
+      topics.producer().send(new org.apache.kafka.clients.producer.ProducerRecord<>("views", i % 2, new byte[] {1},
+          ("r" + i).getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+    }
+    int consumers = kafka.consumers();
+    try (io.kplex.spark.catalog.TableStore store = new io.kplex.spark.catalog.TableStore(topics.conf(), "_t");
+         org.apache.kafka.clients.consumer.Consumer<byte[], byte[]> consumer =
+             kafka.clients().consumer(topics.conf().consumer())) {
+      assertEquals("the consumer the read was given", consumers + 1, kafka.consumers());
+      Map<TopicPartition, long[]> all = ReadBounds.resolve(consumer, store, List.of("views"), List.of(P0, P1),
+          new CaseInsensitiveStringMap(Map.of()));
+      assertRange(0, 15, all.get(P0));
+      assertRange(0, 15, all.get(P1));
+      Map<TopicPartition, long[]> some = ReadBounds.resolve(consumer, store, List.of("views"), List.of(P0, P1),
+          new CaseInsensitiveStringMap(Map.of("startingOffsets", "{\"views\":{\"0\":4}}",
+              "endingOffsets", "{\"views\":{\"1\":9}}")));
+      assertRange(4, 15, some.get(P0));
+      assertRange(0, 9, some.get(P1));
+    }
+  }
 }

@@ -11,6 +11,11 @@ public final class FakeKafkaAccess {
     return kafka.topics(Clock.SYSTEM);
   }
 
+  /** Its clients, for a class that takes a {@link io.kplex.spark.kafka.KafkaClients} (the read side's). */
+  public io.kplex.spark.kafka.KafkaClients clients() {
+    return kafka;
+  }
+
   public int consumers() {
     return kafka.consumers.get();
   }
