@@ -34,6 +34,9 @@ public final class CommitLog {
   private static final ObjectMapper JSON = new ObjectMapper();
 
   private final CompactedTopic topic;
+  /** The mark of the commit this object began ({@link #begin}), and its JSON as written then. */
+  private EpochMark begun;
+  private byte[] begunJson;
 
   public CommitLog(KafkaTopics kafka) {
     this.topic = topic(kafka);
@@ -131,6 +134,8 @@ public final class CommitLog {
       String claim) {
     Map<String, byte[]> entries = mark == null ? new LinkedHashMap<>() : marking(mark);
     byte[] markJson = mark == null ? null : entries.remove(mark.key());
+    begun = mark;
+    begunJson = markJson;
     entries.put(table, toJson(table, queryId, txns, markJson == null ? null : EpochMark.tree(markJson), completes,
         claim));
     return topic.putAll(entries);
@@ -146,6 +151,13 @@ public final class CommitLog {
    */
   private Map<String, byte[]> marking(EpochMark mark) {
     String key = mark.key();
+    if (mark.equals(begun)) {
+      // Its commit's end: written as at its beginning, against the base written then (this
+      // object's; nothing else writes the key while its commit is under way).
+      Map<String, byte[]> out = new LinkedHashMap<>();
+      out.put(key, begunJson);
+      return out;
+    }
     Map<String, byte[]> stored = topic.readPrefixes(key);
     byte[] now = stored.get(key);
     byte[] base = stored.get(key + EpochMark.BASE);
