@@ -140,7 +140,8 @@ def test_a_stream_over_a_thousand_virtual_partitions_records_each_epochs_changes
     mark, base = json.loads(latest[key]), json.loads(latest[key + "#base"])
     assert "base_epoch" in mark and "base_epoch" not in base, sorted(mark)
     assert len(base["written"]) > 150, "the base holds every virtual partition written"
-    assert 0 < len(mark["written"]) <= 12, mark["written"]  # what changed since the base
+    # What changed since the base (the last runs' 3 users, and what the first run released at its end).
+    assert 0 < 4 * len(mark["written"]) < len(base["written"]), (len(mark["written"]), len(base["written"]))
     assert mark["epoch"] > base["epoch"] >= mark["base_epoch"]
 
     # A new query on a new checkpoint resumes from the table: it reads the marks whole.
