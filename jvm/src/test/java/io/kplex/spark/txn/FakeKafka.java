@@ -223,6 +223,13 @@ final class FakeKafka implements KafkaClients {
     return admin;
   }
 
+  /**
+   * How many times a topic just created is described as unknown, as a broker of a cluster that
+   * has not learned of it yet answers (0: known at once).
+   */
+  int describeLagAfterCreate;
+  private final Map<String, Integer> lagging = new HashMap<>();
+
   /** MockAdminClient, with topics that hold records and transactions that can be listed and fenced. */
   private final class FakeAdmin extends MockAdminClient {
     FakeAdmin() {
@@ -230,9 +237,27 @@ final class FakeKafka implements KafkaClients {
     }
 
     @Override
+    public synchronized org.apache.kafka.clients.admin.DescribeTopicsResult describeTopics(
+        org.apache.kafka.common.TopicCollection topics, org.apache.kafka.clients.admin.DescribeTopicsOptions options) {
+      if (topics instanceof org.apache.kafka.common.TopicCollection.TopicNameCollection names) {
+        for (String name : names.topicNames()) {
+          int left = lagging.getOrDefault(name, 0);
+          if (left > 0) {
+            lagging.put(name, left - 1);
+            KafkaFutureImpl<org.apache.kafka.clients.admin.TopicDescription> unknown = new KafkaFutureImpl<>();
+            unknown.completeExceptionally(new org.apache.kafka.common.errors.UnknownTopicOrPartitionException(name));
+            return new org.apache.kafka.clients.admin.DescribeTopicsResult(null, Map.of(name, unknown)) { };
+          }
+        }
+      }
+      return super.describeTopics(topics, options);
+    }
+
+    @Override
     public synchronized CreateTopicsResult createTopics(Collection<NewTopic> newTopics, CreateTopicsOptions options) {
       synchronized (FakeKafka.this) {
         for (NewTopic t : newTopics) {
+          if (describeLagAfterCreate > 0) lagging.put(t.name(), describeLagAfterCreate);
           int partitions = t.numPartitions() > 0 ? t.numPartitions() : 1;
           for (int p = 0; p < partitions; p++) topics.putIfAbsent(new TopicPartition(t.name(), p), new ArrayList<>());
         }
