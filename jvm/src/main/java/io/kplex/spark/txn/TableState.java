@@ -172,8 +172,7 @@ public final class TableState {
   private static void streams(KafkaTopics kafka, Map<String, byte[]> all, String table, ArrayNode out) {
     Map<String, Map<TopicPartition, OffsetAndMetadata>> groups = monitorGroups(kafka.admin(), table);
     String prefix = EpochMark.key(table, "");
-    EpochMark.all(new TreeMap<>(all)).forEach((key, mark) -> {
-      if (!key.startsWith(prefix)) return;
+    EpochMark.all(new TreeMap<>(all).subMap(prefix, prefix + Character.MAX_VALUE)).forEach((key, mark) -> {
       ObjectNode q = out.addObject();
       q.put("query", mark.query()).put("last_epoch", mark.epoch()).put("held_files", mark.held().size());
       if (mark.heldRecords() >= 0) q.put("held_records", mark.heldRecords());
