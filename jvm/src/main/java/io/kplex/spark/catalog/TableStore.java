@@ -18,7 +18,13 @@ public final class TableStore extends KafkaTopics {
   private final CompactedTopic definitions;
 
   public TableStore(KafkaConf kafka, String metadataTopic) {
-    super(kafka);
+    this(kafka, io.kplex.spark.kafka.KafkaClients.REAL, io.kplex.spark.time.Clock.SYSTEM, metadataTopic);
+  }
+
+  /** With the clients and the clock a read or write was given (a JUnit test's in-memory Kafka). */
+  public TableStore(KafkaConf kafka, io.kplex.spark.kafka.KafkaClients clients, io.kplex.spark.time.Clock clock,
+      String metadataTopic) {
+    super(kafka, clients, clock);
     this.definitions = new CompactedTopic(this, metadataTopic);
   }
 

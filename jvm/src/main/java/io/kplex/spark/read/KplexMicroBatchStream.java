@@ -127,7 +127,7 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
 
   private synchronized Consumer<byte[], byte[]> consumer() {
     if (consumer == null) {
-      store = new TableStore(conf.kafka, table.metadataTopic());
+      store = new TableStore(conf.kafka, conf.clients, conf.clock, table.metadataTopic());
       consumer = conf.clients.consumer(conf.kafka.consumer());
       store.requireAllowed(conf.topic, AclOperation.READ);
     }

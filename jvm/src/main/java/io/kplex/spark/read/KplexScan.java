@@ -79,7 +79,7 @@ final class KplexScan implements Scan, Batch {
   @Override
   public InputPartition[] planInputPartitions() {
     List<InputPartition> parts = new ArrayList<>();
-    try (TableStore store = new TableStore(conf.kafka, table.metadataTopic());
+    try (TableStore store = new TableStore(conf.kafka, conf.clients, conf.clock, table.metadataTopic());
          Consumer<byte[], byte[]> consumer = conf.clients.consumer(conf.kafka.consumer())) {
       List<TopicPartition> tps = new ArrayList<>();
       for (String topic : conf.sources) {

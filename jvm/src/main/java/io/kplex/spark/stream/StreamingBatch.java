@@ -13,9 +13,15 @@ public record StreamingBatch(String queryId, long batchId) {
   /** Set by Spark's micro-batch execution for each batch it runs. */
   public static final String BATCH_ID = "streaming.sql.batchId";
 
-  /** The query and batch of this thread, or null outside a micro-batch of a streaming query. */
+  /**
+   * The query and batch of this thread, or null outside a micro-batch of a streaming query
+   * (and in a JVM with no Spark session, as a JUnit test's: none is started for the asking).
+   */
   public static StreamingBatch current() {
-    SparkContext sc = SparkContext.getOrCreate();
+    scala.Option<org.apache.spark.sql.SparkSession> session = org.apache.spark.sql.SparkSession.getActiveSession();
+    if (session.isEmpty()) session = org.apache.spark.sql.SparkSession.getDefaultSession();
+    if (session.isEmpty()) return null;
+    SparkContext sc = session.get().sparkContext();
     String query = sc.getLocalProperty(QUERY_ID);
     String batch = sc.getLocalProperty(BATCH_ID);
     if (query == null || batch == null) return null;

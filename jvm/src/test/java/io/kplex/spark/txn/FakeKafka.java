@@ -79,6 +79,14 @@ final class FakeKafka implements KafkaClients {
     hooks.put(key, then);
   }
 
+  /** Per partition, its first offset still held (0 unless {@link #deleteBefore} moved it). */
+  private final Map<TopicPartition, Long> logStart = new ConcurrentHashMap<>();
+
+  /** Records below {@code offset} are gone, as the broker's retention deletes them. */
+  void deleteBefore(TopicPartition tp, long offset) {
+    logStart.put(tp, offset);
+  }
+
   /** Transactions a task left open (ONGOING), for the fencer to find. */
   void open(String... ids) {
     open.addAll(List.of(ids));
@@ -177,7 +185,7 @@ final class FakeKafka implements KafkaClients {
       Map<TopicPartition, Long> begin = new HashMap<>();
       Map<TopicPartition, Long> end = new HashMap<>();
       now.forEach((tp, log) -> {
-        begin.put(tp, 0L);
+        begin.put(tp, Math.min(logStart.getOrDefault(tp, 0L), log.size()));
         end.put(tp, (long) log.size());
       });
       for (TopicPartition tp : assignment()) {  // a partition nothing was written to yet
@@ -194,6 +202,12 @@ final class FakeKafka implements KafkaClients {
       reads.incrementAndGet();
       refresh();
       return super.endOffsets(partitions);
+    }
+
+    @Override
+    public synchronized Map<TopicPartition, Long> beginningOffsets(java.util.Collection<TopicPartition> partitions) {
+      refresh();
+      return super.beginningOffsets(partitions);
     }
 
     @Override
@@ -250,7 +264,13 @@ final class FakeKafka implements KafkaClients {
           }
         }
       }
-      return super.describeTopics(topics, options);
+      // As a broker without an authorizer: no operations listed (kplex then checks none).
+      org.apache.kafka.clients.admin.DescribeTopicsResult described = super.describeTopics(topics, options);
+      if (described.topicNameValues() == null) return described;
+      Map<String, KafkaFuture<org.apache.kafka.clients.admin.TopicDescription>> open = new HashMap<>();
+      described.topicNameValues().forEach((name, f) -> open.put(name, f.thenApply(d ->
+          new org.apache.kafka.clients.admin.TopicDescription(d.name(), d.isInternal(), d.partitions(), null))));
+      return new org.apache.kafka.clients.admin.DescribeTopicsResult(null, open) { };
     }
 
     @Override

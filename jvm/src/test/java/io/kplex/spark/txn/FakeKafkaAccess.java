@@ -16,6 +16,11 @@ public final class FakeKafkaAccess {
     return kafka;
   }
 
+  /** Records of {@code topic}'s {@code partition} below {@code offset} are gone (retention). */
+  public void deleteBefore(String topic, int partition, long offset) {
+    kafka.deleteBefore(new org.apache.kafka.common.TopicPartition(topic, partition), offset);
+  }
+
   public int consumers() {
     return kafka.consumers.get();
   }

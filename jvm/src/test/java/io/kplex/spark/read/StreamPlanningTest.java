@@ -1,0 +1,180 @@
+package io.kplex.spark.read;
+
+import static org.junit.Assert.assertArrayEquals;
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertSame;
+import static org.junit.Assert.assertThrows;
+import static org.junit.Assert.assertTrue;
+
+import io.kplex.spark.catalog.KplexTable;
+import io.kplex.spark.errors.KplexException;
+import io.kplex.spark.kafka.KafkaTopics;
+import io.kplex.spark.time.ManualClock;
+import io.kplex.spark.txn.FakeKafkaAccess;
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeMap;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.spark.sql.connector.read.InputPartition;
+import org.apache.spark.sql.connector.read.streaming.ReadLimit;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+import org.junit.Before;
+import org.junit.Test;
+
+/**
+ * The stream's planning through the read side's seam (its consumer and admin from
+ * {@code KafkaClients}, its time from {@code Clock}), against the in-memory Kafka: what a
+ * micro-batch reads (the rate limit, partitions added), what it plans (one range per
+ * partition with records), data loss, the release at the end of the input, idleness.
+ */
+public class StreamPlanningTest {
+  private static final String TOPIC = "views";
+  private FakeKafkaAccess kafka;
+  private KafkaTopics topics;
+  private final ManualClock clock = new ManualClock(1_700_000_000_000L);
+
+  @Before
+  public void topicOfThreePartitions() {
+    kafka = new FakeKafkaAccess();
+    topics = kafka.topics();
+    topics.createTopic(TOPIC, 3, (short) 1, Map.of());
+  }
+
+  private void produce(int partition, int records) {
+    for (int i = 0; i < records; i++) {
+      topics.producer().send(new ProducerRecord<>(TOPIC, partition, new byte[] {1},
+          ("r" + i).getBytes(StandardCharsets.UTF_8)));
+    }
+  }
+
+  private KplexMicroBatchStream stream(String... options) {
+    Map<String, String> opts = new HashMap<>();
+    for (int i = 0; i < options.length; i += 2) opts.put(options[i], options[i + 1]);
+    KplexTable table = new KplexTable(TOPIC, TOPIC, Optional.empty(), Map.of("kafka.bootstrap.servers", "fake:9092"),
+        "_kplex_tables", null);
+    ReadConf conf = ReadConf.resolve(table, opts).with(kafka.clients(), clock);
+    return new KplexMicroBatchStream(table, conf, new CaseInsensitiveStringMap(opts), null, "/nonexistent");
+  }
+
+  private static SourceOffset at(long... offsets) {
+    Map<Integer, Long> next = new TreeMap<>();
+    for (int p = 0; p < offsets.length; p++) next.put(p, offsets[p]);
+    return new SourceOffset(TOPIC, next);
+  }
+
+  private static long[] offsets(SourceOffset o) {
+    return o.next.values().stream().mapToLong(Long::longValue).toArray();
+  }
+
+  @Test
+  public void aMicroBatchReadsUpToEachPartitionsEndAndPlansOneRangePerPartitionWithRecords() {
+    produce(0, 20);
+    produce(1, 5);
+    KplexMicroBatchStream s = stream();
+    SourceOffset end = (SourceOffset) s.latestOffset(at(0, 0, 0), ReadLimit.allAvailable());
+    assertArrayEquals(new long[] {20, 5, 0}, offsets(end));
+    InputPartition[] planned = s.planInputPartitions(at(2, 0, 0), end);
+    assertEquals("partition 2 holds nothing to read: no task", 2, planned.length);
+    OffsetRange first = (OffsetRange) planned[0];
+    assertEquals(0, first.partition);
+    assertEquals(2, first.from);
+    assertEquals(20, first.until);
+    assertSame("planned once per (start, end)", planned[0], s.planInputPartitions(at(2, 0, 0), end)[0]);
+  }
+
+  @Test
+  public void theRateLimitIsSharedByThePartitionsAndAddedPartitionsAreReadFromTheirBeginning() {
+    produce(0, 100);
+    produce(1, 100);
+    produce(2, 100);
+    KplexMicroBatchStream s = stream("maxOffsetsPerTrigger", "30");
+    SourceOffset end = (SourceOffset) s.latestOffset(at(0, 0), s.getDefaultReadLimit());
+    assertEquals("a partition the start did not know (added since) is read too", 3, end.next.size());
+    assertEquals(30, Arrays.stream(offsets(end)).sum());
+    assertTrue("each partition gets a share: " + end.next, end.next.values().stream().allMatch(o -> o == 10));
+  }
+
+  @Test
+  public void recordsTheBrokerDeletedOrAPartitionsEndGoneBackAreDataLossNamingTopicAndPartition() {
+    produce(0, 20);
+    produce(1, 20);
+    kafka.deleteBefore(TOPIC, 1, 15);
+    KplexMicroBatchStream s = stream();
+    KplexException deleted = assertThrows(KplexException.class,
+        () -> s.planInputPartitions(at(0, 5, 0), at(20, 20, 0)));
+    assertTrue(deleted.getMessage(), deleted.getMessage().contains("[KPLEX_DATA_LOSS]"));
+    assertTrue(deleted.getMessage(), deleted.getMessage().contains("topic 'views' partition 1: offsets [5, 15)"));
+    assertTrue(deleted.getMessage(), deleted.getMessage().contains("failOnDataLoss"));
+    KplexException back = assertThrows(KplexException.class,
+        () -> s.planInputPartitions(at(50, 0, 0), at(20, 20, 0)));
+    assertTrue(back.getMessage(), back.getMessage().contains("partition 0")
+        && back.getMessage().contains("went back from offset 50 to 20"));
+  }
+
+  @Test
+  public void withoutFailOnDataLossWhatIsLeftIsRead() {
+    produce(1, 20);
+    kafka.deleteBefore(TOPIC, 1, 15);
+    KplexMicroBatchStream s = stream("failOnDataLoss", "false");
+    InputPartition[] planned = s.planInputPartitions(at(0, 5, 0), at(0, 20, 0));
+    assertEquals(1, planned.length);
+    assertEquals(15, ((OffsetRange) planned[0]).from);
+    assertEquals(20, ((OffsetRange) planned[0]).until);
+    assertEquals("1", s.metrics(Optional.empty()).get("dataLossEvents"));
+    assertEquals("10", s.metrics(Optional.empty()).get("offsetsLost"));
+  }
+
+  @Test
+  public void onceTheInputIsQuietForIdleReleaseMsOneMicroBatchReleasesWhatIsHeldAndThenNoneUntilNewRecords() {
+    produce(0, 10);
+    produce(1, 10);
+    produce(2, 10);
+    KplexMicroBatchStream s = stream("idleReleaseMs", "5000", "idleTimeoutMs", "-1");
+    SourceOffset first = (SourceOffset) s.latestOffset(at(0, 0, 0), ReadLimit.allAvailable());
+    assertEquals(0, first.flushes);
+    clock.advance(4_999);
+    assertSame("not quiet long enough", first, s.latestOffset(first, ReadLimit.allAvailable()));
+    clock.advance(1);
+    SourceOffset flush = (SourceOffset) s.latestOffset(first, ReadLimit.allAvailable());
+    assertEquals("one micro-batch without records tells the sink to release", 1, flush.flushes);
+    assertEquals(first.next, flush.next);
+    clock.advance(60_000);
+    assertSame("released once", flush, s.latestOffset(flush, ReadLimit.allAvailable()));
+    produce(2, 1);
+    SourceOffset more = (SourceOffset) s.latestOffset(flush, ReadLimit.allAvailable());
+    assertEquals(11L, (long) more.next.get(2));
+    assertEquals(1, more.flushes);
+  }
+
+  @Test
+  public void anEmptyPartitionIsIdleAtOnceAQuietOneAfterTheIdleTimeoutAndNeitherUnderStrictWaiting() {
+    produce(0, 10);
+    produce(1, 10);
+    KplexMicroBatchStream s = stream("idleTimeoutMs", "30000");
+    SourceOffset first = (SourceOffset) s.latestOffset(at(0, 0, 0), ReadLimit.allAvailable());
+    assertEquals("partition 2 never held a record", Set.of(2), first.idle);
+    produce(0, 5);
+    clock.advance(30_000);
+    SourceOffset later = (SourceOffset) s.latestOffset(first, ReadLimit.allAvailable());
+    assertEquals("partition 1 unmoved for the timeout; 0 moved", Set.of(1, 2), later.idle);
+    produce(1, 1);
+    SourceOffset back = (SourceOffset) s.latestOffset(later, ReadLimit.allAvailable());
+    assertEquals("a new record makes its partition hold the watermark again", Set.of(2), back.idle);
+    KplexMicroBatchStream strict = stream("idleTimeoutMs", "-1");
+    assertEquals(Set.of(), ((SourceOffset) strict.latestOffset(at(0, 0, 0), ReadLimit.allAvailable())).idle);
+  }
+
+  @Test
+  public void availableNowStopsAtTheEndsTheQueryStartedWith() {
+    produce(0, 10);
+    KplexMicroBatchStream s = stream();
+    s.prepareForTriggerAvailableNow();
+    produce(0, 10);
+    SourceOffset end = (SourceOffset) s.latestOffset(at(0, 0, 0), ReadLimit.allAvailable());
+    assertEquals(10L, (long) end.next.get(0));
+  }
+}
