@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from sql_cases import Case, cases
 
+from kplex.cli import main
 from kplex.sqltools.check import check_file, check_text, require_clean
-from kplex.sqltools.cli import main
 from kplex.sqltools.errors import CheckFailed
 
 REPO = Path(__file__).resolve().parent.parent

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from sql_cases import Case, cases
 
-from kplex.sqltools.cli import main
+from kplex.cli import main
 from kplex.sqltools.definitions import ExplainedTable, definitions_from_records, read_table_definitions
 from kplex.sqltools.explain import explain_file, explain_text, mapping_lines
 

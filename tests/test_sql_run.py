@@ -13,7 +13,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from kplex.sqltools.cli import main
+from kplex.cli import main
 from kplex.sqltools.errors import CheckFailed, NoBootstrap, StatementFailed
 from kplex.sqltools.run import RunSummary, StatementOutcome, run_file
 from kplex.sqltools.translate import translate_file

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from sql_cases import Case, cases
 
+from kplex.cli import main
 from kplex.jsonpointer import PointerError, json_path
 from kplex.sqltools.check import check_text
-from kplex.sqltools.cli import main
 from kplex.sqltools.errors import UntranslatableJob
 from kplex.sqltools.translate import default_physical_partitions, translate_file
 

@@ -9,130 +9,24 @@
     $ kplex stream sql/pageviews_by_user_stream.sql --checkpoint /chk/pageviews_by_user
     $ kplex pipeline run sql/pipeline --bootstrap 127.0.0.1:9092
 
-``demo`` and ``datagen`` load their tools (:mod:`kplex.testing`) when they run. The
-``sql``, ``translate`` and ``read`` commands come from modules with a
-``register(subparsers)`` function (:data:`COMMAND_MODULES`); a module that fails to
-import stops the command with an error naming it, never leaves its commands out.
+Every command comes from a module of this package with a ``register(subparsers)``
+function that adds its sub-commands, each with its ``handler`` (:data:`COMMAND_MODULES`);
+a module that fails to import stops the command with an error naming it, never leaves
+its commands out.
 """
 from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import sys
 from types import ModuleType
 from typing import Sequence
 
 from kplex.errors import KplexError
-from kplex.kafka import config as kafka_config
 
-#: Modules that add sub-commands to ``kplex`` with ``register(subparsers)``.
-COMMAND_MODULES = ("kplex.sqltools.cli", "kplex.cli.read", "kplex.cli.advise")
-
-
-def _bootstrap(args: argparse.Namespace) -> str:
-    return kafka_config.from_args(args)[0]
-
-
-def _demo(args: argparse.Namespace) -> int:
-    from kplex.testing.demo import run_demo
-
-    return 0 if run_demo(_bootstrap(args), records=args.records, master=args.master) else 1
-
-
-def _datagen(args: argparse.Namespace) -> int:
-    from kplex.testing.datagen import generate_pageviews
-
-    summary = generate_pageviews(_bootstrap(args), args.topic, args.records, partitions=args.partitions,
-                                 users=args.users, out_of_order_ms=args.out_of_order_ms,
-                                 skew=args.skew, non_ascii=args.non_ascii, seed=args.seed)
-    print(summary.table())
-    return 0
-
-
-def _spread(args: argparse.Namespace) -> int:
-    from kplex.admin import spread_control_plane
-
-    bootstrap, settings = kafka_config.from_args(args)
-    print(spread_control_plane(bootstrap, kafka_options=settings, claim_timeout_ms=args.claim_timeout_ms))
-    return 0
-
-
-def _recover(args: argparse.Namespace) -> int:
-    from kplex.admin import recover
-
-    bootstrap, settings = kafka_config.from_args(args)
-    print(recover(bootstrap, args.table, kafka_options=settings, claim_timeout_ms=args.claim_timeout_ms))
-    return 0
-
-
-def _status(args: argparse.Namespace) -> int:
-    from kplex.status import render, status
-
-    bootstrap, settings = kafka_config.from_args(args)
-    state = status(bootstrap, args.table, count=args.count, kafka_options=settings,
-                   config=kafka_config.librdkafka(settings) if settings else None)
-    print(json.dumps(state, indent=2) if args.json else render(state))
-    return 0
-
-
-def _stream(args: argparse.Namespace) -> int:
-    from kplex.session import kplex_session
-    from kplex.streaming import request_stop, run_stream_file
-
-    if args.file == "stop":
-        # `kplex stream stop --checkpoint DIR`: the `kplex stream` running there releases what
-        # it holds at its next micro-batch, then stops (kplex.streaming.stop_gracefully).
-        path = request_stop(args.checkpoint)
-        print(f"kplex: asked the stream on checkpoint {args.checkpoint} to stop gracefully ({path})")
-        return 0
-
-    bootstrap, settings = kafka_config.from_args(args)
-    conf = dict(c.split("=", 1) for c in args.conf)
-    # A session that runs only this query: adaptive execution would plan each micro-batch
-    # again after each stage (about 100 ms a batch, bench/streaming) for nothing.
-    spark = kplex_session(bootstrap, master=args.master, conf={"spark.ui.showConsoleProgress": "false",
-                                                              "spark.sql.adaptive.enabled": "false", **conf},
-                          kafka_options=settings)
-    spark.sparkContext.setLogLevel("ERROR")
-    query = run_stream_file(args.file, spark, args.checkpoint, trigger=args.trigger,
-                            available_now=args.available_now, release_at_end=args.release_at_end,
-                            resume=args.resume, out=sys.stdout, timeout=args.timeout)
-    return 0 if query.exception() is None else 1
-
-
-def _pipeline(args: argparse.Namespace) -> int:
-    import tempfile
-    from pathlib import Path
-
-    from kplex.pipelines import run_pipeline
-    from kplex.servers import running_server
-
-    spec = Path(args.spec)
-    if spec.is_dir():
-        spec = spec / "spark-pipeline.yml"
-    if not spec.exists():
-        raise SystemExit(f"kplex pipeline: no pipeline spec at {spec}")
-    configuration = {}
-    if args.resume:
-        configuration["kplex.stream.startingOffsets"] = "table"
-    if args.release_at_end:
-        configuration["kplex.stream.releaseAtEnd"] = "true"
-    if args.remote:
-        return run_pipeline(spec, args.remote, configuration)
-    bootstrap, settings = kafka_config.from_args(args)
-    with tempfile.TemporaryDirectory(prefix="kplex-pipeline-") as workdir, \
-            running_server("connect", bootstrap, Path(workdir), args.conf, master=args.master,
-                           kafka_options=settings) as port:
-        return run_pipeline(spec, f"sc://127.0.0.1:{port}", configuration)
-
-
-def _server(args: argparse.Namespace) -> int:
-    from kplex.servers import exec_server
-
-    bootstrap, settings = kafka_config.from_args(args)
-    exec_server(args.kind, bootstrap, args.port, args.host, args.master, args.conf, kafka_options=settings)
-    return 0  # not reached: the server replaced this process
+#: Modules that add sub-commands to ``kplex`` with ``register(subparsers)``, in help order.
+COMMAND_MODULES = ("kplex.cli.tools", "kplex.cli.sql", "kplex.cli.read", "kplex.cli.advise", "kplex.cli.operate",
+                   "kplex.cli.run")
 
 
 def _command_module(name: str) -> ModuleType:
@@ -148,107 +42,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kplex", description="Repartition Kafka topics onto"
                                      " ordered virtual partitions with Spark SQL.")
     sub = parser.add_subparsers(dest="command", required=True)
-
-    demo = sub.add_parser("demo", help="run the seed article's example and check it")
-    demo.add_argument("--bootstrap", help="Kafka address (default $KPLEX_BOOTSTRAP)")
-    demo.add_argument("--records", type=int, default=10_000)
-    demo.add_argument("--master", default="local[2]")
-    demo.set_defaults(handler=_demo)
-
-    gen = sub.add_parser("datagen", help="generate a pageviews topic keyed by page")
-    gen.add_argument("--bootstrap")
-    gen.add_argument("--topic", default="pageviews")
-    gen.add_argument("--records", type=int, default=10_000)
-    gen.add_argument("--partitions", type=int, default=3)
-    gen.add_argument("--users", type=int, default=9)
-    gen.add_argument("--out-of-order-ms", type=int, default=0)
-    gen.add_argument("--skew", type=float, default=0.0, help="share of records from one hot user")
-    gen.add_argument("--non-ascii", action="store_true", help="user ids with non-ASCII characters")
-    gen.add_argument("--seed", type=int, default=42)
-    gen.set_defaults(handler=_datagen)
-
-    rec = sub.add_parser("recover", help="finish or settle what a crashed write left, and say what it found")
-    kafka_config.add_arguments(rec)
-    rec.add_argument("--table", required=True)
-    rec.add_argument("--claim-timeout-ms", type=int, default=None,
-                     help="take over a writer's claim left unrenewed this long (default 6000)")
-    rec.set_defaults(handler=_recover)
-
-    plane = sub.add_parser("control-plane", help="the control plane (_kplex_commits)")
-    plane_sub = plane.add_subparsers(dest="plane_command", required=True)
-    spread = plane_sub.add_parser("spread", help="spread a commit log written before it was scoped by table over"
-                                                 " its partitions (with no writer at work)")
-    kafka_config.add_arguments(spread)
-    spread.add_argument("--claim-timeout-ms", type=int, default=None,
-                        help="a writer's claim unrenewed this long counts as dead (default 6000)")
-    spread.set_defaults(handler=_spread)
-
-    stat = sub.add_parser("status", help="a table's state: definition, offsets, high marks, writer claim,"
-                                         " pending commit, open transactions, streaming queries and their lag")
-    kafka_config.add_arguments(stat)
-    stat.add_argument("table")
-    stat.add_argument("--count", action="store_true",
-                      help="also count the records of each virtual partition (reads the whole topic)")
-    stat.add_argument("--json", action="store_true", help="print the state as JSON")
-    stat.set_defaults(handler=_status)
-
-    stream = sub.add_parser("stream", help="run a streaming SQL job into a kplex table",
-                            description="Run the statements of a SQL file; its INSERT INTO kplex.<table>"
-                                        " SELECT ... FROM STREAM(<source>) runs as a Structured Streaming"
-                                        " query (exactly once per micro-batch, order kept across them),"
-                                        " printing each micro-batch's figures, until it stops.")
-    stream.add_argument("file", help="the SQL file, e.g. sql/pageviews_by_user_stream.sql; or `stop`: ask the"
-                                     " `kplex stream` running on --checkpoint to write what it holds and stop")
-    kafka_config.add_arguments(stream)
-    stream.add_argument("--checkpoint", required=True, help="the query's checkpoint directory (restart from it)")
-    stream.add_argument("--trigger", default="1 second", help="micro-batch interval (default '1 second')")
-    stream.add_argument("--available-now", action="store_true",
-                        help="read what the source holds now and stop; records within kplex.max_delay_ms of"
-                             " the slowest partition stay held for the next run, so N runs write what one would")
-    stream.add_argument("--release-at-end", action="store_true",
-                        help="with --available-now: the input has ended, release every held record (a later"
-                             " record below what this wrote is late)")
-    stream.add_argument("--resume", action="store_true",
-                        help="a new checkpoint starts where the table's last stream from the same source stopped"
-                             " and writes what that stream held back (startingOffsets = 'table'): change a query"
-                             " without losing or repeating records")
-    stream.add_argument("--timeout", type=float, help="stop the query after this many seconds")
-    stream.add_argument("--master", default="local[*]")
-    stream.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="another Spark setting")
-    stream.set_defaults(handler=_stream)
-
-    pipeline = sub.add_parser("pipeline", help="run a Spark Declarative Pipeline whose sinks are kplex tables")
-    pipeline_commands = pipeline.add_subparsers(dest="pipeline_command", required=True)
-    run_pipeline = pipeline_commands.add_parser(
-        "run", help="create its tables (tables.sql), then run it on a Spark Connect server with kplex",
-        description="Run spark-pipelines on a Spark Connect server with kplex: one started for the run"
-                    " (on --bootstrap), or --remote sc://HOST:PORT (kplex server connect).")
-    run_pipeline.add_argument("spec", help="the spark-pipeline.yml, or its folder (e.g. sql/pipeline)")
-    kafka_config.add_arguments(run_pipeline)
-    run_pipeline.add_argument("--remote", help="an existing kplex Spark Connect server, sc://HOST:PORT")
-    run_pipeline.add_argument("--master", default="local[*]", help="of the server started for the run")
-    run_pipeline.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
-                              help="another Spark setting of the server started for the run")
-    run_pipeline.add_argument("--resume", action="store_true",
-                              help="flows on a new storage (checkpoints) start where their table's last stream from"
-                                   " the same source stopped and write what it held back (startingOffsets = 'table')")
-    run_pipeline.add_argument("--release-at-end", action="store_true",
-                              help="this update is the last: release every held record at the end of the input")
-    run_pipeline.set_defaults(handler=_pipeline)
-
-    server = sub.add_parser("server", help="run a Spark Connect or Thrift (JDBC) server with kplex on it",
-                            description="Start a Spark Connect server (sc://HOST:PORT) or Spark's Thrift"
-                                        " JDBC/ODBC server (jdbc:hive2://HOST:PORT) with kplex's jars,"
-                                        " SQL functions and catalog. Runs in the foreground until stopped.")
-    server.add_argument("kind", choices=("connect", "thrift"))
-    kafka_config.add_arguments(server)
-    server.add_argument("--port", type=int, help="default 15002 (connect) or 10000 (thrift)")
-    server.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    server.add_argument("--master", default="local[*]")
-    server.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
-                        help="another Spark setting, e.g. spark.sql.catalog.kplex.kafka.security.protocol=SASL_SSL")
-    server.set_defaults(handler=_server)
-
     for name in COMMAND_MODULES:
         _command_module(name).register(sub)
     return parser

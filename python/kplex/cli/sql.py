@@ -1,4 +1,4 @@
-"""Command-line wiring of kplex's SQL tools: argument parsing only.
+"""``kplex sql`` and ``kplex translate``: command-line wiring of kplex's SQL tools (:mod:`kplex.sqltools`).
 
 ``register(subparsers)`` adds to the ``kplex`` command::
 
@@ -8,7 +8,7 @@
     kplex sql explain FILE.sql [--var NAME=VALUE ...] [--dialect D] [--bootstrap HOST:PORT] [--timeout S]
     kplex translate JOB.toml|JOB.json [--physical-partitions N] [-o OUT.sql]
 
-Each handler is stored as ``func`` (and ``handler``) in the parsed namespace and returns the
+Each handler is stored as ``handler`` in the parsed namespace and returns the
 exit code: 0 done, 1 the SQL (or job) has errors or a statement failed, 2 the
 command cannot start (no broker given, no Spark).
 
@@ -16,7 +16,7 @@ command cannot start (no broker given, no Spark).
 >>> parser = argparse.ArgumentParser(prog="kplex")
 >>> register(parser.add_subparsers(dest="command"))
 >>> args = parser.parse_args(["sql", "check", "job.sql", "--var", "t=pageviews"])
->>> args.func.__name__, args.var
+>>> args.handler.__name__, args.var
 ('check_command', ['t=pageviews'])
 """
 
@@ -43,7 +43,7 @@ from kplex.sqltools.run import run_file, spark_statements
 from kplex.sqltools.script import read_script
 from kplex.sqltools.translate import translate_file
 
-__all__ = ["register", "main", "check_command", "explain_command", "run_command", "translate_command"]
+__all__ = ["register", "check_command", "explain_command", "run_command", "translate_command"]
 
 
 def _pairs(values: Sequence[str] | None, option: str) -> dict[str, str]:
@@ -89,12 +89,12 @@ def register(subparsers: Any) -> None:
     run.add_argument("--spark-log-level", default="FATAL", metavar="LEVEL",
                      help="Spark's own log from this level up (default FATAL: failures are reported anyway)")
     run.add_argument("--dry-run", action="store_true", help="check and print the Spark SQL, run nothing")
-    run.set_defaults(func=run_command, handler=run_command)
+    run.set_defaults(handler=run_command)
 
     check = commands.add_parser("check", help="parse and validate without Spark",
                                 description="Find syntax errors and kplex mistakes without starting Spark.")
     _common(check)
-    check.set_defaults(func=check_command, handler=check_command)
+    check.set_defaults(handler=check_command)
 
     explain = commands.add_parser("explain", help="what each kplex statement will do, without Spark",
                                   description="Source, key, order, V and P, partition mapping and delivery "
@@ -102,7 +102,7 @@ def register(subparsers: Any) -> None:
     _common(explain)
     _kafka(explain, "read stored table definitions from this Kafka cluster")
     explain.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for the broker (default 5)")
-    explain.set_defaults(func=explain_command, handler=explain_command)
+    explain.set_defaults(handler=explain_command)
 
     translate = subparsers.add_parser("translate", help="turn an original kplex job file into kplex SQL",
                                       description="Print the kplex SQL equivalent of an original kplex job "
@@ -111,7 +111,7 @@ def register(subparsers: Any) -> None:
     translate.add_argument("--physical-partitions", type=int, metavar="N",
                            help="P of virtual-partition outputs (default: largest divisor of V not above workers)")
     translate.add_argument("-o", "--output", help="write the SQL to this file instead of stdout")
-    translate.set_defaults(func=translate_command, handler=translate_command)
+    translate.set_defaults(handler=translate_command)
 
 
 def _handled(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
@@ -185,14 +185,3 @@ def translate_command(args: argparse.Namespace) -> int:
         sys.stdout.write(sql)
     return 0
 
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m kplex.sqltools.cli sql check FILE``: these commands on their own."""
-    parser = argparse.ArgumentParser(prog="kplex")
-    register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return int(args.func(args))
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
