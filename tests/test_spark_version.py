@@ -57,3 +57,28 @@ def test_a_streaming_insert_in_sql_before_spark_4_1_gets_that_error_not_a_parse_
     insert = streaming_insert("INSERT INTO kplex.t SELECT key, order_value, value FROM STREAM(kplex.s)")
     with pytest.raises(KplexError, match=rf"needs Spark 4\.1 or later; this is Spark {spark.version}"):
         start_stream(spark, insert, str(tmp_path / "checkpoint"))
+
+
+def test_a_local_session_writes_its_checkpoints_through_sparks_file_system_manager(spark):
+    """On a local master kplex picks Spark's FileSystem-based checkpoint manager (no readlink
+    process per checkpoint file); the class is the running Spark's own, so every stream test of
+    this line runs its checkpoints through it."""
+    expected = session.local_checkpoint_manager(spark.sparkContext.master)
+    if expected is None:
+        pytest.skip(f"not a local master: {spark.sparkContext.master}")
+    assert spark.conf.get(session.CHECKPOINT_MANAGER_KEY) == expected
+    loader = spark._jvm.java.lang.Thread.currentThread().getContextClassLoader()
+    assert spark._jvm.java.lang.Class.forName(expected, False, loader).getSimpleName() == \
+        "FileSystemBasedCheckpointFileManager"
+
+
+def test_a_cluster_and_a_users_own_checkpoint_manager_keep_their_choice():
+    from pyspark.sql import SparkSession
+
+    for master in ("spark://host:7077", "local-cluster[2,1,1024]", "yarn", None):
+        assert session.local_checkpoint_manager(master) is None
+    builder = SparkSession.builder.master("local[2]").config(session.CHECKPOINT_MANAGER_KEY, "my.Manager")
+    session.configure_spark_with_kplex(builder, "127.0.0.1:9092")
+    assert builder._options[session.CHECKPOINT_MANAGER_KEY] == "my.Manager"
+    plain = session.configure_spark_with_kplex(SparkSession.builder.master("local[3]"), "127.0.0.1:9092")
+    assert plain._options[session.CHECKPOINT_MANAGER_KEY] == session.local_checkpoint_manager("local[2]")

@@ -61,6 +61,35 @@ final class HeldRows implements Serializable {
     this.hadoopConf = bytes.toByteArray();
   }
 
+  /**
+   * The file system of a held file. On a local disk, the raw one: Hadoop's checksummed local
+   * file system writes a {@code .crc} beside each file and forks a {@code chmod} process for
+   * each file and folder it creates (no native library in a pip-installed Spark), five forks a
+   * micro-batch, a few milliseconds each on busy cores. A held file needs neither: it is
+   * written once, read back by the same query, and its footer marks a complete file.
+   */
+  private FileSystem fs(Path path) throws IOException {
+    FileSystem fs = path.getFileSystem(conf());
+    return fs instanceof org.apache.hadoop.fs.LocalFileSystem local ? local.getRawFileSystem() : fs;
+  }
+
+  /** A new file (replacing one of that name), without a chmod on a local disk ({@link #fs}). */
+  private FSDataOutputStream create(Path path) throws IOException {
+    FileSystem fs = fs(path);
+    if (fs instanceof org.apache.hadoop.fs.RawLocalFileSystem local) {
+      // Hadoop's local create always sets a permission (a chmod process); a plain file gets
+      // the process's umask, as the checkpoint folder's other files do.
+      java.io.File file = local.pathToFile(path);
+      java.io.File folder = file.getParentFile();
+      if (folder != null && !folder.isDirectory() && !folder.mkdirs() && !folder.isDirectory()) {
+        throw new IOException("cannot create the folder " + folder);
+      }
+      return new FSDataOutputStream(new java.io.BufferedOutputStream(new java.io.FileOutputStream(file), 1 << 16),
+          null);
+    }
+    return fs.create(path, true);
+  }
+
   private Configuration conf() throws IOException {
     ByteBuffer key = ByteBuffer.wrap(hadoopConf);
     Configuration c = CONFS.get(key);
@@ -160,7 +189,7 @@ final class HeldRows implements Serializable {
   boolean exists(String file) {
     try {
       Path path = new Path(file);
-      return path.getFileSystem(conf()).exists(path);
+      return fs(path).exists(path);
     } catch (IOException e) {
       throw Errors.heldRead(file, e);
     }
@@ -186,7 +215,7 @@ final class HeldRows implements Serializable {
   Writer writer(String file, int numFields) {
     try {
       Path path = new Path(file);
-      FSDataOutputStream out = path.getFileSystem(conf()).create(path, true);
+      FSDataOutputStream out = create(path);
       out.writeInt(MAGIC);
       out.writeInt(numFields);
       out.writeInt(STREAMED);
@@ -278,7 +307,7 @@ final class HeldRows implements Serializable {
   Reader open(String file, int numFields, long position) {
     try {
       Path path = new Path(file);
-      org.apache.hadoop.fs.FSDataInputStream raw = path.getFileSystem(conf()).open(path);
+      org.apache.hadoop.fs.FSDataInputStream raw = fs(path).open(path);
       if (raw.readInt() != MAGIC) {
         raw.close();
         throw new IOException("not a kplex held-records file");
@@ -311,7 +340,7 @@ final class HeldRows implements Serializable {
   Map<Integer, Long> heldFrom(String file) {
     try {
       Path path = new Path(file);
-      FileSystem fs = path.getFileSystem(conf());
+      FileSystem fs = fs(path);
       long length = fs.getFileStatus(path).getLen();
       if (length < FIRST_ROW + 4 + 4 + 8 + 4) return null;
       try (org.apache.hadoop.fs.FSDataInputStream in = fs.open(path)) {
@@ -418,7 +447,7 @@ final class HeldRows implements Serializable {
   void expired(long epoch, long timeoutMs) {
     try {
       Path path = new Path(dir + "/expired/" + epoch);
-      try (FSDataOutputStream out = path.getFileSystem(conf()).create(path, true)) {
+      try (FSDataOutputStream out = create(path)) {
         out.write(Long.toString(timeoutMs).getBytes(java.nio.charset.StandardCharsets.UTF_8));
       }
     } catch (IOException e) {
@@ -430,7 +459,7 @@ final class HeldRows implements Serializable {
   long expiredAfter(long epoch) {
     try {
       Path path = new Path(dir + "/expired/" + epoch);
-      FileSystem fs = path.getFileSystem(conf());
+      FileSystem fs = fs(path);
       if (!fs.exists(path)) return -1;
       try (java.io.InputStream in = fs.open(path)) {
         return Long.parseLong(new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8).trim());
@@ -455,7 +484,7 @@ final class HeldRows implements Serializable {
     for (String n : named) keep.add(new Path(resolve(Ref.parse(n).file())).toUri().getPath());
     try {
       Path root = new Path(dir + "/held");
-      FileSystem fs = root.getFileSystem(conf());
+      FileSystem fs = fs(root);
       if (!fs.exists(root)) return;
       for (org.apache.hadoop.fs.FileStatus s : fs.listStatus(root)) {
         try {
