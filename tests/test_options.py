@@ -1,6 +1,6 @@
 """Settings as data: python/kplex/options.json declares every setting of kplex (type, range,
 default, where it may be set) for the JVM plugin (spec/OptionSpecs, which OptionSpecsTest
-keeps KplexOptions to) and for this package (kplex.sqltools.properties). What each side
+keeps KplexOptions to) and for this package (kplex.settings). What each side
 accepts as a table property is pinned by tests/vectors/table_properties.json
 (test_vectors.py, TablePropertiesTest); here, that the Python side reads the file whole."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from kplex.sqltools.properties import OPTIONS, PROPERTIES
+from kplex.settings import OPTIONS, PROPERTIES
 
 ROOT = Path(__file__).parent.parent
 SPEC: list[dict[str, Any]] = json.loads((ROOT / "python" / "kplex" / "options.json").read_text())["options"]

@@ -15,7 +15,7 @@ from kplex.expressions import SourceRecord, compile_key, compile_order, get_json
 from kplex.placement import canonical_int_key, canonical_key, murmur2, physical_partition, virtual_partition
 from kplex.reader.merge import EventTimeMerge, Pending
 from kplex.reader.nulls import null_verdict
-from kplex.sqltools.properties import validate
+from kplex.settings import validate
 
 VECTORS = Path(__file__).parent / "vectors"
 

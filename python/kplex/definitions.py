@@ -33,11 +33,11 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import Any, Iterable, Mapping
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
+from kplex import settings
 from kplex.errors import BrokerUnreachableError, DefinitionError, kplex_error
 from kplex.kafka.clients import access_error, consumer
 
@@ -56,8 +56,7 @@ __all__ = [
 ]
 
 #: The catalog's metadata_topic by default: options.json's, as the JVM reads it.
-TABLES_TOPIC: str = next(o["default"] for o in json.loads(resources.files("kplex").joinpath("options.json").read_text())
-                         ["options"] if o["name"] == "metadata_topic")
+TABLES_TOPIC: str = settings.default("metadata_topic")
 FORMAT = "kplex-table"
 #: The newest format version this kplex reads (the JVM's ``TableDefinition.FORMAT_VERSION``).
 FORMAT_VERSION = 1

@@ -7,6 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from kplex import settings
 from kplex.definitions import TableDefinition, source_topics
 from kplex.errors import kplex_error
 
@@ -95,8 +96,8 @@ class TableInfo:
             physical_partitions=definition.physical_partitions or 0,
             key=props.get("kplex.key", "key" if read_time else None),
             order=props.get("kplex.order", "timestamp" if read_time else None),
-            max_delay_ms=int(props.get("kplex.max_delay_ms", "0")),
-            late_policy=props.get("kplex.late_policy", "fail"),
+            max_delay_ms=int(props.get("kplex.max_delay_ms", settings.default("kplex.max_delay_ms"))),
+            late_policy=props.get("kplex.late_policy", settings.default("kplex.late_policy")),
             late_topic=props.get("kplex.late_topic"),
             null_key=definition.null_key,
             null_order=definition.null_order,

@@ -49,9 +49,7 @@ from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
 
 import kplex.sqltools.analysis as a
-from kplex.sqltools.diagnostics import ERROR, WARNING, Diagnostic, format_diagnostics, has_errors
-from kplex.sqltools.errors import CheckFailed
-from kplex.sqltools.properties import (
+from kplex.settings import (
     PHYSICAL_PARTITIONS,
     PROPERTIES,
     VIRTUAL_PARTITIONS,
@@ -60,6 +58,8 @@ from kplex.sqltools.properties import (
     problem_of,
     suggest,
 )
+from kplex.sqltools.diagnostics import ERROR, WARNING, Diagnostic, format_diagnostics, has_errors
+from kplex.sqltools.errors import CheckFailed
 from kplex.sqltools.script import Script, Statement, load_script, read_script
 
 __all__ = ["CheckResult", "check_script", "check_text", "check_file", "require_clean", "TOPIC_COLUMNS"]

@@ -30,8 +30,8 @@ from kplex.definitions import (
     read_stored_values,
 )
 from kplex.errors import BrokerUnreachableError, DefinitionError
+from kplex.settings import parse_int
 from kplex.sqltools.errors import BrokerUnavailable
-from kplex.sqltools.properties import parse_int
 
 __all__ = ["TABLES_TOPIC", "ExplainedTable", "read_table_definitions", "definitions_from_records"]
 

@@ -1,4 +1,5 @@
-"""The table properties of the ``kplex`` catalog, as data, and their validation.
+"""kplex's settings, as data: the one Python module that reads ``kplex/options.json``, for
+their names, defaults and validation (the table properties of the ``kplex`` catalog above all).
 
 Every setting of kplex is one entry of ``kplex/options.json``, the file the JVM plugin
 validates by too (its ``spec/OptionSpecs``); those that a ``CREATE TABLE kplex.<name>
@@ -32,6 +33,7 @@ __all__ = [
     "missing_required",
     "suggest",
     "parse_int",
+    "default",
 ]
 
 VIRTUAL_PARTITIONS = "kplex.virtual_partitions"
@@ -97,6 +99,15 @@ PROPERTIES: dict[str, PropertySpec] = {name: spec for name, spec in OPTIONS.item
 
 #: Properties a derived topic (no ``kplex.source``) cannot do without.
 REQUIRED = tuple(name for name, spec in PROPERTIES.items() if spec.required)
+
+
+def default(name: str) -> str | None:
+    """The default of setting ``name``, as ``options.json`` declares it (None: it has none).
+
+    >>> default("kplex.max_delay_ms"), default("kplex.late_policy"), default("metadata_topic")
+    ('0', 'fail', '_kplex_tables')
+    """
+    return OPTIONS[name].default
 
 
 def parse_int(value: str, bits: int = 32) -> int | None:
