@@ -204,6 +204,18 @@ final class FakeKafka implements KafkaClients {
       return super.endOffsets(partitions);
     }
 
+    /** The topic's partitions as created (none: an unknown topic, as a broker answers). */
+    @Override
+    public synchronized List<org.apache.kafka.common.PartitionInfo> partitionsFor(String topic) {
+      List<org.apache.kafka.common.PartitionInfo> out = new ArrayList<>();
+      for (TopicPartition tp : snapshot().keySet()) {
+        if (tp.topic().equals(topic)) out.add(new org.apache.kafka.common.PartitionInfo(topic, tp.partition(), NODE,
+            new Node[] {NODE}, new Node[] {NODE}));
+      }
+      out.sort(java.util.Comparator.comparingInt(org.apache.kafka.common.PartitionInfo::partition));
+      return out;
+    }
+
     @Override
     public synchronized Map<TopicPartition, Long> beginningOffsets(java.util.Collection<TopicPartition> partitions) {
       refresh();
