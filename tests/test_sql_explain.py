@@ -12,11 +12,12 @@ import pytest
 from sql_cases import Case, cases
 
 from kplex.cli import main
-from kplex.sqltools.definitions import ExplainedTable, definitions_from_records, read_table_definitions
+from kplex.definitions import TableDefinition
+from kplex.sqltools.definitions import definitions_from_records, read_table_definitions
 from kplex.sqltools.explain import explain_file, explain_text, mapping_lines
 
 
-def stored(case: Case) -> dict[str, ExplainedTable] | None:
+def stored(case: Case) -> dict[str, TableDefinition] | None:
     """What a broker would hold for the case: its ``.stored.jsonl``, if any."""
     path = case.sidecar(".stored.jsonl")
     if not path.exists():

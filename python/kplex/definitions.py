@@ -49,6 +49,7 @@ __all__ = [
     "TableDefinition",
     "latest_values",
     "parse_definition",
+    "positive",
     "read_definition",
     "read_stored_values",
     "read_table_definition",
@@ -85,6 +86,36 @@ class TableDefinition:
     null_order: str = "fail"
     created_ms: int | None = None
     properties: Mapping[str, str] = field(default_factory=dict)
+    #: Where this definition was read (a file's ``CREATE TABLE``, a record on a broker), for
+    #: what explains it; not part of the record.
+    origin: str = field(default="", compare=False)
+
+    @classmethod
+    def from_properties(cls, name: str, properties: Mapping[str, str], origin: str = "") -> TableDefinition:
+        """The table a ``CREATE TABLE kplex.<name> TBLPROPERTIES (...)`` asks for, as the
+        catalog would store it; V and P are None unless they are integers >= 1.
+
+        >>> d = TableDefinition.from_properties("t", {"kplex.virtual_partitions": "9", "kplex.physical_partitions": "3"})
+        >>> d.virtual_partitions, d.physical_partitions, d.delivery, d.topic
+        (9, 3, 'exactly_once', 't')
+        """
+        p = {k.lower(): v.strip() for k, v in properties.items()}
+        return cls(
+            format=FORMAT,
+            version=FORMAT_VERSION,
+            name=name,
+            topic=p.get("kplex.topic") or name,
+            virtual_partitions=positive(settings.parse_int(p.get("kplex.virtual_partitions", ""))),
+            physical_partitions=positive(settings.parse_int(p.get("kplex.physical_partitions", ""))),
+            delivery=p.get("kplex.delivery", settings.default("kplex.delivery")).lower(),
+            key=p.get("kplex.key"),
+            order=p.get("kplex.order"),
+            null_key=p.get("kplex.null_key", settings.default("kplex.null_key")).lower(),
+            null_order=p.get("kplex.null_order", settings.default("kplex.null_order")).lower(),
+            source=p.get("kplex.source"),
+            properties=p,
+            origin=origin,
+        )
 
     def to_record(self) -> dict[str, Any]:
         """The JSON object of the record, with the JVM's field order.
@@ -126,6 +157,15 @@ def source_topics(source: str) -> tuple[str, ...]:
         raise kplex_error("DEFINITION_FORMAT", f"'kplex.source' = {source!r} names topic {twice!r}"
                               " twice; name each source topic once.")
     return topics
+
+
+def positive(value: Any) -> int | None:
+    """``value`` when it is an integer >= 1 (a usable V or P), else None.
+
+    >>> positive(3), positive(0), positive(None), positive(True)
+    (3, None, None, None)
+    """
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
 
 
 def _integer(value: Any) -> int | None:

@@ -51,7 +51,10 @@ class ReadStats:
 
 @dataclass(frozen=True)
 class TableInfo:
-    """What a reader needs to know about a table (from its stored definition).
+    """What a read resolved for a table: not another model of its definition (that is
+    :class:`kplex.definitions.TableDefinition`, the one model), but what reading it takes:
+    where the records are, which kind of read, the key and order a read-time table evaluates,
+    and the lateness settings after a read's own overrides.
 
     ``kind`` is ``"derived"`` (kplex-written), ``"read_time"`` (a read-time table) or ``"topic"``;
     ``topic`` is where the records are (a read-time table's source: one topic, or several

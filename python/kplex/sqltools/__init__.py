@@ -22,7 +22,7 @@ logging.getLogger("sqlglot").setLevel(logging.ERROR)
 
 from kplex.jsonpointer import PointerError, json_path  # noqa: E402
 from kplex.sqltools.check import CheckResult, check_file, check_script, check_text  # noqa: E402
-from kplex.sqltools.definitions import ExplainedTable, read_table_definitions  # noqa: E402
+from kplex.sqltools.definitions import read_table_definitions  # noqa: E402
 from kplex.sqltools.diagnostics import Diagnostic  # noqa: E402
 from kplex.sqltools.errors import (  # noqa: E402
     BrokerUnavailable,
@@ -43,7 +43,6 @@ __all__ = [
     "CheckFailed",
     "CheckResult",
     "Diagnostic",
-    "ExplainedTable",
     "NoBootstrap",
     "PointerError",
     "RunSummary",

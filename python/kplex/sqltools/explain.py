@@ -42,9 +42,10 @@ from typing import Mapping
 from sqlglot import exp
 
 import kplex.sqltools.analysis as a
+from kplex.definitions import TableDefinition
 from kplex.kafka.config import librdkafka
 from kplex.sqltools.bootstrap import resolve_bootstrap
-from kplex.sqltools.definitions import ExplainedTable, read_table_definitions
+from kplex.sqltools.definitions import read_table_definitions
 from kplex.sqltools.errors import BrokerUnavailable
 from kplex.sqltools.script import Script, Statement, load_script, read_script
 
@@ -68,7 +69,7 @@ class _Broker:
     """What the broker said: its tables, or why there are none to show."""
 
     bootstrap: str | None
-    tables: dict[str, ExplainedTable] | None
+    tables: dict[str, TableDefinition] | None
     note: str
 
 
@@ -76,7 +77,7 @@ class _Broker:
 class _State:
     """Definitions created so far in the file, by table name."""
 
-    created: dict[str, tuple[ExplainedTable, int, bool]] = field(default_factory=dict)
+    created: dict[str, tuple[TableDefinition, int, bool]] = field(default_factory=dict)
     catalog: str | None = None
 
 
@@ -96,7 +97,7 @@ def explain_file(
 
 
 def explain_text(text: str, path: str = "<sql>", variables: Mapping[str, str] | None = None,
-                 dialect: str | None = None, stored: Mapping[str, ExplainedTable] | None = None,
+                 dialect: str | None = None, stored: Mapping[str, TableDefinition] | None = None,
                  bootstrap: str = "broker") -> str:
     """Explain SQL text; ``stored`` stands for the definitions a broker would hold."""
     script = load_script(text, path, variables, dialect)
@@ -171,7 +172,7 @@ def _row(label: str, text: str) -> str:
 def _explain_create(statement: Statement, create: a.KplexCreate, state: _State, broker: _Broker) -> list[str]:
     props = {name: value for name, value, _ in create.properties}
     origin = f"TBLPROPERTIES of statement {statement.number}"
-    mine = ExplainedTable.from_properties(create.table, props, origin)
+    mine = TableDefinition.from_properties(create.table, props, origin)
     exists = "IF NOT EXISTS " if create.if_not_exists else ""
     lines = [f"statement {statement.number}, line {statement.line}: CREATE TABLE {exists}kplex.{create.table}"]
     stored = (broker.tables or {}).get(create.table)
@@ -232,7 +233,7 @@ def _explain_write(
     return lines
 
 
-def _definition_for(table: str, state: _State, broker: _Broker) -> ExplainedTable | None:
+def _definition_for(table: str, state: _State, broker: _Broker) -> TableDefinition | None:
     if table in state.created:
         return state.created[table][0]
     return (broker.tables or {}).get(table)
@@ -259,13 +260,13 @@ def _role_text(script: Script, statement: Statement, roles: a.Roles, role: str, 
     return f"column {name}" + ("" if shown == name else f" = {shown}")
 
 
-def _vp_text(d: ExplainedTable) -> str:
+def _vp_text(d: TableDefinition) -> str:
     v = d.virtual_partitions if d.virtual_partitions is not None else "?"
     p = d.physical_partitions if d.physical_partitions is not None else "?"
     return f"{v} virtual on {p} physical"
 
 
-def _partition_rows(d: ExplainedTable) -> list[str]:
+def _partition_rows(d: TableDefinition) -> list[str]:
     v, p = d.virtual_partitions, d.physical_partitions
     rows = [_row("partitions", f"{_vp_text(d)} ({d.origin})")]
     if v is None or p is None:
