@@ -59,7 +59,7 @@ public final class WriteConf implements Serializable {
     this.nullKey = settings.enumConf(KplexOptions.NULL_KEY, NullKeyPolicy.class);
     this.nullOrder = settings.enumConf(KplexOptions.NULL_ORDER, NullOrderPolicy.class);
     this.kafka = KafkaConf.from(catalogOptions, writeOptions);
-    this.faults = FaultInjection.of(settings.merged(), FaultInjection.armed());
+    this.faults = FaultInjection.of(settings.merged(), FaultInjection.armed(), settings::longConf);
     this.latePolicy = settings.enumConf(KplexOptions.LATE_POLICY, LatePolicy.class);
     this.maxDelayMs = settings.longConf(KplexOptions.MAX_DELAY_MS);
     this.lateTopic = settings.text(KplexOptions.LATE_TOPIC);

@@ -34,7 +34,7 @@ public final class FaultInjection implements Serializable {
   /** The system property that arms them too ({@code -Dkplex.testing.faults=true}). */
   public static final String ARMED_PROPERTY = "kplex.testing.faults";
   /** No fault. */
-  public static final FaultInjection NONE = new FaultInjection(Map.of());
+  public static final FaultInjection NONE = new FaultInjection(-1, 1, -1, 0, -1, 0, -1);
 
   /** Whether this JVM's environment or system properties arm the test hooks. */
   public static boolean armed() {
@@ -43,14 +43,16 @@ public final class FaultInjection implements Serializable {
 
   /**
    * The faults {@code settings} ask for ({@code kplex.*} keys: write options and session
-   * settings merged): none when no {@code kplex.testing.*} key is set; those asked for in an
-   * armed JVM ({@code armed}); otherwise {@code [KPLEX_TEST_HOOK]}, naming the key.
+   * settings merged), each read by {@code setting} (the settings layer: options.json declares
+   * the hooks): none when no {@code kplex.testing.*} key is set; those asked for in an armed
+   * JVM ({@code armed}); otherwise {@code [KPLEX_TEST_HOOK]}, naming the key.
    */
-  public static FaultInjection of(Map<String, String> settings, boolean armed) {
+  public static FaultInjection of(Map<String, String> settings, boolean armed,
+      java.util.function.ToLongFunction<String> setting) {
     String asked = settings.keySet().stream().filter(k -> k.startsWith(PREFIX)).sorted().findFirst().orElse(null);
     if (asked == null) return NONE;
     if (!armed) throw Errors.testHookNotArmed(asked, ARMED_ENV, ARMED_PROPERTY);
-    return new FaultInjection(settings);
+    return new FaultInjection(setting);
   }
 
   final long failAfterRows;
@@ -62,24 +64,26 @@ public final class FaultInjection implements Serializable {
   /** A streaming task's records waiting for its commit spill to disk past this many bytes (-1: kplex's default). */
   public final long pendingMemoryBytes;
 
-  FaultInjection(Map<String, String> settings) {
-    failAfterRows = number(settings, "fail_after_rows", -1);
-    failAttempts = (int) number(settings, "fail_attempts", 1);
-    haltAfterRows = number(settings, "halt_after_rows", -1);
-    sleepMs = number(settings, "sleep_ms", 0);
-    haltAfterCommits = number(settings, "halt_after_commits", -1);
-    pauseBetweenCommitsMs = number(settings, "pause_between_commits_ms", 0);
-    pendingMemoryBytes = number(settings, "pending_memory_bytes", -1);
+  /**
+   * The hooks as {@code setting} reads them: the write's settings layer, by their names in
+   * options.json, with its ranges and defaults.
+   */
+  FaultInjection(java.util.function.ToLongFunction<String> setting) {
+    this(setting.applyAsLong(PREFIX + "fail_after_rows"), (int) setting.applyAsLong(PREFIX + "fail_attempts"),
+        setting.applyAsLong(PREFIX + "halt_after_rows"), setting.applyAsLong(PREFIX + "sleep_ms"),
+        setting.applyAsLong(PREFIX + "halt_after_commits"), setting.applyAsLong(PREFIX + "pause_between_commits_ms"),
+        setting.applyAsLong(PREFIX + "pending_memory_bytes"));
   }
 
-  private static long number(Map<String, String> settings, String key, long orElse) {
-    String v = settings.get(PREFIX + key);
-    if (v == null) return orElse;
-    try {
-      return Long.parseLong(v.trim());
-    } catch (NumberFormatException e) {
-      throw Errors.badOption(PREFIX + key, v, "an integer");
-    }
+  private FaultInjection(long failAfterRows, int failAttempts, long haltAfterRows, long sleepMs,
+      long haltAfterCommits, long pauseBetweenCommitsMs, long pendingMemoryBytes) {
+    this.failAfterRows = failAfterRows;
+    this.failAttempts = failAttempts;
+    this.haltAfterRows = haltAfterRows;
+    this.sleepMs = sleepMs;
+    this.haltAfterCommits = haltAfterCommits;
+    this.pauseBetweenCommitsMs = pauseBetweenCommitsMs;
+    this.pendingMemoryBytes = pendingMemoryBytes;
   }
 
   public boolean any() {
