@@ -63,3 +63,31 @@ def test_the_jar_carries_the_same_file():
     with zipfile.ZipFile(jar) as z:
         inside = json.loads(z.read("io/kplex/spark/errors/error_conditions.json"))
     assert inside == json.loads((ROOT / "python" / "kplex" / "error_conditions.json").read_text())
+
+
+def test_the_package_raises_its_errors_by_condition_never_by_constructing_a_class():
+    """Every kplex error the Python package raises is made by kplex_error(CODE, message,
+    **parameters): a condition, its parameters, its class; none constructed bare."""
+    classes = {name for name, value in vars(errors).items()
+               if isinstance(value, type) and issubclass(value, errors.KplexError)}
+    bare = []
+    for source in (ROOT / "python" / "kplex").rglob("*.py"):
+        if source == ROOT / "python" / "kplex" / "errors.py":
+            continue
+        for number, line in enumerate(source.read_text().splitlines(), 1):
+            if re.search(r"\b(" + "|".join(sorted(classes)) + r")\(", line) and not re.search(
+                    r"isinstance|except|issubclass", line):
+                bare.append(f"{source.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert bare == []
+
+
+def test_an_expression_kplex_cannot_evaluate_outside_spark_names_its_property():
+    from kplex.expressions import compile_key, compile_order
+
+    with pytest.raises(errors.ExpressionError) as order:
+        compile_order("CAST(value AS STRING)")
+    assert order.value.getCondition() == "KPLEX_BAD_EXPRESSION"
+    assert order.value.getMessageParameters() == {"property": "kplex.order"}
+    with pytest.raises(errors.ExpressionError) as key:
+        compile_key("nosuchcolumn")
+    assert key.value.getMessageParameters() == {"property": "kplex.key"} and "nosuchcolumn" in str(key.value)

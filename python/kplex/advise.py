@@ -35,7 +35,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from kplex.errors import OptionError, kplex_error
+from kplex.errors import kplex_error
 from kplex.placement import physical_partition, virtual_partition
 
 __all__ = ["Sampled", "Candidate", "HotKey", "Advice", "analyse", "advise", "read_sample",
@@ -194,10 +194,10 @@ def analyse(records: Sequence[Sampled], *, topic: str, source_partitions: int,
     """The advice for a sample (pure: no Kafka). ``consumers``: how many the user wants to
     keep busy (None: as many as the data allows within ``max_imbalance``)."""
     if consumers is not None and consumers < 1:
-        raise OptionError(f"consumers must be >= 1, got {consumers}.")
+        raise kplex_error("BAD_OPTION", f"consumers must be >= 1, got {consumers}.", option="consumers")
     candidates = tuple(candidates)
     if any(v < 1 for v in candidates):
-        raise OptionError(f"every candidate V must be >= 1, got {list(candidates)}.")
+        raise kplex_error("BAD_OPTION", f"every candidate V must be >= 1, got {list(candidates)}.", option="candidates")
     vs = sorted({v for v in (*(candidates or DEFAULT_CANDIDATES), source_partitions, consumers or 0) if v > 0})
     keyed = [r for r in records if r.key is not None]
     counts = Counter(r.key for r in keyed)
@@ -312,8 +312,9 @@ def read_sample(bootstrap: str, topic: str, *, key: str = "key", order: str = "t
         while todo:
             msgs = client.consume(1000, timeout)
             if not msgs:
-                raise access_error(client) or OptionError(
-                    f"reading {topic} made no progress for {timeout:g} s (partitions {sorted(todo)} unfinished)")
+                raise access_error(client) or kplex_error(
+                    "READ_STALLED", f"reading {topic} made no progress for {timeout:g} s (partitions {sorted(todo)}"
+                    " unfinished)", topic=topic)
             before = len(out)
             for m in msgs:
                 p = m.partition()
@@ -321,7 +322,7 @@ def read_sample(bootstrap: str, topic: str, *, key: str = "key", order: str = "t
                     if m.error().code() == KafkaError._PARTITION_EOF:
                         todo.pop(p, None)
                         continue
-                    raise access_error(client, m.error()) or OptionError(f"reading {topic}: {m.error()}")
+                    raise access_error(client, m.error()) or kplex_error("KAFKA", f"reading {topic}: {m.error()}", topic=topic)
                 if p not in todo or m.offset() >= todo[p][1]:
                     todo.pop(p, None)
                     continue
@@ -341,8 +342,8 @@ def _order(order_of: Callable[[Any], int | None], rec: Any) -> int | None:
     try:
         return order_of(rec)
     except (ValueError, TypeError) as error:
-        raise OptionError(f"the order of record {rec.topic}/{rec.partition}@{rec.offset} cannot be computed:"
-                          f" {error}") from error
+        raise kplex_error("BAD_EXPRESSION", f"the order of record {rec.topic}/{rec.partition}@{rec.offset} cannot be"
+                          f" computed: {error}", topic=rec.topic) from error
 
 
 def _ranges(client: Any, topic: str, parts: Sequence[int], sample: int, start: int | None, end: int | None,

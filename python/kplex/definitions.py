@@ -38,7 +38,7 @@ from typing import Any, Iterable, Mapping
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from kplex import settings
-from kplex.errors import BrokerUnreachableError, DefinitionError, kplex_error
+from kplex.errors import DefinitionError, kplex_error
 from kplex.kafka.clients import access_error, consumer
 
 __all__ = [
@@ -279,8 +279,9 @@ def read_stored_values(bootstrap: str, *, topic: str = TABLES_TOPIC, timeout: fl
                 return {}
             low, high = client.get_watermark_offsets(TopicPartition(topic, 0), timeout=timeout, cached=False)
         except KafkaException as error:
-            raise access_error(client) or BrokerUnreachableError(
-                f"Kafka at {bootstrap} did not answer within {timeout:g} s: {error}") from error
+            raise access_error(client) or kplex_error(
+                "UNREACHABLE", f"Kafka at {bootstrap} did not answer within {timeout:g} s: {error}",
+                bootstrap=bootstrap) from error
         if high <= low:
             return {}
         client.assign([TopicPartition(topic, 0, low)])
@@ -292,12 +293,13 @@ def read_stored_values(bootstrap: str, *, topic: str = TABLES_TOPIC, timeout: fl
                 if error is not None:
                     if error.code() == KafkaError._PARTITION_EOF:
                         return latest_values(records)
-                    raise access_error(client, error, "READ", f"topic '{topic}'") or BrokerUnreachableError(
-                        f"cannot read {topic} on {bootstrap}: {error}")
+                    raise access_error(client, error, "READ", f"topic '{topic}'") or kplex_error(
+                        "UNREACHABLE", f"cannot read {topic} on {bootstrap}: {error}", topic=topic, bootstrap=bootstrap)
                 records.append((message.key(), message.value()))
                 if message.offset() >= high - 1:
                     return latest_values(records)
-        raise BrokerUnreachableError(f"reading {topic} on {bootstrap} took longer than {timeout:g} s")
+        raise kplex_error("UNREACHABLE", f"reading {topic} on {bootstrap} took longer than {timeout:g} s",
+                          topic=topic, bootstrap=bootstrap)
     finally:
         client.close()
 

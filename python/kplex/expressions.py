@@ -55,7 +55,7 @@ from typing import Any, Callable
 import sqlglot
 from sqlglot import exp
 
-from kplex.errors import ExpressionError
+from kplex.errors import ExpressionError, kplex_error
 from kplex.jsonpointer import spark_extract
 
 __all__ = ["ExpressionError", "SourceRecord", "compile_key", "compile_order", "pointer_or_expression"]
@@ -113,7 +113,7 @@ def compile_key(text: str) -> Callable[[SourceRecord], bytes | None]:
         return lambda r: None if (v := fn(r)) is None else struct.pack(">q", v)
     if kind == NULL:
         return lambda r: None
-    raise ExpressionError(f"'kplex.key' = {text!r} has type {kind}; outside Spark kplex makes keys of"
+    raise _bad("kplex.key", f"'kplex.key' = {text!r} has type {kind}; outside Spark kplex makes keys of"
                           " STRING, BINARY, INT and BIGINT only. Read this table with Spark.")
 
 
@@ -122,16 +122,21 @@ def compile_order(text: str) -> Callable[[SourceRecord], int | None]:
     kind, fn = _compile(text, "kplex.order")
     if kind in (INT, BIGINT, TIMESTAMP, NULL):
         return fn
-    raise ExpressionError(f"'kplex.order' = {text!r} has type {kind}; an order is a TIMESTAMP or an"
+    raise _bad("kplex.order", f"'kplex.order' = {text!r} has type {kind}; an order is a TIMESTAMP or an"
                           " integer: CAST it, e.g. CAST(get_json_object(CAST(value AS STRING),"
                           " '$.viewtime') AS BIGINT).")
+
+
+def _bad(prop: str, message: str) -> ExpressionError:
+    """``[KPLEX_BAD_EXPRESSION]``, naming the table property whose expression it is."""
+    return kplex_error("BAD_EXPRESSION", message, property=prop)
 
 
 def _compile(text: str, prop: str) -> tuple[str, Eval]:
     try:
         tree = sqlglot.parse_one(text, read="spark")
     except sqlglot.errors.ParseError as e:
-        raise ExpressionError(f"{prop!r} = {text!r} is not a Spark SQL expression: {e}") from None
+        raise _bad(prop, f"{prop!r} = {text!r} is not a Spark SQL expression: {e}") from None
     return _Compiler(text, prop).compile(tree)
 
 
@@ -141,8 +146,8 @@ class _Compiler:
         self.prop = prop
 
     def refuse(self, what: str) -> ExpressionError:
-        return ExpressionError(
-            f"{self.prop!r} = {self.text!r}: {what} is beyond what kplex evaluates outside Spark"
+        return _bad(
+            self.prop, f"{self.prop!r} = {self.text!r}: {what} is beyond what kplex evaluates outside Spark"
             " (columns, literals, CAST, get_json_object, coalesce, lower, upper, concat)."
             " Read this table with Spark, or materialize it with INSERT.")
 
@@ -154,7 +159,7 @@ class _Compiler:
                 raise self.refuse(f"column {node.sql('spark')}")
             name = node.name.lower()
             if name not in _COLUMNS:
-                raise ExpressionError(f"{self.prop!r} = {self.text!r}: no column {node.name!r}; the"
+                raise _bad(self.prop, f"{self.prop!r} = {self.text!r}: no column {node.name!r}; the"
                                       f" source has {', '.join(_COLUMNS)} and headers.")
             return _COLUMNS[name]
         if isinstance(node, exp.Null):
@@ -230,11 +235,11 @@ class _Compiler:
         try:
             number = int(stripped, 10)
         except ValueError:
-            raise ExpressionError(f"{self.prop!r} = {self.text!r}: CAST({text!r} AS {target}) fails"
+            raise _bad(self.prop, f"{self.prop!r} = {self.text!r}: CAST({text!r} AS {target}) fails"
                                   " (Spark's ANSI mode fails too).") from None
         bits = 63 if target == BIGINT else 31
         if not -(2**bits) <= number < 2**bits:
-            raise ExpressionError(f"{self.prop!r} = {self.text!r}: {text!r} overflows {target}.")
+            raise _bad(self.prop, f"{self.prop!r} = {self.text!r}: {text!r} overflows {target}.")
         return number
 
     def json_object(self, node: exp.JSONExtractScalar) -> tuple[str, Eval]:

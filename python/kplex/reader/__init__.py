@@ -39,10 +39,7 @@ from kplex.definitions import (
     read_definition,
     read_table_definition,
 )
-from kplex.errors import (
-    OptionError,
-    kplex_error,
-)
+from kplex.errors import kplex_error
 from kplex.expressions import SourceRecord, compile_key, compile_order, pointer_or_expression
 from kplex.kafka.clients import access_error
 from kplex.kafka.clients import consumer as _consumer
@@ -117,11 +114,12 @@ def open_table(bootstrap: str, table: str, *, key: str | None = None, order: str
     if definition is not None:
         info = TableInfo.from_definition(definition)
         if defining:
-            raise OptionError(f"{sorted(defining)} are part of table {table}'s definition;"
-                              " a read may only set max_delay_ms, late_policy and late_topic.")
+            raise kplex_error("BAD_OPTION", f"{sorted(defining)} are part of table {table}'s definition;"
+                              " a read may only set max_delay_ms, late_policy and late_topic.",
+                              option=sorted(defining)[0], table=table)
         if overrides and info.kind != "read_time":
-            raise OptionError(f"{sorted(overrides)} only apply to read-time tables; {table} is"
-                              " written by kplex and already in order.")
+            raise kplex_error("BAD_OPTION", f"{sorted(overrides)} only apply to read-time tables; {table} is"
+                              " written by kplex and already in order.", option=sorted(overrides)[0], table=table)
         info = replace(info, **overrides)
     else:
         consumer = _consumer(bootstrap, config)
@@ -143,11 +141,13 @@ def open_table(bootstrap: str, table: str, *, key: str | None = None, order: str
             info = TableInfo(name=table, topic=table, kind="topic", virtual_partitions=len(partitions),
                              physical_partitions=len(partitions))
     if info.late_policy not in LATE_POLICIES:
-        raise OptionError(f"late_policy {info.late_policy!r} is not one of {list(LATE_POLICIES)}.")
+        raise kplex_error("BAD_OPTION", f"late_policy {info.late_policy!r} is not one of {list(LATE_POLICIES)}.",
+                          option="late_policy")
     if info.late_policy == "side_topic" and not info.late_topic:
-        raise OptionError("late_policy 'side_topic' needs late_topic, the topic for late records.")
+        raise kplex_error("MISSING_OPTION", "late_policy 'side_topic' needs late_topic, the topic for late records.",
+                          option="late_topic")
     if info.max_delay_ms < 0:
-        raise OptionError(f"max_delay_ms must be >= 0, got {info.max_delay_ms}.")
+        raise kplex_error("BAD_OPTION", f"max_delay_ms must be >= 0, got {info.max_delay_ms}.", option="max_delay_ms")
     return info
 
 
@@ -251,7 +251,8 @@ class TableReader:
         self.vps = set(range(v)) if vps is None else set(vps)
         bad = sorted(vp for vp in self.vps if not 0 <= vp < v)
         if bad:
-            raise OptionError(f"table {self.info.name} has virtual partitions 0..{v - 1}, not {bad}.")
+            raise kplex_error("BAD_OPTION", f"table {self.info.name} has virtual partitions 0..{v - 1}, not {bad}.",
+                              option="vps", table=self.info.name)
         self.start_timestamp = start_timestamp
         self.end_timestamp = end_timestamp
         self.stats = ReadStats()
