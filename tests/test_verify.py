@@ -333,3 +333,31 @@ def test_two_writes_of_the_same_input_give_the_same_sequences() -> None:
     first = virtual_partition_sequences(kplex_write(source))
     assert first == virtual_partition_sequences(kplex_write(list(reversed(source))))
     assert first != virtual_partition_sequences(swap_adjacent_in_one_vp(kplex_write(source)))
+
+
+def test_a_partition_without_a_leader_yet_is_asked_again_until_it_answers():
+    """A topic created a moment ago may answer NOT_LEADER_FOR_PARTITION (CI saw it on a busy
+    machine): the verifier asks again within its timeout; an error that is not retriable, or
+    the deadline, still fails."""
+    import time as _time
+
+    from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+    from kplex.testing import verify as v
+
+    class Flaky:
+        def __init__(self, failures, code=KafkaError.NOT_LEADER_FOR_PARTITION):
+            self.failures, self.code, self.asked = failures, code, 0
+
+        def get_watermark_offsets(self, tp, timeout):
+            self.asked += 1
+            if self.asked <= self.failures:
+                raise KafkaException(KafkaError(self.code, "as librdkafka says it"))
+            return (0, 7)
+
+    flaky = Flaky(3)
+    assert v._watermarks(flaky, TopicPartition("t", 0), _time.monotonic() + 10) == (0, 7) and flaky.asked == 4
+    with pytest.raises(KafkaException):
+        v._watermarks(Flaky(1, KafkaError.TOPIC_AUTHORIZATION_FAILED), TopicPartition("t", 0), _time.monotonic() + 10)
+    with pytest.raises(KafkaException):
+        v._watermarks(Flaky(100), TopicPartition("t", 0), _time.monotonic() + 0.5)

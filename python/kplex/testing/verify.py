@@ -559,12 +559,33 @@ def _partitions_of(consumer: Consumer, topic: str, timeout: float) -> list[int]:
 _LSO_GRACE_S = 3.0
 
 
+#: What a partition of a topic just created answers until its leader is elected and known
+#: (librdkafka does not mark these retriable on a watermark query).
+_NO_LEADER_YET = frozenset({KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
+                            KafkaError.UNKNOWN_TOPIC_OR_PART})
+
+
+def _watermarks(consumer: Consumer, tp: TopicPartition, deadline: float) -> tuple[int, int] | None:
+    """A partition's (low, high) watermarks, asked again while the broker answers with a
+    retriable error until ``deadline``: a topic created a moment ago may have no leader yet
+    (NOT_LEADER_FOR_PARTITION), on a busy machine for a while."""
+    while True:
+        try:
+            return consumer.get_watermark_offsets(tp, timeout=max(0.1, deadline - time.monotonic()))
+        except KafkaException as error:
+            kafka_error = error.args[0]
+            if (kafka_error.code() not in _NO_LEADER_YET and not kafka_error.retriable()) \
+                    or time.monotonic() + 0.2 > deadline:
+                raise
+            time.sleep(0.2)
+
+
 def _read_all(consumer: Consumer, topic: str, timeout: float) -> tuple[list[Record], int]:
     deadline = time.monotonic() + timeout
     ends: dict[int, int] = {}
     partitions = _partitions_of(consumer, topic, timeout)
     for p in partitions:
-        offsets = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)
+        offsets = _watermarks(consumer, TopicPartition(topic, p), deadline)
         if offsets is None:
             raise TimeoutError(f"no watermarks for {topic!r} partition {p} within {timeout}s.")
         low, high = offsets
