@@ -22,6 +22,7 @@ from typing import Any, Mapping
 from kplex.definitions import TABLES_TOPIC
 from kplex.errors import translated
 from kplex.placement import VP_HEADER, murmur2, to_positive
+from kplex.settings import METADATA_TOPIC
 
 __all__ = ["status", "count_per_virtual_partition", "render", "control_plane_partition"]
 
@@ -51,7 +52,7 @@ def status(bootstrap: str, table: str, *, count: bool = False, metadata_topic: s
     from kplex.session import kplex_session
 
     spark = kplex_session(bootstrap, master="local[1]", app_name="kplex-status",
-                          conf={"spark.sql.catalog.kplex.metadata_topic": metadata_topic},
+                          conf={f"spark.sql.catalog.kplex.{METADATA_TOPIC}": metadata_topic},
                           kafka_options=kafka_options)
     with translated():
         state = json.loads(spark._jvm.io.kplex.spark.KplexAdmin.status(spark._jsparkSession, "kplex", table))  # noqa: SLF001

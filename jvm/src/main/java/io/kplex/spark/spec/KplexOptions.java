@@ -44,9 +44,9 @@ public final class KplexOptions {
    * that they outlive the checkpoint: write/KplexWrite, docs/streaming.md.
    */
   public static final String HELD_LOCATION = "kplex.held_location";
-  /** Read-time tables: their default key (the source record's key) and order (its timestamp). */
-  public static final String DEFAULT_VIRTUAL_KEY = "key";
-  public static final String DEFAULT_VIRTUAL_ORDER = "timestamp";
+  /** Read-time tables: their default key (the source record's key) and order (its timestamp), options.json's. */
+  public static final String DEFAULT_VIRTUAL_KEY = OptionSpecs.of(KEY).readTimeDefault();
+  public static final String DEFAULT_VIRTUAL_ORDER = OptionSpecs.of(ORDER).readTimeDefault();
 
   // Options of a read (spark.read.option(...) or SELECT ... FROM kplex.t WITH (...)), as
   // Spark's Kafka source names them. Offsets JSON: {"topic":{"0":23,"1":-2}}, -2 = earliest,
