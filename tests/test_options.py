@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from kplex.settings import OPTIONS, PROPERTIES
+from kplex import settings
+from kplex.settings import OPTIONS, PROPERTIES, RELEASE_AT_END, session_key
 
 ROOT = Path(__file__).parent.parent
 SPEC: list[dict[str, Any]] = json.loads((ROOT / "python" / "kplex" / "options.json").read_text())["options"]
@@ -30,6 +31,18 @@ def test_each_setting_reads_as_the_file_declares_it(entry: dict[str, Any]) -> No
         entry.get("default"), entry.get("required", False))
     assert spec.bits == (64 if entry["type"] == "long" else 32)
     assert set(spec.set_as) <= {"table", "write", "read", "catalog", "session"}
+
+
+def test_the_session_keys_and_read_time_defaults_read_as_declared() -> None:
+    for entry in SPEC:
+        spec = OPTIONS[entry["name"]]
+        assert (spec.session_key, spec.read_time_default) == (entry.get("session_key"), entry.get("read_time_default"))
+    assert session_key(RELEASE_AT_END) == "kplex.stream.releaseAtEnd"
+
+
+def test_every_setting_name_the_package_reads_is_declared() -> None:
+    names = {k: v for k, v in vars(settings).items() if k.isupper() and isinstance(v, str) and k != "RESUME_FROM_TABLE"}
+    assert names and {k: v for k, v in names.items() if v not in OPTIONS} == {}
 
 
 def test_a_setting_s_default_is_a_value_it_accepts():

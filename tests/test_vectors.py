@@ -12,10 +12,22 @@ from typing import Any
 import pytest
 
 from kplex.expressions import SourceRecord, compile_key, compile_order, get_json_object
-from kplex.placement import canonical_int_key, canonical_key, murmur2, physical_partition, virtual_partition
+from kplex.placement import (
+    ORDER_HEADER,
+    SOURCE_OFFSET_HEADER,
+    SOURCE_PARTITION_HEADER,
+    SOURCE_TOPIC_HEADER,
+    VP_HEADER,
+    canonical_int_key,
+    canonical_key,
+    murmur2,
+    physical_partition,
+    virtual_partition,
+)
 from kplex.reader.merge import EventTimeMerge, Pending
 from kplex.reader.nulls import null_verdict
 from kplex.settings import validate
+from kplex.status import CONTROL_PLANE_PARTITIONS, control_plane_partition
 
 VECTORS = Path(__file__).parent / "vectors"
 
@@ -45,6 +57,24 @@ def test_murmur2_is_kafkas(case: dict[str, Any]) -> None:
 def test_a_key_lands_in_the_vectors_virtual_and_physical_partition(case: dict[str, Any]) -> None:
     vp = virtual_partition(key_bytes(case), case["V"])
     assert (vp, physical_partition(vp, case["P"])) == (case["vp"], case["physical"])
+
+
+CONTROL_PLANE = load("control_plane.json")
+
+
+@pytest.mark.parametrize("case", CONTROL_PLANE["cases"], ids=lambda c: f"{c['scope_utf8']}/{c['partitions']}")
+def test_a_tables_control_plane_records_live_in_the_vectors_partition(case: dict[str, Any]) -> None:
+    assert control_plane_partition(case["scope_utf8"], case["partitions"]) == case["partition"]
+
+
+def test_a_new_control_plane_has_the_vectors_partition_count() -> None:
+    assert CONTROL_PLANE_PARTITIONS == CONTROL_PLANE["new_log_partitions"]
+
+
+def test_the_header_names_are_the_vectors() -> None:
+    assert {"vp": VP_HEADER, "order": ORDER_HEADER, "source_topic": SOURCE_TOPIC_HEADER,
+            "source_partition": SOURCE_PARTITION_HEADER, "source_offset": SOURCE_OFFSET_HEADER,
+            } == load("headers.json")["headers"]
 
 
 def _python_key(case: dict[str, Any]) -> bytes:

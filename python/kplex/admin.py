@@ -11,6 +11,7 @@ from typing import Mapping
 from kplex.definitions import TABLES_TOPIC
 from kplex.errors import translated
 from kplex.session import kplex_session
+from kplex.settings import METADATA_TOPIC
 
 
 def recover(bootstrap: str, table: str, metadata_topic: str = TABLES_TOPIC,
@@ -23,7 +24,7 @@ def recover(bootstrap: str, table: str, metadata_topic: str = TABLES_TOPIC,
     catalog's ``kafka.*`` settings; ``claim_timeout_ms``: a writer's claim unrenewed for this
     long is taken over (``kplex.writer_claim_timeout_ms``, default 6000)."""
     spark = kplex_session(bootstrap, master="local[1]", app_name="kplex-recover",
-                          conf={"spark.sql.catalog.kplex.metadata_topic": metadata_topic},
+                          conf={f"spark.sql.catalog.kplex.{METADATA_TOPIC}": metadata_topic},
                           kafka_options=kafka_options)
     with translated():
         admin = spark._jvm.io.kplex.spark.KplexAdmin  # noqa: SLF001

@@ -57,7 +57,12 @@ __all__ = [
 ]
 
 #: The catalog's metadata_topic by default: options.json's, as the JVM reads it.
-TABLES_TOPIC: str = settings.default("metadata_topic")
+TABLES_TOPIC: str = settings.default(settings.METADATA_TOPIC)
+
+
+def _setting(properties: Mapping[str, str], name: str) -> str:
+    """A setting that has a default, as ``properties`` give it or else by default."""
+    return str(settings.value(properties, name))
 FORMAT = "kplex-table"
 #: The newest format version this kplex reads (the JVM's ``TableDefinition.FORMAT_VERSION``).
 FORMAT_VERSION = 1
@@ -104,15 +109,15 @@ class TableDefinition:
             format=FORMAT,
             version=FORMAT_VERSION,
             name=name,
-            topic=p.get("kplex.topic") or name,
-            virtual_partitions=positive(settings.parse_int(p.get("kplex.virtual_partitions", ""))),
-            physical_partitions=positive(settings.parse_int(p.get("kplex.physical_partitions", ""))),
-            delivery=p.get("kplex.delivery", settings.default("kplex.delivery")).lower(),
-            key=p.get("kplex.key"),
-            order=p.get("kplex.order"),
-            null_key=p.get("kplex.null_key", settings.default("kplex.null_key")).lower(),
-            null_order=p.get("kplex.null_order", settings.default("kplex.null_order")).lower(),
-            source=p.get("kplex.source"),
+            topic=p.get(settings.TOPIC) or name,
+            virtual_partitions=positive(settings.parse_int(p.get(settings.VIRTUAL_PARTITIONS, ""))),
+            physical_partitions=positive(settings.parse_int(p.get(settings.PHYSICAL_PARTITIONS, ""))),
+            delivery=_setting(p, settings.DELIVERY).lower(),
+            key=p.get(settings.KEY),
+            order=p.get(settings.ORDER),
+            null_key=_setting(p, settings.NULL_KEY).lower(),
+            null_order=_setting(p, settings.NULL_ORDER).lower(),
+            source=p.get(settings.SOURCE),
             properties=p,
             origin=origin,
         )
@@ -230,11 +235,11 @@ def parse_definition(value: bytes | str) -> TableDefinition:
         virtual_partitions=_integer(data.get("virtual_partitions")),
         physical_partitions=_integer(data.get("physical_partitions")),
         source=_text(data.get("source")),
-        delivery=str(data.get("delivery") or "exactly_once"),
+        delivery=str(data.get("delivery") or _setting({}, settings.DELIVERY)),
         key=_text(data.get("key")),
         order=_text(data.get("order")),
-        null_key=str(data.get("null_key") or props.get("kplex.null_key", "fail")),
-        null_order=str(data.get("null_order") or props.get("kplex.null_order", "fail")),
+        null_key=str(data.get("null_key") or _setting(props, settings.NULL_KEY)),
+        null_order=str(data.get("null_order") or _setting(props, settings.NULL_ORDER)),
         created_ms=_integer(data.get("created_ms")),
         properties=props,
     )

@@ -57,6 +57,7 @@ from sqlglot import exp
 
 from kplex.errors import ExpressionError, kplex_error
 from kplex.jsonpointer import spark_extract
+from kplex.settings import KEY, ORDER
 
 __all__ = ["ExpressionError", "SourceRecord", "compile_key", "compile_order", "pointer_or_expression"]
 
@@ -102,7 +103,7 @@ def pointer_or_expression(text: str, cast: str | None = None) -> str:
 
 def compile_key(text: str) -> Callable[[SourceRecord], bytes | None]:
     """The canonical key bytes of ``text`` (as ``kplex_key`` makes them), or None for NULL."""
-    kind, fn = _compile(text, "kplex.key")
+    kind, fn = _compile(text, KEY)
     if kind == STRING:
         return lambda r: None if (v := fn(r)) is None else v.encode("utf-8", errors="surrogateescape")
     if kind == BINARY:
@@ -113,16 +114,16 @@ def compile_key(text: str) -> Callable[[SourceRecord], bytes | None]:
         return lambda r: None if (v := fn(r)) is None else struct.pack(">q", v)
     if kind == NULL:
         return lambda r: None
-    raise _bad("kplex.key", f"'kplex.key' = {text!r} has type {kind}; outside Spark kplex makes keys of"
+    raise _bad(KEY, f"'{KEY}' = {text!r} has type {kind}; outside Spark kplex makes keys of"
                           " STRING, BINARY, INT and BIGINT only. Read this table with Spark.")
 
 
 def compile_order(text: str) -> Callable[[SourceRecord], int | None]:
     """The order value of ``text`` (as ``kplex_order`` makes it), or None for NULL."""
-    kind, fn = _compile(text, "kplex.order")
+    kind, fn = _compile(text, ORDER)
     if kind in (INT, BIGINT, TIMESTAMP, NULL):
         return fn
-    raise _bad("kplex.order", f"'kplex.order' = {text!r} has type {kind}; an order is a TIMESTAMP or an"
+    raise _bad(ORDER, f"'{ORDER}' = {text!r} has type {kind}; an order is a TIMESTAMP or an"
                           " integer: CAST it, e.g. CAST(get_json_object(CAST(value AS STRING),"
                           " '$.viewtime') AS BIGINT).")
 

@@ -19,6 +19,9 @@ from typing import Any
 __all__ = [
     "VP_HEADER",
     "ORDER_HEADER",
+    "SOURCE_TOPIC_HEADER",
+    "SOURCE_PARTITION_HEADER",
+    "SOURCE_OFFSET_HEADER",
     "murmur2",
     "to_positive",
     "virtual_partition",
@@ -29,9 +32,14 @@ __all__ = [
 ]
 
 #: The headers of a kplex record that say where it landed and where it sorts (G5):
-#: the virtual partition and the order value, ASCII decimal.
+#: the virtual partition and the order value, ASCII decimal. The names of every header
+#: kplex writes are pinned, with the JVM's (wire/KplexHeaders), by tests/vectors/headers.json.
 VP_HEADER = "kplex.vp"
 ORDER_HEADER = "kplex.order"
+#: A late record sent to a side topic also carries where it came from.
+SOURCE_TOPIC_HEADER = "kplex.source_topic"
+SOURCE_PARTITION_HEADER = "kplex.source_partition"
+SOURCE_OFFSET_HEADER = "kplex.source_offset"
 
 _SEED = 0x9747B28C
 _M = 0x5BD1E995

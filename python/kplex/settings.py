@@ -34,11 +34,30 @@ __all__ = [
     "suggest",
     "parse_int",
     "default",
+    "value",
+    "session_key",
+    "read_time_default",
 ]
 
+# The names of the settings this package reads (each one options.json declares: test_options).
 VIRTUAL_PARTITIONS = "kplex.virtual_partitions"
 PHYSICAL_PARTITIONS = "kplex.physical_partitions"
 SOURCE = "kplex.source"
+TOPIC = "kplex.topic"
+DELIVERY = "kplex.delivery"
+KEY = "kplex.key"
+ORDER = "kplex.order"
+NULL_KEY = "kplex.null_key"
+NULL_ORDER = "kplex.null_order"
+MAX_DELAY_MS = "kplex.max_delay_ms"
+LATE_POLICY = "kplex.late_policy"
+LATE_TOPIC = "kplex.late_topic"
+METADATA_TOPIC = "metadata_topic"
+STARTING_OFFSETS = "startingOffsets"
+STARTING_TABLE = "startingTable"
+RELEASE_AT_END = "releaseAtEnd"
+#: The value of :data:`STARTING_OFFSETS` that resumes where the table's last stream stopped.
+RESUME_FROM_TABLE = "table"
 
 
 @dataclass(frozen=True)
@@ -59,6 +78,10 @@ class PropertySpec:
     kind: str = "text"
     default: str | None = None
     set_as: tuple[str, ...] = ()
+    #: The session setting of a read option a stream in SQL takes from the session, or None.
+    session_key: str | None = None
+    #: What a read-time table stores when the property is not given, or None.
+    read_time_default: str | None = None
 
     @classmethod
     def from_json(cls, entry: Mapping[str, Any]) -> PropertySpec:
@@ -70,7 +93,8 @@ class PropertySpec:
         return cls(entry["name"], minimum=entry.get("min"), also=entry.get("also"),
                    choices=tuple(entry.get("choices", ())), required=entry.get("required", False),
                    maximum=entry.get("max"), bits=64 if entry["type"] == "long" else 32, kind=entry["type"],
-                   default=entry.get("default"), set_as=tuple(entry["set_as"]))
+                   default=entry.get("default"), set_as=tuple(entry["set_as"]),
+                   session_key=entry.get("session_key"), read_time_default=entry.get("read_time_default"))
 
     def problem(self, value: str) -> str | None:
         """Why ``value`` is wrong for this property, or None when it is right
@@ -108,6 +132,38 @@ def default(name: str) -> str | None:
     ('0', 'fail', '_kplex_tables')
     """
     return OPTIONS[name].default
+
+
+def value(properties: Mapping[str, str], name: str) -> str | None:
+    """Setting ``name`` as ``properties`` give it, else its declared default.
+
+    >>> value({"kplex.late_policy": "drop"}, LATE_POLICY), value({}, LATE_POLICY), value({}, LATE_TOPIC)
+    ('drop', 'fail', None)
+    """
+    given = properties.get(name)
+    return given if given is not None else default(name)
+
+
+def session_key(name: str) -> str:
+    """The session setting that sets read option ``name`` for a stream in SQL (which takes no
+    read options), as ``options.json`` declares it.
+
+    >>> session_key(RELEASE_AT_END)
+    'kplex.stream.releaseAtEnd'
+    """
+    key = OPTIONS[name].session_key
+    if key is None:
+        raise KeyError(f"{name} has no session setting")
+    return key
+
+
+def read_time_default(name: str) -> str | None:
+    """What a read-time table stores for property ``name`` when not given (None: nothing).
+
+    >>> read_time_default(KEY), read_time_default(ORDER)
+    ('key', 'timestamp')
+    """
+    return OPTIONS[name].read_time_default
 
 
 def parse_int(value: str, bits: int = 32) -> int | None:

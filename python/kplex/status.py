@@ -21,23 +21,26 @@ from typing import Any, Mapping
 
 from kplex.definitions import TABLES_TOPIC
 from kplex.errors import translated
+from kplex.placement import VP_HEADER, murmur2, to_positive
+from kplex.settings import METADATA_TOPIC
 
 __all__ = ["status", "count_per_virtual_partition", "render", "control_plane_partition"]
 
-#: Over how many partitions a control plane kplex creates spreads its tables (``CompactedTopic``).
+#: Over how many partitions a control plane kplex creates spreads its tables (``CompactedTopic``;
+#: tests/vectors/control_plane.json pins both, with :func:`control_plane_partition`).
 CONTROL_PLANE_PARTITIONS = 16
 
 
 def control_plane_partition(table: str, partitions: int = CONTROL_PLANE_PARTITIONS) -> int:
     """The partition of ``_kplex_commits`` that holds a table's records (its writer claims,
     epoch marks and pending commits) when the log spreads tables over ``partitions`` (1: a log
-    written by a kplex before it was scoped, and never spread), as the JVM plugin places them.
+    written by a kplex before it was scoped, and never spread), as the JVM plugin places them
+    (``CompactedTopic.ofScope``): ``toPositive(murmur2(table)) % partitions``, the rule
+    tests/vectors/control_plane.json pins on both sides.
 
     >>> control_plane_partition("pageviews_by_user", 1)
     0
     """
-    from kplex.placement import murmur2, to_positive
-
     return 0 if partitions <= 1 else to_positive(murmur2(table.encode("utf-8"))) % partitions
 
 
@@ -49,7 +52,7 @@ def status(bootstrap: str, table: str, *, count: bool = False, metadata_topic: s
     from kplex.session import kplex_session
 
     spark = kplex_session(bootstrap, master="local[1]", app_name="kplex-status",
-                          conf={"spark.sql.catalog.kplex.metadata_topic": metadata_topic},
+                          conf={f"spark.sql.catalog.kplex.{METADATA_TOPIC}": metadata_topic},
                           kafka_options=kafka_options)
     with translated():
         state = json.loads(spark._jvm.io.kplex.spark.KplexAdmin.status(spark._jsparkSession, "kplex", table))  # noqa: SLF001
@@ -83,7 +86,7 @@ def count_per_virtual_partition(bootstrap: str, topic: str, config: Mapping[str,
                         raise access_error(client, m.error()) or RuntimeError(str(m.error()))
                     todo.discard(m.partition())
                     continue
-                vp = dict(m.headers() or ()).get("kplex.vp")
+                vp = dict(m.headers() or ()).get(VP_HEADER)
                 if vp is not None:
                     counts[int(vp)] += 1
     finally:

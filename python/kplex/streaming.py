@@ -27,6 +27,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Mapping, TextIO
 
+from kplex import settings
 from kplex.errors import KplexError, kplex_error
 
 #: ``INSERT INTO <table> <query reading STREAM(...)>``: the statement that becomes a stream.
@@ -73,13 +74,13 @@ def start_stream(spark: Any, insert: StreamingInsert, checkpoint: str, *, trigge
     from kplex.session import require_spark
 
     require_spark("STREAM(...) in SQL (a streaming INSERT)", (4, 1), spark.version)
-    spark.conf.set("kplex.stream.releaseAtEnd", "true" if release_at_end else "false")
+    spark.conf.set(settings.session_key(settings.RELEASE_AT_END), "true" if release_at_end else "false")
     if resume:
-        spark.conf.set("kplex.stream.startingOffsets", "table")
-        spark.conf.set("kplex.stream.startingTable", insert.table.split(".", 1)[-1])
+        spark.conf.set(settings.session_key(settings.STARTING_OFFSETS), settings.RESUME_FROM_TABLE)
+        spark.conf.set(settings.session_key(settings.STARTING_TABLE), insert.table.split(".", 1)[-1])
     else:
-        spark.conf.unset("kplex.stream.startingOffsets")
-        spark.conf.unset("kplex.stream.startingTable")
+        spark.conf.unset(settings.session_key(settings.STARTING_OFFSETS))
+        spark.conf.unset(settings.session_key(settings.STARTING_TABLE))
     writer = spark.sql(insert.query).writeStream.option("checkpointLocation", checkpoint)
     for key, value in (options or {}).items():
         writer = writer.option(key, value)

@@ -86,22 +86,22 @@ class TableInfo:
         'read_time'
         """
         props = dict(definition.properties)
-        read_time = "kplex.source" in props
+        read_time = settings.SOURCE in props
         if definition.virtual_partitions is None or definition.virtual_partitions < 1:
             raise kplex_error("DEFINITION_FORMAT", f"the stored definition of table"
                                         f" {definition.name} has no virtual_partitions >= 1.")
-        source = props.get("kplex.source") or definition.source
+        source = props.get(settings.SOURCE) or definition.source
         return cls(
             name=definition.name,
             topic=", ".join(source_topics(source)) if read_time and source else definition.topic,
             kind="read_time" if read_time else "derived",
             virtual_partitions=definition.virtual_partitions,
             physical_partitions=definition.physical_partitions or 0,
-            key=props.get("kplex.key", "key" if read_time else None),
-            order=props.get("kplex.order", "timestamp" if read_time else None),
-            max_delay_ms=int(props.get("kplex.max_delay_ms", settings.default("kplex.max_delay_ms"))),
-            late_policy=props.get("kplex.late_policy", settings.default("kplex.late_policy")),
-            late_topic=props.get("kplex.late_topic"),
+            key=props.get(settings.KEY, settings.read_time_default(settings.KEY) if read_time else None),
+            order=props.get(settings.ORDER, settings.read_time_default(settings.ORDER) if read_time else None),
+            max_delay_ms=int(str(settings.value(props, settings.MAX_DELAY_MS))),
+            late_policy=str(settings.value(props, settings.LATE_POLICY)),
+            late_topic=props.get(settings.LATE_TOPIC),
             null_key=definition.null_key,
             null_order=definition.null_order,
             properties=props,

@@ -5,6 +5,7 @@ import argparse
 import sys
 from typing import Any
 
+from kplex import settings as options
 from kplex.kafka import config as kafka_config
 
 
@@ -47,9 +48,9 @@ def _pipeline(args: argparse.Namespace) -> int:
         raise SystemExit(f"kplex pipeline: no pipeline spec at {spec}")
     configuration = {}
     if args.resume:
-        configuration["kplex.stream.startingOffsets"] = "table"
+        configuration[options.session_key(options.STARTING_OFFSETS)] = options.RESUME_FROM_TABLE
     if args.release_at_end:
-        configuration["kplex.stream.releaseAtEnd"] = "true"
+        configuration[options.session_key(options.RELEASE_AT_END)] = "true"
     if args.remote:
         return run_pipeline(spec, args.remote, configuration)
     bootstrap, settings = kafka_config.from_args(args)

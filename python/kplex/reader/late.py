@@ -20,7 +20,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from kplex.errors import kplex_error
 from kplex.kafka.clients import QUIET
-from kplex.placement import ORDER_HEADER, VP_HEADER
+from kplex.placement import ORDER_HEADER, SOURCE_OFFSET_HEADER, SOURCE_PARTITION_HEADER, SOURCE_TOPIC_HEADER, VP_HEADER
 from kplex.tableinfo import ReadStats, TableInfo
 
 __all__ = ["LateRecords", "ensure_late_topic"]
@@ -79,9 +79,9 @@ class LateRecords:
             self.producer = Producer(settings)
         headers = list(msg.headers() or ()) + [
             (VP_HEADER, str(vp).encode()), (ORDER_HEADER, str(order).encode()),
-            ("kplex.source_topic", (msg.topic() or "").encode()),
-            ("kplex.source_partition", str(msg.partition()).encode()),
-            ("kplex.source_offset", str(msg.offset()).encode())]
+            (SOURCE_TOPIC_HEADER, (msg.topic() or "").encode()),
+            (SOURCE_PARTITION_HEADER, str(msg.partition()).encode()),
+            (SOURCE_OFFSET_HEADER, str(msg.offset()).encode())]
         kind, ts = msg.timestamp()
         extra = {"timestamp": ts} if ts >= 0 else {}
         while True:

@@ -42,6 +42,7 @@ from typing import Mapping
 from sqlglot import exp
 
 import kplex.sqltools.analysis as a
+from kplex import settings
 from kplex.definitions import TableDefinition
 from kplex.kafka.config import librdkafka
 from kplex.sqltools.bootstrap import resolve_bootstrap
@@ -182,8 +183,8 @@ def _explain_create(statement: Statement, create: a.KplexCreate, state: _State, 
                           "re-keyed when it is read; nothing is written"))
         lines.append(_row("partitions", f"{v} virtual ({origin})"))
         lowered = {key.lower(): value for key, value in props.items()}
-        for name, label, unit in (("kplex.max_delay_ms", "max delay", " ms"), ("kplex.late_policy", "late", ""),
-                                  ("kplex.late_topic", "late topic", "")):
+        for name, label, unit in ((settings.MAX_DELAY_MS, "max delay", " ms"), (settings.LATE_POLICY, "late", ""),
+                                  (settings.LATE_TOPIC, "late topic", "")):
             if name in lowered:
                 lines.append(_row(label, lowered[name] + unit))
     else:

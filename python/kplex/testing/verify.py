@@ -36,7 +36,7 @@ from typing import Any, Callable, Iterable
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
-from kplex.placement import canonical_key, virtual_partition
+from kplex.placement import ORDER_HEADER, VP_HEADER, canonical_key, virtual_partition
 
 __all__ = [
     "VP_HEADER",
@@ -52,9 +52,6 @@ __all__ = [
     "pageview_key",
     "pageview_order",
 ]
-
-VP_HEADER = "kplex.vp"
-ORDER_HEADER = "kplex.order"
 
 _GUARANTEES = {
     "G1": "key affinity",

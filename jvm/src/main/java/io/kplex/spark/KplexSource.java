@@ -1,6 +1,7 @@
 package io.kplex.spark;
 
 import io.kplex.spark.catalog.KplexTable;
+import io.kplex.spark.conf.ConfParser;
 import io.kplex.spark.spec.KplexOptions;
 import java.util.Map;
 import org.apache.spark.sql.connector.catalog.Identifier;
@@ -20,8 +21,6 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * SQL are one code path.
  */
 public final class KplexSource implements SupportsCatalogOptions, DataSourceRegister {
-  public static final String CATALOG = "catalog";
-
   @Override
   public String shortName() {
     return "kplex";
@@ -41,7 +40,7 @@ public final class KplexSource implements SupportsCatalogOptions, DataSourceRegi
 
   @Override
   public String extractCatalog(CaseInsensitiveStringMap options) {
-    return options.getOrDefault(CATALOG, "kplex");
+    return ConfParser.of(options).text(KplexOptions.CATALOG);
   }
 
   @Override

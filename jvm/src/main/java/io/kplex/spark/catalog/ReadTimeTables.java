@@ -5,6 +5,7 @@ import io.kplex.spark.conf.LatePolicy;
 import io.kplex.spark.conf.NullOrderPolicy;
 import io.kplex.spark.conf.TableDefinition;
 import io.kplex.spark.spec.KplexOptions;
+import io.kplex.spark.spec.OptionSpecs;
 import io.kplex.spark.errors.Errors;
 import io.kplex.spark.kafka.KafkaTopics;
 import java.util.HashSet;
@@ -117,8 +118,9 @@ public final class ReadTimeTables {
     props.put(KplexOptions.PHYSICAL_PARTITIONS, Integer.toString(partitions));
     props.putIfAbsent(KplexOptions.KEY, KplexOptions.DEFAULT_VIRTUAL_KEY);
     props.putIfAbsent(KplexOptions.ORDER, KplexOptions.DEFAULT_VIRTUAL_ORDER);
-    props.putIfAbsent(KplexOptions.MAX_DELAY_MS, "0");
-    props.putIfAbsent(KplexOptions.LATE_POLICY, LatePolicy.FAIL.wire());
+    for (String stored : List.of(KplexOptions.MAX_DELAY_MS, KplexOptions.LATE_POLICY)) {
+      props.putIfAbsent(stored, OptionSpecs.of(stored).defaultValue());
+    }
     TableDefinition def = TableDefinition.create(table, props);
     validate(def.properties(), table);
     if (expressions.checkable()) {

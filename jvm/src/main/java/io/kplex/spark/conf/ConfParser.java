@@ -22,7 +22,10 @@ import java.util.Map;
  * </ol>
  * Names compare in any case (as Spark's options do). A value is checked when it is read, so
  * a wrong one is named ({@code KPLEX_BAD_OPTION}) by the getter that needed it. Kafka client
- * settings ({@code kafka.*}) are not resolved here: see {@code kafka/KafkaConf}.
+ * settings ({@code kafka.*}) pass through {@code kafka/KafkaConf}; the one kplex reads itself
+ * ({@code kafka.transaction.timeout.ms}) is declared and parsed like any other, over
+ * {@code KafkaConf.options()}. A stream's session settings ({@code kplex.stream.*}, each
+ * option's {@code session_key}) are the session layer of {@code read/ReadConf.streamSettings}.
  *
  * <pre>
  * ConfParser settings = ConfParser.builder().options(writeOptions).table(def.properties())

@@ -14,7 +14,8 @@ import java.util.TreeMap;
 /**
  * The durable definition of a kplex table, stored as JSON in the compacted metadata
  * topic (docs/contract.md, G5). Immutable; {@link #properties()} keeps every kplex.*
- * table property as given, the named fields are the parsed, validated view of them.
+ * table property as given, the named fields are the parsed, validated view of them, read
+ * through {@link ConfParser} (a property not set: options.json's default).
  *
  * <pre>
  * {"format":"kplex-table","version":1,"name":"pageviews_by_user","topic":"pageviews_by_user",
@@ -40,7 +41,8 @@ public final class TableDefinition implements Serializable {
     this.name = name;
     this.properties = Map.copyOf(properties);
     String source = properties.get(KplexOptions.SOURCE);
-    this.topic = properties.getOrDefault(KplexOptions.TOPIC, source != null ? source : name);
+    String topic = ConfParser.of(properties).text(KplexOptions.TOPIC);
+    this.topic = topic != null ? topic : source != null ? source : name;
     this.virtualPartitions = TableProperties.requirePositive(properties, KplexOptions.VIRTUAL_PARTITIONS, name);
     // A read-time table (kplex.source) has no topic of its own: P is the source's partition
     // count, recorded by the catalog when it creates the table (0 if unknown).
@@ -75,9 +77,13 @@ public final class TableDefinition implements Serializable {
     }
     return out;
   }
-  public String property(String key, String orElse) { return properties.getOrDefault(key, orElse); }
+  /** A property as stored, else {@code orElse} (a read-time table stores every default it has). */
+  public String property(String key, String orElse) {
+    String set = properties.get(key);
+    return set != null ? set : orElse;
+  }
   public short replicationFactor() {
-    return Short.parseShort(properties.getOrDefault(KplexOptions.REPLICATION_FACTOR, "-1"));
+    return (short) ConfParser.of(properties).intConf(KplexOptions.REPLICATION_FACTOR);
   }
 
   public byte[] toJson() {
@@ -91,11 +97,12 @@ public final class TableDefinition implements Serializable {
     }
     node.put("virtual_partitions", virtualPartitions);
     node.put("physical_partitions", physicalPartitions);
-    node.put("delivery", properties.getOrDefault(KplexOptions.DELIVERY, Delivery.EXACTLY_ONCE.wire()));
+    ConfParser settings = ConfParser.of(properties);
+    node.put("delivery", settings.text(KplexOptions.DELIVERY));
     node.put("key", properties.get(KplexOptions.KEY));
     node.put("order", properties.get(KplexOptions.ORDER));
-    node.put("null_key", properties.getOrDefault(KplexOptions.NULL_KEY, NullKeyPolicy.FAIL.wire()));
-    node.put("null_order", properties.getOrDefault(KplexOptions.NULL_ORDER, NullOrderPolicy.FAIL.wire()));
+    node.put("null_key", settings.text(KplexOptions.NULL_KEY));
+    node.put("null_order", settings.text(KplexOptions.NULL_ORDER));
     node.put("created_ms", createdMs);
     ObjectNode props = node.putObject("properties");
     new TreeMap<>(properties).forEach(props::put);

@@ -106,6 +106,17 @@ public final class KafkaConf implements Serializable {
     return CLASS_SETTINGS.contains(key) || key.endsWith(".class") || key.endsWith(".classes");
   }
 
+  /**
+   * The client settings as the options that gave them ({@code kafka.} prefixed): for {@code
+   * conf/ConfParser} to read the one kplex itself depends on (kafka.transaction.timeout.ms),
+   * as options.json declares it.
+   */
+  public Map<String, String> options() {
+    Map<String, String> out = new HashMap<>();
+    clientProps.forEach((k, v) -> out.put(KplexOptions.KAFKA_PREFIX + k, v));
+    return out;
+  }
+
   public String bootstrap() {
     return clientProps.get(CommonClientConfigs.BOOTSTRAP_SERVERS_CONFIG);
   }

@@ -66,7 +66,6 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
   static final String FAIL_ON_DATA_LOSS = KplexOptions.FAIL_ON_DATA_LOSS;
   static final String IDLE_RELEASE_MS = KplexOptions.IDLE_RELEASE_MS;
   static final String RELEASE_AT_END = KplexOptions.RELEASE_AT_END;
-  static final String RELEASE_AT_END_CONF = KplexOptions.RELEASE_AT_END_CONF;
   /** maxOffsetsPerTrigger not set: no limit. */
   private static final long NO_LIMIT = -1;
 
@@ -114,15 +113,13 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     this.monitorGroup = settings.text(KplexOptions.MONITOR_GROUP);
   }
 
-  /** The read's options over the session's {@code kplex.stream.releaseAtEnd}. */
+  /**
+   * The read's options over the session's {@code kplex.stream.*} settings ({@link
+   * ReadConf#streamSettings}), the session as it is now.
+   */
   private static ConfParser settings(CaseInsensitiveStringMap options) {
     org.apache.spark.sql.internal.SQLConf session = org.apache.spark.sql.internal.SQLConf.get();
-    Map<String, String> fromSession = new HashMap<>();
-    String atEnd = session.getConfString(RELEASE_AT_END_CONF, null);
-    if (atEnd != null) fromSession.put(RELEASE_AT_END, atEnd);
-    String idle = session.getConfString(KplexOptions.IDLE_TIMEOUT_MS_CONF, null);
-    if (idle != null) fromSession.put(KplexOptions.IDLE_TIMEOUT_MS, idle);
-    return ConfParser.builder().options(options.asCaseSensitiveMap()).session(fromSession).build();
+    return ReadConf.streamSettings(options, key -> session.getConfString(key, null));
   }
 
   private synchronized Consumer<byte[], byte[]> consumer() {
@@ -201,18 +198,13 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
    * {@code kplex.stream.startingOffsets}, as {@code kplex stream --resume} sets it).
    */
   private boolean resumes() {
-    String starting = options.get(KplexOptions.STARTING_OFFSETS);
-    if (starting == null && options.get(KplexOptions.STARTING_TIMESTAMP) == null) {
-      starting = org.apache.spark.sql.internal.SQLConf.get().getConfString(KplexOptions.STARTING_OFFSETS_CONF, null);
-    }
+    String starting = settings(options).text(KplexOptions.STARTING_OFFSETS);
     return starting != null && starting.trim().equalsIgnoreCase(ReadBounds.FROM_TABLE);
   }
 
   /** The read's {@code startingTable}, or the session's {@code kplex.stream.startingTable}. */
   private String startingTable() {
-    String named = options.get(KplexOptions.STARTING_TABLE);
-    return named != null ? named
-        : org.apache.spark.sql.internal.SQLConf.get().getConfString(KplexOptions.STARTING_TABLE_CONF, null);
+    return settings(options).text(KplexOptions.STARTING_TABLE);
   }
 
   /** The table this query resumes from (resolved once per run), or null when it does not. */
@@ -242,7 +234,7 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
    * from its beginning. The sink then takes over that stream's held records and marks.
    */
   private SourceOffset resumedOffset(List<TopicPartition> tps) {
-    if (options.get(KplexOptions.STARTING_TIMESTAMP) != null) {
+    if (settings(options).isSet(KplexOptions.STARTING_TIMESTAMP)) {
       throw Errors.resumeNotHere("cannot be given with '" + KplexOptions.STARTING_TIMESTAMP + "'");
     }
     String from = resumeTable();

@@ -1,8 +1,11 @@
 package io.kplex.spark.read;
 
 import io.kplex.spark.catalog.TableStore;
-import io.kplex.spark.spec.KplexOptions;
+import io.kplex.spark.conf.ConfParser;
 import io.kplex.spark.errors.Errors;
+import io.kplex.spark.errors.KplexException;
+import io.kplex.spark.spec.KplexOptions;
+import io.kplex.spark.spec.OptionSpecs;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.util.HashMap;
@@ -30,7 +33,9 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  *       the read covers [start, end) by Kafka timestamp when timestamps rise.</li>
  * </ul>
  * Offsets of a read-time table are those of its source topics (the JSON may name each). The result is clamped to
- * what the partition holds.
+ * what the partition holds. The options are read through {@code conf/ConfParser}, as
+ * options.json declares them (a timestamp is a long >= 0); only the offsets JSON, which
+ * needs the partitions, is read here.
  */
 final class ReadBounds {
   private ReadBounds() {}
@@ -58,9 +63,10 @@ final class ReadBounds {
   static Map<TopicPartition, long[]> ranges(List<String> topics, List<TopicPartition> tps,
       CaseInsensitiveStringMap options, Map<TopicPartition, Long> begin, Map<TopicPartition, Long> end,
       Function<Map<TopicPartition, Long>, Map<TopicPartition, OffsetAndTimestamp>> byTime) {
-    Map<TopicPartition, Long> from = bound(byTime, topics, tps, options,
+    ConfParser settings = ConfParser.of(options);
+    Map<TopicPartition, Long> from = bound(byTime, topics, tps, settings,
         KplexOptions.STARTING_OFFSETS, KplexOptions.STARTING_TIMESTAMP, begin, end, begin);
-    Map<TopicPartition, Long> until = bound(byTime, topics, tps, options,
+    Map<TopicPartition, Long> until = bound(byTime, topics, tps, settings,
         KplexOptions.ENDING_OFFSETS, KplexOptions.ENDING_TIMESTAMP, begin, end, end);
     Map<TopicPartition, long[]> ranges = new HashMap<>();
     for (TopicPartition tp : tps) {
@@ -73,23 +79,27 @@ final class ReadBounds {
     return ranges;
   }
 
+  /** A timestamp option, as the settings layer reads it; a bad one named as a bad bound. */
+  private static long timestamp(ConfParser settings, String key) {
+    try {
+      return settings.longConf(key);
+    } catch (KplexException e) {
+      throw Errors.badBounds("'" + key + "' = '" + settings.text(key) + "' is not "
+          + OptionSpecs.of(key).expected() + ".");
+    }
+  }
+
   private static Map<TopicPartition, Long> bound(
       Function<Map<TopicPartition, Long>, Map<TopicPartition, OffsetAndTimestamp>> byTime,
-      List<String> topics, List<TopicPartition> tps, CaseInsensitiveStringMap options, String offsetsKey,
+      List<String> topics, List<TopicPartition> tps, ConfParser settings, String offsetsKey,
       String timestampKey, Map<TopicPartition, Long> begin, Map<TopicPartition, Long> end,
       Map<TopicPartition, Long> byDefault) {
-    String offsets = options.get(offsetsKey);
-    String timestamp = options.get(timestampKey);
-    if (offsets != null && timestamp != null) {
+    String offsets = settings.text(offsetsKey);
+    if (offsets != null && settings.isSet(timestampKey)) {
       throw Errors.badBounds("give '" + offsetsKey + "' or '" + timestampKey + "', not both.");
     }
-    if (timestamp != null) {
-      long ts;
-      try {
-        ts = Long.parseLong(timestamp.trim());
-      } catch (NumberFormatException e) {
-        throw Errors.badBounds("'" + timestampKey + "' = '" + timestamp + "' is not a number.");
-      }
+    if (settings.isSet(timestampKey)) {
+      long ts = timestamp(settings, timestampKey);
       Map<TopicPartition, Long> query = new HashMap<>();
       for (TopicPartition tp : tps) query.put(tp, ts);
       Map<TopicPartition, OffsetAndTimestamp> found = byTime.apply(query);

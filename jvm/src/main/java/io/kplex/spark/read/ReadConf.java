@@ -11,10 +11,13 @@ import io.kplex.spark.conf.TableProperties;
 import io.kplex.spark.catalog.ReadTimeTables;
 import io.kplex.spark.errors.Errors;
 import io.kplex.spark.kafka.KafkaConf;
+import io.kplex.spark.spec.OptionSpec;
+import io.kplex.spark.spec.OptionSpecs;
 import java.io.Serializable;
 import java.util.HashMap;
 import java.util.Locale;
 import java.util.Map;
+import java.util.function.Function;
 
 /**
  * The settings of one read, resolved once on the driver. Three kinds of table:
@@ -126,6 +129,26 @@ public final class ReadConf implements Serializable {
         .table(kplexOnly(t.definition().map(TableDefinition::properties).orElse(Map.of())))
         .catalog(kplexOnly(t.catalogOptions())).build();
     return new ReadConf(t, settings, KafkaConf.from(t.catalogOptions(), readOptions));
+  }
+
+  /**
+   * A stream's read options over the session settings options.json gives them ({@code
+   * session_key}: {@code kplex.stream.<option>}, since SQL's STREAM(...) takes no read
+   * options); a read option wins. The session's startingOffsets applies only to a read that
+   * gives no start of its own, neither startingOffsets nor startingTimestamp.
+   *
+   * @param session a session setting's value by its key, or null (the session's SQLConf)
+   */
+  static ConfParser streamSettings(Map<String, String> options, Function<String, String> session) {
+    boolean startsByTime = ConfParser.of(options).isSet(KplexOptions.STARTING_TIMESTAMP);
+    Map<String, String> fromSession = new HashMap<>();
+    for (OptionSpec spec : OptionSpecs.all()) {
+      if (spec.sessionKey() == null || !spec.settableAs(OptionSpec.Scope.READ)) continue;
+      if (spec.name().equals(KplexOptions.STARTING_OFFSETS) && startsByTime) continue;
+      String value = session.apply(spec.sessionKey());
+      if (value != null) fromSession.put(spec.name(), value);
+    }
+    return ConfParser.builder().options(options).session(fromSession).build();
   }
 
   private static Map<String, String> kplexOnly(Map<String, String> from) {

@@ -44,18 +44,21 @@ public final class KplexOptions {
    * that they outlive the checkpoint: write/KplexWrite, docs/streaming.md.
    */
   public static final String HELD_LOCATION = "kplex.held_location";
-  /** Read-time tables: their default key (the source record's key) and order (its timestamp). */
-  public static final String DEFAULT_VIRTUAL_KEY = "key";
-  public static final String DEFAULT_VIRTUAL_ORDER = "timestamp";
+  /** Read-time tables: their default key (the source record's key) and order (its timestamp), options.json's. */
+  public static final String DEFAULT_VIRTUAL_KEY = OptionSpecs.of(KEY).readTimeDefault();
+  public static final String DEFAULT_VIRTUAL_ORDER = OptionSpecs.of(ORDER).readTimeDefault();
 
   // Options of a read (spark.read.option(...) or SELECT ... FROM kplex.t WITH (...)), as
   // Spark's Kafka source names them. Offsets JSON: {"topic":{"0":23,"1":-2}}, -2 = earliest,
   // -1 = latest; timestamps in epoch milliseconds (the first record at or after it).
   public static final String STARTING_OFFSETS = "startingOffsets";
   public static final String STARTING_TABLE = "startingTable";
-  /** The session settings of {@link #STARTING_OFFSETS} and {@link #STARTING_TABLE} for streams in SQL. */
-  public static final String STARTING_OFFSETS_CONF = "kplex.stream.startingOffsets";
-  public static final String STARTING_TABLE_CONF = "kplex.stream.startingTable";
+  /**
+   * The session settings of {@link #STARTING_OFFSETS} and {@link #STARTING_TABLE} for streams
+   * in SQL, as options.json declares them ({@code session_key}).
+   */
+  public static final String STARTING_OFFSETS_CONF = OptionSpecs.of(STARTING_OFFSETS).sessionKey();
+  public static final String STARTING_TABLE_CONF = OptionSpecs.of(STARTING_TABLE).sessionKey();
   public static final String ENDING_OFFSETS = "endingOffsets";
   public static final String STARTING_TIMESTAMP = "startingTimestamp";
   public static final String ENDING_TIMESTAMP = "endingTimestamp";
@@ -72,7 +75,7 @@ public final class KplexOptions {
    */
   public static final String IDLE_TIMEOUT_MS = "idleTimeoutMs";
   /** The session setting of {@link #IDLE_TIMEOUT_MS}, as {@link #RELEASE_AT_END_CONF} is of its option. */
-  public static final String IDLE_TIMEOUT_MS_CONF = "kplex.stream.idleTimeoutMs";
+  public static final String IDLE_TIMEOUT_MS_CONF = OptionSpecs.of(IDLE_TIMEOUT_MS).sessionKey();
   /** With Trigger.AvailableNow: release everything a kplex sink holds once the run has read all. */
   public static final String RELEASE_AT_END = "releaseAtEnd";
   /**
@@ -81,7 +84,7 @@ public final class KplexOptions {
    */
   public static final String MONITOR_GROUP = "monitorGroup";
   /** The same for every kplex source of a session (SQL's STREAM(...) takes no read options). */
-  public static final String RELEASE_AT_END_CONF = "kplex.stream.releaseAtEnd";
+  public static final String RELEASE_AT_END_CONF = OptionSpecs.of(RELEASE_AT_END).sessionKey();
   /**
    * Table properties a read may override on a read-time table (the rest are fixed): the
    * kplex.* settings options.json allows as read options (a test keeps the two the same), in
@@ -98,6 +101,14 @@ public final class KplexOptions {
   /** The compacted topic holding a catalog's table definitions (a catalog option). */
   public static final String METADATA_TOPIC = "metadata_topic";
   public static final String DEFAULT_METADATA_TOPIC = OptionSpecs.of(METADATA_TOPIC).defaultValue();
+
+  /**
+   * The one Kafka client setting kplex reads itself: its exactly-once producers' transaction
+   * timeout, which bounds how long a write may run before its commit (txn/ExactlyOnceCommitter).
+   */
+  public static final String TRANSACTION_TIMEOUT_MS = "kafka.transaction.timeout.ms";
+  /** The catalog {@code spark.read/df.write.format("kplex")} goes through (KplexSource). */
+  public static final String CATALOG = "catalog";
 
   /** The metadata topic a catalog's options name, or its default. */
   public static String metadataTopic(java.util.Map<String, String> catalogOptions) {

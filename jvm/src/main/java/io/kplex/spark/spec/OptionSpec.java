@@ -13,9 +13,13 @@ import java.util.Set;
  * @param max the greatest number allowed, or null
  * @param also one number allowed besides the range (-1 for the broker default), or null
  * @param defaultValue the value when no layer sets it, as text, or null
+ * @param sessionKey the session setting of a read option that a session may set too
+ *     ({@code kplex.stream.<name>}: SQL's STREAM(...) takes no read options), or null
+ * @param readTimeDefault what a read-time table stores when the property is not given, or null
  */
 public record OptionSpec(String name, Type type, Long min, Long max, Long also, List<String> choices,
-    String defaultValue, boolean required, Set<Scope> setAs, String expectedText) {
+    String defaultValue, boolean required, Set<Scope> setAs, String expectedText, String sessionKey,
+    String readTimeDefault) {
 
   /** How a value is read. */
   public enum Type { INT, LONG, BOOLEAN, CHOICE, TEXT }

@@ -49,7 +49,8 @@ public final class OptionSpecs {
     return new OptionSpec(o.path("name").asText(),
         OptionSpec.Type.valueOf(o.path("type").asText().toUpperCase(Locale.ROOT)),
         number(o, "min"), number(o, "max"), number(o, "also"), List.copyOf(choices), text(o, "default"),
-        o.path("required").asBoolean(false), Collections.unmodifiableSet(setAs), text(o, "expected"));
+        o.path("required").asBoolean(false), Collections.unmodifiableSet(setAs), text(o, "expected"),
+        text(o, "session_key"), text(o, "read_time_default"));
   }
 
   private static Long number(JsonNode o, String field) {

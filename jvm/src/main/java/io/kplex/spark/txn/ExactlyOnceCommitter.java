@@ -1,10 +1,12 @@
 package io.kplex.spark.txn;
 
+import io.kplex.spark.conf.ConfParser;
 import io.kplex.spark.errors.Errors;
 import io.kplex.spark.errors.KplexException;
 import io.kplex.spark.kafka.KafkaClients;
 import io.kplex.spark.kafka.KafkaConf;
 import io.kplex.spark.kafka.KafkaTopics;
+import io.kplex.spark.spec.KplexOptions;
 import io.kplex.spark.testing.FaultInjection;
 import io.kplex.spark.time.Clock;
 import java.util.HashSet;
@@ -14,7 +16,6 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.function.Function;
 import java.util.function.Supplier;
-import org.apache.kafka.clients.producer.ProducerConfig;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -46,8 +47,9 @@ import org.slf4j.LoggerFactory;
  */
 public final class ExactlyOnceCommitter {
   private static final Logger LOG = LoggerFactory.getLogger(ExactlyOnceCommitter.class);
-  /** kplex's transaction.timeout.ms: the broker's default transaction.max.timeout.ms (15 min). */
-  public static final int DEFAULT_TRANSACTION_TIMEOUT_MS = 900_000;
+  /** kplex's transaction.timeout.ms: the broker's default transaction.max.timeout.ms (15 min), options.json's. */
+  public static final int DEFAULT_TRANSACTION_TIMEOUT_MS =
+      ConfParser.of(Map.of()).intConf(KplexOptions.TRANSACTION_TIMEOUT_MS);
 
   private final KafkaConf kafka;
   private final String table;
@@ -182,17 +184,12 @@ public final class ExactlyOnceCommitter {
     return timeoutMs - Math.min(timeoutMs / 2, COMMIT_MARGIN_MS);
   }
 
-  /** The transaction.timeout.ms the tasks' producers use: the user's, else kplex's default. */
+  /**
+   * The transaction.timeout.ms the tasks' producers use: the user's, else kplex's default, as
+   * the settings layer reads it (a bad value is a KPLEX_BAD_OPTION naming it).
+   */
   public static long transactionTimeoutMs(KafkaConf kafka) {
-    Object set = kafka.producer().get(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG);
-    if (set == null) return DEFAULT_TRANSACTION_TIMEOUT_MS;
-    try {
-      long ms = Long.parseLong(set.toString().trim());
-      if (ms > 0 && ms <= Integer.MAX_VALUE) return ms;
-    } catch (NumberFormatException e) {
-      // named below
-    }
-    throw Errors.badOption("kafka." + ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, set.toString(), "milliseconds > 0");
+    return ConfParser.of(kafka.options()).longConf(KplexOptions.TRANSACTION_TIMEOUT_MS);
   }
 
   /**

@@ -55,4 +55,13 @@ public class TableDefinitionTest {
       assertEquals(!t.get("source").isNull(), def.isReadTime());
     }
   }
+
+  @Test
+  public void theReplicationFactorIsTheDeclaredDefaultUnlessSet() {
+    Map<String, String> props = new HashMap<>(Map.of("kplex.virtual_partitions", "9", "kplex.physical_partitions", "3"));
+    assertEquals(Short.parseShort(io.kplex.spark.spec.OptionSpecs.of("kplex.replication_factor").defaultValue()),
+        TableDefinition.create("t", props).replicationFactor());
+    props.put("kplex.replication_factor", "3");
+    assertEquals(3, TableDefinition.create("t", props).replicationFactor());
+  }
 }

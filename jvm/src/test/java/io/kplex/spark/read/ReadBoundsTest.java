@@ -95,6 +95,14 @@ public class ReadBoundsTest {
     assertEquals("KPLEX_RESUME_FROM_TABLE", table.getCondition());
   }
 
+  /** The timestamps are read as options.json declares them (a long >= 0, any case, trimmed). */
+  @Test
+  public void timestampsAreReadByTheSettingsLayer() {
+    assertRange(30, 100, ranges("STARTINGTIMESTAMP", " 1030 ").get(P0));
+    assertBad("'startingTimestamp' = '-5' is not a number (epoch milliseconds >= 0)", "startingTimestamp", "-5");
+    assertBad("not both", "endingOffsets", "latest", "EndingTimestamp", "5");
+  }
+
   private static void assertBad(String says, String... options) {
     KplexException e = assertThrows(KplexException.class, () -> ranges(options));
     assertTrue(e.getMessage(), e.getMessage().contains(says));

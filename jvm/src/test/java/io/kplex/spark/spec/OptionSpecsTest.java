@@ -63,6 +63,10 @@ public class OptionSpecsTest {
     assertEquals("an integer >= 1", OptionSpecs.of(KplexOptions.VIRTUAL_PARTITIONS).expected());
     assertTrue(OptionSpecs.of(KplexOptions.VIRTUAL_PARTITIONS).required());
     assertNull(OptionSpecs.find("kplex.colour"));
+    assertEquals("kplex.stream.releaseAtEnd", OptionSpecs.of(KplexOptions.RELEASE_AT_END).sessionKey());
+    assertNull(OptionSpecs.of(KplexOptions.FAIL_ON_DATA_LOSS).sessionKey());
+    assertEquals("key", OptionSpecs.of(KplexOptions.KEY).readTimeDefault());
+    assertEquals("timestamp", OptionSpecs.of(KplexOptions.ORDER).readTimeDefault());
   }
 
   @Test

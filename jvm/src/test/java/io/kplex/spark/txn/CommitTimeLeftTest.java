@@ -55,4 +55,16 @@ public class CommitTimeLeftTest {
     c.requireTimeLeft(ago(4_000));
     assertThrows(KplexException.class, () -> c.requireTimeLeft(ago(6_000)));
   }
+
+  @Test
+  public void theTimeoutIsReadAsOptionsJsonDeclaresIt() {
+    assertEquals(Long.parseLong(io.kplex.spark.spec.OptionSpecs.of("kafka.transaction.timeout.ms").defaultValue()),
+        ExactlyOnceCommitter.transactionTimeoutMs(KafkaConf.from(Map.of("kafka.bootstrap.servers", "x:1"))));
+    for (String bad : new String[] {"0", "soon", "2147483648"}) {
+      KplexException e = assertThrows(KplexException.class, () -> ExactlyOnceCommitter.transactionTimeoutMs(KafkaConf.from(
+          Map.of("kafka.bootstrap.servers", "x:1", "kafka.transaction.timeout.ms", bad))));
+      assertTrue(e.getMessage(), e.getMessage().contains("option 'kafka.transaction.timeout.ms' = '" + bad
+          + "' is invalid: milliseconds > 0"));
+    }
+  }
 }

@@ -3,11 +3,25 @@ package io.kplex.spark.wire;
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertNull;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import io.kplex.spark.Vectors;
 import java.nio.charset.StandardCharsets;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.junit.Test;
 
 public class KplexHeadersTest {
+  /** The header names are those of tests/vectors/headers.json, which kplex.placement is held to as well. */
+  @Test
+  public void theHeaderNamesAreTheVectors() {
+    JsonNode names = Vectors.load("headers.json").get("headers");
+    assertEquals(names.get("vp").asText(), KplexHeaders.VP);
+    assertEquals(names.get("order").asText(), KplexHeaders.ORDER);
+    assertEquals(names.get("source_topic").asText(), KplexHeaders.SOURCE_TOPIC);
+    assertEquals(names.get("source_partition").asText(), KplexHeaders.SOURCE_PARTITION);
+    assertEquals(names.get("source_offset").asText(), KplexHeaders.SOURCE_OFFSET);
+    assertEquals(5, names.size());
+  }
+
   @Test
   public void orderDigitsSpellTheNumberAsLongToStringDoes() {
     long[] values = {0, 1, -1, 9, 10, 99, 100, 101, 1_000_000_007L, -1_700_000_000_000L,
