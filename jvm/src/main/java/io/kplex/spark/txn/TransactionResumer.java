@@ -11,7 +11,7 @@ import org.apache.kafka.common.utils.ProducerIdAndEpoch;
  * The one place where kplex reaches into kafka-clients' internals (the route Apache
  * Flink's exactly-once Kafka sink takes): read a producer's id and epoch, and resume
  * an open transaction in another producer, in another JVM, so the driver can commit or
- * abort what a task wrote. No released Kafka offers a public API for this (KIP-939's
+ * abort what a task wrote; and let the task's producer go on after the driver committed. No released Kafka offers a public API for this (KIP-939's
  * prepare/complete calls are not in any release yet).
  *
  * <p>Checked against the kafka-clients version pinned in gradle.properties
@@ -69,6 +69,28 @@ public final class TransactionResumer {
     }
   }
 
+  /**
+   * Makes a task's producer, whose transaction the driver committed by resuming it in
+   * another producer, ready for its next transaction under the same producer id and epoch:
+   * what the producer does itself once its own commit is answered (it goes through
+   * COMMITTING_TRANSACTION, then completes the transaction: READY, no partitions in it).
+   * Only for a producer that flushed everything it sent, and whose transaction is known to
+   * be committed (the epoch it wrote is the table's last committed one).
+   */
+  public static void adoptCommitted(KafkaProducer<?, ?> producer) {
+    try {
+      Object manager = manager(producer);
+      synchronized (manager) {
+        transition(manager, "COMMITTING_TRANSACTION");
+        Method complete = manager.getClass().getDeclaredMethod("completeTransaction");
+        complete.setAccessible(true);
+        complete.invoke(manager);
+      }
+    } catch (ReflectiveOperationException e) {
+      throw incompatible(e);
+    }
+  }
+
   @SuppressWarnings({"unchecked", "rawtypes"})
   private static void transition(Object manager, String state) throws ReflectiveOperationException {
     Class<? extends Enum> states = (Class<? extends Enum>) Class.forName(STATE, true,
@@ -88,7 +110,8 @@ public final class TransactionResumer {
       field(manager, "transactionStarted");
       Class<?> states = Class.forName(STATE);
       manager.getDeclaredMethod("transitionTo", states);
-      for (String s : new String[] {"INITIALIZING", "READY", "IN_TRANSACTION"}) {
+      manager.getDeclaredMethod("completeTransaction");
+      for (String s : new String[] {"INITIALIZING", "READY", "IN_TRANSACTION", "COMMITTING_TRANSACTION"}) {
         boolean found = false;
         for (Object c : states.getEnumConstants()) found |= ((Enum<?>) c).name().equals(s);
         if (!found) throw new NoSuchFieldException(STATE + "." + s);

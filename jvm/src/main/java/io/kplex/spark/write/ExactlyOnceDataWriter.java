@@ -16,6 +16,7 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.utils.ProducerIdAndEpoch;
 
@@ -47,24 +48,64 @@ final class ExactlyOnceDataWriter extends KplexDataWriter {
   });
 
   private final String transactionalId;
+  private final Map<String, Object> settings;
+  private final Epoch epoch;
   private final CompletableFuture<Void> opening;
   private Txn state = Txn.OPENING;
   private RuntimeException openFailure;
 
+  /**
+   * A streaming task's epoch: the query's run, the epoch it writes and the last one the table
+   * committed, so that its producer can be kept for the next epoch ({@link KeptProducers}).
+   */
+  record Epoch(String run, long epoch, long lastCommitted) {}
+
   ExactlyOnceDataWriter(WriteConf conf, RowCodec codec, int partitionId, int stageAttempt, int attempt,
-      Map<Integer, Long> floor, KafkaClients clients) {
-    this(conf, codec, partitionId, floor, clients, TransactionalIds.of(conf.table, partitionId, stageAttempt, attempt),
-        stageAttempt, attempt);
+      Map<Integer, Long> floor, KafkaClients clients, Epoch epoch) {
+    this(conf, codec, partitionId, floor, TransactionalIds.of(conf.table, partitionId, stageAttempt, attempt),
+        stageAttempt, attempt, settings(conf, TransactionalIds.of(conf.table, partitionId, stageAttempt, attempt)),
+        clients, epoch);
   }
 
   private ExactlyOnceDataWriter(WriteConf conf, RowCodec codec, int partitionId, Map<Integer, Long> floor,
-      KafkaClients clients, String transactionalId, int stageAttempt, int attempt) {
-    super(conf, codec, partitionId, stageAttempt, attempt, floor, clients.producer(settings(conf, transactionalId)));
+      String transactionalId, int stageAttempt, int attempt, Map<String, Object> settings, KafkaClients clients,
+      Epoch epoch) {
+    this(conf, codec, partitionId, floor, transactionalId, stageAttempt, attempt, settings,
+        kept(transactionalId, settings, epoch), clients, epoch);
+  }
+
+  private ExactlyOnceDataWriter(WriteConf conf, RowCodec codec, int partitionId, Map<Integer, Long> floor,
+      String transactionalId, int stageAttempt, int attempt, Map<String, Object> settings,
+      Producer<byte[], byte[]> kept, KafkaClients clients, Epoch epoch) {
+    super(conf, codec, partitionId, stageAttempt, attempt, floor, kept != null ? kept : clients.producer(settings));
     this.transactionalId = transactionalId;
-    this.opening = CompletableFuture.runAsync(() -> {
-      producer.initTransactions();
+    this.settings = settings;
+    this.epoch = epoch;
+    if (kept != null) {
+      // The driver committed its last transaction: the next one opens without a round trip.
       producer.beginTransaction();
-    }, OPENERS);
+      this.opening = CompletableFuture.completedFuture(null);
+    } else {
+      this.opening = CompletableFuture.runAsync(() -> {
+        producer.initTransactions();
+        producer.beginTransaction();
+      }, OPENERS);
+    }
+  }
+
+  /** The producer this executor kept for the transactional id, ready for a transaction; null if none fits. */
+  private static Producer<byte[], byte[]> kept(String transactionalId, Map<String, Object> settings, Epoch epoch) {
+    if (epoch == null || epoch.run() == null) return null;
+    Producer<byte[], byte[]> kept = KeptProducers.EXECUTOR.take(transactionalId, epoch.run(), epoch.lastCommitted(),
+        settings);
+    if (!(kept instanceof KafkaProducer<byte[], byte[]> real)) return null;
+    try {
+      TransactionResumer.adoptCommitted(real);
+      return real;
+    } catch (RuntimeException e) {
+      real.close(Duration.ZERO);
+      return null;
+    }
   }
 
   private static Map<String, Object> settings(WriteConf conf, String transactionalId) {
@@ -136,9 +177,18 @@ final class ExactlyOnceDataWriter extends KplexDataWriter {
   @Override
   public void close() {
     switch (state) {
-      case OPENING, BROKEN, HANDED_OVER ->
-          // Never opened, or still opening (the task failed first): nothing of it to keep. Or
-          // flushed and left open for the driver to commit: a graceful close would abort it.
+      case HANDED_OVER -> {
+        // Flushed and left open for the driver to commit: a graceful close would abort it. A
+        // streaming task's producer is kept for the next epoch, which takes it once the
+        // driver committed this one.
+        if (epoch != null && epoch.run() != null && producer instanceof KafkaProducer<byte[], byte[]>) {
+          KeptProducers.EXECUTOR.keep(transactionalId, producer, epoch.run(), epoch.epoch(), settings);
+        } else {
+          producer.close(Duration.ZERO);
+        }
+      }
+      case OPENING, BROKEN ->
+          // Never opened, or still opening (the task failed first): nothing of it to keep.
           producer.close(Duration.ZERO);
       case OPEN ->
           // A transaction that never sent a record has nothing on the broker to wait for (a

@@ -52,13 +52,46 @@ final class HeldRows implements Serializable {
 
   HeldRows(Configuration conf, String dir) {
     this.dir = dir;
+    this.hadoopConf = shipped(conf);
+  }
+
+  /** A configuration's bytes as last written, and a fingerprint of its entries then. */
+  private record Shipped(long fingerprint, byte[] bytes) {}
+
+  /**
+   * The bytes of each session configuration written on this driver (by identity: Configuration
+   * has no equals). A streaming write is planned again every micro-batch, and writing a
+   * Configuration (about a thousand entries, compressed) took some 10 ms each time; it is
+   * written again only when an entry was set, changed or removed since.
+   */
+  private static final Map<Configuration, Shipped> SHIPPED = Collections.synchronizedMap(new java.util.WeakHashMap<>());
+
+  static byte[] shipped(Configuration conf) {
+    long fingerprint = fingerprint(conf);
+    Shipped before = SHIPPED.get(conf);
+    if (before != null && before.fingerprint == fingerprint) return before.bytes;
     ByteArrayOutputStream bytes = new ByteArrayOutputStream();
     try (DataOutputStream out = new DataOutputStream(bytes)) {
       conf.write(out);
     } catch (IOException e) {
       throw new IllegalStateException(e);
     }
-    this.hadoopConf = bytes.toByteArray();
+    byte[] out = bytes.toByteArray();
+    SHIPPED.put(conf, new Shipped(fingerprint, out));
+    return out;
+  }
+
+  /** Every entry of {@code conf} mixed into 64 bits, in no particular order. */
+  static long fingerprint(Configuration conf) {
+    long sum = 0;
+    long count = 0;
+    for (Map.Entry<String, String> e : conf) {
+      long h = ((long) e.getKey().hashCode() << 32) ^ (e.getValue() == null ? 0 : e.getValue().hashCode() & 0xffffffffL);
+      h *= 0x9E3779B97F4A7C15L;
+      sum += h ^ (h >>> 29);
+      count++;
+    }
+    return sum * 31 + count;
   }
 
   /**

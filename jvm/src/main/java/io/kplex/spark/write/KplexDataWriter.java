@@ -110,9 +110,15 @@ abstract sealed class KplexDataWriter implements DataWriter<InternalRow>
   /** The writer of the running Spark task (its attempt numbers from its {@link TaskContext}). */
   static KplexDataWriter forTask(WriteConf conf, RowCodec codec, int partitionId, Map<Integer, Long> floor,
       KafkaClients clients) {
+    return forTask(conf, codec, partitionId, floor, clients, null);
+  }
+
+  /** A streaming task's writer: {@code epoch} lets its producer be kept for the next epoch. */
+  static KplexDataWriter forTask(WriteConf conf, RowCodec codec, int partitionId, Map<Integer, Long> floor,
+      KafkaClients clients, ExactlyOnceDataWriter.Epoch epoch) {
     TaskContext task = TaskContext.get();
     return open(conf, codec, partitionId, task == null ? 0 : task.stageAttemptNumber(),
-        task == null ? 0 : task.attemptNumber(), floor, clients);
+        task == null ? 0 : task.attemptNumber(), floor, clients, epoch);
   }
 
   /**
@@ -122,8 +128,13 @@ abstract sealed class KplexDataWriter implements DataWriter<InternalRow>
    */
   static KplexDataWriter open(WriteConf conf, RowCodec codec, int partitionId, int stageAttempt, int attempt,
       Map<Integer, Long> floor, KafkaClients clients) {
+    return open(conf, codec, partitionId, stageAttempt, attempt, floor, clients, null);
+  }
+
+  static KplexDataWriter open(WriteConf conf, RowCodec codec, int partitionId, int stageAttempt, int attempt,
+      Map<Integer, Long> floor, KafkaClients clients, ExactlyOnceDataWriter.Epoch epoch) {
     return conf.exactlyOnce()
-        ? new ExactlyOnceDataWriter(conf, codec, partitionId, stageAttempt, attempt, floor, clients)
+        ? new ExactlyOnceDataWriter(conf, codec, partitionId, stageAttempt, attempt, floor, clients, epoch)
         : new AtLeastOnceDataWriter(conf, codec, partitionId, stageAttempt, attempt, floor, clients);
   }
 

@@ -144,7 +144,7 @@ final class KplexStreamingWrite implements StreamingWrite {
     WriteConf writing = firstOfRun ? epochConf(last.epoch() + 1) : conf;
     epochs.put(last.epoch() + 1, new Started(start, committer.clock().millis(), signal, writing));
     held.clean(last.epoch(), last.held());
-    return new StreamingWriterFactory(writing, schema, start, held, info.numPartitions());
+    return new StreamingWriterFactory(writing, schema, start, held, info.numPartitions(), run.runId);
   }
 
   /**
@@ -257,16 +257,13 @@ final class KplexStreamingWrite implements StreamingWrite {
   /**
    * What other writers of the table read of this epoch's source ({@link EpochStart#readBefore}),
    * not counting the queries this one took over from ({@code resumedFrom}): looked up once per
-   * run of the query.
+   * run of the query (once per epoch for a write outside a run).
    */
   private OffsetRanges readBefore(HeldRelease.Signal source, String resumedFrom) {
     if (source.topic() == null || source.starts().isEmpty()) return OffsetRanges.NONE;
-    if (readByOthers == null) readByOthers = committer.readByOthers(source.topic(), queryId, resumedFrom);
-    return readByOthers;
+    return run.readByOthers(source.topic(), resumedFrom,
+        () -> committer.readByOthers(source.topic(), queryId, resumedFrom));
   }
-
-  /** What other writers of the table read of its source (null: not looked up yet in this run). */
-  private OffsetRanges readByOthers;
 
   /**
    * How the columns of a query taking held rows over ({@code now}) differ from those the rows
@@ -373,6 +370,7 @@ final class KplexStreamingWrite implements StreamingWrite {
       run.recovered = false;
       run.last = null;
       run.lease = null;
+      run.forgetReadByOthers();
     }
     release();
   }

@@ -4,6 +4,7 @@ import io.kplex.spark.kafka.KafkaConf;
 import io.kplex.spark.kafka.KafkaTopics;
 import io.kplex.spark.stream.StreamingBatch;
 import io.kplex.spark.txn.EpochMark;
+import io.kplex.spark.txn.OffsetRanges;
 import io.kplex.spark.txn.PartialCommit;
 import io.kplex.spark.txn.WriterLease;
 import java.util.HashMap;
@@ -65,6 +66,31 @@ final class StreamingRuns {
     EpochMark last;
     /** This query's epochs that Kafka cut short (their rerun commits only what was lost), by epoch. */
     private Map<Long, PartialCommit> partials = Map.of();
+    /**
+     * What other writers of the table read of the run's source, looked up once per run (no
+     * other writer writes while the run holds its claim), and what it was looked up for
+     * (source topic and the query it resumed from).
+     */
+    private OffsetRanges readByOthers;
+    private java.util.List<String> readByOthersOf;
+
+    /** What other writers read of {@code topic} (not counting {@code resumedFrom}), looked up once per run. */
+    synchronized OffsetRanges readByOthers(String topic, String resumedFrom,
+        java.util.function.Supplier<OffsetRanges> lookUp) {
+      java.util.List<String> of = java.util.Arrays.asList(topic, resumedFrom);
+      if (readByOthers == null || !of.equals(readByOthersOf)) {
+        readByOthers = lookUp.get();
+        readByOthersOf = of;
+      }
+      return readByOthers;
+    }
+
+    /** After a failed epoch, whose claim is given up: others may write before the next one. */
+    synchronized void forgetReadByOthers() {
+      readByOthers = null;
+      readByOthersOf = null;
+    }
+
     /** The run's claim on the table (null: none yet, or given up after a failed epoch). */
     WriterLease lease;
     /** Kafka clients of the run's commits, closed when its claim ends. */

@@ -23,13 +23,25 @@ final class StreamingWriterFactory implements StreamingDataWriterFactory {
   private final int numPartitions;
   private final KafkaClients clients;
   private final Clock clock;
+  /** The query's run (its Spark job group), whose tasks keep their producers from epoch to epoch; null: none kept. */
+  private final String run;
 
   StreamingWriterFactory(WriteConf conf, WriteSchema schema, EpochStart start, HeldRows held, int numPartitions) {
-    this(conf, schema, start, held, numPartitions, KafkaClients.REAL, Clock.SYSTEM);
+    this(conf, schema, start, held, numPartitions, null);
+  }
+
+  StreamingWriterFactory(WriteConf conf, WriteSchema schema, EpochStart start, HeldRows held, int numPartitions,
+      String run) {
+    this(conf, schema, start, held, numPartitions, KafkaClients.REAL, Clock.SYSTEM, run);
   }
 
   StreamingWriterFactory(WriteConf conf, WriteSchema schema, EpochStart start, HeldRows held, int numPartitions,
       KafkaClients clients, Clock clock) {
+    this(conf, schema, start, held, numPartitions, clients, clock, null);
+  }
+
+  StreamingWriterFactory(WriteConf conf, WriteSchema schema, EpochStart start, HeldRows held, int numPartitions,
+      KafkaClients clients, Clock clock, String run) {
     this.conf = conf;
     this.schema = schema;
     this.codec = RowCodec.of(schema, conf);
@@ -38,6 +50,7 @@ final class StreamingWriterFactory implements StreamingDataWriterFactory {
     this.numPartitions = numPartitions;
     this.clients = clients;
     this.clock = clock;
+    this.run = run;
   }
 
   @Override
@@ -45,7 +58,8 @@ final class StreamingWriterFactory implements StreamingDataWriterFactory {
     if (epochId <= start.lastEpoch()) {
       return new Committed();
     }
-    KplexDataWriter out = KplexDataWriter.forTask(conf, codec, partitionId, null, clients);
+    KplexDataWriter out = KplexDataWriter.forTask(conf, codec, partitionId, null, clients,
+        new ExactlyOnceDataWriter.Epoch(run, epochId, start.lastEpoch()));
     return new StreamingDataWriter(out, conf, schema, codec, start, partitionId, numPartitions, held,
         held.path(epochId, partitionId, numPartitions, taskId), clock);
   }

@@ -35,7 +35,7 @@ public class ExactlyOnceDataWriterTest {
 
   private KplexDataWriter writer(String... options) {
     WriteConf conf = conf(options);
-    return new ExactlyOnceDataWriter(conf, WriterFixture.codec(conf), 3, 0, 1, null, clients);
+    return new ExactlyOnceDataWriter(conf, WriterFixture.codec(conf), 3, 0, 1, null, clients, null);
   }
 
   @Test
