@@ -106,19 +106,20 @@ public final class ConfluentWire {
   static BoundFunction bindPayload(StructType input) {
     int n = input.fields().length;
     if (n < 1 || n > 2) {
-      throw new UnsupportedOperationException(PAYLOAD + "(value [, format]) takes one or two arguments, got " + n);
+      throw Errors.unbindable(Errors.functionArgumentCount(PAYLOAD + "(value [, format])", "one or two arguments", n));
     }
     requireBinary(input, PAYLOAD);
     if (n == 2 && !(input.fields()[1].dataType() instanceof StringType)) {
-      throw new UnsupportedOperationException(PAYLOAD + ": the format `" + input.fields()[1].name() + "` has type "
-          + input.fields()[1].dataType().sql() + "; it takes 'avro', 'json' or 'protobuf'");
+      throw Errors.unbindable(Errors.functionArgumentType(PAYLOAD, "format", input.fields()[1].name(),
+          input.fields()[1].dataType().sql(), "'avro', 'json' or 'protobuf'"));
     }
     return new Payload(input.fields()[0].dataType(), n == 2);
   }
 
   static BoundFunction bindSchemaId(StructType input) {
     if (input.fields().length != 1) {
-      throw new UnsupportedOperationException(SCHEMA_ID + "(value) takes one argument, got " + input.fields().length);
+      throw Errors.unbindable(Errors.functionArgumentCount(SCHEMA_ID + "(value)", "one argument",
+          input.fields().length));
     }
     requireBinary(input, SCHEMA_ID);
     return new SchemaId(input.fields()[0].dataType());
@@ -127,8 +128,8 @@ public final class ConfluentWire {
   private static void requireBinary(StructType input, String function) {
     DataType type = input.fields()[0].dataType();
     if (!(type instanceof BinaryType) && !(type instanceof NullType)) {
-      throw new UnsupportedOperationException(function + ": the value `" + input.fields()[0].name() + "` has type "
-          + type.sql() + "; it takes the BINARY value (or key) of a Kafka record");
+      throw Errors.unbindable(Errors.functionArgumentType(function, "value", input.fields()[0].name(), type.sql(),
+          "the BINARY value (or key) of a Kafka record"));
     }
   }
 
