@@ -75,7 +75,17 @@ public final class Errors {
   }
 
   public static KplexException badJsonPointer(String pointer, String problem) {
-    return error("JSON_POINTER", "pointer", pointer, "reason", problem);
+    return error("JSON_POINTER.REASON", "pointer", pointer, "reason", problem);
+  }
+
+  /** A JSON pointer that is not empty and does not start with '/'. */
+  public static KplexException jsonPointerNoSlash(String pointer) {
+    return error("JSON_POINTER.NO_SLASH", "pointer", pointer);
+  }
+
+  /** A JSON pointer with a '~' not followed by 0 or 1. */
+  public static KplexException jsonPointerTilde(String pointer) {
+    return error("JSON_POINTER.TILDE", "pointer", pointer);
   }
 
   public static KplexException unsupportedOrderType(String column, String type) {
@@ -192,13 +202,61 @@ public final class Errors {
     return error("READ_ONLY", "table", table, "source", source);
   }
 
+  /** A read-time table's expression Spark cannot analyze ({@code problem}: what Spark said). */
   public static KplexException badExpression(String property, String text, String table, String problem) {
     return error("BAD_EXPRESSION.READ_TIME", "table", table, "option", property, "expression", text,
         "reason", problem);
   }
 
+  public static KplexException emptyExpression(String property, String text, String table) {
+    return error("BAD_EXPRESSION.READ_TIME_EMPTY", "table", table, "option", property, "expression", text);
+  }
+
+  public static KplexException notOneScalarExpression(String property, String text, String table) {
+    return error("BAD_EXPRESSION.READ_TIME_NOT_SCALAR", "table", table, "option", property, "expression", text);
+  }
+
+  public static KplexException readTimeOrderType(String property, String text, String table, String type) {
+    return error("BAD_EXPRESSION.READ_TIME_ORDER_TYPE", "table", table, "option", property, "expression", text,
+        "type", type);
+  }
+
+  /** A read-time table's definition is wrong: {@code problem} (prefer the factories below, one per problem). */
   public static KplexException virtualNeeds(String table, String problem) {
-    return error("BAD_VIRTUAL_TABLE", "table", table, "reason", problem);
+    return error("BAD_VIRTUAL_TABLE.REASON", "table", table, "reason", problem);
+  }
+
+  public static KplexException virtualNoSource(String table) {
+    return error("BAD_VIRTUAL_TABLE.NO_SOURCE", "table", table, "option", KplexOptions.SOURCE);
+  }
+
+  public static KplexException virtualSourceTwice(String table, String source) {
+    return error("BAD_VIRTUAL_TABLE.SOURCE_TWICE", "table", table, "source", source);
+  }
+
+  public static KplexException virtualOwnTopic(String table, String source) {
+    return error("BAD_VIRTUAL_TABLE.OWN_TOPIC", "table", table, "source", source, "option", KplexOptions.TOPIC);
+  }
+
+  public static KplexException virtualNullOrderFirst(String table) {
+    return error("BAD_VIRTUAL_TABLE.NULL_ORDER_FIRST", "table", table, "option", KplexOptions.NULL_ORDER);
+  }
+
+  public static KplexException virtualNoLateTopic(String table) {
+    return error("BAD_VIRTUAL_TABLE.NO_LATE_TOPIC", "table", table, "option", KplexOptions.LATE_TOPIC);
+  }
+
+  public static KplexException virtualLateTopicIsSource(String table, String lateTopic) {
+    return error("BAD_VIRTUAL_TABLE.LATE_TOPIC_IS_SOURCE", "table", table, "late_topic", lateTopic);
+  }
+
+  public static KplexException virtualNameTaken(String table) {
+    return error("BAD_VIRTUAL_TABLE.NAME_TAKEN", "table", table);
+  }
+
+  public static KplexException virtualPartitions(String table, List<String> sources, int partitions, String given) {
+    return error("BAD_VIRTUAL_TABLE.PARTITIONS", "table", table, "source", String.join(", ", sources),
+        "partition_count", partitions, "option", KplexOptions.PHYSICAL_PARTITIONS, "value", given);
   }
 
   public static KplexException fixedByDefinition(String option, String table, boolean virtual) {
@@ -208,8 +266,42 @@ public final class Errors {
         : error("BAD_OPTION.READ_TIME_ONLY", "option", option, "table", table, "read_time", false);
   }
 
+  /** Read bounds that are wrong: {@code problem} (prefer the factories below, one per problem). */
   public static KplexException badBounds(String problem) {
     return error("BAD_OPTION.READ_BOUNDS", "reason", problem);
+  }
+
+  public static KplexException boundsBoth(String offsetsKey, String timestampKey) {
+    return error("BAD_OPTION.BOUNDS_BOTH", "option", offsetsKey, "other_option", timestampKey);
+  }
+
+  public static KplexException boundsTimestamp(String timestampKey, String value) {
+    return error("BAD_OPTION.BOUNDS_TIMESTAMP", "option", timestampKey, "value", value);
+  }
+
+  public static KplexException boundsNotJson(String offsetsKey, String value) {
+    return error("BAD_OPTION.BOUNDS_NOT_JSON", "option", offsetsKey, "value", value);
+  }
+
+  public static KplexException boundsNotObject(String offsetsKey, String value) {
+    return error("BAD_OPTION.BOUNDS_NOT_OBJECT", "option", offsetsKey, "value", value);
+  }
+
+  public static KplexException boundsOtherTopic(String offsetsKey, String topic, List<String> topics) {
+    return error("BAD_OPTION.BOUNDS_OTHER_TOPIC", "option", offsetsKey, "topic", topic,
+        "topics", String.join(", ", topics));
+  }
+
+  public static KplexException boundsPartition(String offsetsKey, String partition) {
+    return error("BAD_OPTION.BOUNDS_PARTITION", "option", offsetsKey, "partition", partition);
+  }
+
+  public static KplexException boundsNoPartition(String offsetsKey, String topic, int partition) {
+    return error("BAD_OPTION.BOUNDS_NO_PARTITION", "option", offsetsKey, "topic", topic, "partition", partition);
+  }
+
+  public static KplexException boundsOffset(String offsetsKey, String offset) {
+    return error("BAD_OPTION.BOUNDS_OFFSET", "option", offsetsKey, "offset", offset);
   }
 
   public static KplexException lateTopicFailed(String topic, Throwable cause) {
@@ -297,7 +389,17 @@ public final class Errors {
 
   /** The control plane cannot be spread now: {@code why}, for {@code table}. */
   public static KplexException controlPlaneBusy(String table, String why) {
-    return error("CONTROL_PLANE_BUSY", "table", table, "why", why);
+    return error("CONTROL_PLANE_BUSY.REASON", "table", table, "why", why);
+  }
+
+  /** The control plane cannot be spread now: the writer claim {@code claim} was renewed {@code renewedMs} ago. */
+  public static KplexException controlPlaneWriter(String table, String claim, long renewedMs) {
+    return error("CONTROL_PLANE_BUSY.WRITER", "table", table, "claim", claim, "renewed_ms", renewedMs);
+  }
+
+  /** The control plane cannot be spread now: {@code table} has a commit under way. */
+  public static KplexException controlPlaneCommitUnderWay(String table) {
+    return error("CONTROL_PLANE_BUSY.COMMIT_UNDER_WAY", "table", table);
   }
 
   public static KplexException tableBusy(String table, String query) {
@@ -316,9 +418,24 @@ public final class Errors {
     return error("RESUME_FROM_TABLE.WHICH_TABLE", "topic", topic, "tables", tables);
   }
 
-  /** {@code startingOffsets = 'table'} where it has no meaning (a batch read, or with a timestamp). */
+  /** {@code startingOffsets = 'table'} where it has no meaning: {@code why} (prefer the factories below). */
   public static KplexException resumeNotHere(String why) {
     return error("RESUME_FROM_TABLE.NOT_HERE", "option", KplexOptions.STARTING_OFFSETS, "reason", why);
+  }
+
+  /** {@code startingOffsets = 'table'} on a batch read ({@code offsetsKey}: the option that said so). */
+  public static KplexException resumeInBatch(String offsetsKey) {
+    return error("RESUME_FROM_TABLE.BATCH_READ", "option", offsetsKey);
+  }
+
+  /** A stream resuming {@code resumed} ('startingTable') that writes another table. */
+  public static KplexException resumeOtherTable(String resumed, String table) {
+    return error("RESUME_FROM_TABLE.OTHER_TABLE", "resumed_table", resumed, "table", table);
+  }
+
+  /** {@code startingOffsets = 'table'} with a starting timestamp. */
+  public static KplexException resumeWithTimestamp() {
+    return error("RESUME_FROM_TABLE.WITH_TIMESTAMP", "option", KplexOptions.STARTING_TIMESTAMP);
   }
 
   /** A query started to resume from the table, whose last stream has moved on since (or never got there). */
@@ -482,8 +599,32 @@ public final class Errors {
     return out;
   }
 
-  /** A value that kplex_confluent_payload / kplex_confluent_schema_id cannot unframe. */
+  /** A value that kplex_confluent_payload / kplex_confluent_schema_id cannot unframe: {@code why}. */
   public static KplexException notConfluentFramed(int length, String firstBytesHex, String why) {
-    return error("NOT_CONFLUENT_FRAMED", "length", length, "first_bytes", firstBytesHex, "reason", why);
+    return error("NOT_CONFLUENT_FRAMED.REASON", "length", length, "first_bytes", firstBytesHex, "reason", why);
   }
+
+  /**
+   * A value not in the Confluent wire format, {@code how} (one of {@code INDEX_COUNT},
+   * {@code TOO_SHORT}, {@code MAGIC_BYTE}, {@code INDEXES_PAST_END}, {@code INDEX_TOO_LONG}: the
+   * sub-classes of KPLEX_NOT_CONFLUENT_FRAMED) with what it found ({@code found}: the count,
+   * the header's size or the magic byte; ignored by the others).
+   */
+  public static KplexException notConfluentFramed(int length, String firstBytesHex, Framing how, long found) {
+    return switch (how) {
+      case INDEX_COUNT -> error("NOT_CONFLUENT_FRAMED.INDEX_COUNT", "length", length, "first_bytes", firstBytesHex,
+          "count", found);
+      case TOO_SHORT -> error("NOT_CONFLUENT_FRAMED.TOO_SHORT", "length", length, "first_bytes", firstBytesHex,
+          "header_bytes", found);
+      case MAGIC_BYTE -> error("NOT_CONFLUENT_FRAMED.MAGIC_BYTE", "length", length, "first_bytes", firstBytesHex,
+          "magic_byte", found);
+      case INDEXES_PAST_END -> error("NOT_CONFLUENT_FRAMED.INDEXES_PAST_END", "length", length,
+          "first_bytes", firstBytesHex);
+      case INDEX_TOO_LONG -> error("NOT_CONFLUENT_FRAMED.INDEX_TOO_LONG", "length", length,
+          "first_bytes", firstBytesHex);
+    };
+  }
+
+  /** How a value is not Confluent-framed (the sub-classes of KPLEX_NOT_CONFLUENT_FRAMED). */
+  public enum Framing { INDEX_COUNT, TOO_SHORT, MAGIC_BYTE, INDEXES_PAST_END, INDEX_TOO_LONG }
 }

@@ -67,7 +67,7 @@ public final class ConfluentWire {
     if (format != Format.PROTOBUF) return HEADER;
     int[] at = {HEADER};
     long count = zigzag(value, at);
-    if (count < 0 || count > value.length) throw notFramed(value, "a message index count of " + count);
+    if (count < 0 || count > value.length) throw notFramed(value, Errors.Framing.INDEX_COUNT, count);
     for (long i = 0; i < count; i++) {
       zigzag(value, at);
     }
@@ -79,28 +79,28 @@ public final class ConfluentWire {
   }
 
   private static void requireFramed(byte[] value) {
-    if (value.length < HEADER) throw notFramed(value, "fewer than " + HEADER + " bytes");
-    if (value[0] != MAGIC) throw notFramed(value, "magic byte " + (value[0] & 0xff) + ", not 0");
+    if (value.length < HEADER) throw notFramed(value, Errors.Framing.TOO_SHORT, HEADER);
+    if (value[0] != MAGIC) throw notFramed(value, Errors.Framing.MAGIC_BYTE, value[0] & 0xff);
   }
 
   /** A zig-zag varint at {@code at[0]}, which it moves past. */
   private static long zigzag(byte[] value, int[] at) {
     long raw = 0;
     for (int shift = 0; shift < 64; shift += 7) {
-      if (at[0] >= value.length) throw notFramed(value, "message indexes running past its end");
+      if (at[0] >= value.length) throw notFramed(value, Errors.Framing.INDEXES_PAST_END, 0);
       byte b = value[at[0]++];
       raw |= (long) (b & 0x7f) << shift;
       if (b >= 0) return (raw >>> 1) ^ -(raw & 1);
     }
-    throw notFramed(value, "a message index longer than 10 bytes");
+    throw notFramed(value, Errors.Framing.INDEX_TOO_LONG, 0);
   }
 
-  private static RuntimeException notFramed(byte[] value, String why) {
+  private static RuntimeException notFramed(byte[] value, Errors.Framing how, long found) {
     StringBuilder hex = new StringBuilder();
     for (int i = 0; i < Math.min(value.length, 8); i++) {
       hex.append(String.format(Locale.ROOT, "%02x", value[i] & 0xff));
     }
-    return Errors.notConfluentFramed(value.length, hex.toString(), why);
+    return Errors.notConfluentFramed(value.length, hex.toString(), how, found);
   }
 
   static BoundFunction bindPayload(StructType input) {

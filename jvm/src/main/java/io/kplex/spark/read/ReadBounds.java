@@ -81,14 +81,14 @@ final class ReadBounds {
     String offsets = options.get(offsetsKey);
     String timestamp = options.get(timestampKey);
     if (offsets != null && timestamp != null) {
-      throw Errors.badBounds("give '" + offsetsKey + "' or '" + timestampKey + "', not both.");
+      throw Errors.boundsBoth(offsetsKey, timestampKey);
     }
     if (timestamp != null) {
       long ts;
       try {
         ts = Long.parseLong(timestamp.trim());
       } catch (NumberFormatException e) {
-        throw Errors.badBounds("'" + timestampKey + "' = '" + timestamp + "' is not a number.");
+        throw Errors.boundsTimestamp(timestampKey, timestamp);
       }
       Map<TopicPartition, Long> query = new HashMap<>();
       for (TopicPartition tp : tps) query.put(tp, ts);
@@ -107,24 +107,22 @@ final class ReadBounds {
     if (text.equalsIgnoreCase("earliest")) return begin;
     if (text.equalsIgnoreCase("latest")) return end;
     if (text.equalsIgnoreCase(FROM_TABLE)) {
-      throw Errors.resumeNotHere("starts a stream where a table's last stream stopped; '" + offsetsKey
-          + "' of a batch read takes 'earliest', 'latest' or offsets");
+      throw Errors.resumeInBatch(offsetsKey);
     }
     JsonNode node;
     try {
       node = JSON.readTree(text);
     } catch (java.io.IOException e) {
-      throw Errors.badBounds("'" + offsetsKey + "' = '" + text + "' is not 'earliest', 'latest' or JSON.");
+      throw Errors.boundsNotJson(offsetsKey, text);
     }
     if (node == null || !node.isObject()) {
-      throw Errors.badBounds("'" + offsetsKey + "' = '" + text + "' is not a JSON object.");
+      throw Errors.boundsNotObject(offsetsKey, text);
     }
     Map<TopicPartition, Long> result = new HashMap<>(byDefault);
     for (Iterator<Map.Entry<String, JsonNode>> it = node.fields(); it.hasNext(); ) {
       Map.Entry<String, JsonNode> t = it.next();
       if (!topics.contains(t.getKey())) {
-        throw Errors.badBounds("'" + offsetsKey + "' names topic '" + t.getKey() + "'; this read is of '"
-            + String.join(", ", topics) + "'.");
+        throw Errors.boundsOtherTopic(offsetsKey, t.getKey(), topics);
       }
       String topic = t.getKey();
       for (Iterator<Map.Entry<String, JsonNode>> ps = t.getValue().fields(); ps.hasNext(); ) {
@@ -133,14 +131,13 @@ final class ReadBounds {
         try {
           tp = new TopicPartition(topic, Integer.parseInt(p.getKey()));
         } catch (NumberFormatException e) {
-          throw Errors.badBounds("'" + offsetsKey + "': partition '" + p.getKey() + "' is not a number.");
+          throw Errors.boundsPartition(offsetsKey, p.getKey());
         }
         if (!begin.containsKey(tp)) {
-          throw Errors.badBounds("'" + offsetsKey + "': topic '" + topic + "' has no partition "
-              + tp.partition() + ".");
+          throw Errors.boundsNoPartition(offsetsKey, topic, tp.partition());
         }
         if (!p.getValue().canConvertToLong()) {
-          throw Errors.badBounds("'" + offsetsKey + "': offset '" + p.getValue() + "' is not a number.");
+          throw Errors.boundsOffset(offsetsKey, String.valueOf(p.getValue()));
         }
         long o = p.getValue().asLong();
         result.put(tp, o == -2 ? begin.get(tp) : o == -1 ? end.get(tp) : o);

@@ -125,6 +125,9 @@ public class ErrorConditionsTest {
       checked++;
     }
     assertTrue("checked the factories: " + checked, checked > 70);
+    for (Errors.Framing how : Errors.Framing.values()) {
+      assertTrue(how.name(), Errors.notConfluentFramed(3, "00", how, 5).getMessage().contains("Confluent wire format"));
+    }
     for (CommitFailure kind : CommitFailure.values()) {
       for (int attempts : new int[] {1, 3}) {
         KplexException e = Errors.commitFailed(kind.code, kind.meaning, "txn", "t", attempts, new RuntimeException("x"));
@@ -143,6 +146,7 @@ public class ErrorConditionsTest {
     if (t == Map.class) return Map.of(300 + i, 400L + i);
     if (t == KplexException.class) return Errors.commitTooLate("t", 1, 2, 3);
     if (t == String[].class) return new String[] {"a" + i};
+    if (t.isEnum()) return t.getEnumConstants()[0];
     if (Throwable.class.isAssignableFrom(t)) return new RuntimeException("the cause");
     throw new AssertionError("no sample of " + t);
   }
