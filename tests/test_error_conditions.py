@@ -17,6 +17,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_every_condition_is_raised_as_the_class_it_names():
+    """(The SQL tools' errors print without their prefix, as a command line shows them.)"""
+    from kplex.sqltools.errors import SqlToolError
+
     assert len(errors.CONDITIONS) > 40
     for name, condition in errors.CONDITIONS.items():
         cls = getattr(errors, condition["python"])
@@ -24,24 +27,89 @@ def test_every_condition_is_raised_as_the_class_it_names():
         assert errors._BY_CODE[name.removeprefix("KPLEX_")] is cls  # noqa: SLF001
         raised = errors.translate(RuntimeError(f"Job aborted: [{name}] what went wrong\n\tat ..."))
         assert type(raised) is cls and raised.getCondition() == name and raised.getSqlState() == condition["sqlState"]
-        assert str(raised) == f"[{name}] what went wrong"
+        assert raised.getMessage() == f"[{name}] what went wrong"
+        assert str(raised) == ("what went wrong" if issubclass(cls, SqlToolError) else f"[{name}] what went wrong")
+        for sub in condition.get("subClass", {}):  # Spark's form of a sub-class's prefix reads as well
+            raised = errors.translate(RuntimeError(f"Job aborted: [{name}.{sub}] what went wrong\n\tat ..."))
+            assert type(raised) is cls and raised.getCondition() == f"{name}.{sub}", (name, sub)
+            assert raised.getSqlState() == condition["sqlState"]
+            assert raised.getMessage() == f"[{name}.{sub}] what went wrong"
+
+
+def test_every_condition_has_a_template_or_sub_classes_each_with_one():
+    for name, condition in errors.CONDITIONS.items():
+        subs = condition.get("subClass", {})
+        assert isinstance(condition["message"], list), name
+        if not subs:
+            assert errors.template(name), name
+        else:
+            assert errors.template(name) is None, f"{name} has sub-classes: it is raised by one"
+            assert all(re.fullmatch(r"[A-Z][A-Z0-9_]*", sub) and errors.template(f"{name}.{sub}") for sub in subs), name
+
+
+def test_a_template_renders_its_parameters_and_fails_loudly_without_one():
+    assert errors.render("BAD_OPTION.VALUE", {"option": "o", "value": None, "expected": "e"}) \
+        == "option 'o' = 'null' is invalid: e."
+    assert "kplex.<source>" in errors.render("STREAM", {"table": "t"})  # \\< is a literal <
+    assert errors.template_parameters(errors.template("TABLE_BUSY")) == ["table", "query"]
+    with pytest.raises(KeyError, match="<query>"):
+        errors.render("TABLE_BUSY", {"table": "t"})
+    for undeclared in ("NO_SUCH", "BAD_OPTION", "BAD_OPTION.NO_SUCH"):
+        with pytest.raises(KeyError):
+            errors.render(undeclared, {})
+
+
+def test_the_jvm_and_python_render_a_template_by_the_same_rules():
+    """ErrorConditions.java and kplex.errors agree on the rules their docs state: lines joined
+    with a space, a sub-class after its condition, <name> a parameter, \\< a literal <."""
+    java = (ROOT / "jvm" / "src" / "main" / "java" / "io" / "kplex" / "spark" / "errors" / "ErrorConditions.java")
+    text = java.read_text()
+    assert 'String.join(" ", out)' in text and '"\\\\\\\\<|<([a-z][a-z0-9_]*)>"' in text
+    assert errors._PLACEHOLDER.pattern == r"\\<|<([a-z][a-z0-9_]*)>"  # noqa: SLF001
+
+
+_RAISED = re.compile(r'kplex_error\(\s*"([A-Z_]+(?:\.[A-Z0-9_]+)?)"')
 
 
 def test_every_code_the_python_package_raises_is_declared():
     used = set()
     for source in (ROOT / "python" / "kplex").rglob("*.py"):
         text = source.read_text()
-        used |= set(re.findall(r"\[KPLEX_([A-Z_]+)\]", text)) | set(re.findall(r'kplex_error\("([A-Z_]+)"', text))
+        used |= set(re.findall(r"\[KPLEX_([A-Z_]+)\]", text)) | set(_RAISED.findall(text))
     used.discard("CODE")  # the docstrings' placeholder
-    assert used and not {f"KPLEX_{c}" for c in used} - set(errors.CONDITIONS)
+    assert used and not {f"KPLEX_{c.partition('.')[0]}" for c in used} - set(errors.CONDITIONS)
+    assert [c for c in used if "." in c and errors.template(c) is None] == []
 
 
 def test_an_error_made_by_its_condition_is_the_declared_class_with_its_parameters():
-    error = errors.kplex_error("UNKNOWN_TOPIC", "no topic named 'views'.", topic="views")
-    assert type(error) is errors.UnknownTableError and str(error) == "[KPLEX_UNKNOWN_TOPIC] no topic named 'views'."
-    assert error.getCondition() == "KPLEX_UNKNOWN_TOPIC" and error.getMessageParameters() == {"topic": "views"}
+    error = errors.kplex_error("UNKNOWN_TOPIC.ON_BROKER", topic="views", bootstrap="b:9092")
+    assert type(error) is errors.UnknownTableError
+    assert str(error) == "[KPLEX_UNKNOWN_TOPIC] no topic named 'views' on b:9092."
+    assert error.getCondition() == "KPLEX_UNKNOWN_TOPIC.ON_BROKER" and error.getSqlState() == "42P01"
+    assert error.getMessageParameters() == {"topic": "views", "bootstrap": "b:9092"}
+    assert error.getMessageTemplate() == "no topic named '<topic>' on <bootstrap>."
     with pytest.raises(KeyError):
-        errors.kplex_error("NO_SUCH_CONDITION", "x")
+        errors.kplex_error("NO_SUCH_CONDITION")
+    with pytest.raises(KeyError):
+        errors.kplex_error("UNKNOWN_TOPIC")  # it has sub-classes: name one
+    with pytest.raises(KeyError, match="<bootstrap>"):
+        errors.kplex_error("UNKNOWN_TOPIC.ON_BROKER", topic="views")
+
+
+def test_the_sql_tools_errors_have_conditions_and_print_without_the_prefix():
+    from kplex.sqltools import errors as tools
+
+    error = tools.statement_failed("job.sql", 3, 7, "INSERT INTO kplex.t", "boom")
+    assert type(error) is tools.StatementFailed and isinstance(error, errors.KplexError)
+    assert error.getCondition() == "KPLEX_SQL_STATEMENT_FAILED.LATER" and error.getSqlState() == "40000"
+    assert str(error) == ("job.sql:7: statement 3 failed (INSERT INTO kplex.t): boom\n"
+                          "stopped at statement 3; statements 1-2 ran and their effects are kept")
+    assert (error.number, error.line, error.getMessageParameters()["path"]) == (3, 7, "job.sql")
+    for name in tools.__all__:
+        cls = getattr(tools, name)
+        if isinstance(cls, type) and cls is not tools.SqlToolError:
+            assert errors._BY_CODE[next(c for c, d in errors.CONDITIONS.items()  # noqa: SLF001
+                                        if d["python"] == name).removeprefix("KPLEX_")] is cls
 
 
 def test_no_kplex_error_class_shadows_a_kafka_client_name():
@@ -66,13 +134,17 @@ def test_the_jar_carries_the_same_file():
 
 
 def test_the_package_raises_its_errors_by_condition_never_by_constructing_a_class():
-    """Every kplex error the Python package raises is made by kplex_error(CODE, message,
-    **parameters): a condition, its parameters, its class; none constructed bare."""
-    classes = {name for name, value in vars(errors).items()
+    """Every kplex error the Python package raises is made by kplex_error(CONDITION,
+    **parameters): a condition, its parameters, its class; none constructed bare (the SQL
+    tools' classes included)."""
+    from kplex.sqltools import errors as tools
+
+    classes = {name for module in (errors, tools) for name, value in vars(module).items()
                if isinstance(value, type) and issubclass(value, errors.KplexError)}
+    assert {"CheckFailed", "StatementFailed", "NoBootstrap", "KplexError"} <= classes
     bare = []
     for source in (ROOT / "python" / "kplex").rglob("*.py"):
-        if source == ROOT / "python" / "kplex" / "errors.py":
+        if source in (ROOT / "python" / "kplex" / "errors.py", ROOT / "python" / "kplex" / "sqltools" / "errors.py"):
             continue
         for number, line in enumerate(source.read_text().splitlines(), 1):
             if re.search(r"\b(" + "|".join(sorted(classes)) + r")\(", line) and not re.search(
@@ -81,13 +153,29 @@ def test_the_package_raises_its_errors_by_condition_never_by_constructing_a_clas
     assert bare == []
 
 
+def test_no_kplex_error_is_built_from_a_hand_written_message():
+    """kplex_error takes a condition and parameters only: no call passes a text (a string
+    literal or an f-string) as a positional argument after the condition."""
+    written = []
+    for source in (ROOT / "python" / "kplex").rglob("*.py"):
+        text = source.read_text()
+        for call in re.finditer(r"kplex_error\(", text):
+            args = text[call.end():call.end() + 400]
+            if re.match(r'\s*f?"[^"]*"\s*,\s*f?["\']', args):
+                written.append(f"{source.relative_to(ROOT)}:{text[:call.start()].count(chr(10)) + 1}")
+    assert written == []
+
+
 def test_an_expression_kplex_cannot_evaluate_outside_spark_names_its_property():
     from kplex.expressions import compile_key, compile_order
 
     with pytest.raises(errors.ExpressionError) as order:
         compile_order("CAST(value AS STRING)")
-    assert order.value.getCondition() == "KPLEX_BAD_EXPRESSION"
-    assert order.value.getMessageParameters() == {"property": "kplex.order"}
+    assert order.value.getCondition() == "KPLEX_BAD_EXPRESSION.ORDER_TYPE"
+    assert order.value.getMessageParameters() == {"property": "kplex.order", "expression": "CAST(value AS STRING)",
+                                                  "type": "STRING"}
     with pytest.raises(errors.ExpressionError) as key:
         compile_key("nosuchcolumn")
-    assert key.value.getMessageParameters() == {"property": "kplex.key"} and "nosuchcolumn" in str(key.value)
+    assert key.value.getMessageParameters()["property"] == "kplex.key" and "nosuchcolumn" in str(key.value)
+    assert key.value.getMessageParameters() == {"property": "kplex.key", "expression": "nosuchcolumn",
+                                                "column": "nosuchcolumn", "columns": key.value.getMessageParameters()["columns"]}

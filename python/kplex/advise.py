@@ -194,10 +194,10 @@ def analyse(records: Sequence[Sampled], *, topic: str, source_partitions: int,
     """The advice for a sample (pure: no Kafka). ``consumers``: how many the user wants to
     keep busy (None: as many as the data allows within ``max_imbalance``)."""
     if consumers is not None and consumers < 1:
-        raise kplex_error("BAD_OPTION", f"consumers must be >= 1, got {consumers}.", option="consumers")
+        raise kplex_error("BAD_OPTION.MINIMUM", option="consumers", minimum=1, value=consumers)
     candidates = tuple(candidates)
     if any(v < 1 for v in candidates):
-        raise kplex_error("BAD_OPTION", f"every candidate V must be >= 1, got {list(candidates)}.", option="candidates")
+        raise kplex_error("BAD_OPTION.CANDIDATES", option="candidates", value=list(candidates))
     vs = sorted({v for v in (*(candidates or DEFAULT_CANDIDATES), source_partitions, consumers or 0) if v > 0})
     keyed = [r for r in records if r.key is not None]
     counts = Counter(r.key for r in keyed)
@@ -303,7 +303,7 @@ def read_sample(bootstrap: str, topic: str, *, key: str = "key", order: str = "t
     try:
         parts = partitions(client, topic, timeout)
         if parts is None:
-            raise kplex_error("UNKNOWN_TOPIC", f"no topic named {topic!r} on {bootstrap}.", topic=topic)
+            raise kplex_error("UNKNOWN_TOPIC.ON_BROKER", topic=topic, bootstrap=bootstrap)
         ranges = _ranges(client, topic, parts, sample, start_timestamp, end_timestamp, timeout)
         todo = {p: (lo, hi) for p, (lo, hi) in ranges.items() if hi > lo}
         tick = progress(sum(hi - lo for lo, hi in todo.values())) if progress else None
@@ -313,8 +313,7 @@ def read_sample(bootstrap: str, topic: str, *, key: str = "key", order: str = "t
             msgs = client.consume(1000, timeout)
             if not msgs:
                 raise access_error(client) or kplex_error(
-                    "READ_STALLED", f"reading {topic} made no progress for {timeout:g} s (partitions {sorted(todo)}"
-                    " unfinished)", topic=topic)
+                    "READ_STALLED.TOPIC", topic=topic, timeout_s=f"{timeout:g}", partitions=sorted(todo))
             before = len(out)
             for m in msgs:
                 p = m.partition()
@@ -322,7 +321,7 @@ def read_sample(bootstrap: str, topic: str, *, key: str = "key", order: str = "t
                     if m.error().code() == KafkaError._PARTITION_EOF:
                         todo.pop(p, None)
                         continue
-                    raise access_error(client, m.error()) or kplex_error("KAFKA", f"reading {topic}: {m.error()}", topic=topic)
+                    raise access_error(client, m.error()) or kplex_error("KAFKA.READING", topic=topic, cause=m.error())
                 if p not in todo or m.offset() >= todo[p][1]:
                     todo.pop(p, None)
                     continue
@@ -342,8 +341,8 @@ def _order(order_of: Callable[[Any], int | None], rec: Any) -> int | None:
     try:
         return order_of(rec)
     except (ValueError, TypeError) as error:
-        raise kplex_error("BAD_EXPRESSION", f"the order of record {rec.topic}/{rec.partition}@{rec.offset} cannot be"
-                          f" computed: {error}", topic=rec.topic) from error
+        raise kplex_error("BAD_EXPRESSION.ORDER_OF_RECORD", topic=rec.topic, partition=rec.partition,
+                          offset=rec.offset, cause=error) from error
 
 
 def _ranges(client: Any, topic: str, parts: Sequence[int], sample: int, start: int | None, end: int | None,

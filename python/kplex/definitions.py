@@ -155,12 +155,10 @@ def source_topics(source: str) -> tuple[str, ...]:
     """
     topics = tuple(name.strip() for name in source.split(",") if name.strip())
     if not topics:
-        raise kplex_error("DEFINITION_FORMAT", f"'kplex.source' = {source!r} names no topic;"
-                              " give one, or several separated by commas, e.g. 'clicks, views'.")
+        raise kplex_error("DEFINITION_FORMAT.NO_SOURCE_TOPIC", source=source)
     twice = next((t for i, t in enumerate(topics) if t in topics[:i]), None)
     if twice is not None:
-        raise kplex_error("DEFINITION_FORMAT", f"'kplex.source' = {source!r} names topic {twice!r}"
-                              " twice; name each source topic once.")
+        raise kplex_error("DEFINITION_FORMAT.SOURCE_TWICE", source=source, topic=twice)
     return topics
 
 
@@ -210,21 +208,19 @@ def parse_definition(value: bytes | str) -> TableDefinition:
     try:
         data = json.loads(value)
     except ValueError as error:  # JSONDecodeError, UnicodeDecodeError
-        raise kplex_error("DEFINITION_FORMAT", f"unreadable table definition: {error}") from None
+        raise kplex_error("DEFINITION_FORMAT.UNREADABLE", cause=error) from None
     if not isinstance(data, dict):
         data = {}
     fmt = data.get("format")
     version = _version(data.get("version"))
     if fmt != FORMAT or version > FORMAT_VERSION:
-        raise kplex_error("DEFINITION_FORMAT",
-            f"table definition of format '{'' if fmt is None else fmt}' version"
-            f" {version} is not understood by this kplex (format version {FORMAT_VERSION}): upgrade kplex.")
+        raise kplex_error("DEFINITION_FORMAT.TOO_NEW", format="" if fmt is None else fmt, version=version,
+                          supported_version=FORMAT_VERSION)
     if data.get("name") is None:
-        raise kplex_error("DEFINITION_FORMAT", "unreadable table definition: it has no name")
+        raise kplex_error("DEFINITION_FORMAT.NO_NAME")
     properties = data.get("properties") or {}
     if not isinstance(properties, dict):
-        raise kplex_error("DEFINITION_FORMAT", f"unreadable table definition of {data['name']}:"
-                                    " its properties are not a JSON object")
+        raise kplex_error("DEFINITION_FORMAT.PROPERTIES_NOT_OBJECT", table=data["name"])
     props = {str(k): str(v) for k, v in properties.items()}
     name = str(data["name"])
     return TableDefinition(
@@ -285,8 +281,7 @@ def read_stored_values(bootstrap: str, *, topic: str = TABLES_TOPIC, timeout: fl
             low, high = client.get_watermark_offsets(TopicPartition(topic, 0), timeout=timeout, cached=False)
         except KafkaException as error:
             raise access_error(client) or kplex_error(
-                "UNREACHABLE", f"Kafka at {bootstrap} did not answer within {timeout:g} s: {error}",
-                bootstrap=bootstrap) from error
+                "UNREACHABLE.TIMED_OUT", bootstrap=bootstrap, timeout_s=f"{timeout:g}", cause=error) from error
         if high <= low:
             return {}
         client.assign([TopicPartition(topic, 0, low)])
@@ -299,12 +294,11 @@ def read_stored_values(bootstrap: str, *, topic: str = TABLES_TOPIC, timeout: fl
                     if error.code() == KafkaError._PARTITION_EOF:
                         return latest_values(records)
                     raise access_error(client, error, "READ", f"topic '{topic}'") or kplex_error(
-                        "UNREACHABLE", f"cannot read {topic} on {bootstrap}: {error}", topic=topic, bootstrap=bootstrap)
+                        "UNREACHABLE.CANNOT_READ", topic=topic, bootstrap=bootstrap, cause=error)
                 records.append((message.key(), message.value()))
                 if message.offset() >= high - 1:
                     return latest_values(records)
-        raise kplex_error("UNREACHABLE", f"reading {topic} on {bootstrap} took longer than {timeout:g} s",
-                          topic=topic, bootstrap=bootstrap)
+        raise kplex_error("UNREACHABLE.READ_TOO_LONG", topic=topic, bootstrap=bootstrap, timeout_s=f"{timeout:g}")
     finally:
         client.close()
 

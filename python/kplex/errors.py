@@ -1,7 +1,10 @@
 """kplex's exceptions, and the one place that turns JVM exceptions into them.
 
-The JVM plugin starts every message with ``[KPLEX_<CODE>]``; :func:`translate` maps
-the code to a Python class, so callers can write::
+Every kplex error is raised by its condition: :func:`kplex_error` renders the condition's
+message template of ``error_conditions.json`` (the file the JVM plugin renders its own from,
+by the same rules: :func:`render`) with the error's parameters. The JVM plugin starts every
+message with ``[KPLEX_<CODE>]``; :func:`translate` maps the code to a Python class, so
+callers can write::
 
     >>> from kplex.errors import NullKeyError, translated
     >>> with translated():                                         # doctest: +SKIP
@@ -14,23 +17,87 @@ from __future__ import annotations
 import json
 import re
 from contextlib import contextmanager
-from importlib import resources
-from typing import Iterator
+from importlib import import_module, resources
+from typing import Iterator, Mapping
 
 from pyspark.errors import PySparkException
 
-#: Every error condition of kplex (JVM and Python): ``KPLEX_<CODE>`` -> sqlState, python class, description.
-CONDITIONS: dict[str, dict[str, str]] = {
+#: Every error condition of kplex (JVM and Python): ``KPLEX_<CODE>`` -> sqlState, python class,
+#: description, message template and sub-classes (``subClass``: name -> its message template).
+CONDITIONS: dict[str, dict] = {
     name: c for name, c in json.loads(resources.files("kplex").joinpath("error_conditions.json").read_text()).items()
     if not name.startswith("_")
 }
 
 
+# <name>, or an escaped \< (a literal <).
+_PLACEHOLDER = re.compile(r"\\<|<([a-z][a-z0-9_]*)>")
+
+
+def template(condition: str) -> str | None:
+    """The message template of ``condition`` (``CODE`` or ``CODE.SUB_CLASS``, with or without
+    ``KPLEX_``): its lines joined with a space, a sub-class's after its condition's; None if
+    it is not declared, or names no sub-class of a condition that has them.
+
+    >>> template("NOT_A_KPLEX_TABLE.DROP")
+    "'<topic>' is a plain Kafka topic; kplex only drops tables it created. Delete the topic with Kafka's tools."
+    """
+    main, _, sub = condition.removeprefix("KPLEX_").partition(".")
+    declared = CONDITIONS.get(f"KPLEX_{main}")
+    if declared is None:
+        return None
+    message = " ".join(declared.get("message", []))
+    subclasses = declared.get("subClass", {})
+    if not sub:
+        return None if subclasses else message
+    if sub not in subclasses:
+        return None
+    text = " ".join(subclasses[sub]["message"])
+    return f"{message} {text}" if message else text
+
+
+def render(condition: str, parameters: Mapping[str, object]) -> str:
+    """``condition``'s template with ``parameters`` (None renders as ``null``), as the JVM's
+    ``ErrorConditions.render`` does; a parameter the template uses and ``parameters`` lacks,
+    or a condition not declared, is a bug: KeyError.
+
+    >>> render("TABLE_BUSY", {"table": "t", "query": "q"})[:49]
+    'table t is being written by another query (Spark '
+    """
+    text = template(condition)
+    if text is None:
+        raise KeyError(f"error condition {condition} is not declared in error_conditions.json"
+                       " (with a sub-class where it has them)")
+    return render_text(text, parameters, condition)
+
+
+def render_text(text: str, parameters: Mapping[str, object], condition: str = "") -> str:
+    """``text`` (a template) filled with ``parameters``, by :func:`render`'s rules."""
+
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name is None:
+            return "<"
+        if name not in parameters:
+            raise KeyError(f"error condition {condition} has no parameter <{name}> (given {sorted(parameters)})")
+        given = parameters[name]
+        return "null" if given is None else str(given)
+
+    return _PLACEHOLDER.sub(value, text)
+
+
+def template_parameters(text: str) -> list[str]:
+    """The parameters ``text`` (a template) uses, in order of first use."""
+    return list(dict.fromkeys(m.group(1) for m in _PLACEHOLDER.finditer(text) if m.group(1)))
+
+
 class KplexError(PySparkException):
     """Base class of every kplex error, a :class:`pyspark.errors.PySparkException`.
 
-    Its message is kplex's own (``[KPLEX_<CODE>] what is wrong and what to do``);
-    :meth:`getCondition` is ``KPLEX_<CODE>`` and :meth:`getSqlState` its SQLSTATE, both from
+    Its message is kplex's own (``[KPLEX_<CODE>] what is wrong and what to do``, its
+    condition's template filled with its parameters); :meth:`getCondition` is
+    ``KPLEX_<CODE>`` (``KPLEX_<CODE>.<SUB_CLASS>`` for a condition with sub-classes, as
+    Spark names them) and :meth:`getSqlState` its SQLSTATE, both from
     ``error_conditions.json``. Raised from the JVM, the JVM side's full text, Java trace
     included, is in ``java_trace``.
 
@@ -45,11 +112,12 @@ class KplexError(PySparkException):
 
     def __init__(self, message: str) -> None:
         match = _CODE.match(message)
-        condition = f"KPLEX_{match.group(1)}" if match else None
-        text = message[match.end(1) + 1:].lstrip() if match else message
+        condition = f"KPLEX_{match.group(1)}{'.' + match.group(2) if match.group(2) else ''}" if match else None
+        text = message[match.end(2 if match.group(2) else 1) + 1:].lstrip() if match else message
         PySparkException.__init__(self, message=text)  # the same call on every pyspark kplex runs on
         Exception.__init__(self, message)  # args (and repr) keep the whole message
         self._full = message
+        self._text = text
         self._condition = condition
 
     def __str__(self) -> str:
@@ -68,8 +136,12 @@ class KplexError(PySparkException):
         return self._full
 
     def getSqlState(self) -> str | None:  # noqa: N802 - pyspark's name
-        condition = CONDITIONS.get(self._condition or "")
+        condition = CONDITIONS.get((self._condition or "").partition(".")[0])
         return condition["sqlState"] if condition else None
+
+    def getMessageTemplate(self) -> str | None:  # noqa: N802 - the JVM's getDefaultMessageTemplate
+        """The template its message was rendered from (None for one made from a bare text)."""
+        return template(self._condition) if self._condition else None
 
 
 class NullKeyError(KplexError):
@@ -211,29 +283,69 @@ class ReadOnlyTableError(KplexError):
     code = "READ_ONLY"
 
 
-# Code -> class, from error_conditions.json: the classes above are the only ones it may name.
-_BY_CODE: dict[str, type[KplexError]] = {
-    name[len("KPLEX_"):]: globals()[c["python"]] for name, c in CONDITIONS.items()
-}
+class FunctionArgumentError(KplexError):
+    """A kplex SQL function called with arguments it does not take."""
 
-def kplex_error(code: str, message: str, **parameters: object) -> KplexError:
-    """The error of condition ``KPLEX_<code>``: the class ``error_conditions.json`` names for
-    it, its message ``[KPLEX_<code>] message``, and its named parameters (what
-    :meth:`KplexError.getMessageParameters` returns: the option, topic, table... it names).
-    Every error kplex's Python side raises is made here, so no prefix is typed by hand.
+    code = "FUNCTION_ARGUMENT"
 
-    >>> e = kplex_error("BAD_OPTION", "'acks' = 'x' is invalid.", option="acks")
-    >>> type(e).__name__, str(e), e.getMessageParameters()
-    ('OptionError', "[KPLEX_BAD_OPTION] 'acks' = 'x' is invalid.", {'option': 'acks'})
+
+#: The module of the classes error_conditions.json names that are not defined here (the SQL
+#: tools' errors, which import this module).
+_ELSEWHERE = "kplex.sqltools.errors"
+
+
+def _class_named(name: str) -> type[KplexError]:
+    found = globals().get(name)
+    return found if isinstance(found, type) else getattr(import_module(_ELSEWHERE), name)
+
+
+class _Classes(Mapping[str, type]):
+    """Code -> class, from error_conditions.json: the classes here, or of the SQL tools."""
+
+    def __getitem__(self, code: str) -> type[KplexError]:
+        return _class_named(CONDITIONS[f"KPLEX_{code}"]["python"])
+
+    def __iter__(self) -> Iterator[str]:
+        return (name[len("KPLEX_"):] for name in CONDITIONS)
+
+    def __len__(self) -> int:
+        return len(CONDITIONS)
+
+
+_BY_CODE: Mapping[str, type[KplexError]] = _Classes()
+
+
+def __getattr__(name: str) -> type[KplexError]:
+    """A class the conditions file names that lives with the SQL tools, e.g. ``CheckFailed``."""
+    if name in {c["python"] for c in CONDITIONS.values()}:
+        return getattr(import_module(_ELSEWHERE), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def kplex_error(condition: str, /, **parameters: object) -> KplexError:
+    """The error of ``KPLEX_<condition>`` (``CODE``, or ``CODE.SUB_CLASS`` for a condition with
+    sub-classes): the class ``error_conditions.json`` names for it, its message
+    ``[KPLEX_<CODE>]`` and the condition's template filled with ``parameters`` (:func:`render`),
+    and those parameters (what :meth:`KplexError.getMessageParameters` returns, None left out).
+    Every error kplex's Python side raises is made here: no text is written by hand.
+
+    >>> e = kplex_error("BAD_OPTION.MINIMUM", option="consumers", minimum=1, value=0)
+    >>> type(e).__name__, str(e), e.getCondition()
+    ('OptionError', '[KPLEX_BAD_OPTION] consumers must be >= 1, got 0.', 'KPLEX_BAD_OPTION.MINIMUM')
+    >>> e.getMessageParameters()
+    {'option': 'consumers', 'minimum': '1', 'value': '0'}
     """
-    error = _BY_CODE[code](f"[KPLEX_{code}] {message}")
-    error._parameters = {name: str(value) for name, value in parameters.items()}
+    main = condition.partition(".")[0]
+    error = _BY_CODE[main](f"[KPLEX_{main}] {render(condition, parameters)}")
+    error._condition = f"KPLEX_{condition}"
+    error._parameters = {name: str(value) for name, value in parameters.items() if value is not None}
     return error
 
 
-# [KPLEX_<CODE>] and the rest of its line (a client that prints the condition again before
-# the message, as Spark Connect may, repeats the prefix: read once).
-_CODE = re.compile(r"\[KPLEX_([A-Z_]+)\]\s*(?:\[KPLEX_\1\]\s*)?([^\n]*)")
+# [KPLEX_<CODE>] (or [KPLEX_<CODE>.<SUB_CLASS>], as Spark prints a sub-class) and the rest of
+# its line (a client that prints the condition again before the message, as Spark Connect
+# may, repeats the prefix: read once).
+_CODE = re.compile(r"\[KPLEX_([A-Z_]+)(?:\.([A-Z0-9_]+))?\]\s*(?:\[KPLEX_\1(?:\.[A-Z0-9_]+)?\]\s*)?([^\n]*)")
 _SPARK_NOT_FOUND = re.compile(r"\[TABLE_OR_VIEW_NOT_FOUND\][^\n]*")
 
 
@@ -247,7 +359,8 @@ def translate(exc: BaseException) -> BaseException:
     match = _CODE.search(text)
     if match:
         cls = _BY_CODE.get(match.group(1), KplexError)
-        error = cls(f"[KPLEX_{match.group(1)}] {match.group(2)}")
+        condition = match.group(1) + (f".{match.group(2)}" if match.group(2) else "")
+        error = cls(f"[KPLEX_{condition}] {match.group(3)}")
         error.__cause__ = exc
         return error
     match = _SPARK_NOT_FOUND.search(text)
@@ -266,38 +379,42 @@ def _kplex_error_of(converted: BaseException, java_trace: str | None = None) -> 
     if isinstance(mapped, KplexError):
         mapped.__cause__ = None
         mapped.java_trace = java_trace if java_trace is not None else str(converted)
-        mapped._parameters = _jvm_parameters(converted, mapped.getCondition())
+        condition, mapped._parameters = _jvm_details(converted, mapped.getCondition())
+        mapped._condition = condition
     return mapped
 
 
-def _jvm_parameters(converted: BaseException, condition: str | None) -> dict[str, str]:
-    """The JVM error's message parameters (its culprits by name): those of pyspark's exception
-    when it is the kplex error itself (classic, or Spark Connect's error details), else, in
-    classic, those of the kplex error among its Java causes (a stream's or a job's error wraps
-    it); none otherwise (Spark Connect gives only the outer error's).
+def _jvm_details(converted: BaseException, condition: str | None) -> tuple[str | None, dict[str, str]]:
+    """The JVM error's condition (with its sub-class, which the message's prefix does not
+    name) and message parameters (its culprits by name): those of pyspark's exception when it
+    is the kplex error itself (classic, or Spark Connect's error details), else, in classic,
+    those of the kplex error among its Java causes (a stream's or a job's error wraps it);
+    ``condition`` and none otherwise (Spark Connect gives only the outer error's).
 
     >>> class Converted(Exception):
-    ...     def getCondition(self): return "KPLEX_UNKNOWN_TOPIC"
+    ...     def getCondition(self): return "KPLEX_UNKNOWN_TOPIC.BROKER"
     ...     def getMessageParameters(self): return {"topic": "t"}
-    >>> _jvm_parameters(Converted(), "KPLEX_UNKNOWN_TOPIC"), _jvm_parameters(Converted(), "KPLEX_NULL_KEY")
-    ({'topic': 't'}, {})
+    >>> _jvm_details(Converted(), "KPLEX_UNKNOWN_TOPIC"), _jvm_details(Converted(), "KPLEX_NULL_KEY")
+    (('KPLEX_UNKNOWN_TOPIC.BROKER', {'topic': 't'}), ('KPLEX_NULL_KEY', {}))
     """
+    main = (condition or "").partition(".")[0]
     try:
         own = getattr(converted, "getCondition", None) or getattr(converted, "getErrorClass", None)
-        if own is not None and own() == condition:
-            return {str(k): str(v) for k, v in (converted.getMessageParameters() or {}).items()}
+        named = own() if own is not None else None
+        if named is not None and str(named).partition(".")[0] == main:
+            return str(named), {str(k): str(v) for k, v in (converted.getMessageParameters() or {}).items()}
         # Classic: a stream's or a job's error wraps kplex's; its Java causes are at hand.
         cause = getattr(converted, "_origin", None)
         for _ in range(16):
             if cause is None:
                 break
             if cause.getClass().getName() == "io.kplex.spark.errors.KplexException" \
-                    and f"KPLEX_{cause.code()}" == condition:
-                return {str(k): str(v) for k, v in cause.getMessageParameters().items()}
+                    and f"KPLEX_{cause.code()}" == main:
+                return str(cause.getCondition()), {str(k): str(v) for k, v in cause.getMessageParameters().items()}
             cause = cause.getCause()
-        return {}
+        return condition, {}
     except Exception:  # noqa: BLE001 - the parameters are a courtesy; the message names the culprit too
-        return {}
+        return condition, {}
 
 
 def _classic_java_trace(java_exception: object) -> str | None:

@@ -114,8 +114,7 @@ def compile_key(text: str) -> Callable[[SourceRecord], bytes | None]:
         return lambda r: None if (v := fn(r)) is None else struct.pack(">q", v)
     if kind == NULL:
         return lambda r: None
-    raise _bad(KEY, f"'{KEY}' = {text!r} has type {kind}; outside Spark kplex makes keys of"
-                          " STRING, BINARY, INT and BIGINT only. Read this table with Spark.")
+    raise _bad("KEY_TYPE", KEY, text, type=kind)
 
 
 def compile_order(text: str) -> Callable[[SourceRecord], int | None]:
@@ -123,21 +122,19 @@ def compile_order(text: str) -> Callable[[SourceRecord], int | None]:
     kind, fn = _compile(text, ORDER)
     if kind in (INT, BIGINT, TIMESTAMP, NULL):
         return fn
-    raise _bad(ORDER, f"'{ORDER}' = {text!r} has type {kind}; an order is a TIMESTAMP or an"
-                          " integer: CAST it, e.g. CAST(get_json_object(CAST(value AS STRING),"
-                          " '$.viewtime') AS BIGINT).")
+    raise _bad("ORDER_TYPE", ORDER, text, type=kind)
 
 
-def _bad(prop: str, message: str) -> ExpressionError:
-    """``[KPLEX_BAD_EXPRESSION]``, naming the table property whose expression it is."""
-    return kplex_error("BAD_EXPRESSION", message, property=prop)
+def _bad(sub_class: str, prop: str, text: str, **parameters: object) -> ExpressionError:
+    """``[KPLEX_BAD_EXPRESSION]`` of ``sub_class``, naming the table property whose expression it is."""
+    return kplex_error(f"BAD_EXPRESSION.{sub_class}", property=prop, expression=text, **parameters)
 
 
 def _compile(text: str, prop: str) -> tuple[str, Eval]:
     try:
         tree = sqlglot.parse_one(text, read="spark")
     except sqlglot.errors.ParseError as e:
-        raise _bad(prop, f"{prop!r} = {text!r} is not a Spark SQL expression: {e}") from None
+        raise _bad("NOT_SQL", prop, text, cause=e) from None
     return _Compiler(text, prop).compile(tree)
 
 
@@ -147,10 +144,7 @@ class _Compiler:
         self.prop = prop
 
     def refuse(self, what: str) -> ExpressionError:
-        return _bad(
-            self.prop, f"{self.prop!r} = {self.text!r}: {what} is beyond what kplex evaluates outside Spark"
-            " (columns, literals, CAST, get_json_object, coalesce, lower, upper, concat)."
-            " Read this table with Spark, or materialize it with INSERT.")
+        return _bad("BEYOND_PYTHON", self.prop, self.text, what=what)
 
     def compile(self, node: exp.Expression) -> tuple[str, Eval]:
         if isinstance(node, exp.Paren):
@@ -160,8 +154,7 @@ class _Compiler:
                 raise self.refuse(f"column {node.sql('spark')}")
             name = node.name.lower()
             if name not in _COLUMNS:
-                raise _bad(self.prop, f"{self.prop!r} = {self.text!r}: no column {node.name!r}; the"
-                                      f" source has {', '.join(_COLUMNS)} and headers.")
+                raise _bad("NO_COLUMN", self.prop, self.text, column=node.name, columns=", ".join(_COLUMNS))
             return _COLUMNS[name]
         if isinstance(node, exp.Null):
             return NULL, lambda r: None
@@ -236,11 +229,10 @@ class _Compiler:
         try:
             number = int(stripped, 10)
         except ValueError:
-            raise _bad(self.prop, f"{self.prop!r} = {self.text!r}: CAST({text!r} AS {target}) fails"
-                                  " (Spark's ANSI mode fails too).") from None
+            raise _bad("CAST_FAILS", self.prop, self.text, value=text, type=target) from None
         bits = 63 if target == BIGINT else 31
         if not -(2**bits) <= number < 2**bits:
-            raise _bad(self.prop, f"{self.prop!r} = {self.text!r}: {text!r} overflows {target}.")
+            raise _bad("OVERFLOW", self.prop, self.text, value=text, type=target)
         return number
 
     def json_object(self, node: exp.JSONExtractScalar) -> tuple[str, Eval]:

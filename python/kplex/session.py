@@ -105,9 +105,8 @@ def check_spark_version(version: str | None = None) -> None:
         names = [f"{a}.{b}" for a, b in SUPPORTED_SPARK]
         supported = ", ".join(names[:-1]) + " and " + names[-1]
         newest = SUPPORTED_SPARK[-1]
-        raise kplex_error("SPARK_VERSION", f"kplex runs on Spark {supported}; this is Spark {version}."
-                               f" Install pyspark>=3.5,<{newest[0]}.{newest[1] + 1}, or see"
-                               " docs/spark-versions.md.", version=version)
+        raise kplex_error("SPARK_VERSION.UNSUPPORTED", version=version, supported=supported,
+                          next_minor=f"{newest[0]}.{newest[1] + 1}")
 
 
 def require_spark(feature: str, since: tuple[int, int], version: str | None = None) -> None:
@@ -123,8 +122,7 @@ def require_spark(feature: str, since: tuple[int, int], version: str | None = No
 
         version = pyspark.__version__
     if _spark_line(version) < since:
-        raise kplex_error("SPARK_VERSION", f"{feature} needs Spark {since[0]}.{since[1]} or later; this is"
-                               f" Spark {version} (docs/spark-versions.md).")
+        raise kplex_error("SPARK_VERSION.FEATURE", feature=feature, since=f"{since[0]}.{since[1]}", version=version)
 
 
 def jars(spark_version: str | None = None) -> list[str]:
@@ -234,9 +232,7 @@ def register_functions(spark: SparkSession) -> None:
     if is_remote(spark):
         found = {row[0] for row in spark.sql("SHOW FUNCTIONS LIKE 'kplex_*'").collect()}
         if "kplex_key" not in found:
-            raise kplex_error("NO_EXTENSION", "the Spark Connect server has no kplex functions: start it"
-                             f" with spark.sql.extensions={EXTENSIONS_CLASS} and kplex's jars"
-                             " (`kplex server connect` does), or call them as kplex.kplex_key(...).")
+            raise kplex_error("NO_EXTENSION", extensions_class=EXTENSIONS_CLASS)
         return
     spark._jvm.io.kplex.spark.KplexAdmin.registerFunctions(spark._jsparkSession)  # noqa: SLF001
 
@@ -271,13 +267,10 @@ def read_metrics(df: Any) -> dict[str, int]:
     """
     if is_remote(df.sparkSession):
         if not hasattr(df, "executionInfo"):
-            raise kplex_error("SPARK_VERSION", "read_metrics over Spark Connect needs Spark 4.0 or later"
-                                   " (DataFrame.executionInfo); on Spark 3.5 read the metrics in the server's UI,"
-                                   " or call read_metrics from a classic (py4j) session.")
+            raise kplex_error("SPARK_VERSION.CONNECT_METRICS")
         info = df.executionInfo
         if info is None or info.metrics is None:
-            raise kplex_error("NOT_EXECUTED", "read_metrics needs a DataFrame that has run:"
-                             " call an action (collect, count, ...) on it first.")
+            raise kplex_error("NOT_EXECUTED")
         totals = dict.fromkeys(READ_METRICS, 0)
         _, nodes = info.metrics.extract_graph()  # the plan nodes the server reported
         for node in nodes.values():

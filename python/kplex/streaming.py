@@ -165,21 +165,16 @@ def stop_gracefully(spark: Any, query: Any, timeout: float = 300.0) -> None:
     try:
         sinks = spark._jvm.io.kplex.spark.stream.QuerySinks.DRIVER  # noqa: SLF001 - the driver's registry
     except Exception as e:  # Spark Connect: no JVM in this process
-        raise kplex_error("STOP_TIMED_OUT", f"query {query_id}: a graceful stop needs the query's driver"
-                               f" (a classic session); stop it with releaseAtEnd on a Trigger.AvailableNow run"
-                               f" instead ({e})") from e
+        raise kplex_error("STOP_TIMED_OUT.NO_DRIVER", query=query_id, cause=e) from e
     sinks.askRelease(query_id)
     deadline = time.monotonic() + timeout
     while not sinks.releaseDone(query_id):
         if not query.isActive:
             if query.exception() is not None:
                 raise query.exception()
-            raise kplex_error("STOP_TIMED_OUT", f"query {query_id} ended before it released what it"
-                                   " holds (its held records stay in its checkpoint for its next run)")
+            raise kplex_error("STOP_TIMED_OUT.ENDED", query=query_id)
         if time.monotonic() > deadline:
-            raise kplex_error("STOP_TIMED_OUT", f"query {query_id} did not release what it holds within"
-                                   f" {timeout:.0f} s (is its trigger slower, or its source not kplex's?); it"
-                                   " runs on")
+            raise kplex_error("STOP_TIMED_OUT.TIMED_OUT", query=query_id, timeout_s=f"{timeout:.0f}")
         query.awaitTermination(0.2)
     query.stop()
 

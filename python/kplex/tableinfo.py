@@ -88,8 +88,7 @@ class TableInfo:
         props = dict(definition.properties)
         read_time = settings.SOURCE in props
         if definition.virtual_partitions is None or definition.virtual_partitions < 1:
-            raise kplex_error("DEFINITION_FORMAT", f"the stored definition of table"
-                                        f" {definition.name} has no virtual_partitions >= 1.")
+            raise kplex_error("DEFINITION_FORMAT.NO_VIRTUAL_PARTITIONS", table=definition.name)
         source = props.get(settings.SOURCE) or definition.source
         return cls(
             name=definition.name,

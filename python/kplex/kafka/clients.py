@@ -80,18 +80,13 @@ def access_error(client: Consumer, error: KafkaError | None = None, operation: s
     bootstrap = getattr(client, "bootstrap", "the broker")
     if error is not None and error.code() in _AUTHORIZATION:
         what = resource or _AUTHORIZATION[error.code()]
-        return kplex_error("NOT_AUTHORIZED",
-            f"principal {principal} is not allowed to {operation} {what} on {bootstrap}:"
-            f" grant it an ACL for {operation} on {what} (docs/secured-kafka.md lists every ACL"
-            f" kplex needs). Kafka said: {error.str()}", principal=principal, operation=operation, resource=what)
+        return kplex_error("NOT_AUTHORIZED.RESOURCE", principal=principal, operation=operation, resource=what,
+                           bootstrap=bootstrap, cause=error.str())
     client.poll(0.5)  # serves error_cb: librdkafka reports a refused login there, nowhere else
     failures = getattr(client, "login_failures", [])
     if failures or (error is not None and error.code() in _LOGIN):
         said = (failures or [error])[-1].str()
-        return kplex_error("NOT_AUTHENTICATED",
-            f"the broker at {bootstrap} did not authenticate principal {principal}:"
-            f" wrong password, unknown user, SASL mechanism or TLS trust (check the --kafka-config file)."
-            f" Kafka said: {said}", principal=principal)
+        return kplex_error("NOT_AUTHENTICATED.PYTHON_CLIENT", bootstrap=bootstrap, principal=principal, cause=said)
     return None
 
 
@@ -100,7 +95,7 @@ def partitions(client: Consumer, topic: str, timeout: float) -> list[int] | None
     try:
         metadata = client.list_topics(topic, timeout=timeout).topics.get(topic)
     except KafkaException as e:
-        raise access_error(client) or kplex_error("UNREACHABLE", f"no Kafka broker answered: {e}", bootstrap=getattr(client, "bootstrap", "")) from None
+        raise access_error(client) or kplex_error("UNREACHABLE.NO_ANSWER", bootstrap=getattr(client, "bootstrap", ""), cause=e) from None
     if metadata is None or metadata.error is not None:
         if metadata is not None and metadata.error.code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
             raise access_error(client, metadata.error, "DESCRIBE", f"topic '{topic}'") or KafkaException(metadata.error)

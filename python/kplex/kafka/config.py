@@ -53,8 +53,7 @@ def parse_properties(text: str) -> dict[str, str]:
             continue
         match = re.match(r"([^=:\s]+)\s*[=:]\s*(.*)$", line)
         if match is None:
-            raise kplex_error("BAD_OPTION", f"line {number} of the Kafka client settings is not"
-                              f" 'key=value': {line.split()[0]!r}...")
+            raise kplex_error("BAD_OPTION.SETTINGS_LINE", line=number, start=line.split()[0])
         settings[match.group(1)] = match.group(2)
     return settings
 
@@ -67,8 +66,8 @@ def load(path: str | os.PathLike[str] | None = None, environ: Mapping[str, str] 
     try:
         return parse_properties(Path(path).read_text())
     except OSError as error:
-        raise kplex_error("BAD_OPTION", f"cannot read the Kafka client settings file {path}"
-                          f" (--kafka-config or ${ENV_VAR}): {error.strerror}") from None
+        raise kplex_error("BAD_OPTION.SETTINGS_FILE", file=path, environment_variable=ENV_VAR,
+                          cause=error.strerror) from None
 
 
 def bootstrap_of(settings: Mapping[str, str]) -> str | None:
@@ -104,12 +103,10 @@ def librdkafka(settings: Mapping[str, str]) -> dict[str, Any]:
     jaas = settings.get("sasl.jaas.config")
     if jaas:
         if "OAuthBearerLoginModule" in jaas:
-            raise kplex_error("BAD_OPTION", "'sasl.jaas.config' with OAuthBearerLoginModule has no"
-                              " librdkafka form: give the Python clients librdkafka.sasl.oauthbearer.* settings")
+            raise kplex_error("BAD_OPTION.OAUTHBEARER", option="sasl.jaas.config")
         fields = dict(_JAAS_FIELD.findall(jaas))
         if "username" not in fields or "password" not in fields:
-            raise kplex_error("BAD_OPTION", "'sasl.jaas.config' has no username=\"...\" password=\"...\""
-                              " (PLAIN or SCRAM) that the Python clients could use")
+            raise kplex_error("BAD_OPTION.JAAS_CREDENTIALS", option="sasl.jaas.config")
         out["sasl.username"], out["sasl.password"] = fields["username"], fields["password"]
     if "ssl.endpoint.identification.algorithm" in settings:
         out["ssl.endpoint.identification.algorithm"] = settings["ssl.endpoint.identification.algorithm"] or "none"
@@ -117,8 +114,8 @@ def librdkafka(settings: Mapping[str, str]) -> dict[str, Any]:
     keystore = settings.get("ssl.keystore.location")
     if keystore:
         if settings.get("ssl.keystore.type", "PKCS12").upper() != "PKCS12":
-            raise kplex_error("BAD_OPTION", "'ssl.keystore.type' must be PKCS12 for the Python"
-                              f" clients (librdkafka), not {settings['ssl.keystore.type']!r}")
+            raise kplex_error("BAD_OPTION.KEYSTORE_TYPE", option="ssl.keystore.type",
+                              value=settings["ssl.keystore.type"])
         out["ssl.keystore.location"] = keystore
         if "ssl.keystore.password" in settings:
             out["ssl.keystore.password"] = settings["ssl.keystore.password"]
@@ -138,16 +135,15 @@ def _trust(settings: Mapping[str, str]) -> dict[str, str]:
     keytool = shutil.which("keytool") or (os.path.join(os.environ["JAVA_HOME"], "bin", "keytool")
                                           if os.environ.get("JAVA_HOME") else None)
     if keytool is None:
-        raise kplex_error("BAD_OPTION", "'ssl.truststore.location' is a Java key store and keytool"
-                          " (the JDK's) is not on PATH to read it: give the CA as a PEM file (ssl.truststore.type=PEM)")
+        raise kplex_error("BAD_OPTION.NO_KEYTOOL", option="ssl.truststore.location")
     done = subprocess.run([keytool, "-list", "-rfc", "-keystore", location, "-storetype", kind,
                            "-storepass:env", "KPLEX_TRUSTSTORE_PASSWORD"],
                           env={**os.environ, "KPLEX_TRUSTSTORE_PASSWORD": settings.get("ssl.truststore.password", "")},
                           capture_output=True, text=True, stdin=subprocess.DEVNULL)
     certificates = _PEM.findall(done.stdout)
     if done.returncode != 0 or not certificates:
-        raise kplex_error("BAD_OPTION", f"cannot read the CA certificates of 'ssl.truststore.location'"
-                          f" = {location} (type {kind}): {(done.stderr or done.stdout).strip()[:300]}")
+        raise kplex_error("BAD_OPTION.TRUSTSTORE", option="ssl.truststore.location", file=location, type=kind,
+                          cause=(done.stderr or done.stdout).strip()[:300])
     return {"ssl.ca.pem": "\n".join(certificates)}
 
 

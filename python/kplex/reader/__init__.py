@@ -114,12 +114,11 @@ def open_table(bootstrap: str, table: str, *, key: str | None = None, order: str
     if definition is not None:
         info = TableInfo.from_definition(definition)
         if defining:
-            raise kplex_error("BAD_OPTION", f"{sorted(defining)} are part of table {table}'s definition;"
-                              " a read may only set max_delay_ms, late_policy and late_topic.",
-                              option=sorted(defining)[0], table=table)
+            raise kplex_error("BAD_OPTION.DEFINING", option=sorted(defining)[0], table=table,
+                              options=sorted(defining))
         if overrides and info.kind != "read_time":
-            raise kplex_error("BAD_OPTION", f"{sorted(overrides)} only apply to read-time tables; {table} is"
-                              " written by kplex and already in order.", option=sorted(overrides)[0], table=table)
+            raise kplex_error("BAD_OPTION.OVERRIDES_READ_TIME_ONLY", option=sorted(overrides)[0], table=table,
+                              options=sorted(overrides))
         info = replace(info, **overrides)
     else:
         consumer = _consumer(bootstrap, config)
@@ -128,8 +127,7 @@ def open_table(bootstrap: str, table: str, *, key: str | None = None, order: str
         finally:
             consumer.close()
         if partitions is None:
-            raise kplex_error("UNKNOWN_TOPIC", f"no table or topic named {table!r} on"
-                                    f" {bootstrap}.", table=table)
+            raise kplex_error("UNKNOWN_TOPIC.NO_TABLE_OR_TOPIC", table=table, bootstrap=bootstrap)
         if defining or overrides:
             info = TableInfo(name=table, topic=table, kind="read_time",
                              virtual_partitions=virtual_partitions or 1,
@@ -141,13 +139,12 @@ def open_table(bootstrap: str, table: str, *, key: str | None = None, order: str
             info = TableInfo(name=table, topic=table, kind="topic", virtual_partitions=len(partitions),
                              physical_partitions=len(partitions))
     if info.late_policy not in LATE_POLICIES:
-        raise kplex_error("BAD_OPTION", f"late_policy {info.late_policy!r} is not one of {list(LATE_POLICIES)}.",
-                          option="late_policy")
+        raise kplex_error("BAD_OPTION.ONE_OF", option="late_policy", value=info.late_policy,
+                          expected=list(LATE_POLICIES))
     if info.late_policy == "side_topic" and not info.late_topic:
-        raise kplex_error("MISSING_OPTION", "late_policy 'side_topic' needs late_topic, the topic for late records.",
-                          option="late_topic")
+        raise kplex_error("MISSING_OPTION.LATE_TOPIC", option="late_topic")
     if info.max_delay_ms < 0:
-        raise kplex_error("BAD_OPTION", f"max_delay_ms must be >= 0, got {info.max_delay_ms}.", option="max_delay_ms")
+        raise kplex_error("BAD_OPTION.MINIMUM", option="max_delay_ms", minimum=0, value=info.max_delay_ms)
     return info
 
 
@@ -177,8 +174,8 @@ class _Feed:
         if batch:
             self.last_progress = self.last_call
         elif self.last_call - self.last_progress > STALL_S:
-            raise kplex_error("READ_STALLED", f"no progress reading topic partitions"
-                             f" {', '.join(f'{t}-{p}' for t, p in sorted(self.open))} for {STALL_S:.0f} s.")
+            raise kplex_error("READ_STALLED.PARTITIONS", partitions=", ".join(f"{t}-{p}" for t, p in sorted(self.open)),
+                              stall_s=f"{STALL_S:.0f}")
         for msg in batch:
             tp = (msg.topic(), msg.partition())
             error = msg.error()
@@ -251,8 +248,8 @@ class TableReader:
         self.vps = set(range(v)) if vps is None else set(vps)
         bad = sorted(vp for vp in self.vps if not 0 <= vp < v)
         if bad:
-            raise kplex_error("BAD_OPTION", f"table {self.info.name} has virtual partitions 0..{v - 1}, not {bad}.",
-                              option="vps", table=self.info.name)
+            raise kplex_error("BAD_OPTION.VIRTUAL_PARTITIONS", option="vps", table=self.info.name,
+                              last_virtual_partition=v - 1, value=bad)
         self.start_timestamp = start_timestamp
         self.end_timestamp = end_timestamp
         self.stats = ReadStats()
@@ -269,15 +266,13 @@ class TableReader:
             for topic in self.info.topics:
                 partitions = _partitions(consumer, topic, self.timeout)
                 if partitions is None:
-                    raise kplex_error("UNKNOWN_TOPIC", f"topic {topic!r} (of table"
-                                            f" {self.info.name}) does not exist.")
+                    raise kplex_error("UNKNOWN_TOPIC.OF_TABLE", topic=topic, table=self.info.name)
                 found[topic] = partitions
             topic = self.info.topics[0]
             if self.info.kind == "derived":
                 if len(found[topic]) != self.info.physical_partitions:
-                    raise kplex_error("PARTITION_MISMATCH",
-                        f"topic {topic!r} has {len(found[topic])}"
-                        f" partitions but table {self.info.name} says {self.info.physical_partitions}.")
+                    raise kplex_error("PARTITION_MISMATCH.READ", topic=topic, partition_count=len(found[topic]),
+                                      table=self.info.name, expected=self.info.physical_partitions)
                 wanted = [(topic, p) for p in sorted({vp % self.info.physical_partitions for vp in self.vps})]
             elif self.info.kind == "topic":
                 wanted = [(topic, p) for p in sorted(self.vps)]
@@ -372,11 +367,9 @@ class TableReader:
                         null_order=self.info.null_order) == DROPPED:
             return
         if key is None:
-            raise kplex_error("NULL_KEY", f"NULL key ('kplex.key' = {self.info.key}) at {where}."
-                             " Set 'kplex.null_key' = 'drop' to skip such records.")
+            raise kplex_error("NULL_KEY.READER", expression=self.info.key, position=where)
         if order is None:  # null_order = first included: a read-time table's merge cannot honour it
-            raise kplex_error("NULL_ORDER", f"NULL order value ('kplex.order' = {self.info.order})"
-                             f" at {where}. Set 'kplex.null_order' = 'drop' to skip such records.")
+            raise kplex_error("NULL_ORDER.READER", expression=self.info.order, position=where)
         vp = virtual_partition(key, self.info.virtual_partitions)
         if merge.is_late(source, order):
             if vp in self.vps:

@@ -61,13 +61,11 @@ class LateRecords:
             self.send(msg, vp, order)
             self.stats.late_to_side_topic += 1
         else:
-            raise kplex_error("LATE_RECORD",
-                f"table {self.info.name}: the record at {msg.topic()}-"
-                f"{msg.partition()} offset {msg.offset()} has order value {order},"
-                f" {None if partition_max is None else partition_max - order} ms behind the largest"
-                f" order value seen before it on that partition ({partition_max}), beyond"
-                f" 'kplex.max_delay_ms' = {self.info.max_delay_ms}. Raise 'kplex.max_delay_ms', or"
-                " set 'kplex.late_policy' to 'drop' or 'side_topic' (with 'kplex.late_topic').")
+            behind = None if partition_max is None else partition_max - order
+            raise kplex_error("LATE_RECORD.READ", table=self.info.name, topic=msg.topic(), partition=msg.partition(),
+                              offset=msg.offset(), order_value=order, max_order_value=partition_max,
+                              max_delay_ms=self.info.max_delay_ms,
+                              lateness="far" if behind is None or behind < 0 else f"{behind} ms")
 
     def send(self, msg: Message, vp: int, order: int) -> None:
         """The source record as it was, plus kplex.vp, kplex.order and where it came from."""
@@ -100,8 +98,8 @@ class LateRecords:
     def flush(self) -> None:
         if self.producer is not None:
             if self.producer.flush(60) or self.errors:
-                raise kplex_error("SEND_FAILED", f"sending late records to"
-                                 f" {self.info.late_topic!r} failed: {self.errors[:1] or 'timeout'}")
+                raise kplex_error("SEND_FAILED.LATE_RECORDS", topic=self.info.late_topic,
+                                  cause=self.errors[:1] or "timeout")
 
     def close(self) -> None:
         if self.producer is not None:

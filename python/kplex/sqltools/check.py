@@ -59,7 +59,7 @@ from kplex.settings import (
     suggest,
 )
 from kplex.sqltools.diagnostics import ERROR, WARNING, Diagnostic, format_diagnostics, has_errors
-from kplex.sqltools.errors import CheckFailed
+from kplex.sqltools.errors import check_failed
 from kplex.sqltools.script import Script, Statement, load_script, read_script
 
 __all__ = ["CheckResult", "check_script", "check_text", "check_file", "require_clean", "TOPIC_COLUMNS"]
@@ -148,7 +148,7 @@ def check_script(script: Script) -> CheckResult:
 def require_clean(result: CheckResult) -> CheckResult:
     """``result`` when it has no errors; else raise :class:`CheckFailed`."""
     if not result.ok:
-        raise CheckFailed(result.script.path, result.diagnostics)
+        raise check_failed(result.script.path, result.diagnostics)
     return result
 
 

@@ -30,7 +30,7 @@ from kplex.definitions import (
     read_stored_values,
 )
 from kplex.errors import BrokerUnreachableError, DefinitionError
-from kplex.sqltools.errors import BrokerUnavailable
+from kplex.sqltools.errors import broker_unavailable
 
 __all__ = ["TABLES_TOPIC", "read_table_definitions", "definitions_from_records"]
 
@@ -77,5 +77,5 @@ def read_table_definitions(
     try:
         values = read_stored_values(bootstrap, topic=topic, timeout=timeout, config=config)
     except BrokerUnreachableError as error:
-        raise BrokerUnavailable(str(error)) from error
+        raise broker_unavailable(error) from error
     return _explained(values, f"stored definition on {bootstrap}")

@@ -35,7 +35,7 @@ import kplex.sqltools.analysis as a
 from kplex.sqltools.bootstrap import ENV_VAR, resolve_bootstrap
 from kplex.sqltools.check import check_script, require_clean
 from kplex.sqltools.diagnostics import WARNING, format_diagnostics
-from kplex.sqltools.errors import NoBootstrap, SessionUnavailable, StatementFailed
+from kplex.sqltools.errors import no_bootstrap, session_unavailable, statement_failed
 from kplex.sqltools.script import DEFAULT_DIALECT, Script, Statement, read_script
 
 __all__ = ["StatementOutcome", "RunSummary", "run_file", "run_script", "spark_statements"]
@@ -125,8 +125,7 @@ def run_file(
     if session is None:
         address, _ = resolve_bootstrap(bootstrap, script.text)
         if address is None:
-            raise NoBootstrap(f"{script.path}: which Kafka cluster? Pass --bootstrap HOST:PORT, set {ENV_VAR}, "
-                              "or write '-- kplex.bootstrap = HOST:PORT' in the file")
+            raise no_bootstrap(script.path, ENV_VAR)
         # Credentials travel as the catalog's kafka.* settings.
         catalog = {f"spark.sql.catalog.kplex.kafka.{k}": v for k, v in (kafka_settings or {}).items()}
         session = _make_session(address, master, {**catalog, **(conf or {})}, spark_log_level)
@@ -140,7 +139,7 @@ def _make_session(bootstrap: str, master: str | None, conf: dict[str, str], log_
     try:
         from kplex.session import kplex_session
     except ImportError as error:
-        raise SessionUnavailable(f"cannot start Spark with kplex: {error}") from error
+        raise session_unavailable(error) from error
     session = kplex_session(bootstrap, master=master, conf={"spark.ui.showConsoleProgress": "false", **conf})
     session.sparkContext.setLogLevel(log_level)
     return session
@@ -184,7 +183,7 @@ def run_script(
         except Exception as error:  # noqa: BLE001 - any failure stops the run, named
             summary.seconds = time.monotonic() - begin
             print(f"      FAILED after {time.monotonic() - started:.1f} s", file=progress, flush=True)
-            failure = StatementFailed(script.path, statement.number, statement.line, statement.head, _reason(error))
+            failure = statement_failed(script.path, statement.number, statement.line, statement.head, _reason(error))
             failure.summary = summary
             raise failure from error
         report = write_summary(spark) if write is not None else None

@@ -30,7 +30,7 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Token, TokenType
 
 from kplex.sqltools.diagnostics import ERROR, Diagnostic
-from kplex.sqltools.errors import UnknownDialect
+from kplex.sqltools.errors import unknown_dialect
 
 __all__ = ["Statement", "Script", "load_script", "read_script", "substitute", "DEFAULT_DIALECT"]
 
@@ -150,7 +150,7 @@ def load_script(
     try:
         d = Dialect.get_or_raise(dialect)
     except ValueError as error:
-        raise UnknownDialect(f"unknown SQL dialect {dialect!r}: {error}") from error
+        raise unknown_dialect(dialect, error) from error
     substituted, undefined = substitute(text, variables or {})
     if undefined:
         found = [

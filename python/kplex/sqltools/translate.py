@@ -59,7 +59,7 @@ import tomllib
 from sqlglot import exp
 
 from kplex.jsonpointer import PointerError, spark_extract
-from kplex.sqltools.errors import UntranslatableJob
+from kplex.sqltools.errors import untranslatable_file, untranslatable_job
 
 __all__ = ["translate_file", "translate_job", "load_job", "default_physical_partitions"]
 
@@ -78,7 +78,7 @@ def load_job(path: str | Path) -> dict[str, Any]:
         return json.loads(text) if path.suffix.lower() == ".json" else tomllib.loads(text)
     except (json.JSONDecodeError, tomllib.TOMLDecodeError) as error:
         kind = path.suffix.lstrip(".").upper() or "TOML"
-        raise UntranslatableJob(str(path), [f"not a valid {kind} file: {error}"]) from error
+        raise untranslatable_file(str(path), kind, error) from error
 
 
 def translate_file(path: str | Path, physical_partitions: int | None = None) -> str:
@@ -179,7 +179,7 @@ def translate_job(job: Mapping[str, Any], name: str = "job", physical_partitions
     if physical_partitions is not None and physical_partitions < 1:
         r.problems.append(f"--physical-partitions = {physical_partitions} (expected an integer >= 1)")
     if r.problems:
-        raise UntranslatableJob(name, r.problems)
+        raise untranslatable_job(name, r.problems)
     parts = [_header(name, broker, workers), *topics]
     for d in derives:
         assert d is not None

@@ -49,30 +49,26 @@ public final class ReadTimeTables {
     String source = props.get(KplexOptions.SOURCE);
     List<String> sources = TableDefinition.sourceList(source);
     if (sources.isEmpty()) {
-      throw Errors.virtualNeeds(table, "'" + KplexOptions.SOURCE + "' must name the topic to read"
-          + " (or several, comma-separated).");
+      throw Errors.virtualNoSource(table);
     }
     if (new HashSet<>(sources).size() != sources.size()) {
-      throw Errors.virtualNeeds(table, "'" + KplexOptions.SOURCE + "' = '" + source + "' names a topic twice.");
+      throw Errors.virtualSourceTwice(table, source);
     }
     String topic = props.get(KplexOptions.TOPIC);
     if (topic != null && !topic.equals(source)) {
-      throw Errors.virtualNeeds(table, "it reads topic '" + source + "' and has no topic of its own:"
-          + " leave '" + KplexOptions.TOPIC + "' out.");
+      throw Errors.virtualOwnTopic(table, source);
     }
     ConfParser settings = ConfParser.of(props);
     if (settings.enumConf(KplexOptions.NULL_ORDER, NullOrderPolicy.class) == NullOrderPolicy.FIRST) {
-      throw Errors.virtualNeeds(table, "'" + KplexOptions.NULL_ORDER + "' = 'first' cannot be honoured"
-          + " by a merge that has already released records; use 'fail' or 'drop'.");
+      throw Errors.virtualNullOrderFirst(table);
     }
     if (settings.enumConf(KplexOptions.LATE_POLICY, LatePolicy.class) == LatePolicy.SIDE_TOPIC) {
       String late = props.get(KplexOptions.LATE_TOPIC);
       if (late == null || late.isBlank()) {
-        throw Errors.virtualNeeds(table, "'" + KplexOptions.LATE_POLICY + "' = 'side_topic' needs '"
-            + KplexOptions.LATE_TOPIC + "', the topic that receives late records.");
+        throw Errors.virtualNoLateTopic(table);
       }
       if (sources.contains(late.trim())) {
-        throw Errors.virtualNeeds(table, "the late topic must not be a source topic ('" + late.trim() + "').");
+        throw Errors.virtualLateTopicIsSource(table, late.trim());
       }
     }
   }
@@ -100,8 +96,7 @@ public final class ReadTimeTables {
         ? k.toLowerCase(Locale.ROOT) : k, v));
     List<String> sources = TableDefinition.sourceList(props.get(KplexOptions.SOURCE));
     if (sources.contains(table) || (!sources.isEmpty() && store.visible(table))) {
-      throw Errors.virtualNeeds(table, "a topic named '" + table + "' exists; a read-time table"
-          + " needs a name of its own.");
+      throw Errors.virtualNameTaken(table);
     }
     if (!sources.isEmpty()) {
       props.put(KplexOptions.SOURCE, String.join(", ", sources));
@@ -112,8 +107,7 @@ public final class ReadTimeTables {
     }
     String p = props.get(KplexOptions.PHYSICAL_PARTITIONS);
     if (p != null && !p.trim().equals(Integer.toString(partitions))) {
-      throw Errors.virtualNeeds(table, "the source ('" + String.join(", ", sources) + "') has " + partitions
-          + " partitions, not '" + KplexOptions.PHYSICAL_PARTITIONS + "' = " + p + "; leave it out.");
+      throw Errors.virtualPartitions(table, sources, partitions, p);
     }
     props.put(KplexOptions.PHYSICAL_PARTITIONS, Integer.toString(partitions));
     props.putIfAbsent(KplexOptions.KEY, KplexOptions.DEFAULT_VIRTUAL_KEY);

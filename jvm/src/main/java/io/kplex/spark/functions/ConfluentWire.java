@@ -67,7 +67,7 @@ public final class ConfluentWire {
     if (format != Format.PROTOBUF) return HEADER;
     int[] at = {HEADER};
     long count = zigzag(value, at);
-    if (count < 0 || count > value.length) throw notFramed(value, "a message index count of " + count);
+    if (count < 0 || count > value.length) throw notFramed(value, Errors.Framing.INDEX_COUNT, count);
     for (long i = 0; i < count; i++) {
       zigzag(value, at);
     }
@@ -79,46 +79,47 @@ public final class ConfluentWire {
   }
 
   private static void requireFramed(byte[] value) {
-    if (value.length < HEADER) throw notFramed(value, "fewer than " + HEADER + " bytes");
-    if (value[0] != MAGIC) throw notFramed(value, "magic byte " + (value[0] & 0xff) + ", not 0");
+    if (value.length < HEADER) throw notFramed(value, Errors.Framing.TOO_SHORT, HEADER);
+    if (value[0] != MAGIC) throw notFramed(value, Errors.Framing.MAGIC_BYTE, value[0] & 0xff);
   }
 
   /** A zig-zag varint at {@code at[0]}, which it moves past. */
   private static long zigzag(byte[] value, int[] at) {
     long raw = 0;
     for (int shift = 0; shift < 64; shift += 7) {
-      if (at[0] >= value.length) throw notFramed(value, "message indexes running past its end");
+      if (at[0] >= value.length) throw notFramed(value, Errors.Framing.INDEXES_PAST_END, 0);
       byte b = value[at[0]++];
       raw |= (long) (b & 0x7f) << shift;
       if (b >= 0) return (raw >>> 1) ^ -(raw & 1);
     }
-    throw notFramed(value, "a message index longer than 10 bytes");
+    throw notFramed(value, Errors.Framing.INDEX_TOO_LONG, 0);
   }
 
-  private static RuntimeException notFramed(byte[] value, String why) {
+  private static RuntimeException notFramed(byte[] value, Errors.Framing how, long found) {
     StringBuilder hex = new StringBuilder();
     for (int i = 0; i < Math.min(value.length, 8); i++) {
       hex.append(String.format(Locale.ROOT, "%02x", value[i] & 0xff));
     }
-    return Errors.notConfluentFramed(value.length, hex.toString(), why);
+    return Errors.notConfluentFramed(value.length, hex.toString(), how, found);
   }
 
   static BoundFunction bindPayload(StructType input) {
     int n = input.fields().length;
     if (n < 1 || n > 2) {
-      throw new UnsupportedOperationException(PAYLOAD + "(value [, format]) takes one or two arguments, got " + n);
+      throw Errors.unbindable(Errors.functionArgumentCount(PAYLOAD + "(value [, format])", "one or two arguments", n));
     }
     requireBinary(input, PAYLOAD);
     if (n == 2 && !(input.fields()[1].dataType() instanceof StringType)) {
-      throw new UnsupportedOperationException(PAYLOAD + ": the format `" + input.fields()[1].name() + "` has type "
-          + input.fields()[1].dataType().sql() + "; it takes 'avro', 'json' or 'protobuf'");
+      throw Errors.unbindable(Errors.functionArgumentType(PAYLOAD, "format", input.fields()[1].name(),
+          input.fields()[1].dataType().sql(), "'avro', 'json' or 'protobuf'"));
     }
     return new Payload(input.fields()[0].dataType(), n == 2);
   }
 
   static BoundFunction bindSchemaId(StructType input) {
     if (input.fields().length != 1) {
-      throw new UnsupportedOperationException(SCHEMA_ID + "(value) takes one argument, got " + input.fields().length);
+      throw Errors.unbindable(Errors.functionArgumentCount(SCHEMA_ID + "(value)", "one argument",
+          input.fields().length));
     }
     requireBinary(input, SCHEMA_ID);
     return new SchemaId(input.fields()[0].dataType());
@@ -127,8 +128,8 @@ public final class ConfluentWire {
   private static void requireBinary(StructType input, String function) {
     DataType type = input.fields()[0].dataType();
     if (!(type instanceof BinaryType) && !(type instanceof NullType)) {
-      throw new UnsupportedOperationException(function + ": the value `" + input.fields()[0].name() + "` has type "
-          + type.sql() + "; it takes the BINARY value (or key) of a Kafka record");
+      throw Errors.unbindable(Errors.functionArgumentType(function, "value", input.fields()[0].name(), type.sql(),
+          "the BINARY value (or key) of a Kafka record"));
     }
   }
 

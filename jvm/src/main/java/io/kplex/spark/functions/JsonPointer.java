@@ -51,8 +51,7 @@ final class JsonPointer implements Serializable {
       return new JsonPointer(text, new String[0]);
     }
     if (text.charAt(0) != '/') {
-      throw Errors.badJsonPointer(text, "a JSON pointer is empty or starts with '/' (e.g. '/userid';"
-          + " '$.userid' is a JSON path, for get_json_object)");
+      throw Errors.jsonPointerNoSlash(text);
     }
     String[] raw = text.substring(1).split("/", -1);
     String[] names = new String[raw.length];
@@ -60,7 +59,7 @@ final class JsonPointer implements Serializable {
       String token = raw[i];
       for (int t = token.indexOf('~'); t >= 0; t = token.indexOf('~', t + 1)) {
         if (t + 1 >= token.length() || (token.charAt(t + 1) != '0' && token.charAt(t + 1) != '1')) {
-          throw Errors.badJsonPointer(text, "'~' must be followed by 0 or 1 ('~0' is '~', '~1' is '/')");
+          throw Errors.jsonPointerTilde(text);
         }
       }
       names[i] = token.replace("~1", "/").replace("~0", "~");

@@ -110,8 +110,7 @@ public final class KplexFunctions {
 
   private static DataType single(StructType input, String function) {
     if (input.fields().length != 1) {
-      throw new UnsupportedOperationException(function + " takes exactly one argument, got "
-          + input.fields().length);
+      throw Errors.unbindable(Errors.functionArgumentCount(function, "exactly one argument", input.fields().length));
     }
     return input.fields()[0].dataType();
   }
@@ -145,7 +144,7 @@ public final class KplexFunctions {
     StructField[] f = input.fields();
     if (f.length != 2 || !(f[1].dataType() instanceof IntegerType || f[1].dataType() instanceof LongType
         || f[1].dataType() instanceof ShortType || f[1].dataType() instanceof ByteType)) {
-      throw new UnsupportedOperationException(VPARTITION + "(key, V) takes a key and an integer V");
+      throw Errors.unbindable(Errors.vpartitionArguments());
     }
     KeyBytes.Encoder key = KeyBytes.encoderFor(f[0].dataType());
     OrderValues.Reader count = OrderValues.readerFor(f[1].dataType());
@@ -170,8 +169,7 @@ public final class KplexFunctions {
     StructField[] f = input.fields();
     if (f.length != WriteArgs.COUNT || OrderValues.readerFor(f[WriteArgs.PARTITIONS].dataType()) == null
         || OrderValues.readerFor(f[WriteArgs.ORDER].dataType()) == null) {
-      throw new UnsupportedOperationException(WRITE_VPARTITION + " takes (key, V, order, null_key, null_order,"
-          + " key_column, order_column), as a kplex write plans it; call kplex_vpartition(key, V) instead");
+      throw Errors.unbindable(Errors.writeVPartitionArguments());
     }
     DataType[] types = new DataType[f.length];
     for (int i = 0; i < f.length; i++) types[i] = f[i].dataType();

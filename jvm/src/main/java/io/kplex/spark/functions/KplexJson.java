@@ -1,5 +1,6 @@
 package io.kplex.spark.functions;
 
+import io.kplex.spark.errors.Errors;
 import java.util.Arrays;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.connector.catalog.functions.BoundFunction;
@@ -32,18 +33,18 @@ public final class KplexJson {
 
   static BoundFunction bind(StructType input) {
     if (input.fields().length != 2) {
-      throw new UnsupportedOperationException(KplexFunctions.JSON + "(json, pointer) takes two arguments, got "
-          + input.fields().length);
+      throw Errors.unbindable(Errors.functionArgumentCount(KplexFunctions.JSON + "(json, pointer)", "two arguments",
+          input.fields().length));
     }
     DataType json = input.fields()[0].dataType();
     DataType pointer = input.fields()[1].dataType();
     if (!(json instanceof StringType) && !(json instanceof BinaryType) && !(json instanceof NullType)) {
-      throw new UnsupportedOperationException(KplexFunctions.JSON + ": the JSON argument `"
-          + input.fields()[0].name() + "` has type " + json.sql() + "; it takes STRING or BINARY");
+      throw Errors.unbindable(Errors.functionArgumentType(KplexFunctions.JSON, "JSON argument",
+          input.fields()[0].name(), json.sql(), "STRING or BINARY"));
     }
     if (!(pointer instanceof StringType) && !(pointer instanceof NullType)) {
-      throw new UnsupportedOperationException(KplexFunctions.JSON + ": the pointer `"
-          + input.fields()[1].name() + "` has type " + pointer.sql() + "; it takes a STRING such as '/userid'");
+      throw Errors.unbindable(Errors.functionArgumentType(KplexFunctions.JSON, "pointer", input.fields()[1].name(),
+          pointer.sql(), "a STRING such as '/userid'"));
     }
     return new Function(json, pointer);
   }

@@ -235,7 +235,7 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
    */
   private SourceOffset resumedOffset(List<TopicPartition> tps) {
     if (settings(options).isSet(KplexOptions.STARTING_TIMESTAMP)) {
-      throw Errors.resumeNotHere("cannot be given with '" + KplexOptions.STARTING_TIMESTAMP + "'");
+      throw Errors.resumeWithTimestamp();
     }
     String from = resumeTable();
     io.kplex.spark.txn.EpochMark last = new io.kplex.spark.txn.CommitLog(store).lastOnSource(from, conf.topic)

@@ -5,7 +5,6 @@ import io.kplex.spark.conf.ConfParser;
 import io.kplex.spark.errors.Errors;
 import io.kplex.spark.errors.KplexException;
 import io.kplex.spark.spec.KplexOptions;
-import io.kplex.spark.spec.OptionSpecs;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.util.HashMap;
@@ -84,8 +83,7 @@ final class ReadBounds {
     try {
       return settings.longConf(key);
     } catch (KplexException e) {
-      throw Errors.badBounds("'" + key + "' = '" + settings.text(key) + "' is not "
-          + OptionSpecs.of(key).expected() + ".");
+      throw Errors.boundsTimestamp(key, settings.text(key));
     }
   }
 
@@ -96,7 +94,7 @@ final class ReadBounds {
       Map<TopicPartition, Long> byDefault) {
     String offsets = settings.text(offsetsKey);
     if (offsets != null && settings.isSet(timestampKey)) {
-      throw Errors.badBounds("give '" + offsetsKey + "' or '" + timestampKey + "', not both.");
+      throw Errors.boundsBoth(offsetsKey, timestampKey);
     }
     if (settings.isSet(timestampKey)) {
       long ts = timestamp(settings, timestampKey);
@@ -117,24 +115,22 @@ final class ReadBounds {
     if (text.equalsIgnoreCase("earliest")) return begin;
     if (text.equalsIgnoreCase("latest")) return end;
     if (text.equalsIgnoreCase(FROM_TABLE)) {
-      throw Errors.resumeNotHere("starts a stream where a table's last stream stopped; '" + offsetsKey
-          + "' of a batch read takes 'earliest', 'latest' or offsets");
+      throw Errors.resumeInBatch(offsetsKey);
     }
     JsonNode node;
     try {
       node = JSON.readTree(text);
     } catch (java.io.IOException e) {
-      throw Errors.badBounds("'" + offsetsKey + "' = '" + text + "' is not 'earliest', 'latest' or JSON.");
+      throw Errors.boundsNotJson(offsetsKey, text);
     }
     if (node == null || !node.isObject()) {
-      throw Errors.badBounds("'" + offsetsKey + "' = '" + text + "' is not a JSON object.");
+      throw Errors.boundsNotObject(offsetsKey, text);
     }
     Map<TopicPartition, Long> result = new HashMap<>(byDefault);
     for (Iterator<Map.Entry<String, JsonNode>> it = node.fields(); it.hasNext(); ) {
       Map.Entry<String, JsonNode> t = it.next();
       if (!topics.contains(t.getKey())) {
-        throw Errors.badBounds("'" + offsetsKey + "' names topic '" + t.getKey() + "'; this read is of '"
-            + String.join(", ", topics) + "'.");
+        throw Errors.boundsOtherTopic(offsetsKey, t.getKey(), topics);
       }
       String topic = t.getKey();
       for (Iterator<Map.Entry<String, JsonNode>> ps = t.getValue().fields(); ps.hasNext(); ) {
@@ -143,14 +139,13 @@ final class ReadBounds {
         try {
           tp = new TopicPartition(topic, Integer.parseInt(p.getKey()));
         } catch (NumberFormatException e) {
-          throw Errors.badBounds("'" + offsetsKey + "': partition '" + p.getKey() + "' is not a number.");
+          throw Errors.boundsPartition(offsetsKey, p.getKey());
         }
         if (!begin.containsKey(tp)) {
-          throw Errors.badBounds("'" + offsetsKey + "': topic '" + topic + "' has no partition "
-              + tp.partition() + ".");
+          throw Errors.boundsNoPartition(offsetsKey, topic, tp.partition());
         }
         if (!p.getValue().canConvertToLong()) {
-          throw Errors.badBounds("'" + offsetsKey + "': offset '" + p.getValue() + "' is not a number.");
+          throw Errors.boundsOffset(offsetsKey, String.valueOf(p.getValue()));
         }
         long o = p.getValue().asLong();
         result.put(tp, o == -2 ? begin.get(tp) : o == -1 ? end.get(tp) : o);

@@ -79,16 +79,14 @@ public final class ReadExpressions implements Serializable {
     Compiled key = compileOne(table, KplexOptions.KEY, keyText);
     Compiled order = compileOne(table, KplexOptions.ORDER, orderText);
     if (!OrderValues.isSupported(order.type)) {
-      throw Errors.badExpression(KplexOptions.ORDER, orderText, table, "its type is " + order.type.sql()
-          + "; an order is a TIMESTAMP, TIMESTAMP_NTZ, DATE or integral type: CAST it, e.g."
-          + " CAST(get_json_object(CAST(value AS STRING), '$.viewtime') AS BIGINT).");
+      throw Errors.readTimeOrderType(KplexOptions.ORDER, orderText, table, order.type.sql());
     }
     return new ReadExpressions(keyText, orderText, key, order);
   }
 
   private static Compiled compileOne(String table, String property, String text) {
     if (text == null || text.isBlank()) {
-      throw Errors.badExpression(property, String.valueOf(text), table, "it is empty.");
+      throw Errors.emptyExpression(property, String.valueOf(text), table);
     }
     LogicalPlan plan;
     try {
@@ -104,7 +102,7 @@ public final class ReadExpressions implements Serializable {
     // What the optimizer would do before evaluating: replace runtime-replaceable functions.
     plan = Sessions.rewriteWith(ReplaceExpressions$.MODULE$.apply(plan));
     if (!(plan instanceof Project) || ((Project) plan).projectList().size() != 1) {
-      throw Errors.badExpression(property, text, table, "it must be one scalar expression.");
+      throw Errors.notOneScalarExpression(property, text, table);
     }
     Project project = (Project) plan;
     NamedExpression named = project.projectList().head();

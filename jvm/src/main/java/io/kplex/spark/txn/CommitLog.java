@@ -61,13 +61,12 @@ public final class CommitLog {
   public String spread(long staleMs, long nowMs) {
     for (Map.Entry<String, CompactedTopic.Lived> claim : topic.readPrefixLived("writer/").entrySet()) {
       if (nowMs - claim.getValue().latestMs() < staleMs) {
-        throw Errors.controlPlaneBusy(scope(claim.getKey()), "a writer's claim (" + claim.getKey() + ") was renewed "
-            + (nowMs - claim.getValue().latestMs()) + " ms ago: stop its writer first");
+        throw Errors.controlPlaneWriter(scope(claim.getKey()), claim.getKey(), nowMs - claim.getValue().latestMs());
       }
     }
     for (String key : topic.readAll().keySet()) {
       if (key.indexOf('/') < 0) {
-        throw Errors.controlPlaneBusy(key, "it has a commit under way: run kplex recover --table " + key + " first");
+        throw Errors.controlPlaneCommitUnderWay(key);
       }
     }
     int moved = topic.spread(CompactedTopic.SCOPED_PARTITIONS);

@@ -112,8 +112,7 @@ final class KplexStreamingWrite implements StreamingWrite {
     }
     HeldRelease.Signal signal = HeldRelease.take();
     if (last.epoch() < 0 && signal.resumeFrom() != null && !signal.resumeFrom().equals(conf.table)) {
-      throw Errors.resumeNotHere("resumes table " + signal.resumeFrom() + " ('startingTable'), but this query writes"
-          + " table " + conf.table);
+      throw Errors.resumeOtherTable(signal.resumeFrom(), conf.table);
     }
     if (last.epoch() < 0 && schema.positioned() && signal.topic() != null && !signal.starts().isEmpty()) {
       EpochMark from = resumed(signal);

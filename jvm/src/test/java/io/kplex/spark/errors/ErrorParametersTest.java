@@ -25,11 +25,13 @@ import org.junit.Test;
 public class ErrorParametersTest {
   /** Factories told nothing to name (no argument but a cause): they may carry no parameter. */
   private static final Set<String> NOTHING_TO_NAME = Set.of(
-      "cannotAlter()", "cannotRename()", "noBootstrap()", "noTableOption()",
+      "cannotAlter()", "cannotRename()", "noBootstrap()", "noTableOption()", "vpartitionArguments()",
+      "writeVPartitionArguments()", "resumeWithTimestamp()",
       "commitFailed(Throwable)", "definitionUnreadable(Exception)");
 
   /** Arguments that are not culprits: commitFailed's condition code is the error's condition. */
-  private static final Set<String> NOT_A_CULPRIT = Set.of("commitFailed(String,String,String,String,int,Throwable)#0");
+  private static final Set<String> NOT_A_CULPRIT = Set.of("commitFailed(String,String,String,String,int,Throwable)#0",
+      "notConfluentFramed(int,String,Framing,long)#2");
 
   /** Factories whose arguments this test cannot make (none today: keep it so, or name them). */
   private static final Set<String> SKIPPED = Set.of();
@@ -49,7 +51,8 @@ public class ErrorParametersTest {
   public void aCulpritThatIsNullIsLeftOut() {
     assertParameters(Errors.badOption("kplex.max_delay_ms", null, "an integer"),
         "option", "kplex.max_delay_ms", "expected", "an integer");
-    assertParameters(Errors.unknownProperty("kplex.virtual_partiton", null), "option", "kplex.virtual_partiton");
+    assertParameters(Errors.unknownProperty("kplex.virtual_partiton", null), "option", "kplex.virtual_partiton",
+        "known", String.valueOf(io.kplex.spark.spec.KplexOptions.TABLE_PROPERTIES));
   }
 
   @Test
@@ -61,7 +64,7 @@ public class ErrorParametersTest {
   public void aLateRecordNamesItsTableAndSourcePosition() {
     assertParameters(Errors.lateRecord("by_user", "views", 3, 1207, 1000, 9000, 5000), "table", "by_user",
         "topic", "views", "partition", "3", "offset", "1207", "order_value", "1000", "max_order_value", "9000",
-        "max_delay_ms", "5000");
+        "max_delay_ms", "5000", "lateness", "8000 ms");
   }
 
   @Test
@@ -78,9 +81,11 @@ public class ErrorParametersTest {
 
   @Test
   public void anAccessErrorUsesThePythonSidesNames() {
-    assertParameters(Errors.notAuthorized("User:app", "WRITE", "topic 'views'", "b:9092", new RuntimeException()),
-        "principal", "User:app", "operation", "WRITE", "resource", "topic 'views'", "bootstrap", "b:9092");
-    assertParameters(Errors.unreachable("b:9092", new RuntimeException()), "bootstrap", "b:9092");
+    assertParameters(Errors.notAuthorized("User:app", "WRITE", "topic 'views'", "b:9092", new RuntimeException("no")),
+        "principal", "User:app", "operation", "WRITE", "resource", "topic 'views'", "bootstrap", "b:9092",
+        "cause", "no");
+    assertParameters(Errors.unreachable("b:9092", new RuntimeException("down")), "bootstrap", "b:9092",
+        "cause", "RuntimeException: down");
   }
 
   @Test
@@ -93,7 +98,7 @@ public class ErrorParametersTest {
   @Test
   public void theParametersAreFixedWhenTheErrorIsMade() {
     Map<String, String> given = new LinkedHashMap<>(Map.of("topic", "views"));
-    KplexException e = new KplexException("UNKNOWN_TOPIC", given, "topic 'views' does not exist on the broker.");
+    KplexException e = new KplexException("UNKNOWN_TOPIC.BROKER", given);
     given.put("topic", "other");
     assertEquals(Map.of("topic", "views"), e.getMessageParameters());
     try {
@@ -102,7 +107,7 @@ public class ErrorParametersTest {
     } catch (UnsupportedOperationException expected) {
       // as it should be
     }
-    assertEquals(Map.of(), new KplexException("UNKNOWN_TOPIC", "no parameters").getMessageParameters());
+    assertEquals(Map.of(), new KplexException("UNSUPPORTED.RENAME", Map.of()).getMessageParameters());
   }
 
   @Test
@@ -123,6 +128,7 @@ public class ErrorParametersTest {
     for (Method m : factories) {
       String signature = signature(m);
       Object[] args = samples(m.getParameterTypes());
+      if (args != null && NOT_A_CULPRIT.contains(signature + "#0")) args[0] = "COMMIT_FENCED";
       if (args == null) {
         skipped.add(signature);
         continue;
@@ -134,7 +140,9 @@ public class ErrorParametersTest {
       for (int i = 0; i < args.length; i++) {
         if (args[i] instanceof Throwable || NOT_A_CULPRIT.contains(signature + "#" + i)) continue;
         culprits++;
-        if (!parameters.containsValue(String.valueOf(args[i]))) {
+        boolean listed = args[i] instanceof Collection<?> c
+            && parameters.containsValue(String.join(", ", c.stream().map(String::valueOf).toList()));
+        if (!parameters.containsValue(String.valueOf(args[i])) && !listed) {
           problems.add(signature + ": argument " + i + " (" + args[i] + ") is not among its parameters " + parameters);
         }
       }
@@ -166,7 +174,9 @@ public class ErrorParametersTest {
       } else if (t == java.util.Map.class) {
         out[i] = java.util.Map.of(300 + i, 400L + i);
       } else if (t == KplexException.class) {
-        out[i] = new KplexException("COMMIT_EXPIRED", "an earlier error");
+        out[i] = Errors.commitTooLate("t" + i, 1, 2, 3);
+      } else if (t.isEnum()) {
+        out[i] = t.getEnumConstants()[0];
       } else if (t == Object.class) {
         out[i] = "o" + i;
       } else if (Throwable.class.isAssignableFrom(t) && t.isAssignableFrom(RuntimeException.class)) {

@@ -92,7 +92,7 @@ public class ReadBoundsTest {
     assertBad("partition 'x' is not a number", "startingOffsets", "{\"views\":{\"x\":1}}");
     assertBad("offset '\"ten\"' is not a number", "startingOffsets", "{\"views\":{\"0\":\"ten\"}}");
     KplexException table = assertThrows(KplexException.class, () -> ranges("startingOffsets", "table"));
-    assertEquals("KPLEX_RESUME_FROM_TABLE", table.getCondition());
+    assertEquals("KPLEX_RESUME_FROM_TABLE.BATCH_READ", table.getCondition());
   }
 
   /** The timestamps are read as options.json declares them (a long >= 0, any case, trimmed). */

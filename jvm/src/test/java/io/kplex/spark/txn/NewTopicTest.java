@@ -33,6 +33,6 @@ public class NewTopicTest {
     KplexException e = assertThrows(KplexException.class,
         () -> new CommitLog(kafka.topics(clock)).mark(EpochMark.start("t", "q")));
     assertTrue(e.getMessage(), e.getMessage().contains("_kplex_commits"));
-    assertEquals("KPLEX_UNKNOWN_TOPIC", e.getErrorClass());
+    assertEquals("KPLEX_UNKNOWN_TOPIC.BROKER", e.getErrorClass());
   }
 }

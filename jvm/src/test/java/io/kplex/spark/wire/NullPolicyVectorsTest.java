@@ -26,7 +26,7 @@ public class NullPolicyVectorsTest {
     try {
       return policy.admits(key, nullOrder, nullOrder ? Long.MIN_VALUE : 7L) ? "kept" : "dropped";
     } catch (KplexException e) {
-      return e.getCondition();
+      return "KPLEX_" + e.code();  // the vectors name the condition, not its sub-class
     }
   }
 
