@@ -42,3 +42,41 @@ def test_a_transaction_left_open_by_one_producer_is_committed_by_another(spark, 
     committer.commitTransaction()
     committer.close()
     assert [r.value for r in verify.read_topic(bootstrap, topic)] == [f"v{i}".encode() for i in range(5)]
+
+
+def test_the_producers_of_a_committed_transaction_go_on_with_the_next_one(spark, bootstrap, fresh_name):
+    """What a streaming run does from one micro-batch to the next: the task's producer, whose
+    transaction the driver committed in another producer, opens the next one under the same
+    id and epoch (adoptCommitted), and the driver's producer, which committed, resumes and
+    commits that one too. Read back with a plain consumer: both transactions, in order."""
+    topic = fresh_name("kept")
+    spark.sql(f"CREATE TABLE kplex.{topic} TBLPROPERTIES ('kplex.virtual_partitions' = '1',"
+              " 'kplex.physical_partitions' = '1')")
+    jvm = spark._jvm
+    resumer = jvm.io.kplex.spark.txn.TransactionResumer
+    kafka = jvm.io.kplex.shaded.org.apache.kafka.clients.producer
+    writer, committer = _producer(jvm, bootstrap, f"kept-test-{topic}"), _producer(jvm, bootstrap, f"kept-test-{topic}")
+    writer.initTransactions()
+    for batch in range(3):
+        if batch > 0:
+            resumer.adoptCommitted(writer)
+        writer.beginTransaction()
+        for i in range(3):
+            writer.send(kafka.ProducerRecord(topic, bytearray(b"k"), bytearray(f"b{batch}v{i}".encode())))
+        writer.flush()
+        id_and_epoch = resumer.idAndEpoch(writer)
+        resumer.resume(committer, *(get_field(id_and_epoch, name) for name in ("producerId", "epoch")))
+        committer.commitTransaction()
+        assert [r.value.decode() for r in verify.read_topic(bootstrap, topic)] == [
+            f"b{b}v{i}" for b in range(batch + 1) for i in range(3)]
+    writer.close(jvm.java.time.Duration.ZERO)
+    committer.close()
+
+
+def _producer(jvm, bootstrap: str, transactional_id: str):
+    props = jvm.java.util.Properties()
+    props.put("bootstrap.servers", bootstrap)
+    props.put("transactional.id", transactional_id)
+    props.put("key.serializer", "io.kplex.shaded.org.apache.kafka.common.serialization.ByteArraySerializer")
+    props.put("value.serializer", "io.kplex.shaded.org.apache.kafka.common.serialization.ByteArraySerializer")
+    return jvm.io.kplex.shaded.org.apache.kafka.clients.producer.KafkaProducer(props)

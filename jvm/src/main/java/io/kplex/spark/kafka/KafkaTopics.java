@@ -4,6 +4,7 @@ import io.kplex.spark.errors.Errors;
 import io.kplex.spark.errors.KplexException;
 import java.time.Duration;
 import java.util.List;
+import java.util.HashMap;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
@@ -40,6 +41,12 @@ public class KafkaTopics implements AutoCloseable {
   private final Clock clock;
   private Admin admin;
   private Producer<byte[], byte[]> producer;
+  /**
+   * Transactional producers that committed a task's transaction for the driver, kept by
+   * transactional id for the next commit of that id (a streaming run's clients live as long as
+   * its claim), with the settings they were made with.
+   */
+  private final Map<String, Map.Entry<Map<String, Object>, Producer<byte[], byte[]>>> committers = new HashMap<>();
   /** Topics {@link #ensureTopic} has seen exist: not asked again. */
   private final Set<String> ensured = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
@@ -281,8 +288,34 @@ public class KafkaTopics implements AutoCloseable {
         : Errors.kafka(cause.getClass().getSimpleName() + ": " + cause.getMessage(), cause);
   }
 
+  /**
+   * The producer kept for {@code transactionalId} made with {@code settings}, taken out (null:
+   * none); one made with other settings is closed.
+   */
+  public Producer<byte[], byte[]> takeCommitter(String transactionalId, Map<String, Object> settings) {
+    Map.Entry<Map<String, Object>, Producer<byte[], byte[]>> kept;
+    synchronized (this) {
+      kept = committers.remove(transactionalId);
+    }
+    if (kept == null) return null;
+    if (kept.getKey().equals(settings)) return kept.getValue();
+    kept.getValue().close(Duration.ZERO);
+    return null;
+  }
+
+  /** Keeps {@code producer}, which committed a transaction of {@code transactionalId}, until {@link #close}. */
+  public void keepCommitter(String transactionalId, Map<String, Object> settings, Producer<byte[], byte[]> producer) {
+    Map.Entry<Map<String, Object>, Producer<byte[], byte[]>> before;
+    synchronized (this) {
+      before = committers.put(transactionalId, Map.entry(settings, producer));
+    }
+    if (before != null) before.getValue().close(Duration.ZERO);
+  }
+
   @Override
   public synchronized void close() {
+    committers.values().forEach(kept -> kept.getValue().close(Duration.ZERO));
+    committers.clear();
     if (producer != null) {
       producer.close(Duration.ofSeconds(5));
       producer = null;

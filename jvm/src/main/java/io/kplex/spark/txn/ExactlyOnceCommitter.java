@@ -78,7 +78,7 @@ public final class ExactlyOnceCommitter {
   public ExactlyOnceCommitter(KafkaConf kafka, String table, String topic, int virtualPartitions,
       FaultInjection faults, Supplier<KafkaTopics> shared, KafkaClients clients, Clock clock) {
     this(kafka, table, topic, virtualPartitions, faults, shared, clients, clock,
-        ResumedCommit.withProducers(kafka, clients));
+        ResumedCommit.withProducers(kafka, clients, shared));
   }
 
   ExactlyOnceCommitter(KafkaConf kafka, String table, String topic, int virtualPartitions,

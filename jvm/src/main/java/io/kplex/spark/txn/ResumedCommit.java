@@ -2,8 +2,10 @@ package io.kplex.spark.txn;
 
 import io.kplex.spark.kafka.KafkaClients;
 import io.kplex.spark.kafka.KafkaConf;
+import io.kplex.spark.kafka.KafkaTopics;
 import java.time.Duration;
 import java.util.Map;
+import java.util.function.Supplier;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -25,19 +27,33 @@ interface ResumedCommit {
    * {@link TransactionResumer} sets), closed after each attempt.
    */
   static ResumedCommit withProducers(KafkaConf kafka, KafkaClients clients) {
+    return withProducers(kafka, clients, null);
+  }
+
+  /**
+   * As {@link #withProducers(KafkaConf, KafkaClients)}; with {@code kept} (a streaming run's
+   * clients), a producer that committed is kept there for the next commit of its
+   * transactional id, instead of a new producer for every commit of every micro-batch.
+   */
+  static ResumedCommit withProducers(KafkaConf kafka, KafkaClients clients, Supplier<KafkaTopics> kept) {
     return t -> {
       Map<String, Object> props = kafka.producer();
       props.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, t.id());
-      Producer<byte[], byte[]> producer = clients.producer(props);
+      Producer<byte[], byte[]> producer = kept == null ? null : kept.get().takeCommitter(t.id(), props);
+      if (producer == null) producer = clients.producer(props);
       boolean committed = false;
       try {
         TransactionResumer.resume((KafkaProducer<?, ?>) producer, t.producerId(), t.epoch());
         producer.commitTransaction();
         committed = true;
       } finally {
-        // After a failure, close at once: a graceful close would abort the transaction that
-        // the next attempt is to commit.
-        producer.close(committed ? Duration.ofSeconds(30) : Duration.ZERO);
+        if (committed && kept != null) {
+          kept.get().keepCommitter(t.id(), props, producer);
+        } else {
+          // After a failure, close at once: a graceful close would abort the transaction that
+          // the next attempt is to commit.
+          producer.close(committed ? Duration.ofSeconds(30) : Duration.ZERO);
+        }
       }
     };
   }

@@ -45,9 +45,9 @@ public final class TransactionResumer {
   }
 
   /**
-   * Puts a fresh producer (same transactional.id, no initTransactions) into the open
-   * transaction of (producerId, epoch), so that commitTransaction / abortTransaction
-   * finish it.
+   * Puts a fresh producer (same transactional.id, no initTransactions), or one that resumed
+   * and committed a transaction before (READY), into the open transaction of (producerId,
+   * epoch), so that commitTransaction / abortTransaction finish it.
    */
   public static void resume(KafkaProducer<?, ?> producer, long producerId, short epoch) {
     try {
@@ -55,6 +55,10 @@ public final class TransactionResumer {
       Class<?> type = manager.getClass();
       synchronized (manager) {
         Object partitions = field(type, "txnPartitionMap").get(manager);
+        if ("READY".equals(String.valueOf(field(type, "currentState").get(manager)))) {
+          // A kept producer that committed before: back to where a new one starts.
+          transition(manager, "UNINITIALIZED");
+        }
         transition(manager, "INITIALIZING");
         Method reset = partitions.getClass().getDeclaredMethod("reset");
         reset.setAccessible(true);
@@ -108,10 +112,12 @@ public final class TransactionResumer {
       field(manager, "txnPartitionMap").getType().getDeclaredMethod("reset");
       field(manager, "producerIdAndEpoch");
       field(manager, "transactionStarted");
+      field(manager, "currentState");
       Class<?> states = Class.forName(STATE);
       manager.getDeclaredMethod("transitionTo", states);
       manager.getDeclaredMethod("completeTransaction");
-      for (String s : new String[] {"INITIALIZING", "READY", "IN_TRANSACTION", "COMMITTING_TRANSACTION"}) {
+      for (String s : new String[] {"UNINITIALIZED", "INITIALIZING", "READY", "IN_TRANSACTION",
+          "COMMITTING_TRANSACTION"}) {
         boolean found = false;
         for (Object c : states.getEnumConstants()) found |= ((Enum<?>) c).name().equals(s);
         if (!found) throw new NoSuchFieldException(STATE + "." + s);
