@@ -45,7 +45,7 @@ public final class AccessErrors {
   public static RuntimeException rethrow(KafkaConf kafka, Throwable t, String operation, String resource) {
     KplexException access = of(kafka, t, operation, resource);
     if (access != null) return access;
-    return t instanceof RuntimeException r ? r : Errors.kafka(t.toString(), t);
+    return t instanceof RuntimeException r ? r : Errors.kafka(t);
   }
 
   public static KplexException notAuthorized(KafkaConf kafka, Throwable cause, String operation, String resource) {

@@ -278,7 +278,7 @@ public class KafkaTopics implements AutoCloseable {
   private KplexException failure(Throwable cause, String operation, String resource) {
     KplexException access = AccessErrors.of(kafka, cause, operation, resource);
     return access != null ? access
-        : Errors.kafka(cause.getClass().getSimpleName() + ": " + cause.getMessage(), cause);
+        : Errors.kafka(cause);
   }
 
   @Override

@@ -100,7 +100,7 @@ final class TransactionFinisher {
           return false;
         }
         if (!kind.retry() || clock.millis() + BACKOFF_MS > deadline) {
-          throw Errors.commitFailed(kind.code, kind.meaning, t.toString(), table, attempt, e);
+          throw Errors.commitFailed(kind.code, t.toString(), table, attempt, e);
         }
         LOG.warn("kplex: committing {} of table {} failed ({}: {}); trying again", t, table, kind, e.toString());
         Uninterruptibly.sleep(clock, BACKOFF_MS);

@@ -109,7 +109,7 @@ public class ErrorConditionsTest {
       Object[] args = new Object[m.getParameterCount()];
       Class<?>[] types = m.getParameterTypes();
       for (int i = 0; i < args.length; i++) args[i] = sample(types[i], i);
-      if (types.length == 6 && m.getName().equals("commitFailed")) args[0] = "COMMIT_FENCED";  // a condition
+      if (types.length == 5 && m.getName().equals("commitFailed")) args[0] = "COMMIT_FENCED";  // a condition
       KplexException e = (KplexException) m.invoke(null, args);
       String condition = e.getCondition().substring("KPLEX_".length());
       String template = ErrorConditions.template(condition);
@@ -130,7 +130,7 @@ public class ErrorConditionsTest {
     }
     for (CommitFailure kind : CommitFailure.values()) {
       for (int attempts : new int[] {1, 3}) {
-        KplexException e = Errors.commitFailed(kind.code, kind.meaning, "txn", "t", attempts, new RuntimeException("x"));
+        KplexException e = Errors.commitFailed(kind.code, "txn", "t", attempts, new RuntimeException("x"));
         assertTrue(e.getMessage(), e.getMessage().startsWith("[KPLEX_" + kind.code + "] committing transaction txn"));
       }
     }
