@@ -567,11 +567,70 @@ public final class Errors {
   }
 
   /** {@code what}: the resource ({@code null}: unknown), {@code op}: the ACL operation. */
-  public static KplexException notAuthorized(String principal, String op, String what, String bootstrap,
+  public static KplexException notAuthorized(String principal, String op, Resource what, String bootstrap,
       Throwable cause) {
-    return error(what == null ? "NOT_AUTHORIZED.UNKNOWN_RESOURCE" : "NOT_AUTHORIZED.RESOURCE", cause,
-        "principal", principal, "operation", op, "resource", what, "bootstrap", bootstrap,
-        "cause", cause.getMessage());
+    return error(what == null ? "NOT_AUTHORIZED.UNKNOWN_RESOURCE" : "NOT_AUTHORIZED." + what.kind(), cause,
+        "principal", principal, "operation", op, "resource", what == null ? null : what.name(),
+        "bootstrap", bootstrap, "cause", cause.getMessage());
+  }
+
+  /**
+   * A Kafka resource an ACL is for: its kind (a sub-class of KPLEX_NOT_AUTHORIZED, whose
+   * template says it in words) and its name (the parameter {@code resource}; null for the
+   * kinds that have none).
+   */
+  public record Resource(Kind kind, String name) {
+    /** The kinds of resource (the sub-classes of KPLEX_NOT_AUTHORIZED but UNKNOWN_RESOURCE). */
+    public enum Kind { TOPIC, TOPICS, TOPIC_UNNAMED, TOPIC_OFFSETS, CONSUMER_GROUP, CONSUMER_GROUP_UNNAMED,
+      CLUSTER, TRANSACTIONAL_ID, TRANSACTIONAL_ID_PREFIX, TRANSACTIONAL_IDS }
+
+    public static Resource topic(String topic) {
+      return new Resource(Kind.TOPIC, topic);
+    }
+
+    /** Several topics: one is {@link #topic}. */
+    public static Resource topics(Collection<String> topics) {
+      if (topics.size() == 1) return topic(topics.iterator().next());
+      return new Resource(Kind.TOPICS, String.join(", ", new TreeSet<>(topics).stream().map(t -> "'" + t + "'").toList()));
+    }
+
+    /** The offsets of {@code partitions} (topic-partitions). */
+    public static Resource offsets(Collection<?> partitions) {
+      return new Resource(Kind.TOPIC_OFFSETS, String.valueOf(partitions));
+    }
+
+    public static Resource consumerGroup(String group) {
+      return new Resource(Kind.CONSUMER_GROUP, group);
+    }
+
+    public static Resource cluster() {
+      return new Resource(Kind.CLUSTER, null);
+    }
+
+    public static Resource transactionalId(String id) {
+      return new Resource(Kind.TRANSACTIONAL_ID, id);
+    }
+
+    /** The transactional ids that start with {@code prefix} (a PREFIXED ACL). */
+    public static Resource transactionalIdPrefix(String prefix) {
+      return new Resource(Kind.TRANSACTIONAL_ID_PREFIX, prefix);
+    }
+
+    /** The transactional ids of a writer, not known by name. */
+    public static Resource transactionalIds() {
+      return new Resource(Kind.TRANSACTIONAL_IDS, null);
+    }
+
+    /** Whether it is a transactional id, or ids. */
+    public boolean transactional() {
+      return kind == Kind.TRANSACTIONAL_ID || kind == Kind.TRANSACTIONAL_ID_PREFIX || kind == Kind.TRANSACTIONAL_IDS;
+    }
+
+    /** Its name: what its error's {@code resource} parameter is. */
+    @Override
+    public String toString() {
+      return name;
+    }
   }
 
   /** {@code how}: the security protocol (and SASL mechanism); {@code hint}: what to check. */

@@ -150,7 +150,7 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
   private SourceOffset latest() {
     Consumer<byte[], byte[]> c = consumer();
     List<TopicPartition> tps = partitions();
-    Map<TopicPartition, Long> end = store.call("READ", "topic '" + conf.topic + "'", () -> c.endOffsets(tps));
+    Map<TopicPartition, Long> end = store.call("READ", Errors.Resource.topic(conf.topic), () -> c.endOffsets(tps));
     Map<Integer, Long> next = new TreeMap<>();
     end.forEach((tp, o) -> next.put(tp.partition(), o));
     return new SourceOffset(conf.topic, next);
@@ -158,7 +158,7 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
 
   private Map<Integer, Long> earliest(List<TopicPartition> tps) {
     Consumer<byte[], byte[]> c = consumer();
-    Map<TopicPartition, Long> begin = store.call("READ", "topic '" + conf.topic + "'", () -> c.beginningOffsets(tps));
+    Map<TopicPartition, Long> begin = store.call("READ", Errors.Resource.topic(conf.topic), () -> c.beginningOffsets(tps));
     Map<Integer, Long> out = new HashMap<>();
     begin.forEach((tp, o) -> out.put(tp.partition(), o));
     return out;
@@ -241,7 +241,7 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     String from = resumeTable();
     io.kplex.spark.txn.EpochMark last = new io.kplex.spark.txn.CommitLog(store).lastOnSource(from, conf.topic)
         .orElseThrow(() -> Errors.nothingToResume(conf.topic, from));
-    Map<TopicPartition, Long> begin = store.call("READ", "topic '" + conf.topic + "'",
+    Map<TopicPartition, Long> begin = store.call("READ", Errors.Resource.topic(conf.topic),
         () -> consumer().beginningOffsets(tps));
     Map<Integer, Long> next = new TreeMap<>();
     for (TopicPartition tp : tps) next.put(tp.partition(), last.lineage().ends().getOrDefault(tp.partition(), begin.get(tp)));

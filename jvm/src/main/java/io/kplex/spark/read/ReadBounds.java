@@ -47,11 +47,10 @@ final class ReadBounds {
   /** [from, until) per partition. */
   static Map<TopicPartition, long[]> resolve(Consumer<byte[], byte[]> consumer, TableStore store,
       List<String> topics, List<TopicPartition> tps, CaseInsensitiveStringMap options) {
-    String topic = String.join(", ", topics);
-    Map<TopicPartition, Long> begin = store.call("READ", "topic '" + topic + "'", () -> consumer.beginningOffsets(tps));
-    Map<TopicPartition, Long> end = store.call("READ", "topic '" + topic + "'", () -> consumer.endOffsets(tps));
+    Map<TopicPartition, Long> begin = store.call("READ", Errors.Resource.topics(topics), () -> consumer.beginningOffsets(tps));
+    Map<TopicPartition, Long> end = store.call("READ", Errors.Resource.topics(topics), () -> consumer.endOffsets(tps));
     return ranges(topics, tps, options, begin, end,
-        query -> store.call("READ", "topic '" + topic + "'", () -> consumer.offsetsForTimes(query)));
+        query -> store.call("READ", Errors.Resource.topics(topics), () -> consumer.offsetsForTimes(query)));
   }
 
   /**

@@ -93,7 +93,7 @@ final class TransactionFinisher {
       } catch (RuntimeException e) {
         CommitFailure kind = CommitFailure.of(e);
         if (kind == CommitFailure.NOT_AUTHORIZED) {
-          throw AccessErrors.notAuthorized(kafka, e, "WRITE", "transactional id '" + t.id() + "'");
+          throw AccessErrors.notAuthorized(kafka, e, "WRITE", Errors.Resource.transactionalId(t.id()));
         }
         if (kind.aborted()) {
           LOG.warn("kplex: transaction {} of table {} was aborted by Kafka ({}: {})", t, table, kind, e.toString());

@@ -88,8 +88,11 @@ public class ErrorParametersTest {
 
   @Test
   public void anAccessErrorUsesThePythonSidesNames() {
-    assertParameters(Errors.notAuthorized("User:app", "WRITE", "topic 'views'", "b:9092", new RuntimeException("no")),
-        "principal", "User:app", "operation", "WRITE", "resource", "topic 'views'", "bootstrap", "b:9092",
+    assertParameters(Errors.notAuthorized("User:app", "WRITE", Errors.Resource.topic("views"), "b:9092",
+        new RuntimeException("no")),
+        "principal", "User:app", "operation", "WRITE", "resource", "views", "bootstrap", "b:9092", "cause", "no");
+    assertParameters(Errors.notAuthorized("User:app", "WRITE", Errors.Resource.cluster(), "b:9092",
+        new RuntimeException("no")), "principal", "User:app", "operation", "WRITE", "bootstrap", "b:9092",
         "cause", "no");
     assertParameters(Errors.unreachable("b:9092", new RuntimeException("down")), "bootstrap", "b:9092",
         "cause", "RuntimeException: down");
@@ -182,6 +185,8 @@ public class ErrorParametersTest {
         out[i] = java.util.Map.of(300 + i, 400L + i);
       } else if (t == KplexException.class) {
         out[i] = Errors.commitTooLate("t" + i, 1, 2, 3);
+      } else if (t == Errors.Resource.class) {
+        out[i] = Errors.Resource.topic("r" + i);
       } else if (t.isEnum()) {
         out[i] = t.getEnumConstants()[0];
       } else if (t == Object.class) {
