@@ -41,8 +41,12 @@ final class ReadBounds {
 
   private static final ObjectMapper JSON = new ObjectMapper();
 
-  /** {@code startingOffsets = 'table'}: a stream resumes where the table's last stream stopped. */
-  static final String FROM_TABLE = "table";
+  /**
+   * {@code startingOffsets = 'table'}: a stream resumes where the table's last stream stopped
+   * (options.json declares the value: kplex.settings.RESUME_FROM_TABLE reads it too).
+   */
+  static final String FROM_TABLE = io.kplex.spark.spec.OptionSpecs.of(KplexOptions.STARTING_OFFSETS)
+      .specialValue("resume_from_table");
 
   /** [from, until) per partition. */
   static Map<TopicPartition, long[]> resolve(Consumer<byte[], byte[]> consumer, TableStore store,
