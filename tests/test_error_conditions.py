@@ -7,6 +7,7 @@ import json
 import re
 import zipfile
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 from pyspark.errors import PySparkException
@@ -179,3 +180,63 @@ def test_an_expression_kplex_cannot_evaluate_outside_spark_names_its_property():
     assert key.value.getMessageParameters()["property"] == "kplex.key" and "nosuchcolumn" in str(key.value)
     assert key.value.getMessageParameters() == {"property": "kplex.key", "expression": "nosuchcolumn",
                                                 "column": "nosuchcolumn", "columns": key.value.getMessageParameters()["columns"]}
+
+
+@pytest.mark.parametrize("expression, sub_class, said", [
+    ("t.key", "QUALIFIED_COLUMN", "column t.key"),
+    ("1.5", "LITERAL", "the literal 1.5"),
+    ("coalesce(key, 1)", "COALESCE", "coalesce over ['BINARY', 'INT']"),
+    ("lower(1)", "LOWER_UPPER", "lower() of INT"),
+    ("abs(1)", "EXPRESSION", "`ABS(1)`"),
+    ("concat(timestamp)", "AS_TEXT", "a TIMESTAMP as text"),
+    ("CAST(key AS TIMESTAMP)", "CAST", "CAST of BINARY AS TIMESTAMP"),
+    ("get_json_object(value, concat('$.', 'a'))", "JSON_PATH", "a JSON path that is not a literal"),
+    ("get_json_object(value, '$.a[*]')", "JSON_PATH_STEP", "the JSON path step [*]"),
+])
+def test_what_kplex_cannot_evaluate_outside_spark_is_a_sub_class_naming_the_part(expression, sub_class, said):
+    from kplex.expressions import compile_key
+
+    with pytest.raises(errors.ExpressionError) as e:
+        compile_key(expression)
+    assert e.value.getCondition() == f"KPLEX_BAD_EXPRESSION.BEYOND_PYTHON_{sub_class}"
+    assert f"'kplex.key' = '{expression}': {said} is beyond what kplex evaluates outside Spark" in str(e.value)
+
+
+def _calls(text: str, pattern: str) -> Iterator[tuple[int, str]]:
+    """Each call matching ``pattern`` (up to its open parenthesis) in Java ``text``: its line and its arguments."""
+    for call in re.finditer(pattern, text):
+        depth, j = 1, call.end()
+        while depth and j < len(text):
+            if text[j] == '"':
+                j += 1
+                while text[j] != '"':
+                    j += 2 if text[j] == "\\" else 1
+            depth += {"(": 1, ")": -1}.get(text[j], 0)
+            j += 1
+        yield text[:call.start()].count("\n") + 1, text[call.end():j - 1]
+
+
+#: Call sites that still pass words of their own to an error factory (an expected type, a
+#: function's arguments, a metadata record's kind): file -> how many; to be converted, never grown.
+COMPOSED_LEFT = {
+    "txn/EpochMark.java": 2, "txn/CommitLog.java": 2, "txn/PartialCommit.java": 1,
+    "write/StreamingDataWriter.java": 1, "write/WriteSchema.java": 3, "kafka/KafkaTopics.java": 1,
+    "read/ReadTimeRecords.java": 2, "read/KplexMicroBatchStream.java": 1, "functions/ConfluentWire.java": 8,
+    "functions/KplexFunctions.java": 2, "functions/KplexJson.java": 6,
+}
+
+
+def test_no_jvm_error_is_given_words_composed_at_its_call_site():
+    """A call of Errors (or AccessErrors) outside the errors package passes culprits, never
+    text: no string literal with a space among its arguments, but for the sites listed in
+    COMPOSED_LEFT (which may only shrink)."""
+    main = ROOT / "jvm" / "src" / "main" / "java" / "io" / "kplex" / "spark"
+    found: dict[str, int] = {}
+    for source in main.rglob("*.java"):
+        if source.parent.name == "errors":
+            continue
+        for _, args in _calls(source.read_text(), r"\b(?:Errors|AccessErrors)\.[a-z]\w*\("):
+            if any(" " in literal for literal in re.findall(r'"((?:[^"\\]|\\.)*)"', args)):
+                name = str(source.relative_to(main))
+                found[name] = found.get(name, 0) + 1
+    assert {name: n for name, n in found.items() if n > COMPOSED_LEFT.get(name, 0)} == {}

@@ -40,6 +40,12 @@ def test_the_session_keys_and_read_time_defaults_read_as_declared() -> None:
     assert session_key(RELEASE_AT_END) == "kplex.stream.releaseAtEnd"
 
 
+def test_the_starting_offsets_that_resume_from_the_table_are_the_declared_special_value() -> None:
+    """(The JVM's ReadBounds.FROM_TABLE reads the same entry: OptionSpecsTest.)"""
+    declared = next(e for e in SPEC if e["name"] == settings.STARTING_OFFSETS)["special_values"]
+    assert settings.RESUME_FROM_TABLE == declared["resume_from_table"] == "table"
+
+
 def test_every_setting_name_the_package_reads_is_declared() -> None:
     names = {k: v for k, v in vars(settings).items() if k.isupper() and isinstance(v, str) and k != "RESUME_FROM_TABLE"}
     assert names and {k: v for k, v in names.items() if v not in OPTIONS} == {}

@@ -273,7 +273,7 @@ def read_stored_values(bootstrap: str, *, topic: str = TABLES_TOPIC, timeout: fl
             metadata = client.list_topics(timeout=timeout)  # all topics: never auto-creates
             found = metadata.topics.get(topic)
             if found is not None and found.error is not None:
-                denied = access_error(client, found.error, "DESCRIBE", f"topic '{topic}'")
+                denied = access_error(client, found.error, "DESCRIBE", topic=topic)
                 if denied is not None:
                     raise denied
             if found is None or found.error is not None or 0 not in found.partitions:
@@ -293,7 +293,7 @@ def read_stored_values(bootstrap: str, *, topic: str = TABLES_TOPIC, timeout: fl
                 if error is not None:
                     if error.code() == KafkaError._PARTITION_EOF:
                         return latest_values(records)
-                    raise access_error(client, error, "READ", f"topic '{topic}'") or kplex_error(
+                    raise access_error(client, error, "READ", topic=topic) or kplex_error(
                         "UNREACHABLE.CANNOT_READ", topic=topic, bootstrap=bootstrap, cause=error)
                 records.append((message.key(), message.value()))
                 if message.offset() >= high - 1:

@@ -143,15 +143,17 @@ class _Compiler:
         self.text = text
         self.prop = prop
 
-    def refuse(self, what: str) -> ExpressionError:
-        return _bad("BEYOND_PYTHON", self.prop, self.text, what=what)
+    def refuse(self, what: str, **parameters: object) -> ExpressionError:
+        """``BAD_EXPRESSION.BEYOND_PYTHON_<what>``: a part of the expression kplex does not
+        evaluate outside Spark, named by ``parameters``."""
+        return _bad(f"BEYOND_PYTHON_{what}", self.prop, self.text, **parameters)
 
     def compile(self, node: exp.Expression) -> tuple[str, Eval]:
         if isinstance(node, exp.Paren):
             return self.compile(node.this)
         if isinstance(node, exp.Column):
             if node.table:
-                raise self.refuse(f"column {node.sql('spark')}")
+                raise self.refuse("QUALIFIED_COLUMN", column=node.sql("spark"))
             name = node.name.lower()
             if name not in _COLUMNS:
                 raise _bad("NO_COLUMN", self.prop, self.text, column=node.name, columns=", ".join(_COLUMNS))
@@ -164,7 +166,7 @@ class _Compiler:
                 return STRING, lambda r: value
             number = int(node.this) if node.this.lstrip("-").isdigit() else None
             if number is None:
-                raise self.refuse(f"the literal {node.this}")
+                raise self.refuse("LITERAL", value=node.this)
             kind = INT if -(2**31) <= number < 2**31 else BIGINT
             return kind, lambda r: number
         if isinstance(node, (exp.Cast, exp.TryCast)):
@@ -175,20 +177,20 @@ class _Compiler:
             parts = [self.compile(a) for a in [node.this, *node.expressions]]
             kinds = {k for k, _ in parts if k != NULL}
             if len(kinds) > 1:
-                raise self.refuse(f"coalesce over {sorted(kinds)}")
+                raise self.refuse("COALESCE", types=sorted(kinds))
             fns = [f for _, f in parts]
             return (kinds.pop() if kinds else NULL), lambda r: next(
                 (v for v in (f(r) for f in fns) if v is not None), None)
         if isinstance(node, (exp.Lower, exp.Upper)):
             kind, fn = self.compile(node.this)
             if kind not in (STRING, NULL):
-                raise self.refuse(f"{node.key}() of {kind}")
+                raise self.refuse("LOWER_UPPER", function=node.key, type=kind)
             op = str.lower if isinstance(node, exp.Lower) else str.upper
             return STRING, lambda r: None if (v := fn(r)) is None else op(v)
         if isinstance(node, exp.Concat):
             parts = [self.as_string(*self.compile(a)) for a in node.expressions]
             return STRING, lambda r: _concat([f(r) for f in parts])
-        raise self.refuse(f"`{node.sql('spark')}`")
+        raise self.refuse("EXPRESSION", part=node.sql("spark"))
 
     def as_string(self, kind: str, fn: Eval) -> Eval:
         if kind in (STRING, NULL):
@@ -197,7 +199,7 @@ class _Compiler:
             return lambda r: None if (v := fn(r)) is None else v.decode("utf-8", errors="surrogateescape")
         if kind in (INT, BIGINT):
             return lambda r: None if (v := fn(r)) is None else str(v)
-        raise self.refuse(f"a {kind} as text")
+        raise self.refuse("AS_TEXT", type=kind)
 
     def cast(self, node: exp.Cast) -> tuple[str, Eval]:
         kind, fn = self.compile(node.this)
@@ -222,7 +224,7 @@ class _Compiler:
                 return TIMESTAMP, fn
             if kind in (INT, BIGINT):
                 return TIMESTAMP, lambda r: None if (v := fn(r)) is None else v * 1000
-        raise self.refuse(f"CAST of {kind} AS {node.to.sql('spark')}")
+        raise self.refuse("CAST", type=kind, target_type=node.to.sql("spark"))
 
     def parse_int(self, text: str, target: str) -> int:
         stripped = text.strip()
@@ -240,7 +242,7 @@ class _Compiler:
         text_of = self.as_string(kind, fn)
         path = node.expression
         if not isinstance(path, exp.JSONPath):
-            raise self.refuse("a JSON path that is not a literal")
+            raise self.refuse("JSON_PATH")
         steps: list[str | int] = []
         for part in path.expressions:
             if isinstance(part, exp.JSONPathRoot):
@@ -250,7 +252,7 @@ class _Compiler:
             elif isinstance(part, exp.JSONPathSubscript) and isinstance(part.this, int):
                 steps.append(part.this)
             else:
-                raise self.refuse(f"the JSON path step {part.sql('spark')}")
+                raise self.refuse("JSON_PATH_STEP", step=part.sql("spark"))
 
         def extract(r: SourceRecord) -> str | None:
             text = text_of(r)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Collection, Mapping
 
@@ -56,8 +56,6 @@ METADATA_TOPIC = "metadata_topic"
 STARTING_OFFSETS = "startingOffsets"
 STARTING_TABLE = "startingTable"
 RELEASE_AT_END = "releaseAtEnd"
-#: The value of :data:`STARTING_OFFSETS` that resumes where the table's last stream stopped.
-RESUME_FROM_TABLE = "table"
 
 
 @dataclass(frozen=True)
@@ -82,6 +80,8 @@ class PropertySpec:
     session_key: str | None = None
     #: What a read-time table stores when the property is not given, or None.
     read_time_default: str | None = None
+    #: Values with a meaning of their own, by what they mean (startingOffsets' ``resume_from_table``).
+    special_values: Mapping[str, str] = field(default_factory=dict, hash=False)
 
     @classmethod
     def from_json(cls, entry: Mapping[str, Any]) -> PropertySpec:
@@ -94,7 +94,8 @@ class PropertySpec:
                    choices=tuple(entry.get("choices", ())), required=entry.get("required", False),
                    maximum=entry.get("max"), bits=64 if entry["type"] == "long" else 32, kind=entry["type"],
                    default=entry.get("default"), set_as=tuple(entry["set_as"]),
-                   session_key=entry.get("session_key"), read_time_default=entry.get("read_time_default"))
+                   session_key=entry.get("session_key"), read_time_default=entry.get("read_time_default"),
+                   special_values=dict(entry.get("special_values", {})))
 
     def problem(self, value: str) -> str | None:
         """Why ``value`` is wrong for this property, or None when it is right
@@ -117,6 +118,10 @@ OPTIONS: dict[str, PropertySpec] = {
     entry["name"]: PropertySpec.from_json(entry)
     for entry in json.loads(resources.files("kplex").joinpath("options.json").read_text())["options"]
 }
+
+#: The value of :data:`STARTING_OFFSETS` that resumes where the table's last stream stopped
+#: (options.json declares it; the JVM's ReadBounds.FROM_TABLE reads it too).
+RESUME_FROM_TABLE: str = OPTIONS[STARTING_OFFSETS].special_values["resume_from_table"]
 
 #: The settings a table may carry (TBLPROPERTIES), in the order the catalog names them.
 PROPERTIES: dict[str, PropertySpec] = {name: spec for name, spec in OPTIONS.items() if "table" in spec.set_as}

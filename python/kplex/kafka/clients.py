@@ -37,10 +37,12 @@ class _Consumer(Consumer):
 
 
 _LOGIN = (KafkaError._AUTHENTICATION, KafkaError._SSL)
+#: A refused ACL, by Kafka's error: the KPLEX_NOT_AUTHORIZED sub-class of the resource it is for
+#: when kplex does not know its name.
 _AUTHORIZATION = {
-    KafkaError.TOPIC_AUTHORIZATION_FAILED: "topic",
-    KafkaError.GROUP_AUTHORIZATION_FAILED: "consumer group",
-    KafkaError.CLUSTER_AUTHORIZATION_FAILED: "the cluster",
+    KafkaError.TOPIC_AUTHORIZATION_FAILED: "TOPIC_UNNAMED",
+    KafkaError.GROUP_AUTHORIZATION_FAILED: "CONSUMER_GROUP_UNNAMED",
+    KafkaError.CLUSTER_AUTHORIZATION_FAILED: "CLUSTER",
 }
 
 
@@ -73,14 +75,15 @@ def consumer(bootstrap: str, config: Mapping[str, Any] | None = None) -> Consume
 
 
 def access_error(client: Consumer, error: KafkaError | None = None, operation: str = "READ",
-                 resource: str = "") -> KplexError | None:
+                 topic: str | None = None) -> KplexError | None:
     """The kplex error for a refused login (seen by ``client``) or a missing ACL
-    (``error``), naming the principal, the operation and the resource; None if neither."""
+    (``error``), naming the principal, the operation and the resource (``topic``, if kplex
+    was using one); None if neither."""
     principal = getattr(client, "principal", "the client's principal")
     bootstrap = getattr(client, "bootstrap", "the broker")
     if error is not None and error.code() in _AUTHORIZATION:
-        what = resource or _AUTHORIZATION[error.code()]
-        return kplex_error("NOT_AUTHORIZED.RESOURCE", principal=principal, operation=operation, resource=what,
+        kind = "TOPIC" if topic else _AUTHORIZATION[error.code()]
+        return kplex_error(f"NOT_AUTHORIZED.{kind}", principal=principal, operation=operation, resource=topic,
                            bootstrap=bootstrap, cause=error.str())
     client.poll(0.5)  # serves error_cb: librdkafka reports a refused login there, nowhere else
     failures = getattr(client, "login_failures", [])
@@ -98,6 +101,6 @@ def partitions(client: Consumer, topic: str, timeout: float) -> list[int] | None
         raise access_error(client) or kplex_error("UNREACHABLE.NO_ANSWER", bootstrap=getattr(client, "bootstrap", ""), cause=e) from None
     if metadata is None or metadata.error is not None:
         if metadata is not None and metadata.error.code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
-            raise access_error(client, metadata.error, "DESCRIBE", f"topic '{topic}'") or KafkaException(metadata.error)
+            raise access_error(client, metadata.error, "DESCRIBE", topic=topic) or KafkaException(metadata.error)
         return None
     return sorted(metadata.partitions)

@@ -183,7 +183,7 @@ class _Feed:
                 continue
             if error is not None:
                 if error.code() != KafkaError._PARTITION_EOF:
-                    raise access_error(self.consumer, error, "READ", f"topic '{tp[0]}'") or KafkaException(error)
+                    raise access_error(self.consumer, error, "READ", topic=tp[0]) or KafkaException(error)
                 self._end(tp, ended)
             elif msg.offset() >= self.ends[tp]:
                 self._end(tp, ended)

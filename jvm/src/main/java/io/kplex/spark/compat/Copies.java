@@ -11,6 +11,10 @@ import java.lang.reflect.Method;
 public final class Copies {
   private Copies() {}
 
+  /** An internal error: Spark's plan classes are not what kplex was built against. */
+  private static final String UNSUPPORTED =
+      "kplex bug, or a Spark version kplex does not support (please report it): cannot plan this: ";
+
   /** The copy of {@code product} with {@code field} set to {@code value}. */
   @SuppressWarnings("unchecked")
   public static <T extends scala.Product> T with(T product, String field, Object value) {
@@ -22,17 +26,17 @@ public final class Copies {
       args[i] = mine ? value : product.productElement(i);
     }
     String what = product.getClass().getSimpleName() + "." + field;
-    if (!found) throw new IllegalStateException("kplex: cannot plan this on this Spark: " + what + " does not exist");
+    if (!found) throw new IllegalStateException(UNSUPPORTED + what + " does not exist");
     for (Method m : product.getClass().getMethods()) {
       if (m.getName().equals("copy") && m.getParameterCount() == args.length) {
         try {
           return (T) m.invoke(product, args);
         } catch (ReflectiveOperationException e) {
-          throw new IllegalStateException("kplex: cannot plan this on this Spark: the copy of " + what + " failed", e);
+          throw new IllegalStateException(UNSUPPORTED + "the copy of " + what + " failed", e);
         }
       }
     }
-    throw new IllegalStateException("kplex: cannot plan this on this Spark: " + product.getClass().getSimpleName()
+    throw new IllegalStateException(UNSUPPORTED + product.getClass().getSimpleName()
         + " has no copy of " + args.length + " fields");
   }
 }

@@ -162,7 +162,7 @@ public final class ConfParser {
       if (value != null && name.equals(value.trim().toLowerCase(Locale.ROOT))) return e;
       wire.add(name);
     }
-    throw Errors.badOption(key, value, "one of " + wire);
+    throw Errors.badChoice(key, value, wire);
   }
 
   /** The number {@code value} spells (Java's parseInt for an int, parseLong for a long), in range. */

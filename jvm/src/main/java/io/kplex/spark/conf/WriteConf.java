@@ -68,8 +68,7 @@ public final class WriteConf implements Serializable {
     String location = settings.text(KplexOptions.HELD_LOCATION);
     this.heldLocation = location == null || location.isBlank() ? null : location.replaceAll("/+$", "");
     if (latePolicy == LatePolicy.SIDE_TOPIC && (lateTopic == null || lateTopic.isBlank())) {
-      throw Errors.badOption(KplexOptions.LATE_POLICY, latePolicy.wire(), "'side_topic' needs '"
-          + KplexOptions.LATE_TOPIC + "', the topic that receives late records");
+      throw Errors.lateTopicNeeded(KplexOptions.LATE_POLICY, latePolicy.wire());
     }
   }
 

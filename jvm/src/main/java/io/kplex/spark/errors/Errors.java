@@ -108,8 +108,30 @@ public final class Errors {
     return error("COLUMN_TYPE", "role", role, "column", column, "type", type, "expected", expected);
   }
 
+  /** {@code expected}: what the option's declaration in options.json allows (OptionSpec.expected). */
   public static KplexException badOption(String key, String value, String expected) {
     return error("BAD_OPTION.VALUE", "option", key, "value", value, "expected", expected);
+  }
+
+  /** An option whose value is none of {@code choices} (an enum's wire names). */
+  public static KplexException badChoice(String key, String value, List<String> choices) {
+    return error("BAD_OPTION.CHOICE", "option", key, "value", value, "choices", choices);
+  }
+
+  /** late_policy = side_topic without a late topic. */
+  public static KplexException lateTopicNeeded(String key, String value) {
+    return error("BAD_OPTION.LATE_TOPIC_NEEDED", "option", key, "value", value,
+        "late_topic_option", KplexOptions.LATE_TOPIC);
+  }
+
+  /** kplex_confluent_payload's format argument, not avro, json or protobuf. */
+  public static KplexException confluentFormat(String function, String value) {
+    return error("BAD_OPTION.CONFLUENT_FORMAT", "function", function, "value", value);
+  }
+
+  /** kplex_vpartition's V below 1. */
+  public static KplexException vpartitionCount(String function, long v) {
+    return error("BAD_OPTION.VPARTITION_COUNT", "function", function, "value", v);
   }
 
   public static KplexException missingOption(String key, String table, String expected) {
@@ -157,13 +179,13 @@ public final class Errors {
   }
 
   /**
-   * A task's transaction could not be committed. {@code code} and {@code meaning} say which
-   * kind of failure it was (fenced, expired, timed out, not authorized: CommitFailure).
+   * A task's transaction could not be committed. {@code code}, the condition, says which kind
+   * of failure it was (fenced, expired, timed out, not authorized: CommitFailure); its
+   * template says what that means.
    */
-  public static KplexException commitFailed(String code, String meaning, String txn, String table,
-      int attempts, Throwable cause) {
-    return error(code + (attempts > 1 ? ".TRANSACTION_RETRIED" : ".TRANSACTION"), cause, "table", table, "transaction", txn, "attempts", attempts, "reason", meaning,
-        "cause", said(cause));
+  public static KplexException commitFailed(String code, String txn, String table, int attempts, Throwable cause) {
+    return error(code + (attempts > 1 ? ".TRANSACTION_RETRIED" : ".TRANSACTION"), cause, "table", table,
+        "transaction", txn, "attempts", attempts, "cause", said(cause));
   }
 
   public static KplexException commitTooLate(String table, long openMs, long timeoutMs, long marginMs) {
@@ -308,9 +330,19 @@ public final class Errors {
     return error("SEND_FAILED.LATE_TOPIC", cause, "topic", topic, "cause", cause.getMessage());
   }
 
-  public static KplexException dataLoss(String what, String option) {
-    return error("DATA_LOSS", "reason", what, "option", option);
+  /**
+   * Offsets [{@code from}, {@code until}) of a source partition that a stream cannot read:
+   * {@code how} (a sub-class of KPLEX_DATA_LOSS: PARTITION_GONE, END_WENT_BACK, BROKER_DELETED);
+   * {@code option}: the read option that skips them.
+   */
+  public static KplexException dataLoss(DataLoss how, String topic, int partition, long from, long until,
+      String option) {
+    return error("DATA_LOSS." + how.name(), "topic", topic, "partition", partition, "from_offset", from,
+        "until_offset", until, "option", option);
   }
+
+  /** How a stream lost source offsets (the sub-classes of KPLEX_DATA_LOSS). */
+  public enum DataLoss { PARTITION_GONE, END_WENT_BACK, BROKER_DELETED }
 
   public static KplexException virtualStream(String table) {
     return error("STREAM", "table", table);
@@ -374,9 +406,28 @@ public final class Errors {
         "taken_by", by, "handed_over", handedOver, "claim_timeout", KplexOptions.WRITER_CLAIM_TIMEOUT_MS);
   }
 
-  /** A commit of which Kafka aborted some transactions, settled ({@code described}: what is missing, what to do). */
-  public static KplexException commitCutShort(String table, String described) {
-    return error("COMMIT_CUT_SHORT.SETTLED", "table", table, "reason", described);
+  /**
+   * A commit of which Kafka aborted all {@code transactions} transactions, settled: nothing of
+   * it is visible ({@code insert}: a batch INSERT, else epoch {@code epoch} of a stream).
+   */
+  public static KplexException commitAllAborted(String table, String query, boolean insert, long epoch,
+      int transactions) {
+    return error(insert ? "COMMIT_CUT_SHORT.ALL_ABORTED_INSERT" : "COMMIT_CUT_SHORT.ALL_ABORTED_EPOCH",
+        "table", table, "query", query, "epoch", epoch, "transaction_count", transactions);
+  }
+
+  /**
+   * A commit of which Kafka aborted the transactions of {@code tasks}, settled: which virtual
+   * partitions are in the table, which are missing ({@code known}: whether the commit record
+   * says), and what to do ({@code insert}: a batch INSERT, else epoch {@code epoch} of a stream).
+   */
+  public static KplexException commitCutShort(String table, String query, boolean insert, long epoch,
+      Set<Integer> tasks, Set<Integer> committed, Set<Integer> lost, boolean known, int virtualPartitions) {
+    String condition = "COMMIT_CUT_SHORT." + (known ? "PARTIAL_" : "PARTIAL_UNRECORDED_") + (insert ? "INSERT" : "EPOCH");
+    return error(condition, "table", table, "query", query, "epoch", epoch, "tasks", new TreeSet<>(tasks),
+        "committed_virtual_partitions", new TreeSet<>(committed), "lost_virtual_partitions", new TreeSet<>(lost),
+        "lost_virtual_partition_list", String.join(", ", new TreeSet<>(lost).stream().map(String::valueOf).toList()),
+        "virtual_partition_count", virtualPartitions);
   }
 
   /** A rerun epoch does not hold the virtual partitions per task that its cut-short first run did. */
@@ -510,17 +561,76 @@ public final class Errors {
     return error("HELD_STATE.READ", e, "file", file, "cause", e.toString());
   }
 
-  /** Kafka failed in a way kplex does not classify. */
-  public static KplexException kafka(String what, Throwable cause) {
-    return error("KAFKA.UNCLASSIFIED", cause, "reason", what);
+  /** Kafka failed in a way kplex does not classify: what it said. */
+  public static KplexException kafka(Throwable cause) {
+    return error("KAFKA.UNCLASSIFIED", cause, "cause", said(cause));
   }
 
   /** {@code what}: the resource ({@code null}: unknown), {@code op}: the ACL operation. */
-  public static KplexException notAuthorized(String principal, String op, String what, String bootstrap,
+  public static KplexException notAuthorized(String principal, String op, Resource what, String bootstrap,
       Throwable cause) {
-    return error(what == null ? "NOT_AUTHORIZED.UNKNOWN_RESOURCE" : "NOT_AUTHORIZED.RESOURCE", cause,
-        "principal", principal, "operation", op, "resource", what, "bootstrap", bootstrap,
-        "cause", cause.getMessage());
+    return error(what == null ? "NOT_AUTHORIZED.UNKNOWN_RESOURCE" : "NOT_AUTHORIZED." + what.kind(), cause,
+        "principal", principal, "operation", op, "resource", what == null ? null : what.name(),
+        "bootstrap", bootstrap, "cause", cause.getMessage());
+  }
+
+  /**
+   * A Kafka resource an ACL is for: its kind (a sub-class of KPLEX_NOT_AUTHORIZED, whose
+   * template says it in words) and its name (the parameter {@code resource}; null for the
+   * kinds that have none).
+   */
+  public record Resource(Kind kind, String name) {
+    /** The kinds of resource (the sub-classes of KPLEX_NOT_AUTHORIZED but UNKNOWN_RESOURCE). */
+    public enum Kind { TOPIC, TOPICS, TOPIC_UNNAMED, TOPIC_OFFSETS, CONSUMER_GROUP, CONSUMER_GROUP_UNNAMED,
+      CLUSTER, TRANSACTIONAL_ID, TRANSACTIONAL_ID_PREFIX, TRANSACTIONAL_IDS }
+
+    public static Resource topic(String topic) {
+      return new Resource(Kind.TOPIC, topic);
+    }
+
+    /** Several topics: one is {@link #topic}. */
+    public static Resource topics(Collection<String> topics) {
+      if (topics.size() == 1) return topic(topics.iterator().next());
+      return new Resource(Kind.TOPICS, String.join(", ", new TreeSet<>(topics).stream().map(t -> "'" + t + "'").toList()));
+    }
+
+    /** The offsets of {@code partitions} (topic-partitions). */
+    public static Resource offsets(Collection<?> partitions) {
+      return new Resource(Kind.TOPIC_OFFSETS, String.valueOf(partitions));
+    }
+
+    public static Resource consumerGroup(String group) {
+      return new Resource(Kind.CONSUMER_GROUP, group);
+    }
+
+    public static Resource cluster() {
+      return new Resource(Kind.CLUSTER, null);
+    }
+
+    public static Resource transactionalId(String id) {
+      return new Resource(Kind.TRANSACTIONAL_ID, id);
+    }
+
+    /** The transactional ids that start with {@code prefix} (a PREFIXED ACL). */
+    public static Resource transactionalIdPrefix(String prefix) {
+      return new Resource(Kind.TRANSACTIONAL_ID_PREFIX, prefix);
+    }
+
+    /** The transactional ids of a writer, not known by name. */
+    public static Resource transactionalIds() {
+      return new Resource(Kind.TRANSACTIONAL_IDS, null);
+    }
+
+    /** Whether it is a transactional id, or ids. */
+    public boolean transactional() {
+      return kind == Kind.TRANSACTIONAL_ID || kind == Kind.TRANSACTIONAL_ID_PREFIX || kind == Kind.TRANSACTIONAL_IDS;
+    }
+
+    /** Its name: what its error's {@code resource} parameter is. */
+    @Override
+    public String toString() {
+      return name;
+    }
   }
 
   /** {@code how}: the security protocol (and SASL mechanism); {@code hint}: what to check. */

@@ -80,6 +80,11 @@ public class KplexException extends IllegalArgumentException implements SparkThr
     return parameters;
   }
 
+  /** Its message without the {@code [KPLEX_<CODE>]} prefix: its template rendered with its parameters. */
+  public String text() {
+    return getMessage().substring(getMessage().indexOf("] ") + 2);
+  }
+
   /** The template its message was rendered from (without the {@code [KPLEX_<CODE>]} prefix). */
   public String getDefaultMessageTemplate() {
     return Objects.requireNonNull(ErrorConditions.template(condition));

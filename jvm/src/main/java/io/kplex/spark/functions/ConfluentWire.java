@@ -51,7 +51,7 @@ public final class ConfluentWire {
       for (Format f : values()) {
         if (f.name().equalsIgnoreCase(text.trim())) return f;
       }
-      throw Errors.badOption(PAYLOAD + " format", text, "'avro', 'json' or 'protobuf'");
+      throw Errors.confluentFormat(PAYLOAD, text);
     }
   }
 

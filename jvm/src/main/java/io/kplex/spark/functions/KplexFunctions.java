@@ -152,7 +152,7 @@ public final class KplexFunctions {
         row -> {
           long v = count.read(row, 1);
           if (v < 1 || v > Integer.MAX_VALUE) {
-            throw Errors.badOption("V of " + VPARTITION, Long.toString(v), "an integer >= 1");
+            throw Errors.vpartitionCount(VPARTITION, v);
           }
           return Placement.virtualPartition(key.encode(row, 0), (int) v);
         });

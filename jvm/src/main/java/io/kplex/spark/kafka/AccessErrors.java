@@ -1,9 +1,8 @@
 package io.kplex.spark.kafka;
 
 import io.kplex.spark.errors.Errors;
+import io.kplex.spark.errors.Errors.Resource;
 import io.kplex.spark.errors.KplexException;
-import java.util.Set;
-import java.util.stream.Collectors;
 import org.apache.kafka.common.errors.AuthenticationException;
 import org.apache.kafka.common.errors.AuthorizationException;
 import org.apache.kafka.common.errors.ClusterAuthorizationException;
@@ -24,9 +23,10 @@ public final class AccessErrors {
   /**
    * The kplex error for an access failure found in {@code t} or its causes, or null.
    * {@code operation} (READ, WRITE, DESCRIBE, CREATE, DELETE) and {@code resource} (for
-   * example "topic 'a'") say what kplex was doing; a topic named by Kafka's exception wins.
+   * example {@code Resource.topic("a")}) say what kplex was doing; a topic named by Kafka's
+   * exception wins.
    */
-  public static KplexException of(KafkaConf kafka, Throwable t, String operation, String resource) {
+  public static KplexException of(KafkaConf kafka, Throwable t, String operation, Resource resource) {
     for (Throwable c = t; c != null; c = c.getCause() == c ? null : c.getCause()) {
       if (c instanceof KplexException k && (k.code().equals("NOT_AUTHORIZED") || k.code().equals("NOT_AUTHENTICATED"))) {
         return k;
@@ -42,22 +42,22 @@ public final class AccessErrors {
   }
 
   /** {@code t} as an access error if it is one, else as it is (unchecked) or wrapped. */
-  public static RuntimeException rethrow(KafkaConf kafka, Throwable t, String operation, String resource) {
+  public static RuntimeException rethrow(KafkaConf kafka, Throwable t, String operation, Resource resource) {
     KplexException access = of(kafka, t, operation, resource);
     if (access != null) return access;
-    return t instanceof RuntimeException r ? r : Errors.kafka(t.toString(), t);
+    return t instanceof RuntimeException r ? r : Errors.kafka(t);
   }
 
-  public static KplexException notAuthorized(KafkaConf kafka, Throwable cause, String operation, String resource) {
-    String what = resource;
+  public static KplexException notAuthorized(KafkaConf kafka, Throwable cause, String operation, Resource resource) {
+    Resource what = resource;
     if (cause instanceof TopicAuthorizationException topics && !topics.unauthorizedTopics().isEmpty()) {
-      what = quoted("topic", topics.unauthorizedTopics());
+      what = Resource.topics(topics.unauthorizedTopics());
     } else if (cause instanceof GroupAuthorizationException group && group.groupId() != null) {
-      what = "consumer group '" + group.groupId() + "'";
+      what = Resource.consumerGroup(group.groupId());
     } else if (cause instanceof ClusterAuthorizationException) {
-      what = "the cluster";
-    } else if (cause instanceof TransactionalIdAuthorizationException && (what == null || !what.contains("transactional"))) {
-      what = "its transactional ids";
+      what = Resource.cluster();
+    } else if (cause instanceof TransactionalIdAuthorizationException && (what == null || !what.transactional())) {
+      what = Resource.transactionalIds();
     }
     String op = operation == null ? "use" : operation;
     return Errors.notAuthorized(kafka.principal(), op, what, kafka.bootstrap(), cause);
@@ -70,10 +70,5 @@ public final class AccessErrors {
     String how = kafka.securityProtocol()
         + (kafka.securityProtocol().toUpperCase(java.util.Locale.ROOT).startsWith("SASL") ? ", " + kafka.saslMechanism() : "");
     return Errors.notAuthenticated(kafka.bootstrap(), kafka.principal(), how, hint, cause);
-  }
-
-  private static String quoted(String kind, Set<String> names) {
-    return kind + (names.size() > 1 ? "s " : " ")
-        + names.stream().sorted().map(n -> "'" + n + "'").collect(Collectors.joining(", "));
   }
 }

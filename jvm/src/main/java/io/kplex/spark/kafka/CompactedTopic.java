@@ -1,5 +1,6 @@
 package io.kplex.spark.kafka;
 
+import io.kplex.spark.errors.Errors;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -296,7 +297,7 @@ public final class CompactedTopic {
     org.apache.kafka.clients.admin.TopicDescription d = kafka.describe(topic).orElse(null);
     if (d == null || layout(d) > 1) return -1;
     if (d.partitions().size() < partitions) {
-      kafka.call("ALTER", "topic '" + topic + "'", () -> kafka.admin().createPartitions(Map.of(topic,
+      kafka.call("ALTER", Errors.Resource.topic(topic), () -> kafka.admin().createPartitions(Map.of(topic,
           org.apache.kafka.clients.admin.NewPartitions.increaseTo(partitions))).all()
           .get(KafkaConf.ADMIN_TIMEOUT_MS, TimeUnit.MILLISECONDS));
       d = kafka.describe(topic).orElseThrow(() -> io.kplex.spark.errors.Errors.unknownTopic(topic));
@@ -318,7 +319,7 @@ public final class CompactedTopic {
       if (!gone.isEmpty()) send(gone, p);
     }
     Map<String, byte[]> moved = new LinkedHashMap<>();
-    kafka.call("WRITE", "topic '" + topic + "'", () -> {
+    kafka.call("WRITE", Errors.Resource.topic(topic), () -> {
       List<Future<RecordMetadata>> sent = new ArrayList<>();
       for (Map.Entry<String, LogView.Entry> e : live) {
         int p = ofKey(e.getKey(), partitions);
@@ -337,7 +338,7 @@ public final class CompactedTopic {
 
   /** Writes {@code entries} in their order to {@code partition}, in one round trip; the offset of the last. */
   private long send(Map<String, byte[]> entries, int partition) {
-    return kafka.call("WRITE", "topic '" + topic + "'", () -> {
+    return kafka.call("WRITE", Errors.Resource.topic(topic), () -> {
       List<Future<RecordMetadata>> sent = new ArrayList<>();
       entries.forEach((key, value) -> sent.add(kafka.producer()
           .send(new ProducerRecord<>(topic, partition, key.getBytes(StandardCharsets.UTF_8), value))));

@@ -118,7 +118,7 @@ public class KafkaTopics implements AutoCloseable {
   }
 
   public Optional<TopicDescription> describe(String topic) {
-    return call("DESCRIBE", "topic '" + topic + "'", () -> {
+    return call("DESCRIBE", Errors.Resource.topic(topic), () -> {
       try {
         return Optional.of(admin().describeTopics(List.of(topic)).allTopicNames()
             .get(TIMEOUT_MS, TimeUnit.MILLISECONDS).get(topic));
@@ -134,7 +134,7 @@ public class KafkaTopics implements AutoCloseable {
   /** The end offset (the offset the next record gets) of each partition of {@code topic}. */
   public Map<Integer, Long> endOffsets(String topic) {
     int partitions = partitionCount(topic).orElse(0);
-    return call("DESCRIBE", "topic '" + topic + "'", () -> {
+    return call("DESCRIBE", Errors.Resource.topic(topic), () -> {
       Map<org.apache.kafka.common.TopicPartition, org.apache.kafka.clients.admin.OffsetSpec> ask =
           new java.util.HashMap<>();
       for (int p = 0; p < partitions; p++) {
@@ -148,7 +148,7 @@ public class KafkaTopics implements AutoCloseable {
   }
 
   public void createTopic(String topic, int partitions, short replication, Map<String, String> configs) {
-    call("CREATE", "topic '" + topic + "'", () -> {
+    call("CREATE", Errors.Resource.topic(topic), () -> {
       NewTopic t = new NewTopic(topic, Optional.of(partitions),
           replication < 1 ? Optional.empty() : Optional.of(replication)).configs(configs);
       admin().createTopics(List.of(t)).all().get(TIMEOUT_MS, TimeUnit.MILLISECONDS);
@@ -192,7 +192,7 @@ public class KafkaTopics implements AutoCloseable {
   }
 
   public void deleteTopic(String topic) {
-    call("DELETE", "topic '" + topic + "'",
+    call("DELETE", Errors.Resource.topic(topic),
         () -> admin().deleteTopics(List.of(topic)).all().get(TIMEOUT_MS, TimeUnit.MILLISECONDS));
   }
 
@@ -206,7 +206,7 @@ public class KafkaTopics implements AutoCloseable {
    * broker does not say. Lets a write or read fail before it starts, naming the ACL.
    */
   public Optional<Set<AclOperation>> authorizedOperations(String topic) {
-    return call("DESCRIBE", "topic '" + topic + "'", () -> {
+    return call("DESCRIBE", Errors.Resource.topic(topic), () -> {
       TopicDescription d = admin().describeTopics(List.of(topic),
           new DescribeTopicsOptions().includeAuthorizedOperations(true)).allTopicNames()
           .get(TIMEOUT_MS, TimeUnit.MILLISECONDS).get(topic);
@@ -220,7 +220,7 @@ public class KafkaTopics implements AutoCloseable {
       if (!allowed.contains(operation) && !allowed.contains(AclOperation.ALL)) {
         throw AccessErrors.notAuthorized(kafka, new TopicAuthorizationException(
             "the broker lists " + allowed + " as this principal's operations on '" + topic + "'"),
-            operation.name(), "topic '" + topic + "'");
+            operation.name(), Errors.Resource.topic(topic));
       }
     });
   }
@@ -231,7 +231,7 @@ public class KafkaTopics implements AutoCloseable {
    * which WRITE on the id allows), so that an exactly-once write fails before any task starts.
    */
   public void requireTransactionalIds(String prefix) {
-    String ids = "transactional ids '" + prefix + "*' (a PREFIXED ACL on '" + prefix + "')";
+    Errors.Resource ids = Errors.Resource.transactionalIdPrefix(prefix);
     call("WRITE", ids, () -> {
       try {
         return admin().describeTransactions(List.of(prefix + "kplex-acl-probe")).all()
@@ -253,7 +253,7 @@ public class KafkaTopics implements AutoCloseable {
    * login or a missing ACL into an error naming the principal, {@code operation} and
    * {@code resource} ({@link AccessErrors}).
    */
-  public <T> T call(String operation, String resource, KafkaCall<T> body) {
+  public <T> T call(String operation, Errors.Resource resource, KafkaCall<T> body) {
     try {
       return body.run();
     } catch (TimeoutException | org.apache.kafka.common.errors.TimeoutException e) {
@@ -282,10 +282,10 @@ public class KafkaTopics implements AutoCloseable {
     return new java.io.UncheckedIOException(e);
   }
 
-  private KplexException failure(Throwable cause, String operation, String resource) {
+  private KplexException failure(Throwable cause, String operation, Errors.Resource resource) {
     KplexException access = AccessErrors.of(kafka, cause, operation, resource);
     return access != null ? access
-        : Errors.kafka(cause.getClass().getSimpleName() + ": " + cause.getMessage(), cause);
+        : Errors.kafka(cause);
   }
 
   /**

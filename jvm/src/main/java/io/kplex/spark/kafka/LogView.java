@@ -125,7 +125,7 @@ final class LogView {
     Object id = described.get().topicId();
     if (topicId != null && !topicId.equals(id)) reset();  // deleted and created again: another log
     topicId = id;
-    kafka.call("READ", "topic '" + topic + "'", () -> {
+    kafka.call("READ", Errors.Resource.topic(topic), () -> {
       try {
         catchUp(kafka);
       } catch (RuntimeException e) {

@@ -4,6 +4,7 @@ import io.kplex.spark.catalog.KplexTable;
 import io.kplex.spark.catalog.TableStore;
 import io.kplex.spark.conf.ConfParser;
 import io.kplex.spark.errors.Errors;
+import io.kplex.spark.errors.KplexException;
 import io.kplex.spark.kafka.MonitorGroup;
 import io.kplex.spark.spec.KplexOptions;
 import io.kplex.spark.stream.HeldRelease;
@@ -149,7 +150,7 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
   private SourceOffset latest() {
     Consumer<byte[], byte[]> c = consumer();
     List<TopicPartition> tps = partitions();
-    Map<TopicPartition, Long> end = store.call("READ", "topic '" + conf.topic + "'", () -> c.endOffsets(tps));
+    Map<TopicPartition, Long> end = store.call("READ", Errors.Resource.topic(conf.topic), () -> c.endOffsets(tps));
     Map<Integer, Long> next = new TreeMap<>();
     end.forEach((tp, o) -> next.put(tp.partition(), o));
     return new SourceOffset(conf.topic, next);
@@ -157,7 +158,7 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
 
   private Map<Integer, Long> earliest(List<TopicPartition> tps) {
     Consumer<byte[], byte[]> c = consumer();
-    Map<TopicPartition, Long> begin = store.call("READ", "topic '" + conf.topic + "'", () -> c.beginningOffsets(tps));
+    Map<TopicPartition, Long> begin = store.call("READ", Errors.Resource.topic(conf.topic), () -> c.beginningOffsets(tps));
     Map<Integer, Long> out = new HashMap<>();
     begin.forEach((tp, o) -> out.put(tp.partition(), o));
     return out;
@@ -240,7 +241,7 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     String from = resumeTable();
     io.kplex.spark.txn.EpochMark last = new io.kplex.spark.txn.CommitLog(store).lastOnSource(from, conf.topic)
         .orElseThrow(() -> Errors.nothingToResume(conf.topic, from));
-    Map<TopicPartition, Long> begin = store.call("READ", "topic '" + conf.topic + "'",
+    Map<TopicPartition, Long> begin = store.call("READ", Errors.Resource.topic(conf.topic),
         () -> consumer().beginningOffsets(tps));
     Map<Integer, Long> next = new TreeMap<>();
     for (TopicPartition tp : tps) next.put(tp.partition(), last.lineage().ends().getOrDefault(tp.partition(), begin.get(tp)));
@@ -616,16 +617,15 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
       long from = start.next.containsKey(p) ? start.next.get(p) : begin.getOrDefault(p, 0L);
       long until = e.getValue();
       if (!begin.containsKey(p)) {
-        lost(p, from, until, "the partition no longer exists");
+        lost(Errors.DataLoss.PARTITION_GONE, p, from, until);
         continue;
       }
       if (until < from) {
-        lost(p, until, from, "the partition's end went back from offset " + from + " to " + until
-            + " (the topic was deleted and recreated, or the partition truncated)");
+        lost(Errors.DataLoss.END_WENT_BACK, p, until, from);
         from = begin.get(p);  // failOnDataLoss = false: read what the partition holds now
       }
       if (begin.get(p) > from) {
-        lost(p, from, Math.min(until, begin.get(p)), "the broker deleted them (retention or truncation)");
+        lost(Errors.DataLoss.BROKER_DELETED, p, from, Math.min(until, begin.get(p)));
         from = Math.min(until, begin.get(p));
       }
       starts.put(p, from);
@@ -662,15 +662,14 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
   private final java.util.concurrent.atomic.AtomicLong dataLossEvents = new java.util.concurrent.atomic.AtomicLong();
   private final java.util.concurrent.atomic.AtomicLong offsetsLost = new java.util.concurrent.atomic.AtomicLong();
 
-  private void lost(int partition, long from, long until, String why) {
-    String what = "topic '" + conf.topic + "' partition " + partition + ": offsets [" + from + ", " + until
-        + ") were not read because " + why;
+  private void lost(Errors.DataLoss how, int partition, long from, long until) {
+    KplexException lost = Errors.dataLoss(how, conf.topic, partition, from, until, FAIL_ON_DATA_LOSS);
     if (failOnDataLoss) {
-      throw Errors.dataLoss(what, FAIL_ON_DATA_LOSS);
+      throw lost;
     }
     dataLossEvents.incrementAndGet();
     offsetsLost.addAndGet(Math.max(0, until - from));
-    LOG.warn("kplex: {}; skipped ({} = false)", what, FAIL_ON_DATA_LOSS);
+    LOG.warn("kplex: {} Skipped ({} = false).", lost.text(), FAIL_ON_DATA_LOSS);
   }
 
   @Override

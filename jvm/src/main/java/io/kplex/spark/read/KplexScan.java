@@ -83,7 +83,7 @@ final class KplexScan implements Scan, Batch {
          Consumer<byte[], byte[]> consumer = conf.clients.consumer(conf.kafka.consumer())) {
       List<TopicPartition> tps = new ArrayList<>();
       for (String topic : conf.sources) {
-        tps.addAll(store.call("READ", "topic '" + topic + "'", () -> {
+        tps.addAll(store.call("READ", Errors.Resource.topic(topic), () -> {
           List<TopicPartition> list = new ArrayList<>();
           List<PartitionInfo> infos = consumer.partitionsFor(topic);
           if (infos == null || infos.isEmpty()) {

@@ -41,17 +41,20 @@ final class ReadBounds {
 
   private static final ObjectMapper JSON = new ObjectMapper();
 
-  /** {@code startingOffsets = 'table'}: a stream resumes where the table's last stream stopped. */
-  static final String FROM_TABLE = "table";
+  /**
+   * {@code startingOffsets = 'table'}: a stream resumes where the table's last stream stopped
+   * (options.json declares the value: kplex.settings.RESUME_FROM_TABLE reads it too).
+   */
+  static final String FROM_TABLE = io.kplex.spark.spec.OptionSpecs.of(KplexOptions.STARTING_OFFSETS)
+      .specialValue("resume_from_table");
 
   /** [from, until) per partition. */
   static Map<TopicPartition, long[]> resolve(Consumer<byte[], byte[]> consumer, TableStore store,
       List<String> topics, List<TopicPartition> tps, CaseInsensitiveStringMap options) {
-    String topic = String.join(", ", topics);
-    Map<TopicPartition, Long> begin = store.call("READ", "topic '" + topic + "'", () -> consumer.beginningOffsets(tps));
-    Map<TopicPartition, Long> end = store.call("READ", "topic '" + topic + "'", () -> consumer.endOffsets(tps));
+    Map<TopicPartition, Long> begin = store.call("READ", Errors.Resource.topics(topics), () -> consumer.beginningOffsets(tps));
+    Map<TopicPartition, Long> end = store.call("READ", Errors.Resource.topics(topics), () -> consumer.endOffsets(tps));
     return ranges(topics, tps, options, begin, end,
-        query -> store.call("READ", "topic '" + topic + "'", () -> consumer.offsetsForTimes(query)));
+        query -> store.call("READ", Errors.Resource.topics(topics), () -> consumer.offsetsForTimes(query)));
   }
 
   /**

@@ -113,8 +113,10 @@ public final class ReadTimePlan extends Rule<LogicalPlan> {
         return (LogicalPlan) c.newInstance(args);
       }
     } catch (ReflectiveOperationException e) {
-      throw new IllegalStateException("kplex: cannot plan a read-time table's read on this Spark", e);
+      throw new IllegalStateException("kplex bug, or a Spark version kplex does not support (please"
+          + " report it): cannot plan a read-time table's read", e);
     }
-    throw new IllegalStateException("kplex: no Sort constructor on this Spark");
+    throw new IllegalStateException("kplex bug, or a Spark version kplex does not support (please report it):"
+        + " no Sort constructor");
   }
 }

@@ -32,8 +32,7 @@ public final class KplexOptions {
    * pause of a driver (GC), see {@code txn/WriterLease}.
    */
   public static final String WRITER_CLAIM_TIMEOUT_MS = "kplex.writer_claim_timeout_ms";
-  public static final long DEFAULT_WRITER_CLAIM_TIMEOUT_MS =
-      Long.parseLong(OptionSpecs.of(WRITER_CLAIM_TIMEOUT_MS).defaultValue());
+  public static final long DEFAULT_WRITER_CLAIM_TIMEOUT_MS = OptionSpecs.of(WRITER_CLAIM_TIMEOUT_MS).longDefault();
   /**
    * A streaming write's cap on the records it holds back (-1: none): past it, its kplex
    * source reads only the partitions that hold the watermark (read/KplexMicroBatchStream).

@@ -2,6 +2,7 @@ package io.kplex.spark.spec;
 
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Set;
 
 /**
@@ -16,10 +17,12 @@ import java.util.Set;
  * @param sessionKey the session setting of a read option that a session may set too
  *     ({@code kplex.stream.<name>}: SQL's STREAM(...) takes no read options), or null
  * @param readTimeDefault what a read-time table stores when the property is not given, or null
+ * @param specialValues values with a meaning of their own, by what they mean (startingOffsets'
+ *     {@code resume_from_table})
  */
 public record OptionSpec(String name, Type type, Long min, Long max, Long also, List<String> choices,
     String defaultValue, boolean required, Set<Scope> setAs, String expectedText, String sessionKey,
-    String readTimeDefault) {
+    String readTimeDefault, Map<String, String> specialValues) {
 
   /** How a value is read. */
   public enum Type { INT, LONG, BOOLEAN, CHOICE, TEXT }
@@ -41,6 +44,21 @@ public record OptionSpec(String name, Type type, Long min, Long max, Long also, 
     public String wire() {
       return name().toLowerCase(Locale.ROOT);
     }
+  }
+
+  /** The special value that means {@code meaning} (as options.json names it); fails if none is declared. */
+  public String specialValue(String meaning) {
+    String value = specialValues.get(meaning);
+    if (value == null) throw new IllegalStateException("kplex bug: " + name + " declares no special value " + meaning);
+    return value;
+  }
+
+  /** Its default as a number (an int or long setting that has one); fails if it has none. */
+  public long longDefault() {
+    if ((type != Type.LONG && type != Type.INT) || defaultValue == null) {
+      throw new IllegalStateException("kplex bug: " + name + " has no numeric default");
+    }
+    return Long.parseLong(defaultValue.trim());
   }
 
   public boolean settableAs(Scope scope) {

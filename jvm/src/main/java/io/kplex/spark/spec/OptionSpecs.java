@@ -50,7 +50,13 @@ public final class OptionSpecs {
         OptionSpec.Type.valueOf(o.path("type").asText().toUpperCase(Locale.ROOT)),
         number(o, "min"), number(o, "max"), number(o, "also"), List.copyOf(choices), text(o, "default"),
         o.path("required").asBoolean(false), Collections.unmodifiableSet(setAs), text(o, "expected"),
-        text(o, "session_key"), text(o, "read_time_default"));
+        text(o, "session_key"), text(o, "read_time_default"), specialValues(o));
+  }
+
+  private static Map<String, String> specialValues(JsonNode o) {
+    Map<String, String> out = new java.util.LinkedHashMap<>();
+    o.path("special_values").fields().forEachRemaining(e -> out.put(e.getKey(), e.getValue().asText()));
+    return Collections.unmodifiableMap(out);
   }
 
   private static Long number(JsonNode o, String field) {

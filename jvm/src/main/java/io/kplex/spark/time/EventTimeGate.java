@@ -200,7 +200,8 @@ public final class EventTimeGate<T> {
     Item<T> taken = nextPrevious;
     nextPrevious = previous.hasNext() ? previous.next() : null;
     if (nextPrevious != null && ORDER.compare(taken, nextPrevious) > 0) {
-      throw new IllegalStateException("kplex: the records held back by the last micro-batch are not in order at"
+      throw new IllegalStateException("kplex bug (an internal invariant; please report it): the records held back by the last"
+          + " micro-batch are not in order at"
           + " order value " + nextPrevious.order + " after " + taken.order);
     }
     return taken;
@@ -270,7 +271,8 @@ public final class EventTimeGate<T> {
     Item<T> next = run.head();
     if (next != null) {
       if (ORDER.compare(taken, next) > 0) {
-        throw new IllegalStateException("kplex: a file of held records is not in order at order value " + next.order
+        throw new IllegalStateException("kplex bug (an internal invariant; please report it): a file of held"
+            + " records is not in order at order value " + next.order
             + " after " + taken.order);
       }
       runs.add(run);

@@ -15,32 +15,29 @@ import org.apache.kafka.common.errors.UnknownProducerIdException;
  */
 public enum CommitFailure {
   /** A broker was briefly unable (leader moving, coordinator loading): try again. */
-  RETRIABLE("COMMIT_RETRIABLE", "Kafka could not take the commit for a while"),
+  RETRIABLE("COMMIT_RETRIABLE"),
   /** No answer in time: try again until the commit's deadline. */
-  TIMED_OUT("COMMIT_TIMED_OUT", "no broker answered the commit in time"),
+  TIMED_OUT("COMMIT_TIMED_OUT"),
   /**
    * Kafka bumped the producer epoch and aborted the transaction: its writer's claim was taken
    * over (see {@link WriterLease}), `kplex recover` fenced it, or it outlived its timeout.
    */
-  FENCED("COMMIT_FENCED", "the transaction was fenced: its writer's claim on the table was taken"
-      + " over, or `kplex recover` ran, and Kafka aborted it"),
+  FENCED("COMMIT_FENCED"),
   /** The broker no longer knows the transaction: it outlived transaction.timeout.ms and was aborted. */
-  UNKNOWN_PRODUCER("COMMIT_EXPIRED", "the broker no longer knows this transaction: it"
-      + " outlived transaction.timeout.ms and Kafka aborted it. Raise kafka.transaction.timeout.ms"
-      + " (and the broker's transaction.max.timeout.ms) for longer writes"),
+  UNKNOWN_PRODUCER("COMMIT_EXPIRED"),
   /** The principal may not write with this transactional id. */
-  NOT_AUTHORIZED("NOT_AUTHORIZED", "the principal is not allowed to commit it"),
+  NOT_AUTHORIZED("NOT_AUTHORIZED"),
   /** Anything else. */
-  OTHER("COMMIT_FAILED", "committing it failed");
+  OTHER("COMMIT_FAILED");
 
-  /** The error code ({@code [KPLEX_<code>]}) the write fails with. */
+  /**
+   * The error code ({@code [KPLEX_<code>]}) the write fails with: its condition's
+   * {@code TRANSACTION} templates say what happened.
+   */
   public final String code;
-  /** What happened, for the error message. */
-  public final String meaning;
 
-  CommitFailure(String code, String meaning) {
+  CommitFailure(String code) {
     this.code = code;
-    this.meaning = meaning;
   }
 
   /** Whether the transaction is gone for good: Kafka aborted it, nobody can commit it any more. */

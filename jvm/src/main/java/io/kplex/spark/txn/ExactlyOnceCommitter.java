@@ -147,7 +147,7 @@ public final class ExactlyOnceCommitter {
       List<TaskTransaction> lost = finish(admin, txns);
       if (!lost.isEmpty()) {
         CommitLog.Pending pending = new CommitLog.Pending(table, queryId, txns, mark, completes, true, claim, recorded);
-        throw Errors.commitCutShort(table, settle(log, pending, lost));
+        throw settle(log, pending, lost);
       }
       log.end(new CommitLog.Pending(table, queryId, txns, mark, completes, true, claim, recorded));
       CommitVisibility.await(admin, table, topic, lastOffsets);
@@ -304,7 +304,7 @@ public final class ExactlyOnceCommitter {
             report.add("committed the " + pending.transactions.size() + " transactions of an interrupted commit"
                 + " (query " + pending.query + ")");
           } else {
-            report.add(settle(log, pending, lost));
+            report.add(settle(log, pending, lost).text());
           }
         }
       }
@@ -327,19 +327,17 @@ public final class ExactlyOnceCommitter {
 
   /**
    * Settles a commit of which Kafka aborted {@code lost}: nothing committed, the record
-   * goes; else a {@link PartialCommit} takes its place. Returns what happened, for people.
+   * goes; else a {@link PartialCommit} takes its place. Returns the error that says what
+   * happened (its {@code text()} is the report for people).
    */
-  private String settle(CommitLog log, CommitLog.Pending pending, List<TaskTransaction> lost) {
-    String what = pending.mark == null || EpochMark.INSERTS.equals(pending.mark.query())
-        ? "the INSERT of query " + pending.query
-        : "epoch " + pending.mark.epoch() + " of query " + pending.query;
+  private KplexException settle(CommitLog log, CommitLog.Pending pending, List<TaskTransaction> lost) {
+    boolean insert = pending.mark == null || EpochMark.INSERTS.equals(pending.mark.query());
     if (lost.size() == pending.transactions.size()) {
       log.end(table);
-      LOG.warn("kplex: Kafka aborted all {} transactions of {} into table {}", lost.size(), what, table);
-      return "Kafka aborted all " + lost.size() + " transactions of " + what + " (nothing of it is visible): "
-          + (pending.mark != null && !EpochMark.INSERTS.equals(pending.mark.query())
-              ? "the query writes the epoch again when it restarts from its checkpoint"
-              : "run the INSERT again");
+      KplexException allAborted = Errors.commitAllAborted(table, pending.query, insert,
+          insert ? 0 : pending.mark.epoch(), lost.size());
+      LOG.warn("kplex: {}", allAborted.text());
+      return allAborted;
     }
     PartialCommit partial = PartialCommit.of(pending, lost);
     if (pending.completes != null) {
@@ -363,9 +361,9 @@ public final class ExactlyOnceCommitter {
           0, null, before.reads());
     }
     log.settle(pending, partial, inserts);
-    String described = partial.describe(virtualPartitions);
-    LOG.warn("kplex: {}", described);
-    return described;
+    KplexException cutShort = partial.cutShort(virtualPartitions);
+    LOG.warn("kplex: {}", cutShort.text());
+    return cutShort;
   }
 
   /** Fences every other open transaction of the table, then commits these; returns those Kafka had aborted. */

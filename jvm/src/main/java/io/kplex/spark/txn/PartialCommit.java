@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.kplex.spark.errors.Errors;
+import io.kplex.spark.errors.KplexException;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -90,29 +91,18 @@ public record PartialCommit(String table, String query, long epoch, boolean inse
     return keep;
   }
 
-  /** For an operator: what was committed, what is missing, and how it gets written. */
+  /**
+   * For an operator: what was committed, what is missing, and how it gets written (the
+   * text of its {@code KPLEX_COMMIT_CUT_SHORT}, of {@code error_conditions.json}).
+   */
   public String describe(int virtualPartitions) {
-    String what = insert ? "the INSERT of Spark query " + query : "epoch " + epoch + " of streaming query " + query;
-    StringBuilder out = new StringBuilder(what + " into table " + table + " was cut short: Kafka aborted the"
-        + " transactions of tasks " + lostPartitions + " (they outlived transaction.timeout.ms before anything"
-        + " finished the commit); ");
-    if (!vpsKnown) {
-      return out.append("this commit was recorded by an older kplex, which did not keep each task's virtual"
-          + " partitions, so which rows are missing is not known.").toString();
-    }
-    out.append("virtual partitions ").append(new TreeSet<>(committed.keySet())).append(" are in the table, ")
-        .append(new TreeSet<>(lostVps)).append(" are missing. ");
-    if (insert) {
-      out.append("To write just those, run the INSERT again with `WHERE kplex_vpartition(<key expression>, ")
-          .append(virtualPartitions).append(") IN (").append(String.join(", ",
-              new TreeSet<>(lostVps).stream().map(String::valueOf).toList())).append(")`");
-      out.append(" (`kplex recover --table ").append(table).append("` reports this once).");
-    } else {
-      out.append("They are written, exactly once, when query ").append(query)
-          .append(" restarts from its checkpoint (Spark runs the epoch again; kplex commits only the lost"
-              + " tasks' rows).");
-    }
-    return out.toString();
+    return cutShort(virtualPartitions).text();
+  }
+
+  /** The error a commit cut short like this fails with, once settled. */
+  public KplexException cutShort(int virtualPartitions) {
+    return Errors.commitCutShort(table, query, insert, epoch, lostPartitions, committed.keySet(), lostVps, vpsKnown,
+        virtualPartitions);
   }
 
   byte[] toJson() {

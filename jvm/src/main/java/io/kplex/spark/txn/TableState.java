@@ -3,6 +3,7 @@ package io.kplex.spark.txn;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.kplex.spark.errors.Errors;
 import io.kplex.spark.kafka.CompactedTopic;
 import io.kplex.spark.kafka.KafkaConf;
 import io.kplex.spark.kafka.KafkaTopics;
@@ -113,7 +114,7 @@ public final class TableState {
     tps.forEach(tp -> ask.put(tp, spec));
     Map<TopicPartition, Long> out = new HashMap<>();
     if (ask.isEmpty()) return out;
-    kafka.call("DESCRIBE", "the offsets of " + tps, () -> {
+    kafka.call("DESCRIBE", Errors.Resource.offsets(tps), () -> {
       kafka.admin().listOffsets(ask, new ListOffsetsOptions(isolation)).all()
           .get(TIMEOUT_MS, TimeUnit.MILLISECONDS).forEach((tp, info) -> out.put(tp, info.offset()));
       return null;

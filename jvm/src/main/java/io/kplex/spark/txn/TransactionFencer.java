@@ -1,5 +1,6 @@
 package io.kplex.spark.txn;
 
+import io.kplex.spark.errors.Errors;
 import io.kplex.spark.kafka.KafkaConf;
 import io.kplex.spark.kafka.KafkaTopics;
 import java.util.ArrayList;
@@ -25,7 +26,7 @@ final class TransactionFencer {
   /** Fences every open transaction of {@code table} whose id is not in {@code keep}; returns how many. */
   static int fenceOpen(KafkaTopics kafka, String table, Set<String> keep) {
     List<String> stale = new ArrayList<>();
-    String ids = "the transactional ids " + TransactionalIds.prefix(table) + "*";
+    Errors.Resource ids = Errors.Resource.transactionalIdPrefix(TransactionalIds.prefix(table));
     for (TransactionListing t : kafka.call("DESCRIBE", ids, () -> kafka.admin().listTransactions(
         new ListTransactionsOptions().filterStates(List.of(TransactionState.ONGOING,
             TransactionState.PREPARE_ABORT, TransactionState.PREPARE_COMMIT)))

@@ -93,14 +93,14 @@ final class TransactionFinisher {
       } catch (RuntimeException e) {
         CommitFailure kind = CommitFailure.of(e);
         if (kind == CommitFailure.NOT_AUTHORIZED) {
-          throw AccessErrors.notAuthorized(kafka, e, "WRITE", "transactional id '" + t.id() + "'");
+          throw AccessErrors.notAuthorized(kafka, e, "WRITE", Errors.Resource.transactionalId(t.id()));
         }
         if (kind.aborted()) {
           LOG.warn("kplex: transaction {} of table {} was aborted by Kafka ({}: {})", t, table, kind, e.toString());
           return false;
         }
         if (!kind.retry() || clock.millis() + BACKOFF_MS > deadline) {
-          throw Errors.commitFailed(kind.code, kind.meaning, t.toString(), table, attempt, e);
+          throw Errors.commitFailed(kind.code, t.toString(), table, attempt, e);
         }
         LOG.warn("kplex: committing {} of table {} failed ({}: {}); trying again", t, table, kind, e.toString());
         Uninterruptibly.sleep(clock, BACKOFF_MS);

@@ -124,7 +124,7 @@ final class ExactlyOnceDataWriter extends KplexDataWriter {
       opening.join();
       state = Txn.OPEN;
     } catch (CompletionException e) {
-      openFailure = AccessErrors.rethrow(conf.kafka, e.getCause(), "WRITE", "transactional id '" + transactionalId + "'");
+      openFailure = AccessErrors.rethrow(conf.kafka, e.getCause(), "WRITE", Errors.Resource.transactionalId(transactionalId));
       state = Txn.BROKEN;
       throw openFailure;
     }

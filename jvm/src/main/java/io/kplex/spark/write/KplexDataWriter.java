@@ -192,7 +192,7 @@ abstract sealed class KplexDataWriter implements DataWriter<InternalRow>
   final void checkFailure() {
     Exception f = failure;
     if (f == null) return;
-    KplexException access = AccessErrors.of(conf.kafka, f, "WRITE", "topic '" + conf.topic + "'");
+    KplexException access = AccessErrors.of(conf.kafka, f, "WRITE", Errors.Resource.topic(conf.topic));
     if (access != null) throw access;
     throw sendError(f);
   }

@@ -109,7 +109,7 @@ public class ErrorConditionsTest {
       Object[] args = new Object[m.getParameterCount()];
       Class<?>[] types = m.getParameterTypes();
       for (int i = 0; i < args.length; i++) args[i] = sample(types[i], i);
-      if (types.length == 6 && m.getName().equals("commitFailed")) args[0] = "COMMIT_FENCED";  // a condition
+      if (types.length == 5 && m.getName().equals("commitFailed")) args[0] = "COMMIT_FENCED";  // a condition
       KplexException e = (KplexException) m.invoke(null, args);
       String condition = e.getCondition().substring("KPLEX_".length());
       String template = ErrorConditions.template(condition);
@@ -128,9 +128,29 @@ public class ErrorConditionsTest {
     for (Errors.Framing how : Errors.Framing.values()) {
       assertTrue(how.name(), Errors.notConfluentFramed(3, "00", how, 5).getMessage().contains("Confluent wire format"));
     }
+    for (Errors.Resource.Kind kind : Errors.Resource.Kind.values()) {
+      KplexException e = Errors.notAuthorized("User:u", "READ", new Errors.Resource(kind, "n"), "b:9092",
+          new RuntimeException("x"));
+      assertTrue(e.getMessage(), e.getMessage().startsWith("[KPLEX_NOT_AUTHORIZED] principal User:u is not allowed"
+          + " to READ ") && e.getMessage().endsWith("Kafka said: x"));
+    }
+    for (Errors.DataLoss how : Errors.DataLoss.values()) {
+      String said = Errors.dataLoss(how, "t", 1, 5, 9, "failOnDataLoss").getMessage();
+      assertTrue(said, said.startsWith("[KPLEX_DATA_LOSS] topic 't' partition 1: offsets [5, 9) were not read because"));
+    }
+    for (boolean insert : new boolean[] {true, false}) {
+      for (boolean known : new boolean[] {true, false}) {
+        String said = Errors.commitCutShort("t", "q", insert, 3, Set.of(0), Set.of(1), Set.of(2), known, 4).getMessage();
+        assertTrue(said, said.contains(" into table t was cut short: Kafka aborted the transactions of tasks [0]")
+            && said.endsWith("Table t stays writable."));
+      }
+      String said = Errors.commitAllAborted("t", "q", insert, 3, 2).getMessage();
+      assertTrue(said, said.startsWith("[KPLEX_COMMIT_CUT_SHORT] Kafka aborted all 2 transactions of ")
+          && said.endsWith("Table t stays writable."));
+    }
     for (CommitFailure kind : CommitFailure.values()) {
       for (int attempts : new int[] {1, 3}) {
-        KplexException e = Errors.commitFailed(kind.code, kind.meaning, "txn", "t", attempts, new RuntimeException("x"));
+        KplexException e = Errors.commitFailed(kind.code, "txn", "t", attempts, new RuntimeException("x"));
         assertTrue(e.getMessage(), e.getMessage().startsWith("[KPLEX_" + kind.code + "] committing transaction txn"));
       }
     }
@@ -145,6 +165,7 @@ public class ErrorConditionsTest {
     if (t == Set.class) return Set.of(200 + i);
     if (t == Map.class) return Map.of(300 + i, 400L + i);
     if (t == KplexException.class) return Errors.commitTooLate("t", 1, 2, 3);
+    if (t == Errors.Resource.class) return Errors.Resource.topic("r" + i);
     if (t == String[].class) return new String[] {"a" + i};
     if (t.isEnum()) return t.getEnumConstants()[0];
     if (Throwable.class.isAssignableFrom(t)) return new RuntimeException("the cause");

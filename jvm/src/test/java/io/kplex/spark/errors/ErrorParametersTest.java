@@ -27,11 +27,18 @@ public class ErrorParametersTest {
   private static final Set<String> NOTHING_TO_NAME = Set.of(
       "cannotAlter()", "cannotRename()", "noBootstrap()", "noTableOption()", "vpartitionArguments()",
       "writeVPartitionArguments()", "resumeWithTimestamp()",
-      "commitFailed(Throwable)", "definitionUnreadable(Exception)");
+      "commitFailed(Throwable)", "definitionUnreadable(Exception)", "kafka(Throwable)");
 
-  /** Arguments that are not culprits: commitFailed's condition code is the error's condition. */
-  private static final Set<String> NOT_A_CULPRIT = Set.of("commitFailed(String,String,String,String,int,Throwable)#0",
-      "notConfluentFramed(int,String,Framing,long)#2");
+  /**
+   * Arguments that are not culprits but choose the sub-class: commitFailed's condition code,
+   * how a value is not framed or data was lost, whether a cut-short commit was an INSERT and
+   * whether its record says which virtual partitions were lost.
+   */
+  private static final Set<String> NOT_A_CULPRIT = Set.of("commitFailed(String,String,String,int,Throwable)#0",
+      "notConfluentFramed(int,String,Framing,long)#2", "dataLoss(DataLoss,String,int,long,long,String)#0",
+      "commitAllAborted(String,String,boolean,long,int)#2",
+      "commitCutShort(String,String,boolean,long,Set,Set,Set,boolean,int)#2",
+      "commitCutShort(String,String,boolean,long,Set,Set,Set,boolean,int)#7");
 
   /** Factories whose arguments this test cannot make (none today: keep it so, or name them). */
   private static final Set<String> SKIPPED = Set.of();
@@ -81,8 +88,11 @@ public class ErrorParametersTest {
 
   @Test
   public void anAccessErrorUsesThePythonSidesNames() {
-    assertParameters(Errors.notAuthorized("User:app", "WRITE", "topic 'views'", "b:9092", new RuntimeException("no")),
-        "principal", "User:app", "operation", "WRITE", "resource", "topic 'views'", "bootstrap", "b:9092",
+    assertParameters(Errors.notAuthorized("User:app", "WRITE", Errors.Resource.topic("views"), "b:9092",
+        new RuntimeException("no")),
+        "principal", "User:app", "operation", "WRITE", "resource", "views", "bootstrap", "b:9092", "cause", "no");
+    assertParameters(Errors.notAuthorized("User:app", "WRITE", Errors.Resource.cluster(), "b:9092",
+        new RuntimeException("no")), "principal", "User:app", "operation", "WRITE", "bootstrap", "b:9092",
         "cause", "no");
     assertParameters(Errors.unreachable("b:9092", new RuntimeException("down")), "bootstrap", "b:9092",
         "cause", "RuntimeException: down");
@@ -128,7 +138,7 @@ public class ErrorParametersTest {
     for (Method m : factories) {
       String signature = signature(m);
       Object[] args = samples(m.getParameterTypes());
-      if (args != null && NOT_A_CULPRIT.contains(signature + "#0")) args[0] = "COMMIT_FENCED";
+      if (args != null && signature.startsWith("commitFailed(String,")) args[0] = "COMMIT_FENCED";  // a condition
       if (args == null) {
         skipped.add(signature);
         continue;
@@ -175,6 +185,8 @@ public class ErrorParametersTest {
         out[i] = java.util.Map.of(300 + i, 400L + i);
       } else if (t == KplexException.class) {
         out[i] = Errors.commitTooLate("t" + i, 1, 2, 3);
+      } else if (t == Errors.Resource.class) {
+        out[i] = Errors.Resource.topic("r" + i);
       } else if (t.isEnum()) {
         out[i] = t.getEnumConstants()[0];
       } else if (t == Object.class) {

@@ -83,5 +83,12 @@ public class OptionSpecsTest {
   @Test
   public void theClaimTimeoutDefaultIsTheSpecs() {
     assertEquals(6_000, KplexOptions.DEFAULT_WRITER_CLAIM_TIMEOUT_MS);
+    assertEquals(6_000, OptionSpecs.of(KplexOptions.WRITER_CLAIM_TIMEOUT_MS).longDefault());
+  }
+
+  /** The value of startingOffsets that resumes from the table is declared once (kplex.settings reads it too). */
+  @Test
+  public void theStartingOffsetsThatResumeFromTheTableAreDeclared() {
+    assertEquals("table", OptionSpecs.of(KplexOptions.STARTING_OFFSETS).specialValue("resume_from_table"));
   }
 }
