@@ -55,8 +55,9 @@ final class ExactlyOnceDataWriter extends KplexDataWriter {
   private RuntimeException openFailure;
 
   /**
-   * A streaming task's epoch: the query's run, the epoch it writes and the last one the table
-   * committed, so that its producer can be kept for the next epoch ({@link KeptProducers}).
+   * A streaming task's epoch: the query's run, the epoch it writes, and the epoch whose
+   * producers it may go on with (the table's last, if the run committed every transaction of
+   * it; else -1), so that its producer can be kept for the next epoch ({@link KeptProducers}).
    */
   record Epoch(String run, long epoch, long lastCommitted) {}
 
@@ -95,6 +96,8 @@ final class ExactlyOnceDataWriter extends KplexDataWriter {
 
   /** The producer this executor kept for the transactional id, ready for a transaction; null if none fits. */
   private static Producer<byte[], byte[]> kept(String transactionalId, Map<String, Object> settings, Epoch epoch) {
+    // With lastCommitted -1 (nothing committed in full before), no kept producer matches: one
+    // kept from before is closed.
     if (epoch == null || epoch.run() == null) return null;
     Producer<byte[], byte[]> kept = KeptProducers.EXECUTOR.take(transactionalId, epoch.run(), epoch.lastCommitted(),
         settings);

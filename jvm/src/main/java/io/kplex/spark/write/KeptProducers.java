@@ -19,7 +19,9 @@ import org.apache.kafka.clients.producer.Producer;
  * <p>A task's producer is kept once the task handed its flushed transaction over to the
  * driver. The next epoch's task with the same transactional id takes it only when that
  * transaction is known to be committed: same run of the same query, the epoch it wrote is
- * the last one the table committed ({@link EpochStart#lastEpoch}), and the same producer
+ * the table's last committed one ({@link EpochStart#lastEpoch}) and this run's driver
+ * committed every task transaction of it (not so for an epoch Kafka cut short, whose rerun
+ * commits only the lost tasks' transactions and fences the others), and the same producer
  * settings. Anything else (an epoch that failed or was aborted, a restarted query, a task
  * that moved to another executor and back, changed settings) closes the kept producer and
  * the task makes a new one, as before. One not taken within {@link #IDLE} is closed.

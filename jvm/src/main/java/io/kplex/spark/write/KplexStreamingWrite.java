@@ -143,7 +143,8 @@ final class KplexStreamingWrite implements StreamingWrite {
     WriteConf writing = firstOfRun ? epochConf(last.epoch() + 1) : conf;
     epochs.put(last.epoch() + 1, new Started(start, committer.clock().millis(), signal, writing));
     held.clean(last.epoch(), last.held());
-    return new StreamingWriterFactory(writing, schema, start, held, info.numPartitions(), run.runId);
+    return new StreamingWriterFactory(writing, schema, start, held, info.numPartitions(), run.runId,
+        run.producersFrom(last.epoch()));
   }
 
   /**
@@ -369,7 +370,7 @@ final class KplexStreamingWrite implements StreamingWrite {
       run.recovered = false;
       run.last = null;
       run.lease = null;
-      run.forgetReadByOthers();
+      run.forgetReadByOthers();  // and the producers' epoch
     }
     release();
   }
@@ -414,6 +415,7 @@ final class KplexStreamingWrite implements StreamingWrite {
       throw io.kplex.spark.errors.Errors.streamCommitTooLate(e, rerunTimeoutMs(expiredAfter));
     }
     if (partial != null) run.completed(mark.epoch());
+    run.committed(mark.epoch(), partial == null);
   }
 
   /** The committed epoch's mark is what the next epoch starts from. */

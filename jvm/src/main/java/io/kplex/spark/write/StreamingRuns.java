@@ -85,10 +85,29 @@ final class StreamingRuns {
       return readByOthers;
     }
 
+    /** The last epoch of this run whose every task transaction the driver committed (-1: none). */
+    private long committedInFull = -1;
+
+    /** Epoch {@code epoch} is committed: every task transaction of it ({@code inFull}), or only some. */
+    synchronized void committed(long epoch, boolean inFull) {
+      committedInFull = inFull ? epoch : -1;
+    }
+
+    /**
+     * The epoch whose task producers the next epoch's tasks may go on with ({@link KeptProducers}):
+     * {@code last}, the table's last committed epoch, if this run committed it in full; else -1
+     * (the first epoch of a run; an epoch Kafka cut short, whose rerun commits only the lost
+     * tasks' transactions and fences the others).
+     */
+    synchronized long producersFrom(long last) {
+      return committedInFull == last ? last : -1;
+    }
+
     /** After a failed epoch, whose claim is given up: others may write before the next one. */
     synchronized void forgetReadByOthers() {
       readByOthers = null;
       readByOthersOf = null;
+      committedInFull = -1;
     }
 
     /** The run's claim on the table (null: none yet, or given up after a failed epoch). */

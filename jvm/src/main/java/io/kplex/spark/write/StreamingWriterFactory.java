@@ -25,23 +25,25 @@ final class StreamingWriterFactory implements StreamingDataWriterFactory {
   private final Clock clock;
   /** The query's run (its Spark job group), whose tasks keep their producers from epoch to epoch; null: none kept. */
   private final String run;
+  /** The epoch whose tasks' producers this epoch's tasks may go on with (-1: none). */
+  private final long producersFrom;
 
   StreamingWriterFactory(WriteConf conf, WriteSchema schema, EpochStart start, HeldRows held, int numPartitions) {
-    this(conf, schema, start, held, numPartitions, null);
+    this(conf, schema, start, held, numPartitions, null, -1);
   }
 
   StreamingWriterFactory(WriteConf conf, WriteSchema schema, EpochStart start, HeldRows held, int numPartitions,
-      String run) {
-    this(conf, schema, start, held, numPartitions, KafkaClients.REAL, Clock.SYSTEM, run);
+      String run, long producersFrom) {
+    this(conf, schema, start, held, numPartitions, KafkaClients.REAL, Clock.SYSTEM, run, producersFrom);
   }
 
   StreamingWriterFactory(WriteConf conf, WriteSchema schema, EpochStart start, HeldRows held, int numPartitions,
       KafkaClients clients, Clock clock) {
-    this(conf, schema, start, held, numPartitions, clients, clock, null);
+    this(conf, schema, start, held, numPartitions, clients, clock, null, -1);
   }
 
   StreamingWriterFactory(WriteConf conf, WriteSchema schema, EpochStart start, HeldRows held, int numPartitions,
-      KafkaClients clients, Clock clock, String run) {
+      KafkaClients clients, Clock clock, String run, long producersFrom) {
     this.conf = conf;
     this.schema = schema;
     this.codec = RowCodec.of(schema, conf);
@@ -51,6 +53,7 @@ final class StreamingWriterFactory implements StreamingDataWriterFactory {
     this.clients = clients;
     this.clock = clock;
     this.run = run;
+    this.producersFrom = producersFrom;
   }
 
   @Override
@@ -59,7 +62,7 @@ final class StreamingWriterFactory implements StreamingDataWriterFactory {
       return new Committed();
     }
     KplexDataWriter out = KplexDataWriter.forTask(conf, codec, partitionId, null, clients,
-        new ExactlyOnceDataWriter.Epoch(run, epochId, start.lastEpoch()));
+        new ExactlyOnceDataWriter.Epoch(run, epochId, producersFrom));
     return new StreamingDataWriter(out, conf, schema, codec, start, partitionId, numPartitions, held,
         held.path(epochId, partitionId, numPartitions, taskId), clock);
   }
