@@ -218,12 +218,7 @@ def _calls(text: str, pattern: str) -> Iterator[tuple[int, str]]:
 
 #: Call sites that still pass words of their own to an error factory (an expected type, a
 #: function's arguments, a metadata record's kind): file -> how many; to be converted, never grown.
-COMPOSED_LEFT = {
-    "txn/EpochMark.java": 2, "txn/CommitLog.java": 2, "txn/PartialCommit.java": 1,
-    "write/StreamingDataWriter.java": 1, "write/WriteSchema.java": 3, "kafka/KafkaTopics.java": 1,
-    "read/ReadTimeRecords.java": 2, "read/KplexMicroBatchStream.java": 1, "functions/ConfluentWire.java": 8,
-    "functions/KplexFunctions.java": 2, "functions/KplexJson.java": 6,
-}
+COMPOSED_LEFT = {"write/StreamingDataWriter.java": 1, "kafka/KafkaTopics.java": 1}
 
 
 def test_no_jvm_error_is_given_words_composed_at_its_call_site():

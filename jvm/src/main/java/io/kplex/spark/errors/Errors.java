@@ -56,7 +56,10 @@ public final class Errors {
     return error("NULL_KEY.WRITE", "column", column, "order_value", orderValue);
   }
 
-  /** A read-time table's key expression gave NULL on a source record (names the source). */
+  /**
+   * A read-time table's key expression (its text, {@code expression}) gave NULL on a source
+   * record (names the source).
+   */
   public static KplexException nullReadTimeKey(String table, String expression, String topic, int partition,
       long offset) {
     return error("NULL_KEY.READ_TIME", "table", table, "expression", expression, "topic", topic,
@@ -92,8 +95,12 @@ public final class Errors {
     return error("ORDER_TYPE", "column", column, "type", type);
   }
 
-  public static KplexException missingColumn(String role, String how, List<String> columns) {
-    return error("MISSING_COLUMN", "role", role, "expected", how, "columns", columns);
+  /** A column the written data must have, each a sub-class of {@code MISSING_COLUMN}. */
+  public enum WrittenColumn { KEY, ORDER, VALUE }
+
+  /** The written data has no {@code role} column; its columns are {@code columns}. */
+  public static KplexException missingColumn(WrittenColumn role, List<String> columns) {
+    return error("MISSING_COLUMN." + role.name(), "columns", columns);
   }
 
   public static KplexException ambiguousColumn(String role, List<String> candidates) {
@@ -104,8 +111,14 @@ public final class Errors {
     return error("UNEXPECTED_COLUMN", "columns", extra);
   }
 
-  public static KplexException badColumnType(String role, String column, String type, String expected) {
-    return error("COLUMN_TYPE", "role", role, "column", column, "type", type, "expected", expected);
+  /** The written value column {@code column} has type {@code type}, not BINARY or STRING. */
+  public static KplexException valueColumnType(String column, String type) {
+    return error("COLUMN_TYPE.VALUE", "column", column, "type", type);
+  }
+
+  /** The written headers column {@code column} has type {@code type}, not Kafka's headers. */
+  public static KplexException headersColumnType(String column, String type) {
+    return error("COLUMN_TYPE.HEADERS", "column", column, "type", type);
   }
 
   /** {@code expected}: what the option's declaration in options.json allows (OptionSpec.expected). */
@@ -534,9 +547,33 @@ public final class Errors {
     return error("KAFKA_CLIENTS_INTERNALS", e, "kafka_clients_version", version, "cause", e.toString());
   }
 
-  /** A record of kplex's metadata topic {@code topic} that cannot be read ({@code what}: which kind). */
-  public static KplexException unreadableMetadata(String what, String topic, Exception e) {
-    return error("METADATA.UNREADABLE", e, "record_kind", what, "topic", topic, "cause", e.getMessage());
+  /** The kinds of record of kplex's metadata topic, each with its sub-class of {@code METADATA}. */
+  public enum MetadataRecord {
+    EPOCH_RECORD, PENDING_COMMIT, PARTIAL_COMMIT
+  }
+
+  /** A record of kplex's metadata topic {@code topic} that cannot be read ({@code kind}: which kind). */
+  public static KplexException unreadableMetadata(MetadataRecord kind, String topic, Exception e) {
+    return error("METADATA." + kind.name(), e, "topic", topic, "cause", e.getMessage());
+  }
+
+  /**
+   * An epoch record {@code record} written as changes to epoch {@code baseEpoch} whose base
+   * {@code baseRecord} is missing.
+   */
+  public static KplexException epochBaseMissing(String topic, String record, long baseEpoch, String baseRecord) {
+    return error("METADATA.EPOCH_BASE_MISSING", "topic", topic, "record", record, "base_epoch", baseEpoch,
+        "base_record", baseRecord);
+  }
+
+  /**
+   * An epoch record {@code record} written as changes to epoch {@code baseEpoch} whose base
+   * {@code baseRecord} holds epoch {@code heldEpoch} (of another query, or out of its range).
+   */
+  public static KplexException epochBaseOther(String topic, String record, long baseEpoch, String baseRecord,
+      long heldEpoch) {
+    return error("METADATA.EPOCH_BASE_OTHER", "topic", topic, "record", record, "base_epoch", baseEpoch,
+        "base_record", baseRecord, "epoch", heldEpoch);
   }
 
   public static KplexException metadataReadTimedOut(String topic) {
@@ -673,22 +710,33 @@ public final class Errors {
     return error("NO_CATALOG", "catalog", catalog);
   }
 
-  public static KplexException checkpointWrite(String what, Object path, Exception e) {
-    return error("CHECKPOINT.WRITE", e, "state", what, "file", path, "cause", e.toString());
+  /** The query's starting offsets cannot be kept in the checkpoint's file {@code path}. */
+  public static KplexException startingOffsetsWrite(Object path, Exception e) {
+    return error("CHECKPOINT.WRITE_STARTING_OFFSETS", e, "file", path, "cause", e.toString());
   }
 
   // A kplex SQL function called with arguments it does not take (bound as Spark binds a function).
 
-  /** {@code call} (the function and its arguments, e.g. {@code kplex_json(json, pointer)}) takes {@code expected}. */
-  public static KplexException functionArgumentCount(String call, String expected, int count) {
-    return error("FUNCTION_ARGUMENT.COUNT", "call", call, "expected", expected, "count", count);
+  /** How many arguments a function takes: each a sub-class of {@code FUNCTION_ARGUMENT}. */
+  public enum Arity {
+    COUNT_ONE, COUNT_CONFLUENT_PAYLOAD, COUNT_CONFLUENT_SCHEMA_ID, COUNT_JSON
   }
 
-  /** {@code function}'s {@code argument} (its role), the column {@code column}, has a type it does not take. */
-  public static KplexException functionArgumentType(String function, String argument, String column, String type,
-      String expected) {
-    return error("FUNCTION_ARGUMENT.TYPE", "function", function, "argument", argument, "column", column,
-        "type", type, "expected", expected);
+  /** {@code function} takes the arguments {@code arity} says, not {@code count}. */
+  public static KplexException functionArgumentCount(Arity arity, String function, int count) {
+    return error("FUNCTION_ARGUMENT." + arity.name(), "function", function, "count", count);
+  }
+
+  /** A function's argument, by its role: each a sub-class of {@code FUNCTION_ARGUMENT}. */
+  public enum Argument {
+    TYPE_CONFLUENT_FORMAT, TYPE_CONFLUENT_VALUE, TYPE_JSON_DOCUMENT, TYPE_JSON_POINTER
+  }
+
+  /** {@code function}'s {@code argument}, the column {@code column}, has a type it does not take. */
+  public static KplexException functionArgumentType(Argument argument, String function, String column,
+      String type) {
+    return error("FUNCTION_ARGUMENT." + argument.name(), "function", function, "column", column,
+        "type", type);
   }
 
   public static KplexException vpartitionArguments() {

@@ -106,19 +106,19 @@ public final class ConfluentWire {
   static BoundFunction bindPayload(StructType input) {
     int n = input.fields().length;
     if (n < 1 || n > 2) {
-      throw Errors.unbindable(Errors.functionArgumentCount(PAYLOAD + "(value [, format])", "one or two arguments", n));
+      throw Errors.unbindable(Errors.functionArgumentCount(Errors.Arity.COUNT_CONFLUENT_PAYLOAD, PAYLOAD, n));
     }
     requireBinary(input, PAYLOAD);
     if (n == 2 && !(input.fields()[1].dataType() instanceof StringType)) {
-      throw Errors.unbindable(Errors.functionArgumentType(PAYLOAD, "format", input.fields()[1].name(),
-          input.fields()[1].dataType().sql(), "'avro', 'json' or 'protobuf'"));
+      throw Errors.unbindable(Errors.functionArgumentType(Errors.Argument.TYPE_CONFLUENT_FORMAT, PAYLOAD,
+          input.fields()[1].name(), input.fields()[1].dataType().sql()));
     }
     return new Payload(input.fields()[0].dataType(), n == 2);
   }
 
   static BoundFunction bindSchemaId(StructType input) {
     if (input.fields().length != 1) {
-      throw Errors.unbindable(Errors.functionArgumentCount(SCHEMA_ID + "(value)", "one argument",
+      throw Errors.unbindable(Errors.functionArgumentCount(Errors.Arity.COUNT_CONFLUENT_SCHEMA_ID, SCHEMA_ID,
           input.fields().length));
     }
     requireBinary(input, SCHEMA_ID);
@@ -128,8 +128,8 @@ public final class ConfluentWire {
   private static void requireBinary(StructType input, String function) {
     DataType type = input.fields()[0].dataType();
     if (!(type instanceof BinaryType) && !(type instanceof NullType)) {
-      throw Errors.unbindable(Errors.functionArgumentType(function, "value", input.fields()[0].name(), type.sql(),
-          "the BINARY value (or key) of a Kafka record"));
+      throw Errors.unbindable(Errors.functionArgumentType(Errors.Argument.TYPE_CONFLUENT_VALUE, function,
+          input.fields()[0].name(), type.sql()));
     }
   }
 

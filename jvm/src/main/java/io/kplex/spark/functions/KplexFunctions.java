@@ -110,7 +110,7 @@ public final class KplexFunctions {
 
   private static DataType single(StructType input, String function) {
     if (input.fields().length != 1) {
-      throw Errors.unbindable(Errors.functionArgumentCount(function, "exactly one argument", input.fields().length));
+      throw Errors.unbindable(Errors.functionArgumentCount(Errors.Arity.COUNT_ONE, function, input.fields().length));
     }
     return input.fields()[0].dataType();
   }

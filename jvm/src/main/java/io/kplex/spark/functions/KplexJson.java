@@ -33,18 +33,18 @@ public final class KplexJson {
 
   static BoundFunction bind(StructType input) {
     if (input.fields().length != 2) {
-      throw Errors.unbindable(Errors.functionArgumentCount(KplexFunctions.JSON + "(json, pointer)", "two arguments",
+      throw Errors.unbindable(Errors.functionArgumentCount(Errors.Arity.COUNT_JSON, KplexFunctions.JSON,
           input.fields().length));
     }
     DataType json = input.fields()[0].dataType();
     DataType pointer = input.fields()[1].dataType();
     if (!(json instanceof StringType) && !(json instanceof BinaryType) && !(json instanceof NullType)) {
-      throw Errors.unbindable(Errors.functionArgumentType(KplexFunctions.JSON, "JSON argument",
-          input.fields()[0].name(), json.sql(), "STRING or BINARY"));
+      throw Errors.unbindable(Errors.functionArgumentType(Errors.Argument.TYPE_JSON_DOCUMENT, KplexFunctions.JSON,
+          input.fields()[0].name(), json.sql()));
     }
     if (!(pointer instanceof StringType) && !(pointer instanceof NullType)) {
-      throw Errors.unbindable(Errors.functionArgumentType(KplexFunctions.JSON, "pointer", input.fields()[1].name(),
-          pointer.sql(), "a STRING such as '/userid'"));
+      throw Errors.unbindable(Errors.functionArgumentType(Errors.Argument.TYPE_JSON_POINTER, KplexFunctions.JSON,
+          input.fields()[1].name(), pointer.sql()));
     }
     return new Function(json, pointer);
   }

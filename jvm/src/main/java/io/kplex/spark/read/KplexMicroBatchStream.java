@@ -186,7 +186,7 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
       }
       return start;
     } catch (java.io.IOException e) {
-      throw Errors.checkpointWrite("the query's starting offsets", path, e);
+      throw Errors.startingOffsetsWrite(path, e);
     }
   }
 

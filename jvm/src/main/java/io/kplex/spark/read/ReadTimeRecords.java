@@ -2,7 +2,6 @@ package io.kplex.spark.read;
 
 import io.kplex.spark.conf.NullKeyPolicy;
 import io.kplex.spark.conf.NullOrderPolicy;
-import io.kplex.spark.spec.KplexOptions;
 import io.kplex.spark.errors.Errors;
 import io.kplex.spark.wire.KplexHeaders;
 import io.kplex.spark.wire.Placement;
@@ -48,12 +47,12 @@ final class ReadTimeRecords implements AutoCloseable {
     Long order = eval.order(row);
     if (key == null) {
       if (conf.nullKey == NullKeyPolicy.DROP) return null;
-      throw Errors.nullReadTimeKey(conf.table, KplexOptions.KEY + " = " + conf.expressions.keyText,
+      throw Errors.nullReadTimeKey(conf.table, conf.expressions.keyText,
           r.topic(), r.partition(), r.offset());
     }
     if (order == null) {
       if (conf.nullOrder == NullOrderPolicy.DROP) return null;
-      throw Errors.nullReadTimeOrder(conf.table, KplexOptions.ORDER + " = " + conf.expressions.orderText,
+      throw Errors.nullReadTimeOrder(conf.table, conf.expressions.orderText,
           r.topic(), r.partition(), r.offset());
     }
     row.update(0, key);

@@ -477,7 +477,7 @@ public final class CommitLog {
     try {
       return JSON.readTree(json).get("epoch_mark");
     } catch (IOException e) {
-      throw Errors.unreadableMetadata("pending commit", TOPIC, e);
+      throw Errors.unreadableMetadata(Errors.MetadataRecord.PENDING_COMMIT, TOPIC, e);
     }
   }
 
@@ -502,7 +502,7 @@ public final class CommitLog {
       return new Pending(node.path("table").asText(), node.path("query").asText(null), txns, mark,
           node.path("completes").asText(null), vpsKnown, node.path("claim").asText(null), offset);
     } catch (IOException e) {
-      throw Errors.unreadableMetadata("pending commit", TOPIC, e);
+      throw Errors.unreadableMetadata(Errors.MetadataRecord.PENDING_COMMIT, TOPIC, e);
     }
   }
 }

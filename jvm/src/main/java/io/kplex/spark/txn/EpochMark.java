@@ -259,9 +259,11 @@ public record EpochMark(String table, String query, long epoch, EventTime.Marks 
     JsonNode baseNode = base == null ? null : tree(base);
     EpochMark b = baseNode == null || isDelta(baseNode) ? null : fromJson(baseNode);
     if (b == null || b.epoch < from || b.epoch > read.epoch || !b.query.equals(read.query)) {
-      throw io.kplex.spark.errors.Errors.unreadableMetadata("epoch record", CommitLog.TOPIC,
-          new IllegalStateException(key(read.table, read.query) + " is written as changes to epoch " + from
-              + ", and " + key(read.table, read.query) + BASE + (b == null ? " is missing" : " holds epoch " + b.epoch)));
+      throw b == null
+          ? io.kplex.spark.errors.Errors.epochBaseMissing(CommitLog.TOPIC, key(read.table, read.query), from,
+              key(read.table, read.query) + BASE)
+          : io.kplex.spark.errors.Errors.epochBaseOther(CommitLog.TOPIC, key(read.table, read.query), from,
+              key(read.table, read.query) + BASE, b.epoch);
     }
     Map<Integer, Long> highs = new HashMap<>(b.marks.highs());
     highs.putAll(read.marks.highs());
@@ -281,7 +283,8 @@ public record EpochMark(String table, String query, long epoch, EventTime.Marks 
     try {
       return JSON.readTree(json);
     } catch (java.io.IOException e) {
-      throw io.kplex.spark.errors.Errors.unreadableMetadata("epoch record", CommitLog.TOPIC, e);
+      throw io.kplex.spark.errors.Errors.unreadableMetadata(
+          io.kplex.spark.errors.Errors.MetadataRecord.EPOCH_RECORD, CommitLog.TOPIC, e);
     }
   }
 

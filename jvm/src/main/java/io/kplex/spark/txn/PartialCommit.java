@@ -129,7 +129,7 @@ public record PartialCommit(String table, String query, long epoch, boolean inse
       return new PartialCommit(node.path("table").asText(), node.path("query").asText(), node.path("epoch").asLong(),
           node.path("insert").asBoolean(), partitions, vps, committed, node.path("vps_known").asBoolean(true));
     } catch (IOException e) {
-      throw Errors.unreadableMetadata("partial commit", CommitLog.TOPIC, e);
+      throw Errors.unreadableMetadata(Errors.MetadataRecord.PARTIAL_COMMIT, CommitLog.TOPIC, e);
     }
   }
 }

@@ -103,9 +103,9 @@ public final class WriteSchema implements Serializable {
     StructField[] fields = schema.fields();
     List<String> names = new ArrayList<>();
     for (StructField f : fields) names.add(f.name());
-    int key = pick(fields, "key", "kplex_key(...) or a column named `key`", names,
+    int key = pick(fields, "key", Errors.WrittenColumn.KEY, names,
         f -> made(f, KplexFunctions.KEY) || named(f, "key") || isCall(f, KplexFunctions.KEY));
-    int order = pick(fields, "order", "kplex_order(...) or a column named `order_value`", names,
+    int order = pick(fields, "order", Errors.WrittenColumn.ORDER, names,
         f -> made(f, KplexFunctions.ORDER) || named(f, "order_value") || named(f, "order")
             || isCall(f, KplexFunctions.ORDER));
     int headers = find(fields, "headers", f -> named(f, "headers"));
@@ -121,7 +121,7 @@ public final class WriteSchema implements Serializable {
       value = names.indexOf(rest.remove(0));
     }
     if (value < 0) {
-      throw Errors.missingColumn("value", "a column named `value` (BINARY or STRING)", names);
+      throw Errors.missingColumn(Errors.WrittenColumn.VALUE, names);
     }
     if (!rest.isEmpty()) {
       throw Errors.unexpectedColumns(rest);
@@ -132,12 +132,10 @@ public final class WriteSchema implements Serializable {
     }
     DataType valueType = fields[value].dataType();
     if (!(valueType instanceof BinaryType || valueType instanceof StringType)) {
-      throw Errors.badColumnType("value", fields[value].name(), valueType.sql(),
-          "BINARY or STRING (use to_json(...) for structured values)");
+      throw Errors.valueColumnType(fields[value].name(), valueType.sql());
     }
     if (headers >= 0 && !isHeaders(fields[headers].dataType())) {
-      throw Errors.badColumnType("headers", "headers", fields[headers].dataType().sql(),
-          "ARRAY<STRUCT<key: STRING, value: BINARY>>");
+      throw Errors.headersColumnType(fields[headers].name(), fields[headers].dataType().sql());
     }
     return new WriteSchema(schema, key, order, value, headers);
   }
@@ -158,11 +156,11 @@ public final class WriteSchema implements Serializable {
     return n.startsWith(function + "(") || n.startsWith("kplex." + function + "(");
   }
 
-  private static int pick(StructField[] fields, String role, String how, List<String> names,
+  private static int pick(StructField[] fields, String role, Errors.WrittenColumn column, List<String> names,
       java.util.function.Predicate<StructField> matches) {
     int found = find(fields, role, matches);
     if (found < 0) {
-      throw Errors.missingColumn(role, how, names);
+      throw Errors.missingColumn(column, names);
     }
     return found;
   }
