@@ -367,11 +367,20 @@ public final class Errors {
    * the delay); else below what is already written to its virtual partition ({@code bound}).
    * {@code at}: its source position, or null.
    */
+  /**
+   * A streamed record is late; it came from {@code topic}-{@code partition} at {@code offset},
+   * or from a source position the plan lost (a null {@code topic}).
+   */
   public static KplexException lateStreamRecord(String table, String key, long order, int vp, boolean behind,
-      long bound, long maxDelayMs, String at) {
+      long bound, long maxDelayMs, String topic, int partition, long offset) {
+    if (topic == null) {
+      return error(behind ? "LATE_RECORD.BEHIND_SOURCE_UNPOSITIONED" : "LATE_RECORD.BELOW_WRITTEN_UNPOSITIONED",
+          "table", table, "key", key, "order_value", order, "virtual_partition", vp, "behind", behind,
+          "order_bound", bound, "max_delay_ms", maxDelayMs);
+    }
     return error(behind ? "LATE_RECORD.BEHIND_SOURCE" : "LATE_RECORD.BELOW_WRITTEN", "table", table, "key", key,
         "order_value", order, "virtual_partition", vp, "behind", behind, "order_bound", bound,
-        "max_delay_ms", maxDelayMs, "source_position", at == null ? "source position unknown" : at);
+        "max_delay_ms", maxDelayMs, "topic", topic, "partition", partition, "offset", offset);
   }
 
   public static KplexException streamingPlacement(int vp, int task, int tasks) {
@@ -609,6 +618,16 @@ public final class Errors {
     return error(what == null ? "NOT_AUTHORIZED.UNKNOWN_RESOURCE" : "NOT_AUTHORIZED." + what.kind(), cause,
         "principal", principal, "operation", op, "resource", what == null ? null : what.name(),
         "bootstrap", bootstrap, "cause", cause.getMessage());
+  }
+
+  /**
+   * The broker lists {@code operations} as the principal's operations on {@code topic} (KIP-430),
+   * and {@code op} is not among them.
+   */
+  public static KplexException topicOperationNotListed(String principal, String op, String topic,
+      Collection<String> operations, String bootstrap) {
+    return error("NOT_AUTHORIZED.TOPIC_NOT_LISTED", "principal", principal, "operation", op, "resource", topic,
+        "bootstrap", bootstrap, "operations", operations);
   }
 
   /**

@@ -63,6 +63,12 @@ public final class AccessErrors {
     return Errors.notAuthorized(kafka.principal(), op, what, kafka.bootstrap(), cause);
   }
 
+  /** The broker lists {@code allowed} as the principal's operations on {@code topic}, without {@code operation}. */
+  public static KplexException notListed(KafkaConf kafka, String operation, String topic,
+      java.util.Collection<String> allowed) {
+    return Errors.topicOperationNotListed(kafka.principal(), operation, topic, allowed, kafka.bootstrap());
+  }
+
   public static KplexException notAuthenticated(KafkaConf kafka, AuthenticationException cause) {
     String hint = cause instanceof SslAuthenticationException
         ? "the TLS handshake failed: check kafka.ssl.truststore.* (the broker's CA) and kafka.ssl.endpoint.identification.algorithm"

@@ -20,7 +20,6 @@ import io.kplex.spark.time.Clock;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.acl.AclOperation;
-import org.apache.kafka.common.errors.TopicAuthorizationException;
 import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.errors.TransactionalIdNotFoundException;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
@@ -218,9 +217,8 @@ public class KafkaTopics implements AutoCloseable {
   public void requireAllowed(String topic, AclOperation operation) {
     authorizedOperations(topic).ifPresent(allowed -> {
       if (!allowed.contains(operation) && !allowed.contains(AclOperation.ALL)) {
-        throw AccessErrors.notAuthorized(kafka, new TopicAuthorizationException(
-            "the broker lists " + allowed + " as this principal's operations on '" + topic + "'"),
-            operation.name(), Errors.Resource.topic(topic));
+        throw AccessErrors.notListed(kafka, operation.name(), topic,
+            allowed.stream().map(AclOperation::name).toList());
       }
     });
   }

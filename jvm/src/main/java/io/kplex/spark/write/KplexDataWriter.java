@@ -272,7 +272,7 @@ abstract sealed class KplexDataWriter implements DataWriter<InternalRow>
         return;
       default:
         throw Errors.lateStreamRecord(conf.table, KeyBytes.printable(keyBytes), orderValue, vp, false, floor[vp],
-            conf.maxDelayMs, null);
+            conf.maxDelayMs, null, -1, -1);
     }
   }
 

@@ -420,7 +420,7 @@ final class StreamingDataWriter implements DataWriter<InternalRow> {
         default:
           throw Errors.lateStreamRecord(conf.table, KeyBytes.printable(item.key()), item.order(), item.vp(),
               why == EventTime.Late.BEHIND_PARTITION, bound, conf.maxDelayMs,
-              positioned ? start.sourceTopic() + "-" + partition + " offset " + offset : null);
+              positioned ? start.sourceTopic() : null, partition, offset);
       }
     }
   }
