@@ -9,7 +9,7 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
@@ -27,7 +27,7 @@ final class ReadTimeRecords implements AutoCloseable {
   private final ReadConf conf;
   private final ReadExpressions.Evaluator eval;
   private final Map<String, UTF8String> topics = new HashMap<>();
-  private KafkaProducer<byte[], byte[]> lateProducer;
+  private Producer<byte[], byte[]> lateProducer;
   private volatile Exception lateFailure;
   long read;
   long lateDropped;
@@ -89,7 +89,7 @@ final class ReadTimeRecords implements AutoCloseable {
   private void sendLate(ConsumerRecord<byte[], byte[]> r, int vp, long order) {
     if (lateFailure != null) throw Errors.lateTopicFailed(conf.lateTopic, lateFailure);
     if (lateProducer == null) {
-      lateProducer = new KafkaProducer<>(conf.kafka.producer());
+      lateProducer = conf.clients.producer(conf.kafka.producer());
     }
     RecordHeaders headers = new RecordHeaders(r.headers().toArray());
     headers.add(KplexHeaders.VP, KplexHeaders.ascii(vp));
