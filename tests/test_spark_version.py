@@ -3,6 +3,7 @@ error that says which ones it does."""
 from __future__ import annotations
 
 import os
+import stat
 import zipfile
 from pathlib import Path
 
@@ -61,16 +62,21 @@ def test_a_streaming_insert_in_sql_before_spark_4_1_gets_that_error_not_a_parse_
 
 def test_a_local_session_writes_its_checkpoints_through_sparks_file_system_manager(spark):
     """On a local master kplex picks Spark's FileSystem-based checkpoint manager (no readlink
-    process per checkpoint file); the class is the running Spark's own, so every stream test of
-    this line runs its checkpoints through it."""
+    process per checkpoint file), kplex's subclass of it where this line's jar has one (no
+    chmod process either); the parent is the running Spark's own class, so every stream test
+    of this line runs its checkpoints through it."""
     expected = session.local_checkpoint_manager(spark.sparkContext.master)
     if expected is None:  # a cluster's master (KPLEX_TEST_MASTER): Spark's default manager stays
         assert spark.conf.get(session.CHECKPOINT_MANAGER_KEY, None) is None
         return
     assert spark.conf.get(session.CHECKPOINT_MANAGER_KEY) == expected
     loader = spark._jvm.java.lang.Thread.currentThread().getContextClassLoader()
-    assert spark._jvm.java.lang.Class.forName(expected, False, loader).getSimpleName() == \
-        "FileSystemBasedCheckpointFileManager"
+    manager = spark._jvm.java.lang.Class.forName(expected, False, loader)
+    if spark.version.startswith("4.0."):
+        assert manager.getSimpleName() == "FileSystemBasedCheckpointFileManager"
+    else:
+        assert expected == session.LOCAL_CHECKPOINT_MANAGER
+        assert manager.getSuperclass().getSimpleName() == "FileSystemBasedCheckpointFileManager"
 
 
 def test_a_cluster_and_a_users_own_checkpoint_manager_keep_their_choice():
@@ -83,3 +89,50 @@ def test_a_cluster_and_a_users_own_checkpoint_manager_keep_their_choice():
     assert builder._options[session.CHECKPOINT_MANAGER_KEY] == "my.Manager"
     plain = session.configure_spark_with_kplex(SparkSession.builder.master("local[3]"), "127.0.0.1:9092")
     assert plain._options[session.CHECKPOINT_MANAGER_KEY] == session.local_checkpoint_manager("local[2]")
+
+
+def _forks_so_far() -> int:
+    """Processes this machine has started since boot (Linux's /proc/stat)."""
+    for line in Path("/proc/stat").read_text().splitlines():
+        if line.startswith("processes "):
+            return int(line.split()[1])
+    pytest.skip("no process counter in /proc/stat")
+
+
+def test_a_local_sessions_checkpoint_files_start_no_chmod_process_and_get_hadoops_permissions(spark, tmp_path):
+    """kplex's checkpoint manager on a local master writes through a local file system that sets
+    permissions without forking ``chmod`` (a pip-installed Spark has no native Hadoop library,
+    so Hadoop's own forks one for every file it creates). Writing 20 checkpoint entries through
+    it starts no process, where Spark's own manager, in the same JVM, starts at least one per
+    entry; the entries and their folder get the permissions Hadoop gives them, as the
+    operating system reports them."""
+    expected = session.local_checkpoint_manager(spark.sparkContext.master)
+    if expected != session.LOCAL_CHECKPOINT_MANAGER:
+        pytest.skip(f"Spark {spark.version} on {spark.sparkContext.master} keeps Spark's checkpoint manager")
+    jvm = spark._jvm
+    conf = spark._jsparkSession.sessionState().newHadoopConf()
+    loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+
+    def write(manager_class: str, folder: Path, entries: int) -> int:
+        path = jvm.org.apache.hadoop.fs.Path(folder.as_uri())
+        manager = jvm.java.lang.Class.forName(manager_class, False, loader).getConstructors()[0]
+        args = spark.sparkContext._gateway.new_array(jvm.java.lang.Object, 2)
+        args[0], args[1] = path, conf
+        files = manager.newInstance(args)
+        before = _forks_so_far()
+        files.mkdirs(path)
+        for i in range(entries):
+            out = files.createAtomic(jvm.org.apache.hadoop.fs.Path((folder / str(i)).as_uri()), False)
+            out.write(b"v1")
+            out.close()
+        return _forks_so_far() - before
+
+    sparks = jvm.java.lang.Class.forName(expected, False, loader).getSuperclass().getName()
+    assert write(sparks, tmp_path / "sparks", 20) >= 20
+    forked = write(expected, tmp_path / "ours", 20)
+    assert forked < 10, f"{forked} processes started while kplex's checkpoint manager wrote 20 entries"
+    for name in ("sparks", "ours"):
+        assert sorted(p.name for p in (tmp_path / name).iterdir() if not p.name.startswith(".")) == \
+            sorted(str(i) for i in range(20))
+        assert (tmp_path / name / "7").read_bytes() == b"v1"
+        assert stat.S_IMODE((tmp_path / name / "7").stat().st_mode) == 0o644  # Hadoop's umask 022

@@ -41,18 +41,23 @@ _FILE_SYSTEM_MANAGERS = (
     "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager",
     "org.apache.spark.sql.execution.streaming.FileSystemBasedCheckpointFileManager",
 )
+#: kplex's checkpoint manager for a local master (``jvm/src/spark-*/java/.../compat``).
+LOCAL_CHECKPOINT_MANAGER = "io.kplex.spark.compat.LocalCheckpointFiles"
 
 
 def local_checkpoint_manager(master: str | None) -> str | None:
     """The checkpoint manager kplex picks for a session on ``master``, or None (Spark's default).
 
-    On a local master (``local``, ``local[N]``: one JVM, checkpoints on its disk) it is Spark's
-    own FileSystem-based manager, found in the running Spark's jars. Spark's default there
-    renames each checkpoint file through Hadoop's FileContext, which forks a ``readlink``
-    process for each of the four files of a rename (no native Hadoop library in a pip-installed
-    Spark): 16 processes a micro-batch for its offsets and commit entries, 70 ms of a live
-    micro-batch measured on 2 cores (docs/performance.md). On a local disk a plain rename is as
-    atomic. A cluster's checkpoints live on shared storage, where Spark's default stays.
+    On a local master (``local``, ``local[N]``: one JVM, checkpoints on its disk) it is kplex's
+    :data:`LOCAL_CHECKPOINT_MANAGER`, Spark's own FileSystem-based manager writing through a
+    local file system that sets permissions without forking ``chmod`` (Spark 4.0: Spark's
+    manager itself, found in the running Spark's jars). Spark's default there renames each
+    checkpoint file through Hadoop's FileContext, which forks a ``readlink`` process for each
+    of the four files of a rename, and Hadoop's local file system forks a ``chmod`` for each
+    file it creates (no native Hadoop library in a pip-installed Spark): 20 processes a
+    micro-batch for its offsets and commit entries, about 100 ms of a live micro-batch measured
+    on 2 cores (docs/performance.md). On a local disk a plain rename is as atomic. A cluster's
+    checkpoints live on shared storage, where Spark's default stays.
 
     >>> local_checkpoint_manager("yarn") is None
     True
@@ -68,7 +73,10 @@ def local_checkpoint_manager(master: str | None) -> str | None:
             names = set(classes.namelist())
         for manager in _FILE_SYSTEM_MANAGERS:
             if manager.replace(".", "/") + ".class" in names:
-                return manager
+                # kplex's extends Spark's as the line its jar is built for has it: 4.1's package
+                # (kplex-spark.jar) or 3.5's (kplex-spark-3.5.jar); 4.0 has 3.5's package.
+                ours = manager == _FILE_SYSTEM_MANAGERS[0] or _spark_line(None) == (3, 5)
+                return LOCAL_CHECKPOINT_MANAGER if ours else manager
     return None
 
 

@@ -146,10 +146,27 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     return tps;
   }
 
+  /**
+   * The partitions {@link #latest} last found, and the micro-batch it found them for: planning
+   * that micro-batch reads them instead of describing the topic again (milliseconds later; a
+   * partition gone meanwhile is found by the next micro-batch's description).
+   */
+  private List<TopicPartition> described;
+  private io.kplex.spark.stream.StreamingBatch describedFor;
+
+  /** {@link #partitions}, as {@link #latest} found them for this micro-batch if it did. */
+  private List<TopicPartition> partitionsOfThisBatch() {
+    io.kplex.spark.stream.StreamingBatch batch = io.kplex.spark.stream.StreamingBatch.current();
+    if (batch != null && batch.equals(describedFor)) return described;
+    return partitions();
+  }
+
   /** The last stable offset of every partition now. */
   private SourceOffset latest() {
     Consumer<byte[], byte[]> c = consumer();
     List<TopicPartition> tps = partitions();
+    described = tps;
+    describedFor = io.kplex.spark.stream.StreamingBatch.current();
     Map<TopicPartition, Long> end = store.call("READ", Errors.Resource.topic(conf.topic), () -> c.endOffsets(tps));
     Map<Integer, Long> next = new TreeMap<>();
     end.forEach((tp, o) -> next.put(tp.partition(), o));
@@ -610,7 +627,7 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
    */
   private Planned plan(SourceOffset start, SourceOffset end) {
     Map<Integer, Long> starts = new TreeMap<>();
-    Map<Integer, Long> begin = earliest(partitions());
+    Map<Integer, Long> begin = earliest(partitionsOfThisBatch());
     List<InputPartition> parts = new ArrayList<>();
     for (Map.Entry<Integer, Long> e : end.next.entrySet()) {
       int p = e.getKey();
