@@ -39,15 +39,38 @@ public final class MonitorGroup {
    */
   public static Exception commit(KafkaTopics kafka, String group, String topic, Map<Integer, Long> next) {
     if (group == null || next.isEmpty()) return null;
-    Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
-    next.forEach((p, o) -> offsets.put(new TopicPartition(topic, p), new OffsetAndMetadata(o, "kplex: monitoring only")));
     try {
-      kafka.admin().alterConsumerGroupOffsets(group, offsets).all()
-          .get(KafkaConf.ADMIN_TIMEOUT_MS, TimeUnit.MILLISECONDS);
+      send(kafka, group, topic, next).get(KafkaConf.ADMIN_TIMEOUT_MS, TimeUnit.MILLISECONDS);
       return null;
     } catch (Exception e) {
       if (e instanceof InterruptedException) Thread.currentThread().interrupt();
       return e;
     }
+  }
+
+  /**
+   * As {@link #commit}, without waiting: the returned future completes when the group has the
+   * offsets, and {@code failed} is called with why it could not (a bad request too).
+   */
+  public static java.util.concurrent.Future<Void> commitLater(KafkaTopics kafka, String group, String topic,
+      Map<Integer, Long> next, java.util.function.Consumer<Throwable> failed) {
+    java.util.concurrent.CompletableFuture<Void> done = new java.util.concurrent.CompletableFuture<>();
+    try {
+      send(kafka, group, topic, next).whenComplete((ok, e) -> {
+        if (e != null) failed.accept(e);
+        done.complete(null);
+      });
+    } catch (RuntimeException e) {
+      failed.accept(e);
+      done.complete(null);
+    }
+    return done;
+  }
+
+  private static org.apache.kafka.common.KafkaFuture<Void> send(KafkaTopics kafka, String group, String topic,
+      Map<Integer, Long> next) {
+    Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
+    next.forEach((p, o) -> offsets.put(new TopicPartition(topic, p), new OffsetAndMetadata(o, "kplex: monitoring only")));
+    return kafka.admin().alterConsumerGroupOffsets(group, offsets).all();
   }
 }

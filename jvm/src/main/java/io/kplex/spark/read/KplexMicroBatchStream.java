@@ -737,8 +737,13 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     }
   }
 
+  /** How long a stopping source waits for its query's last monitoring-group commit. */
+  static final long STOP_MONITOR_WAIT_MS = 5_000;
+
   @Override
   public synchronized void stop() {
+    // Lag tools see the last epoch once the query has ended: its sink's group commit is answered.
+    if (describedFor != null) QuerySinks.DRIVER.awaitMonitoring(describedFor.queryId(), STOP_MONITOR_WAIT_MS);
     if (consumer != null) {
       consumer.close(java.time.Duration.ZERO);
       store.close();

@@ -113,4 +113,36 @@ public final class QuerySinks {
   public synchronized String table(String query) {
     return tables.get(query);
   }
+
+  /** Per query: its sink's commit to the monitoring group still under way (lag tools only). */
+  private final Map<String, java.util.concurrent.Future<?>> monitoring = bounded(256);
+
+  /**
+   * Query {@code query}'s sink sent its committed offsets to the monitoring group and goes on
+   * without waiting for the answer: {@code commit} completes when the group has them.
+   */
+  public synchronized void monitoring(String query, java.util.concurrent.Future<?> commit) {
+    monitoring.put(query, commit);
+  }
+
+  /**
+   * Waits, at most {@code timeoutMs}, until the query's monitoring-group commit under way (if
+   * any) is answered: before the next one is sent (so the group's offsets only move forward),
+   * and when the query's source stops (so lag tools see the last epoch once the query ended).
+   * Its failure is the sender's to report, not the waiter's.
+   */
+  public void awaitMonitoring(String query, long timeoutMs) {
+    java.util.concurrent.Future<?> commit;
+    synchronized (this) {
+      commit = monitoring.remove(query);
+    }
+    if (commit == null) return;
+    try {
+      commit.get(timeoutMs, java.util.concurrent.TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+      // reported by the sender (a monitoring group never fails a query)
+    }
+  }
 }

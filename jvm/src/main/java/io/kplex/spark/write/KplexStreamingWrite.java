@@ -446,7 +446,8 @@ final class KplexStreamingWrite implements StreamingWrite {
   /**
    * The committed epoch's source offsets to the query's monitoring group
    * ({@code kplex.<table>.<query id>}, or the read's {@code monitorGroup}), for lag tools only:
-   * never read back, and a failure only logged (once per run). Per partition, the end the
+   * never read back, and a failure only logged (once per run). In a run, sent without waiting
+   * for the answer ({@link io.kplex.spark.stream.QuerySinks#awaitMonitoring}). Per partition, the end the
    * epoch read to, or the oldest record it still holds there: lag counts held records as
    * not yet delivered (a record is held until the watermark passes it).
    */
@@ -454,15 +455,22 @@ final class KplexStreamingWrite implements StreamingWrite {
     String group = MonitorGroup.name(signal.monitorGroup(), conf.table, queryId);
     if (group == null || signal.topic() == null || signal.ends().isEmpty()) return;
     Map<Integer, Long> offsets = tally.monitored(signal.ends());
-    Exception failed;
     if (run.runId != null) {
-      failed = MonitorGroup.commit(run.clients(conf.kafka), group, signal.topic(), offsets);
-    } else {
-      try (KafkaTopics kafka = new KafkaTopics(conf.kafka)) {
-        failed = MonitorGroup.commit(kafka, group, signal.topic(), offsets);
-      }
+      // Off the micro-batch's path: the next epoch's commit (or the source's stop) waits for it.
+      io.kplex.spark.stream.QuerySinks.DRIVER.awaitMonitoring(queryId, io.kplex.spark.kafka.KafkaConf.ADMIN_TIMEOUT_MS);
+      io.kplex.spark.stream.QuerySinks.DRIVER.monitoring(queryId, MonitorGroup.commitLater(run.clients(conf.kafka),
+          group, signal.topic(), offsets, failed -> warnMonitor(group, failed)));
+      return;
     }
-    if (failed != null && run.warnMonitorOnce()) {
+    Exception failed;
+    try (KafkaTopics kafka = new KafkaTopics(conf.kafka)) {
+      failed = MonitorGroup.commit(kafka, group, signal.topic(), offsets);
+    }
+    if (failed != null) warnMonitor(group, failed);
+  }
+
+  private void warnMonitor(String group, Throwable failed) {
+    if (run.warnMonitorOnce()) {
       LOG.warn("kplex: cannot commit the offsets of query {} to its monitoring group {} ({}); the query goes on,"
           + " its lag is only not shown there (it needs READ on the group)", queryId, group, failed.toString());
     }
