@@ -41,10 +41,15 @@ import org.slf4j.LoggerFactory;
  *   <li>{@code startingOffsets}: {@code earliest} (default, as a batch read: a derived
  *       topic holds its whole source; Spark's Kafka source starts at the latest),
  *       {@code latest} or offsets JSON; {@code startingTimestamp} in epoch ms;</li>
- *   <li>{@code maxOffsetsPerTrigger}: at most this many offsets per micro-batch, shared
- *       fairly over the partitions with a backlog (a small backlog is read whole, the rest
- *       share what is left), so no partition with unread records gets none; unset, a cap
- *       that fits the commit's time budget ({@link #getDefaultReadLimit});</li>
+ *   <li>{@code maxOffsetsPerTrigger}: at most this many offsets per micro-batch. From a plain
+ *       topic into a kplex sink, shared in event time: each partition with a backlog reads up
+ *       to about the same event time, by the event time its offsets carried in the last
+ *       micro-batches, so the sink releases about all a micro-batch reads in that micro-batch
+ *       ({@link #aligned}). Otherwise, and until that is known, shared fairly over the
+ *       partitions with a backlog (a small backlog is read whole, the rest share what is
+ *       left), but into a kplex sink the partitions ahead in event time wait while one behind
+ *       has a backlog ({@link #capped}). Unset, a cap that fits the commit's time budget
+ *       ({@link #getDefaultReadLimit});</li>
  *   <li>{@code Trigger.AvailableNow}: reads up to the last stable offsets of its start;
  *       what a kplex sink holds back stays held for the next run (N runs write what one
  *       would), unless {@code releaseAtEnd} is true: then one more micro-batch, without
@@ -339,14 +344,16 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
       // recreated, a truncated partition) keeps that end: planning reports it as data loss.
       until.put(e.getKey(), current < at ? current : Math.max(at, e.getValue()));
     }
+    QuerySinks.Stand stand = alignmentStand();
+    if (stand != null) densities.observe(from, stand.highs());
     // At the cap on held records, only the partitions holding the watermark are read (then
     // they share the limit alone).
     until = withinHeldCap(from, until);
     if (limit instanceof ReadMaxRows) {
       long max = ((ReadMaxRows) limit).maxRows();
-      until = capped(from, until, max == Long.MAX_VALUE ? defaultCap() : max, ahead(until.keySet()));
+      until = shared(from, until, max == Long.MAX_VALUE ? defaultCap() : max, stand);
     } else if (!(limit instanceof ReadAllAvailable) && maxOffsetsPerTrigger > 0) {
-      until = capped(from, until, maxOffsetsPerTrigger, ahead(until.keySet()));
+      until = shared(from, until, maxOffsetsPerTrigger, stand);
     }
     // Partitions that vanished stay in the offset so that planning reports the loss.
     for (Map.Entry<Integer, Long> e : start.next.entrySet()) until.putIfAbsent(e.getKey(), e.getValue());
@@ -435,19 +442,67 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
   }
 
   /**
-   * The partitions of a plain topic that are ahead in event time, by where the query's kplex
-   * sink stands ({@link QuerySinks#stand}): those whose largest order value read lies more
-   * than max_delay_ms above the smallest of the partitions that hold the watermark. Empty
-   * when the sink is not kplex's or has committed nothing in this run.
+   * Where the query's kplex sink stands ({@link QuerySinks#stand}), for sharing a plain
+   * topic's micro-batch in event time; null when the sink is not kplex's, has committed
+   * nothing in this run, or the source is a kplex table (the sink stands by its virtual
+   * partitions, not by the physical ones this source reads).
    */
-  private java.util.Set<Integer> ahead(java.util.Collection<Integer> partitions) {
+  private QuerySinks.Stand alignmentStand() {
     io.kplex.spark.stream.StreamingBatch batch = io.kplex.spark.stream.StreamingBatch.current();
-    QuerySinks.Stand stand = batch == null || conf.kind == ReadConf.Kind.DERIVED ? null
-        : QuerySinks.DRIVER.stand(batch.queryId());
-    if (stand == null) return java.util.Set.of();
-    return ahead(stand.highs(), stand.idle(), partitions, stand.maxDelayMs());
+    return batch == null || conf.kind == ReadConf.Kind.DERIVED ? null : QuerySinks.DRIVER.stand(batch.queryId());
   }
 
+  /** The event time an offset carries per partition, as this run has seen it (see {@link Densities}). */
+  private final Densities densities = new Densities();
+
+  /**
+   * At most {@code max} offsets: in event time by where the sink stands ({@link #aligned}), or,
+   * without a stand, fairly ({@link #capped}).
+   */
+  private Map<Integer, Long> shared(Map<Integer, Long> from, Map<Integer, Long> until, long max,
+      QuerySinks.Stand stand) {
+    return stand == null ? capped(from, until, max) : aligned(from, until, max, stand, densities.perOffset());
+  }
+
+  /**
+   * Per partition, the event time (ms of order value) one offset carries, estimated from two
+   * observations (offset, high): where a micro-batch starts and the sink's high after the
+   * micro-batch that ended there. The latest estimate is kept. An observation whose offset or
+   * high did not move on gives none (the one before stays the base, so the next estimate spans
+   * both); one whose offset or high went back (a topic deleted and recreated) becomes the new
+   * base. Offsets count what the partition holds: transaction markers and aborted records too.
+   */
+  static final class Densities {
+    private final Map<Integer, long[]> base = new HashMap<>();
+    private final Map<Integer, Double> perOffset = new HashMap<>();
+
+    /** {@code offsets}: where the micro-batch being planned starts; {@code highs}: the sink's stand after the last one. */
+    void observe(Map<Integer, Long> offsets, Map<Integer, Long> highs) {
+      highs.forEach((p, high) -> {
+        Long offset = offsets.get(p);
+        if (offset == null) return;
+        long[] was = base.get(p);
+        if (was == null || offset < was[0] || high < was[1]) {
+          base.put(p, new long[] {offset, high});
+        } else if (offset > was[0] && high > was[1]) {
+          perOffset.put(p, (double) (high - was[1]) / (offset - was[0]));
+          base.put(p, new long[] {offset, high});
+        }
+      });
+    }
+
+    /** Event-time ms per offset, by partition (those with an estimate). */
+    Map<Integer, Double> perOffset() {
+      return java.util.Collections.unmodifiableMap(perOffset);
+    }
+  }
+
+  /**
+   * The partitions of a plain topic that are ahead in event time by where the query's kplex
+   * sink stands: those whose largest order value read lies more than max_delay_ms above the
+   * smallest of the partitions that hold the watermark (a partition with none read yet is the
+   * furthest behind; an idle one holds nothing back).
+   */
   static java.util.Set<Integer> ahead(Map<Integer, Long> highs, java.util.Set<Integer> idle,
       java.util.Collection<Integer> partitions, long maxDelayMs) {
     long slowest = Long.MAX_VALUE;
@@ -566,9 +621,10 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
    * At most {@code max} offsets in all, shared fairly (max-min): partitions in order of
    * backlog, smallest first, each takes its whole backlog or an equal share of what is left,
    * at least one offset while any is left. A small backlog beside a huge one drains at once.
-   * Watermark alignment: while a partition not {@code ahead} has a backlog, the partitions
-   * ahead in event time get nothing (what they would add would only be held back until the
-   * others catch up); the others share the limit.
+   * Watermark alignment, while the event time an offset carries is not known ({@link
+   * #aligned}): while a partition not {@code ahead} has a backlog, the partitions ahead in
+   * event time get nothing (what they would add would only be held back until the others
+   * catch up); the others share the limit.
    */
   static Map<Integer, Long> capped(Map<Integer, Long> from, Map<Integer, Long> until, long max,
       java.util.Set<Integer> ahead) {
@@ -599,6 +655,94 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
       partitionsLeft--;
     }
     return out;
+  }
+
+  /**
+   * At most {@code max} offsets in all, shared in event time (watermark alignment): every
+   * partition with a backlog reads up to about the same event time T, as many offsets as
+   * {@code ceil((T - high) / density)} (none while its high is past T, at most its backlog),
+   * T the latest that fits {@code max}. What is left under {@code max} (one ms more would not
+   * fit) goes fairly to the partitions that ms would move. So a micro-batch reads every
+   * partition with a backlog that is not ahead, they end about level, and what the sink
+   * releases after it is about all it read: a partition behind catches up first, one ahead
+   * gets nothing until T passes its high, one denser in event time reads more offsets. The
+   * partitions with a backlog and the smallest high each get at least one offset while
+   * {@code max} lasts, so the watermark moves. {@code stand}: the sink's highs and idle
+   * partitions after the last micro-batch; {@code densities}: event-time ms per offset
+   * ({@link Densities}). Until every partition with a backlog has a high and a density, and
+   * while one with a backlog is idle (its high says nothing of the records that woke it), the
+   * micro-batch is shared as before: {@link #capped}, the partitions {@link #ahead} waiting.
+   */
+  static Map<Integer, Long> aligned(Map<Integer, Long> from, Map<Integer, Long> until, long max,
+      QuerySinks.Stand stand, Map<Integer, Double> densities) {
+    long total = 0;
+    Map<Integer, Reach> reaches = new TreeMap<>();
+    boolean known = true;
+    for (Map.Entry<Integer, Long> e : until.entrySet()) {
+      int p = e.getKey();
+      long backlog = Math.max(0, e.getValue() - from.get(p));
+      if (backlog == 0) continue;
+      total += backlog;
+      Long high = stand.highs().get(p);
+      Double density = densities.get(p);
+      if (high == null || density == null || !(density > 0) || density.isInfinite() || stand.idle().contains(p)) {
+        known = false;
+      } else {
+        reaches.put(p, new Reach(high, density, backlog));
+      }
+    }
+    if (total <= max) return until;
+    if (!known) return capped(from, until, max, ahead(stand.highs(), stand.idle(), until.keySet(), stand.maxDelayMs()));
+    // Binary search for the latest T that fits: none reads at the smallest high (lo); all read
+    // their whole backlog, more than max, once T passes every high + density * backlog (hi).
+    long lo = Long.MAX_VALUE;
+    double reachAll = -Double.MAX_VALUE;
+    for (Reach r : reaches.values()) {
+      lo = Math.min(lo, r.high);
+      reachAll = Math.max(reachAll, r.high + r.density * r.backlog);
+    }
+    long hi = (long) Math.min(Math.ceil(reachAll) + 1, lo + 4e18);
+    while (hi - lo > 1) {
+      long mid = lo + (hi - lo) / 2;
+      long offsets = 0;
+      for (Reach r : reaches.values()) offsets += r.offsetsTo(mid);
+      if (offsets <= max) {
+        lo = mid;
+      } else {
+        hi = mid;
+      }
+    }
+    Map<Integer, Long> out = new TreeMap<>(until);
+    long left = max;
+    for (Map.Entry<Integer, Reach> e : reaches.entrySet()) {
+      long share = e.getValue().offsetsTo(lo);
+      out.put(e.getKey(), from.get(e.getKey()) + share);
+      left -= share;
+    }
+    // What is left, fairly (max-min) over the partitions one ms more would move, fewest first.
+    Map<Integer, Long> more = new TreeMap<>();
+    for (Map.Entry<Integer, Reach> e : reaches.entrySet()) {
+      long step = e.getValue().offsetsTo(lo + 1) - e.getValue().offsetsTo(lo);
+      if (step > 0) more.put(e.getKey(), step);
+    }
+    List<Integer> moved = new ArrayList<>(more.keySet());
+    moved.sort(java.util.Comparator.comparingLong((Integer p) -> more.get(p)).thenComparing(p -> p));
+    int movedLeft = moved.size();
+    for (int p : moved) {
+      long share = left <= 0 ? 0 : Math.min(more.get(p), Math.max(1, left / movedLeft));
+      out.put(p, out.get(p) + share);
+      left -= share;
+      movedLeft--;
+    }
+    return out;
+  }
+
+  /** A partition with a backlog, in event time: its high, event-time ms per offset, its backlog. */
+  private record Reach(long high, double density, long backlog) {
+    /** The offsets it reads to reach event time {@code t}: none below its high, at most its backlog. */
+    long offsetsTo(long t) {
+      return (long) Math.max(0, Math.min(backlog, Math.ceil(((double) t - high) / density)));
+    }
   }
 
   @Override
