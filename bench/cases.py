@@ -26,6 +26,7 @@ class Contender:
     claims: tuple[str, ...] = ()  # guarantees its output must meet
     kplex_table: bool = False      # the script creates its own topic (CREATE TABLE)
     checked: bool = True           # its output holds the source's records
+    committed_once: bool = False   # unchecked output written in one transaction: a commit marker per partition
     verify: str = "yes"            # "none": not checked at all (the profiling run)
     spark: str = ""                # the pyspark version it runs on (--spark); "": this Python's
     python: str = ""               # the interpreter that runs the script; "": this one
@@ -46,6 +47,9 @@ def contenders(sizes_v: list[int], deliveries: list[str], reference_v: int, smok
     out = [
         Contender("ceiling (ProducerPerformance)", "ceiling.py",
                   args=["--kafka-libs", str(kafka_libs)] if kafka_libs else [], checked=False),
+        *([Contender("ceiling (ProducerPerformance, one transaction)", "ceiling.py",
+                     args=["--transactional", *(["--kafka-libs", str(kafka_libs)] if kafka_libs else [])],
+                     checked=False, committed_once=True)] if "exactly_once" in deliveries and not smoke else []),
         Contender("spark-sink", "spark_sink.py", v=reference_v, delivery="at_least_once",
                   args=["--extra-jars", extra_jars], claims=at_least_once),
     ]

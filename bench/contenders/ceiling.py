@@ -53,6 +53,9 @@ def main() -> None:
     parser = arguments(__doc__)
     parser.add_argument("--kafka-libs", type=Path, help="the Kafka jars' directory (default: resolved"
                         " by kplex.testing.local_kafka)")
+    parser.add_argument("--transactional", action="store_true",
+                        help="send every record in one Kafka transaction, committed at the end (what an exactly-once"
+                             " kplex task does): Kafka's own price of a transaction")
     args = parser.parse_args()
     if args.kafka_libs is None:
         from kplex.testing.local_kafka import kafka_libs
@@ -66,6 +69,9 @@ def main() -> None:
                "--topic", args.target, "--num-records", str(args.records),
                "--payload-file", str(payloads), "--throughput", "-1",
                "--producer-props", *props]
+    if args.transactional:
+        # One transaction for the whole run: committed once, at the end (its duration is never reached).
+        command += ["--transactional-id", f"kplex-bench-ceiling-{args.target}", "--transaction-duration-ms", "3600000"]
     run = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     print(run.stdout)
     found = _SUMMARY.findall(run.stdout)
