@@ -152,18 +152,20 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
   }
 
   /**
-   * The partitions {@link #latest} last found, and the micro-batch it found them for: planning
-   * that micro-batch reads them instead of describing the topic again (milliseconds later; a
-   * partition gone meanwhile is found by the next micro-batch's description).
+   * The partitions {@link #latest} last found, until the next plan takes them: planning the
+   * micro-batch that latestOffset cut reads them instead of describing the topic again
+   * (milliseconds later; a partition gone meanwhile is found by the next micro-batch's
+   * description). A plan with none (a micro-batch Spark runs again after a restart) describes.
    */
   private List<TopicPartition> described;
-  private io.kplex.spark.stream.StreamingBatch describedFor;
+  /** The query this stream last cut a micro-batch for (null: none yet). */
+  private String queryId;
 
-  /** {@link #partitions}, as {@link #latest} found them for this micro-batch if it did. */
+  /** {@link #partitions}, as {@link #latest} last found them if no plan took them yet. */
   private List<TopicPartition> partitionsOfThisBatch() {
-    io.kplex.spark.stream.StreamingBatch batch = io.kplex.spark.stream.StreamingBatch.current();
-    if (batch != null && batch.equals(describedFor)) return described;
-    return partitions();
+    List<TopicPartition> found = described;
+    described = null;
+    return found != null ? found : partitions();
   }
 
   /** The last stable offset of every partition now. */
@@ -171,7 +173,8 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     Consumer<byte[], byte[]> c = consumer();
     List<TopicPartition> tps = partitions();
     described = tps;
-    describedFor = io.kplex.spark.stream.StreamingBatch.current();
+    io.kplex.spark.stream.StreamingBatch batch = io.kplex.spark.stream.StreamingBatch.current();
+    if (batch != null) queryId = batch.queryId();
     Map<TopicPartition, Long> end = store.call("READ", Errors.Resource.topic(conf.topic), () -> c.endOffsets(tps));
     Map<Integer, Long> next = new TreeMap<>();
     end.forEach((tp, o) -> next.put(tp.partition(), o));
@@ -887,7 +890,7 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
   @Override
   public synchronized void stop() {
     // Lag tools see the last epoch once the query has ended: its sink's group commit is answered.
-    if (describedFor != null) QuerySinks.DRIVER.awaitMonitoring(describedFor.queryId(), STOP_MONITOR_WAIT_MS);
+    if (queryId != null) QuerySinks.DRIVER.awaitMonitoring(queryId, STOP_MONITOR_WAIT_MS);
     if (consumer != null) {
       consumer.close(java.time.Duration.ZERO);
       store.close();

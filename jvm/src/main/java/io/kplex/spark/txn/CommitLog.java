@@ -177,17 +177,31 @@ public final class CommitLog {
     end(pending.table, pending.mark, pending.completes);
   }
 
+  /**
+   * As {@link #end(Pending)}, without waiting for the broker's answer: the returned call waits
+   * for it (and fails as {@link #end(Pending)} would).
+   */
+  Runnable endLater(Pending pending) {
+    List<java.util.concurrent.Future<org.apache.kafka.clients.producer.RecordMetadata>> sent =
+        topic.putAllLater(ending(pending.table, pending.mark, pending.completes));
+    return () -> topic.written(sent);
+  }
+
   /** Ends {@code table}'s commit, recording {@code mark} (if not null) before, in one round trip. */
   public void end(String table, EpochMark mark) {
     end(table, mark, null);
   }
 
   private void end(String table, EpochMark mark, String completes) {
+    topic.putAll(ending(table, mark, completes));
+  }
+
+  private Map<String, byte[]> ending(String table, EpochMark mark, String completes) {
     Map<String, byte[]> entries = new LinkedHashMap<>();
     if (mark != null) entries.putAll(marking(mark));
     if (completes != null) entries.put(completes, null);
     entries.put(table, null);
-    topic.putAll(entries);
+    return entries;
   }
 
   /**

@@ -27,9 +27,11 @@ import org.slf4j.LoggerFactory;
  *   <li>records the transactions to commit in the {@link CommitLog} (so that a driver that
  *       dies while committing is rolled forward later);</li>
  *   <li>fences every other open transaction of the table (failed, lost and speculative
- *       attempts): Kafka aborts them ({@link TransactionFencer});</li>
+ *       attempts): Kafka aborts them ({@link TransactionFencer}; the list of open
+ *       transactions is asked for while the record is written and the claim checked);</li>
  *   <li>commits each task's transaction by resuming it ({@link TransactionFinisher});</li>
- *   <li>deletes the log record.</li>
+ *   <li>deletes the log record, while it waits until read_committed consumers see the
+ *       commit ({@link CommitVisibility}).</li>
  * </ol>
  * An aborted job fences all open transactions of the table. Every write first runs
  * {@link #recover} under its writer claim: it finishes a commit that a dead driver left
@@ -134,6 +136,9 @@ public final class ExactlyOnceCommitter {
     }
     String completes = completing == null ? null : completing.key();
     Uninterruptibly.call("kplex-commit " + table, () -> withKafka(admin -> {
+      // The open transactions to fence, asked while the commit is recorded and the claim
+      // checked (read only; fenced once the claim is known to hold).
+      var open = TransactionFencer.listOpen(admin);
       CommitLog log = new CommitLog(admin);
       String claim = lease == null ? null : lease.key();
       long recorded = log.begin(table, queryId, txns, mark, completes, claim);
@@ -144,13 +149,15 @@ public final class ExactlyOnceCommitter {
           throw Errors.claimTaken(table, lease.takenBy(log.topic()), recorded < takenAt);
         }
       }
-      List<TaskTransaction> lost = finish(admin, txns);
+      List<TaskTransaction> lost = finish(admin, txns, open);
       if (!lost.isEmpty()) {
         CommitLog.Pending pending = new CommitLog.Pending(table, queryId, txns, mark, completes, true, claim, recorded);
         throw settle(log, pending, lost);
       }
-      log.end(new CommitLog.Pending(table, queryId, txns, mark, completes, true, claim, recorded));
+      // The log's end and the wait until read_committed consumers see the commit, at once.
+      Runnable ended = log.endLater(new CommitLog.Pending(table, queryId, txns, mark, completes, true, claim, recorded));
       CommitVisibility.await(admin, table, topic, lastOffsets);
+      ended.run();
       return null;
     }));
   }
@@ -368,9 +375,15 @@ public final class ExactlyOnceCommitter {
 
   /** Fences every other open transaction of the table, then commits these; returns those Kafka had aborted. */
   private List<TaskTransaction> finish(KafkaTopics admin, List<TaskTransaction> txns) {
+    return finish(admin, txns, TransactionFencer.listOpen(admin));
+  }
+
+  /** As {@link #finish(KafkaTopics, List)}, the open transactions already asked for ({@code open}). */
+  private List<TaskTransaction> finish(KafkaTopics admin, List<TaskTransaction> txns,
+      org.apache.kafka.common.KafkaFuture<java.util.Collection<org.apache.kafka.clients.admin.TransactionListing>> open) {
     Set<String> keep = new HashSet<>();
     for (TaskTransaction t : txns) keep.add(t.id());
-    TransactionFencer.fenceOpen(admin, table, keep);
+    TransactionFencer.fence(admin, table, keep, open);
     return new TransactionFinisher(kafka, table, faults, resumed, clock).commitAll(txns);
   }
 }
