@@ -261,14 +261,6 @@ public final class CompactedTopic {
    * Returns the offset of the last.
    */
   public long putAll(Map<String, byte[]> entries) {
-    return written(putAllLater(entries));
-  }
-
-  /**
-   * As {@link #putAll}, without waiting for the broker's answer: {@link #written} waits for it
-   * and returns the offset of the last record.
-   */
-  public List<Future<RecordMetadata>> putAllLater(Map<String, byte[]> entries) {
     // Short segments, cleaned once a tenth is dirty: the log cleaner only compacts closed
     // segments, and a new reader (another driver) reads whatever it has not cleaned yet.
     kafka.ensureTopic(topic, scope == null ? 1 : SCOPED_PARTITIONS, Map.of(TopicConfig.CLEANUP_POLICY_CONFIG,
@@ -286,15 +278,6 @@ public final class CompactedTopic {
       partition = p;
     }
     return send(entries, Math.max(partition, 0));
-  }
-
-  /** Waits until the records {@link #putAllLater} sent are written; returns the offset of the last. */
-  public long written(List<Future<RecordMetadata>> sent) {
-    return kafka.call("WRITE", Errors.Resource.topic(topic), () -> {
-      long last = -1;
-      for (Future<RecordMetadata> f : sent) last = f.get(KafkaConf.ADMIN_TIMEOUT_MS, TimeUnit.MILLISECONDS).offset();
-      return last;
-    });
   }
 
   /**
@@ -354,12 +337,14 @@ public final class CompactedTopic {
   }
 
   /** Writes {@code entries} in their order to {@code partition}, in one round trip; the offset of the last. */
-  private List<Future<RecordMetadata>> send(Map<String, byte[]> entries, int partition) {
+  private long send(Map<String, byte[]> entries, int partition) {
     return kafka.call("WRITE", Errors.Resource.topic(topic), () -> {
       List<Future<RecordMetadata>> sent = new ArrayList<>();
       entries.forEach((key, value) -> sent.add(kafka.producer()
           .send(new ProducerRecord<>(topic, partition, key.getBytes(StandardCharsets.UTF_8), value))));
-      return sent;
+      long last = -1;
+      for (Future<RecordMetadata> f : sent) last = f.get(KafkaConf.ADMIN_TIMEOUT_MS, TimeUnit.MILLISECONDS).offset();
+      return last;
     });
   }
 }

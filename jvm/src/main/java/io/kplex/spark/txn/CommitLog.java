@@ -177,16 +177,6 @@ public final class CommitLog {
     end(pending.table, pending.mark, pending.completes);
   }
 
-  /**
-   * As {@link #end(Pending)}, without waiting for the broker's answer: the returned call waits
-   * for it (and fails as {@link #end(Pending)} would).
-   */
-  Runnable endLater(Pending pending) {
-    List<java.util.concurrent.Future<org.apache.kafka.clients.producer.RecordMetadata>> sent =
-        topic.putAllLater(ending(pending.table, pending.mark, pending.completes));
-    return () -> topic.written(sent);
-  }
-
   /** Ends {@code table}'s commit, recording {@code mark} (if not null) before, in one round trip. */
   public void end(String table, EpochMark mark) {
     end(table, mark, null);

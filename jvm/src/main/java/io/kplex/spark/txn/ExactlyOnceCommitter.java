@@ -30,8 +30,8 @@ import org.slf4j.LoggerFactory;
  *       attempts): Kafka aborts them ({@link TransactionFencer}; the list of open
  *       transactions is asked for while the record is written and the claim checked);</li>
  *   <li>commits each task's transaction by resuming it ({@link TransactionFinisher});</li>
- *   <li>deletes the log record, while it waits until read_committed consumers see the
- *       commit ({@link CommitVisibility}).</li>
+ *   <li>deletes the log record, then waits until read_committed consumers see the commit
+ *       ({@link CommitVisibility}).</li>
  * </ol>
  * An aborted job fences all open transactions of the table. Every write first runs
  * {@link #recover} under its writer claim: it finishes a commit that a dead driver left
@@ -154,10 +154,10 @@ public final class ExactlyOnceCommitter {
         CommitLog.Pending pending = new CommitLog.Pending(table, queryId, txns, mark, completes, true, claim, recorded);
         throw settle(log, pending, lost);
       }
-      // The log's end and the wait until read_committed consumers see the commit, at once.
-      Runnable ended = log.endLater(new CommitLog.Pending(table, queryId, txns, mark, completes, true, claim, recorded));
+      // The log's end first: by its answer the commit markers are usually on the partitions,
+      // so the wait below asks once (asked at once, it mostly found them not there yet).
+      log.end(new CommitLog.Pending(table, queryId, txns, mark, completes, true, claim, recorded));
       CommitVisibility.await(admin, table, topic, lastOffsets);
-      ended.run();
       return null;
     }));
   }
