@@ -103,8 +103,8 @@ def test_a_local_sessions_checkpoint_files_start_no_chmod_process_and_get_hadoop
     """kplex's checkpoint manager on a local master writes through a local file system that sets
     permissions without forking ``chmod`` (a pip-installed Spark has no native Hadoop library,
     so Hadoop's own forks one for every file it creates). Writing 20 checkpoint entries through
-    it starts no process, where Spark's own manager, in the same JVM, starts at least one per
-    entry; the entries and their folder get the permissions Hadoop gives them, as the
+    it starts (next to) no process, where Spark's own manager, in the same JVM, starts at least
+    one per entry; the entries and their folder get the permissions Hadoop gives them, as the
     operating system reports them."""
     expected = session.local_checkpoint_manager(spark.sparkContext.master)
     if expected != session.LOCAL_CHECKPOINT_MANAGER:
@@ -129,8 +129,10 @@ def test_a_local_sessions_checkpoint_files_start_no_chmod_process_and_get_hadoop
 
     sparks = jvm.java.lang.Class.forName(expected, False, loader).getSuperclass().getName()
     assert write(sparks, tmp_path / "sparks", 20) >= 20
-    forked = write(expected, tmp_path / "ours", 20)
-    assert forked < 10, f"{forked} processes started while kplex's checkpoint manager wrote 20 entries"
+    # The counter is the machine's: whatever else runs adds to it, never takes away, so the
+    # fewest of a few tries is the manager's own.
+    forked = [write(expected, tmp_path / ("ours" if n == 0 else f"again{n}"), 20) for n in range(5)]
+    assert min(forked) < 5, f"{forked} processes started while kplex's checkpoint manager wrote 20 entries"
     for name in ("sparks", "ours"):
         assert sorted(p.name for p in (tmp_path / name).iterdir() if not p.name.startswith(".")) == \
             sorted(str(i) for i in range(20))
