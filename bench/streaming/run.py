@@ -5,6 +5,7 @@ local broker and the same generated pageviews. Prints a table; never asserts a t
     python bench/streaming/run.py                     # 1M backlog, then 30 s at a fixed rate
     python bench/streaming/run.py --smoke             # 5k backlog, 10 s at 200/s: exit 0 when all passed
     python bench/streaming/run.py --records 1000000 --rate 2000 --only kplex_eo,kstreams_eos
+    python bench/streaming/run.py --repeat 3          # three rounds at one rate: medians beside each round's
 
 Each contender, one after another and each in its own process, gets a fresh source topic
 holding the same N-record backlog (kplex.testing.datagen, 3 partitions keyed by page) and
@@ -25,6 +26,13 @@ are checked: every record there (once, for the exactly-once contenders), and for
 virtual partition in order (``kplex.vp``/``kplex.order`` headers, G2). The table and the
 breakdown go to stdout and to bench/streaming/RESULTS.md (``--smoke``: into the work dir),
 with the command and the date. Contenders' logs stay in the work dir.
+
+One run's sustained rate swings by about ±10% from one run to the next. ``--repeat N`` runs
+every chosen contender N times, round after round on the one broker, each round with its own
+topics and its own ``round-<n>`` folder of the work dir, and every round at the live rate the
+first round fixed. Each round's table is printed when it ends; RESULTS.md then puts a summary
+above the last round's table: per contender, the medians across rounds of the ratio to Kafka
+Streams EOS (of the same round), p50, p99 and sustained rate, and each round's figures.
 """
 from __future__ import annotations
 
@@ -38,15 +46,23 @@ import tempfile
 import uuid
 from collections import Counter
 from pathlib import Path
+from typing import Sequence
 
 HERE = Path(__file__).resolve().parent
 sys.path.append(str(HERE.parent))  # bench/prepare.py: Spark's Kafka connector, the kplex snapshot
 
-from contenders import BASELINE, RATE_SETTER, Settings, select  # noqa: E402
+from contenders import BASELINE, RATE_SETTER, Contender, Settings, select  # noqa: E402
 from harness import Load, Result, run_contender, say  # noqa: E402
 from kstreams import build_rekey_streams  # noqa: E402
 from prepare import connector_jars, kplex_snapshot, machine  # noqa: E402
-from tables import breakdown_table, problems, results_document, results_table  # noqa: E402
+from tables import (  # noqa: E402
+    breakdown_table,
+    problems,
+    results_document,
+    results_table,
+    rounds_problems,
+    rounds_table,
+)
 
 from kplex.testing.datagen import pageview_records  # noqa: E402
 from kplex.testing.local_kafka import LocalKafka  # noqa: E402
@@ -83,13 +99,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--drain-timeout", type=float, default=900.0, help="seconds to wait for the backlog")
     p.add_argument("--tail-timeout", type=float, default=120.0,
                    help="seconds to wait for the last live records after the live phase")
+    p.add_argument("--repeat", type=int, default=1, metavar="N",
+                   help="run every chosen contender N times, round after round at one live rate, and report"
+                        " the medians across rounds beside each round's figures")
     p.add_argument("--empty-partition", action="store_true",
                    help="then run the kplex contenders again on a source with one more partition that no"
-                        " record goes to, at the same live rate, and report their latency beside the first run")
+                        " record goes to, at the same live rate, and report their latency beside the (last) run")
     p.add_argument("--workdir", type=Path, help="broker data, checkpoints, logs (default: a new dir in /tmp)")
     p.add_argument("--out", type=Path, help="results file (default bench/streaming/RESULTS.md;"
                                             " with --smoke, RESULTS-smoke.md in the work dir)")
     args = p.parse_args(argv)
+    if args.repeat < 1:
+        p.error("--repeat: at least 1")
     if args.smoke:
         args.records, args.rate, args.duration = 5_000, 200.0, 10.0
         args.drain_timeout = min(args.drain_timeout, 300.0)
@@ -100,7 +121,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 class RatePolicy:
     """The live phase's rate: ``--rate``, or fixed by the first drained contender (kplex
-    exactly once, which runs first) as half its sustained rate within the bounds."""
+    exactly once, which runs first) as half its sustained rate within the bounds. Once fixed
+    it stays: with ``--repeat`` every round runs at the rate of the first."""
 
     def __init__(self, fixed: float | None) -> None:
         self.rate = fixed
@@ -169,6 +191,24 @@ def empty_partition_section(pairs: list[tuple[Result, Result]], p: int) -> str:
                       " idle at once, so it holds no watermark back (docs/streaming.md, liveness).", ""] + rows)
 
 
+def run_round(chosen: Sequence[Contender], setup: Settings, the_load: Load, rate: RatePolicy, number: int,
+              rounds: int) -> list[Result]:
+    """Every chosen contender once, in order, under a run id of its own (and with several
+    rounds, in the work dir's ``round-<number>``); prints the round's table."""
+    run_id = uuid.uuid4().hex[:8]
+    if rounds > 1:
+        say(f"round {number} of {rounds}")
+        setup = dataclasses.replace(setup, workdir=setup.workdir / f"round-{number}")
+    results = [run_contender(contender, setup, the_load, run_id, rate) for contender in chosen]
+    if number > 1:
+        print()
+    if rounds > 1:
+        say(f"round {number} of {rounds} done")
+        print(f"Round {number} of {rounds}:", "", sep="\n")
+    print(results_table(results, BASELINE), flush=True)
+    return results
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     chosen = select(args.only)
@@ -181,37 +221,41 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or (workdir / "RESULTS-smoke.md" if args.smoke else HERE / "RESULTS.md")
     say(f"work dir {workdir}")
     rate = RatePolicy(args.rate)
-    run_id = uuid.uuid4().hex[:8]
     the_load = load(args)
-    results: list[Result] = []
+    rounds: list[list[Result]] = []
     with LocalKafka(brokers=1, workdir=workdir / "broker") as cluster:
         setup = settings(args, workdir, cluster.bootstrap)
-        for contender in chosen:
-            results.append(run_contender(contender, setup, the_load, run_id, rate))
+        for number in range(1, args.repeat + 1):
+            rounds.append(run_round(chosen, setup, the_load, rate, number, args.repeat))
+        results = rounds[-1]  # RESULTS.md in full, and --empty-partition's comparison
         empty: list[tuple[Result, Result]] = []
         if args.empty_partition:
             with_empty = dataclasses.replace(setup, workdir=workdir / "empty-partition", empty_partitions=1)
+            run_id = uuid.uuid4().hex[:8] + "e"
             for normal in results:
                 if normal.contender.slug.startswith("kplex") and normal.ok:
                     say(f"{normal.contender.name}: again, with source partition {args.p} empty")
-                    empty.append((normal, run_contender(normal.contender, with_empty, the_load, run_id + "e",
+                    empty.append((normal, run_contender(normal.contender, with_empty, the_load, run_id,
                                                         lambda _: normal.rate)))
     document = results_document(results, BASELINE, command=command, started=started,
-                                parameters=parameters(args, rate.rate), machine=machine())
+                                parameters=parameters(args, rate.rate), machine=machine(), rounds=rounds)
     if empty:
         document += "\n" + empty_partition_section(empty, args.p) + "\n"
     out.write_text(document)
-    print(results_table(results, BASELINE))
+    if len(rounds) > 1:
+        print("", f"Medians over {len(rounds)} rounds (ratios within a round):", "", rounds_table(rounds, BASELINE),
+              sep="\n")
     breakdown = breakdown_table(results)
     if breakdown:
-        print("", breakdown, sep="\n")
+        print("", *([f"Per micro-batch, round {len(rounds)}:", ""] if len(rounds) > 1 else []), breakdown, sep="\n")
     if empty:
         print("", empty_partition_section(empty, args.p), sep="\n")
-    trouble = problems(results + [e for _, e in empty])
+    trouble = "\n".join(filter(None, (rounds_problems(rounds), problems([e for _, e in empty]))))
     if trouble:
         print("", trouble, sep="\n")
     say(f"results in {out}")
-    passed = len(results) == len(chosen) and all(r.ok for r in results) and all(e.ok for _, e in empty)
+    passed = (all(len(each) == len(chosen) and all(r.ok for r in each) for each in rounds)
+              and all(e.ok for _, e in empty))
     say("every contender ran and wrote every record" if passed else "FAILED: see the table and the problems")
     return 0 if passed else 1
 

@@ -1,5 +1,6 @@
 """The Markdown of bench/streaming/run.py: the results table, the per-batch breakdown of
-the Spark queries (from StreamingQueryProgress), and RESULTS.md around them."""
+the Spark queries (from StreamingQueryProgress), the summary of several rounds (``--repeat``),
+and RESULTS.md around them."""
 from __future__ import annotations
 
 import datetime as dt
@@ -47,21 +48,65 @@ def _records_cell(r: Result) -> str:
     return text
 
 
+def _ratio(x: float | None, y: float | None) -> float | None:
+    return x / y if x and y else None
+
+
+def _find(results: Sequence[Result], slug: str) -> Result | None:
+    return next((r for r in results if r.contender.slug == slug), None)
+
+
 def results_table(results: Sequence[Result], baseline: str) -> str:
     """contender | guarantee | sustained rec/s | ratio | with start-up | ratio | drain | p50 | p99 |
     start-up | G2 | records."""
-    base = next((r for r in results if r.contender.slug == baseline), None)
+    base = _find(results, baseline)
     header = ("contender", "guarantee", "sustained rec/s", "ratio to Kafka Streams EOS", "rec/s with start-up",
               "ratio", "drain s", "p50 ms", "p99 ms", "start-up s", "G2 order checked?", "records out")
     rows = []
     for r in results:
-        ratio = r.sustained / base.sustained if base and r.sustained and base.sustained else None
-        cold = r.with_startup / base.with_startup if base and r.with_startup and base.with_startup else None
+        ratio = _ratio(r.sustained, base.sustained if base else None)
+        cold = _ratio(r.with_startup, base.with_startup if base else None)
         rows.append((r.contender.name + ("" if r.ok else " (**failed**)"), r.contender.guarantee,
                      _num(r.sustained), _num(ratio, 2), _num(r.with_startup), _num(cold, 2), _num(r.drain_s, 1),
                      _num(r.percentile(50)), _num(r.percentile(99)), _num(r.startup_s, 1), _order_cell(r),
                      _records_cell(r)))
     return markdown(header, rows, right=(2, 3, 4, 5, 6, 7, 8, 9))
+
+
+def _round_figures(r: Result | None, base: Result | None) -> tuple[float | None, ...]:
+    """A contender's ratio to the baseline, p50, p99 and sustained rate in one round."""
+    if r is None:
+        return (None, None, None, None)
+    return _ratio(r.sustained, base.sustained if base else None), r.percentile(50), r.percentile(99), r.sustained
+
+
+def rounds_table(rounds: Sequence[Sequence[Result]], baseline: str) -> str:
+    """Several rounds of one command, one row per contender: the medians across rounds of its
+    sustained rate's ratio to ``baseline``'s of the same round, of its p50 and p99 ms and of
+    its sustained rate, then each of these per round in the order the rounds ran. A figure a
+    round lacks shows as —, and the median is over the rounds that have it.
+
+    >>> print(rounds_table([round_1, round_2, round_3], "kstreams_eos"))  # doctest: +SKIP
+    | contender | median ratio to Kafka Streams EOS | median p50 ms | ... | ratio per round | p50 ms per round | ...
+    | --- | ---: | ---: | ... | ---: | ---: | ...
+    | kplex streaming, exactly once | 1.43 | 1,560 | ... | 1.19 / 1.43 / 1.52 | 1,560 / 1,518 / 2,060 | ...
+    """
+    names = {r.contender.slug: r.contender.name for results in rounds for r in results}
+    header = ("contender", f"median ratio to {names.get(baseline, baseline)}", "median p50 ms", "median p99 ms",
+              "median sustained rec/s", "ratio per round", "p50 ms per round", "p99 ms per round",
+              "sustained rec/s per round")
+    digits = (2, 0, 0, 0)  # ratio, p50, p99, sustained
+    rows = []
+    for slug, name in names.items():
+        mine = [_find(results, slug) for results in rounds]
+        columns = list(zip(*(_round_figures(r, _find(results, baseline)) for r, results in zip(mine, rounds))))
+        failed = [str(n) for n, r in enumerate(mine, 1) if r is None or not r.ok]
+        if failed:
+            name += f" (**failed in round{'s' if len(failed) > 1 else ''} {', '.join(failed)}**)"
+        medians = [_median([v for v in values if v is not None], d) for values, d in zip(columns, digits)]
+        per_round = [" / ".join(_num(v, d) for v in values) for values, d in zip(columns, digits)]
+        rows.append((name, *medians, *per_round))
+    return markdown(header, rows, right=tuple(range(1, len(header))))
 
 
 #: The kplex sink's own figures per micro-batch (its progress metrics), and their column names:
@@ -78,8 +123,8 @@ def _phase(progress: dict[str, Any], live_started_at: float | None) -> str:
     return "live" if started >= live_started_at else "backlog"
 
 
-def _median(values: list[float]) -> str:
-    return _num(statistics.median(values)) if values else "—"
+def _median(values: list[float], digits: int = 0) -> str:
+    return _num(statistics.median(values), digits) if values else "—"
 
 
 def _sink_metrics(progress: dict[str, Any]) -> dict[str, str]:
@@ -124,26 +169,38 @@ def breakdown_table(results: Sequence[Result]) -> str:
     return markdown(header, rows, right=tuple(range(2, len(header))))
 
 
-def problems(results: Sequence[Result]) -> str:
+def problems(results: Sequence[Result], round_number: int | None = None) -> str:
+    """A Markdown list of what failed and what is worth knowing, each line under the round's
+    number when there is one (``--repeat``)."""
     lines = []
     for r in results:
+        who = r.contender.name if round_number is None else f"round {round_number}, {r.contender.name}"
         for p in r.problems:
-            lines.append(f"- {r.contender.name}: {p} (log: `{r.log}`)")
+            lines.append(f"- {who}: {p} (log: `{r.log}`)")
         for n in r.notes:
-            lines.append(f"- {r.contender.name}: {n} (log: `{r.log}`)")
+            lines.append(f"- {who}: {n} (log: `{r.log}`)")
         for e in r.order_examples:
-            lines.append(f"- {r.contender.name}: order violation {e}")
+            lines.append(f"- {who}: order violation {e}")
         if r.died_early:
-            lines.append(f"- {r.contender.name}: the process exited before it was stopped (code {r.exit_code})")
+            lines.append(f"- {who}: the process exited before it was stopped (code {r.exit_code})")
     return "\n".join(lines)
 
 
+def rounds_problems(rounds: Sequence[Sequence[Result]]) -> str:
+    """:func:`problems` of every round; of the one round as it is when there is only one."""
+    if len(rounds) == 1:
+        return problems(rounds[0])
+    return "\n".join(filter(None, (problems(results, n) for n, results in enumerate(rounds, 1))))
+
+
 def results_document(results: Sequence[Result], baseline: str, *, command: str, started: dt.datetime,
-                     parameters: dict[str, str], machine: dict[str, str]) -> str:
-    """The whole of RESULTS.md."""
+                     parameters: dict[str, str], machine: dict[str, str],
+                     rounds: Sequence[Sequence[Result]] = ()) -> str:
+    """The whole of RESULTS.md: ``results`` in full (with ``--repeat``, the last round) and,
+    when there were several ``rounds`` (``results`` the last of them), their summary above it."""
     params = ", ".join(f"{k} {v}" for k, v in parameters.items())
     host = "; ".join(f"{k}: {v}" for k, v in machine.items())
-    trouble = problems(results)
+    trouble = rounds_problems(rounds) if len(rounds) > 1 else problems(results)
     parts = [
         "# Streaming benchmark: kplex vs Spark's Kafka sink vs Kafka Streams",
         "",
@@ -153,6 +210,12 @@ def results_document(results: Sequence[Result], baseline: str, *, command: str, 
         "",
         f"Machine: {host}.",
         "",
+    ]
+    if len(rounds) > 1:
+        parts += [f"Medians over {len(rounds)} rounds of this same command, one after another on one broker at one "
+                  "live rate; each ratio is to Kafka Streams EOS of the same round:",
+                  "", rounds_table(rounds, baseline), "", f"The last round (round {len(rounds)}) in full:", ""]
+    parts += [
         results_table(results, baseline),
         "",
         "*sustained rec/s*: the running contender's rate: the backlog records that became visible after "
