@@ -39,6 +39,7 @@ public class KafkaTopics implements AutoCloseable {
   private final KafkaClients clients;
   private final Clock clock;
   private Admin admin;
+  private Admin slowAdmin;
   private Producer<byte[], byte[]> producer;
   /**
    * Transactional producers that committed a task's transaction for the driver, kept by
@@ -78,6 +79,19 @@ public class KafkaTopics implements AutoCloseable {
       admin = clients.admin(kafka.admin());
     }
     return admin;
+  }
+
+  /**
+   * A second Admin client, for a request the broker takes long to answer (the list of every
+   * open transaction): a broker answers one request of a connection at a time, so on
+   * {@link #admin}'s connection it would hold up the quick requests sent meanwhile (a topic's
+   * description). Closed with this object.
+   */
+  public synchronized Admin slowAdmin() {
+    if (slowAdmin == null) {
+      slowAdmin = clients.admin(kafka.admin());
+    }
+    return slowAdmin;
   }
 
   /**
@@ -321,6 +335,10 @@ public class KafkaTopics implements AutoCloseable {
     if (admin != null) {
       admin.close(Duration.ofSeconds(5));
       admin = null;
+    }
+    if (slowAdmin != null) {
+      slowAdmin.close(Duration.ofSeconds(5));
+      slowAdmin = null;
     }
   }
 }

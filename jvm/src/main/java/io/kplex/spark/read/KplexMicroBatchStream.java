@@ -5,6 +5,7 @@ import io.kplex.spark.catalog.TableStore;
 import io.kplex.spark.conf.ConfParser;
 import io.kplex.spark.errors.Errors;
 import io.kplex.spark.errors.KplexException;
+import io.kplex.spark.kafka.KafkaConf;
 import io.kplex.spark.kafka.MonitorGroup;
 import io.kplex.spark.spec.KplexOptions;
 import io.kplex.spark.stream.HeldRelease;
@@ -15,7 +16,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import org.apache.kafka.clients.consumer.Consumer;
+import org.apache.kafka.clients.admin.ListOffsetsResult;
+import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.common.KafkaFuture;
 import org.apache.kafka.common.TopicPartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.acl.AclOperation;
@@ -158,14 +162,31 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
    * description). A plan with none (a micro-batch Spark runs again after a restart) describes.
    */
   private List<TopicPartition> described;
+  /**
+   * Their earliest offsets, asked of the broker (Admin) once {@link #latest} found new records,
+   * for the plan to take with them: answered while Spark writes the micro-batch's offsets, so
+   * the plan waits for no round trip of its own (null: not asked).
+   */
+  private KafkaFuture<Map<TopicPartition, ListOffsetsResult.ListOffsetsResultInfo>> describedEarliest;
   /** The query this stream last cut a micro-batch for (null: none yet). */
   private String queryId;
 
-  /** {@link #partitions}, as {@link #latest} last found them if no plan took them yet. */
-  private List<TopicPartition> partitionsOfThisBatch() {
+  /**
+   * The earliest offset of each partition of the batch being planned: of the partitions
+   * {@link #latest} last found if no plan took them yet (as asked for then, if it did), else
+   * of the partitions now.
+   */
+  private Map<Integer, Long> earliestOfThisBatch() {
     List<TopicPartition> found = described;
+    var asked = describedEarliest;
     described = null;
-    return found != null ? found : partitions();
+    describedEarliest = null;
+    if (found == null) return earliest(partitions());
+    if (asked == null) return earliest(found);
+    Map<Integer, Long> out = new HashMap<>();
+    store.call("READ", Errors.Resource.topic(conf.topic), () -> asked.get(KafkaConf.ADMIN_TIMEOUT_MS,
+        java.util.concurrent.TimeUnit.MILLISECONDS)).forEach((tp, o) -> out.put(tp.partition(), o.offset()));
+    return out;
   }
 
   /** The last stable offset of every partition now. */
@@ -173,13 +194,25 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     Consumer<byte[], byte[]> c = consumer();
     List<TopicPartition> tps = partitions();
     described = tps;
+    describedEarliest = null;
     io.kplex.spark.stream.StreamingBatch batch = io.kplex.spark.stream.StreamingBatch.current();
     if (batch != null) queryId = batch.queryId();
     Map<TopicPartition, Long> end = store.call("READ", Errors.Resource.topic(conf.topic), () -> c.endOffsets(tps));
     Map<Integer, Long> next = new TreeMap<>();
     end.forEach((tp, o) -> next.put(tp.partition(), o));
+    if (!next.equals(lastEnds)) {
+      // Records arrived, so a micro-batch is likely planned next: its earliest offsets are asked
+      // for now and answered while Spark writes its offsets (an idle query does not ask).
+      Map<TopicPartition, OffsetSpec> earliestOf = new HashMap<>();
+      for (TopicPartition tp : tps) earliestOf.put(tp, OffsetSpec.earliest());
+      describedEarliest = store.admin().listOffsets(earliestOf).all();
+    }
+    lastEnds = next;
     return new SourceOffset(conf.topic, next);
   }
+
+  /** The ends {@link #latest} last found. */
+  private Map<Integer, Long> lastEnds;
 
   private Map<Integer, Long> earliest(List<TopicPartition> tps) {
     Consumer<byte[], byte[]> c = consumer();
@@ -774,7 +807,7 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
    */
   private Planned plan(SourceOffset start, SourceOffset end) {
     Map<Integer, Long> starts = new TreeMap<>();
-    Map<Integer, Long> begin = earliest(partitionsOfThisBatch());
+    Map<Integer, Long> begin = earliestOfThisBatch();
     List<InputPartition> parts = new ArrayList<>();
     for (Map.Entry<Integer, Long> e : end.next.entrySet()) {
       int p = e.getKey();

@@ -32,10 +32,11 @@ final class TransactionFencer {
 
   /**
    * Asks the broker for the open transactions (of every table: the listing cannot filter by
-   * prefix), without waiting for the answer; {@link #fence} reads it.
+   * prefix), without waiting for the answer; {@link #fence} reads it. On its own connection:
+   * the broker takes a while to list them, and the commit reads the control topic meanwhile.
    */
   static KafkaFuture<Collection<TransactionListing>> listOpen(KafkaTopics kafka) {
-    return kafka.admin().listTransactions(new ListTransactionsOptions().filterStates(List.of(
+    return kafka.slowAdmin().listTransactions(new ListTransactionsOptions().filterStates(List.of(
         TransactionState.ONGOING, TransactionState.PREPARE_ABORT, TransactionState.PREPARE_COMMIT))).all();
   }
 

@@ -302,9 +302,13 @@ final class FakeKafka implements KafkaClients {
         ListOffsetsOptions options) {
       Map<TopicPartition, List<ConsumerRecord<byte[], byte[]>>> now = snapshot();
       Map<TopicPartition, KafkaFuture<ListOffsetsResult.ListOffsetsResultInfo>> out = new HashMap<>();
-      for (TopicPartition tp : specs.keySet()) {
+      for (Map.Entry<TopicPartition, OffsetSpec> e : specs.entrySet()) {
+        TopicPartition tp = e.getKey();
+        long end = now.getOrDefault(tp, List.of()).size();
+        // The log's start for OffsetSpec.earliest(), as the broker answers; its end for any other.
+        long offset = e.getValue() instanceof OffsetSpec.EarliestSpec ? Math.min(logStart.getOrDefault(tp, 0L), end) : end;
         out.put(tp, KafkaFuture.completedFuture(new ListOffsetsResult.ListOffsetsResultInfo(
-            now.getOrDefault(tp, List.of()).size(), -1, java.util.Optional.empty())));
+            offset, -1, java.util.Optional.empty())));
       }
       return new ListOffsetsResult(out);
     }
