@@ -13,6 +13,7 @@ Timeline (wall clock of this process)::
 """
 from __future__ import annotations
 
+import gc
 import json
 import math
 import os
@@ -167,6 +168,10 @@ def run_contender(contender: Contender, settings: Settings, load: Load, run_id: 
                   rate_for: Callable[[Result], float]) -> Result:
     """Run one contender through both phases; ``rate_for`` picks the live rate once the
     backlog is drained (it may depend on this very result)."""
+    # What earlier contenders left (their latencies, millions of objects with --repeat) is kept
+    # out of the garbage collector's full passes, which would otherwise slow this process's
+    # watcher and producer more with every contender run.
+    gc.freeze()
     slot = prepare_slot(contender, settings, load, run_id)
     result = Result(contender, backlog=load.records, log=slot.log)
     watcher = OutputWatcher(settings.bootstrap, slot.target, load.records)

@@ -10,6 +10,7 @@ live one.
 """
 from __future__ import annotations
 
+import queue
 import random
 import threading
 import time
@@ -129,8 +130,14 @@ class OutputWatcher(threading.Thread):
             "fetch.wait.max.ms": 25,
         })
         consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in partitions])
+        # This thread only reads and stamps; another checks what it read. Checking costs
+        # microseconds a record in Python: done here, a commit's burst of ten thousand records
+        # kept the next consume() waiting, and the records it then got were stamped that much late.
+        read: queue.SimpleQueue = queue.SimpleQueue()
+        checker = threading.Thread(target=self._check_all, args=(read,), name=f"check-{self.topic}", daemon=True)
+        checker.start()
         try:
-            while not self._stop_requested.is_set():
+            while not self._stop_requested.is_set() and self.error is None:
                 # consume() returns when it has all it asked for or when its timeout is up,
                 # whichever comes first: the timeout bounds how late a record that became
                 # visible is stamped (with 0.1 s, records were seen 50 ms late on average).
@@ -138,9 +145,22 @@ class OutputWatcher(threading.Thread):
                 seen_at = time.time()
                 if messages:
                     self._last_message_at = time.monotonic()
-                    self._record(messages, seen_at)
+                    read.put((messages, seen_at))
         finally:
+            read.put(None)
+            checker.join()
             consumer.close()
+        if self.error is not None:
+            raise self.error
+
+    def _check_all(self, read: queue.SimpleQueue) -> None:
+        """Checks what the reading thread stamped, in the order it read it, until it puts None."""
+        while (item := read.get()) is not None:
+            if self.error is None:
+                try:
+                    self._record(*item)
+                except BaseException as e:  # reported by the harness
+                    self.error = e
 
     def _record(self, messages: list, seen_at: float) -> None:
         obs = self.observed

@@ -45,6 +45,21 @@ public final class CompactedTopic {
   private final KafkaTopics kafka;
   private final String topic;
   private final Scope scope;
+  /**
+   * The topic's description as this object last took it for a read, and when (System.nanoTime).
+   * Reads within {@link #DESCRIPTION_REUSE_MS} of it take it again instead of asking the
+   * broker: a driver's commit reads the commit log two or three times within milliseconds
+   * (the mark, the claim check), and a description is a round trip on a connection the
+   * commit shares. What it gives a read is the topic's id (a topic deleted and created again
+   * is read afresh) and partition count; the records are still read up to the end offset of
+   * the moment, so a read sees every record acknowledged before it began. A topic not found
+   * is asked again at once. Only a scoped topic's (the commit log's, read through an object
+   * made for one commit or one look-up); a topic of one partition is described every read.
+   */
+  private java.util.Optional<org.apache.kafka.clients.admin.TopicDescription> described = java.util.Optional.empty();
+  private long describedAtNanos;
+  /** How long a read reuses the description an earlier read of this object took. */
+  static final long DESCRIPTION_REUSE_MS = 250;
 
   public CompactedTopic(KafkaTopics kafka, String topic) {
     this(kafka, topic, null);
@@ -93,7 +108,7 @@ public final class CompactedTopic {
   public record Where(int partitions, int partition, int liveKeys) {}
 
   public Where where(String name) {
-    java.util.Optional<org.apache.kafka.clients.admin.TopicDescription> described = kafka.describe(topic);
+    java.util.Optional<org.apache.kafka.clients.admin.TopicDescription> described = describedForRead();
     int n = described.isEmpty() ? 1 : layout(described.get());
     int p = n == 1 ? 0 : ofScope(name, n);
     return new Where(n, p, LogView.of(kafka, topic, p).read(kafka, described, Map::size));
@@ -156,6 +171,23 @@ public final class CompactedTopic {
         .map(e -> Map.entry(e.latestOffset(), e.lived().value())));
   }
 
+  /** The topic's description for a read: the one this object took within {@link #DESCRIPTION_REUSE_MS}, else the broker's. */
+  private java.util.Optional<org.apache.kafka.clients.admin.TopicDescription> describedForRead() {
+    synchronized (this) {
+      if (scope != null && described.isPresent()
+          && System.nanoTime() - describedAtNanos < DESCRIPTION_REUSE_MS * 1_000_000L) {
+        return described;
+      }
+    }
+    long asked = System.nanoTime();
+    java.util.Optional<org.apache.kafka.clients.admin.TopicDescription> now = kafka.describe(topic);
+    synchronized (this) {
+      described = now;
+      describedAtNanos = asked;
+    }
+    return now;
+  }
+
   /**
    * {@code reader} over the latest record of every live key of the partition that holds
    * {@code keyOrPrefix}'s scope (null, or a prefix of no scope: of every partition, each key
@@ -164,7 +196,7 @@ public final class CompactedTopic {
    * changed, not the topic's history.
    */
   private <T> T view(String keyOrPrefix, java.util.function.Function<java.util.NavigableMap<String, LogView.Entry>, T> reader) {
-    java.util.Optional<org.apache.kafka.clients.admin.TopicDescription> described = kafka.describe(topic);
+    java.util.Optional<org.apache.kafka.clients.admin.TopicDescription> described = describedForRead();
     int n = described.isEmpty() ? 1 : layout(described.get());
     String of = keyOrPrefix == null || scope == null ? null : scope.of(keyOrPrefix);
     if (n == 1 || of != null) {

@@ -156,4 +156,28 @@ public class LogViewTest {
     values.forEach((k, v) -> out.put(k, new String(v, StandardCharsets.UTF_8)));
     return out;
   }
+
+  @Test
+  public void aScopedTopicsReadsWithinAQuarterSecondShareOneDescriptionAndStillSeeEveryRecordBeforeThem()
+      throws InterruptedException {
+    io.kplex.spark.txn.FakeKafkaAccess kafka = new io.kplex.spark.txn.FakeKafkaAccess();
+    CompactedTopic log = new CompactedTopic(kafka.topics(), "_view_scoped", key -> key.split("/")[0]);
+    log.put("t1/mark", b("1"));
+    int before = kafka.descriptions();
+    assertEquals("1", new String(log.latest("t1/mark").get().getValue(), StandardCharsets.UTF_8));
+    log.put("t1/mark", b("2"));
+    assertEquals("a record written after the first read is in the second",
+        "2", new String(log.latest("t1/mark").get().getValue(), StandardCharsets.UTF_8));
+    assertEquals("one description for both reads", before + 1, kafka.descriptions());
+    Thread.sleep(CompactedTopic.DESCRIPTION_REUSE_MS + 50);
+    log.latest("t1/mark");
+    assertEquals("described again once it is older", before + 2, kafka.descriptions());
+
+    CompactedTopic plain = new CompactedTopic(kafka.topics(), "_view_plain");
+    plain.put("k", b("1"));
+    int unscoped = kafka.descriptions();
+    plain.latest("k");
+    plain.latest("k");
+    assertEquals("a topic without scopes is described every read", unscoped + 2, kafka.descriptions());
+  }
 }

@@ -71,6 +71,8 @@ final class FakeKafka implements KafkaClients {
   final AtomicInteger consumers = new AtomicInteger();
   /** How many records consumers were handed. */
   final AtomicInteger recordsRead = new AtomicInteger();
+  /** Topic descriptions asked of the admin client. */
+  final AtomicInteger descriptions = new AtomicInteger();
   private final FakeAdmin admin = new FakeAdmin();
   private final Map<String, Runnable> hooks = new ConcurrentHashMap<>();
 
@@ -265,6 +267,7 @@ final class FakeKafka implements KafkaClients {
     @Override
     public synchronized org.apache.kafka.clients.admin.DescribeTopicsResult describeTopics(
         org.apache.kafka.common.TopicCollection topics, org.apache.kafka.clients.admin.DescribeTopicsOptions options) {
+      descriptions.incrementAndGet();
       if (topics instanceof org.apache.kafka.common.TopicCollection.TopicNameCollection names) {
         for (String name : names.topicNames()) {
           int left = lagging.getOrDefault(name, 0);

@@ -28,4 +28,9 @@ public final class FakeKafkaAccess {
   public int recordsRead() {
     return kafka.recordsRead.get();
   }
+
+  /** Topic descriptions asked of the admin client so far. */
+  public int descriptions() {
+    return kafka.descriptions.get();
+  }
 }
