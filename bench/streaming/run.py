@@ -18,7 +18,7 @@ re-keys it by userid into a fresh 3-partition output, until the harness closes i
    included), and the time to the first visible record (start-up).
 2. **Latency at a fixed rate**: then R records/s for D seconds, each value's ``viewtime`` its
    produce time; each record's latency is when it became visible (read_committed) minus
-   that. R defaults to half of kplex exactly-once's sustained rate, at most 50,000/s.
+   that. R defaults to half of kplex exactly-once's sustained rate, at most 100,000/s.
 
 The Spark queries (kplex source, the next micro-batch as soon as the last one is done,
 ``local[2]``, adaptive execution off) also write their StreamingQueryProgress, summarised per micro-batch. Outputs
@@ -68,7 +68,7 @@ from kplex.testing.datagen import pageview_records  # noqa: E402
 from kplex.testing.local_kafka import LocalKafka  # noqa: E402
 
 #: The default live rate is half of kplex exactly-once's sustained rate, within these bounds.
-RATE_CAP, RATE_FLOOR = 50_000.0, 50.0
+RATE_CAP, RATE_FLOOR = 100_000.0, 50.0
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
