@@ -40,6 +40,7 @@ public class KafkaTopics implements AutoCloseable {
   private final Clock clock;
   private Admin admin;
   private Admin slowAdmin;
+  private boolean keptForMany;
   private Producer<byte[], byte[]> producer;
   /**
    * Transactional producers that committed a task's transaction for the driver, kept by
@@ -82,16 +83,24 @@ public class KafkaTopics implements AutoCloseable {
   }
 
   /**
-   * A second Admin client, for a request the broker takes long to answer (the list of every
-   * open transaction): a broker answers one request of a connection at a time, so on
+   * The Admin client for a request the broker takes long to answer (the list of every open
+   * transaction). A broker answers one request of a connection at a time, so on
    * {@link #admin}'s connection it would hold up the quick requests sent meanwhile (a topic's
-   * description). Closed with this object.
+   * description): clients kept for many calls ({@link #keptForMany}) make a second Admin client
+   * for it, closed with this object; others use {@link #admin} rather than connect twice.
    */
   public synchronized Admin slowAdmin() {
+    if (!keptForMany) return admin();
     if (slowAdmin == null) {
       slowAdmin = clients.admin(kafka.admin());
     }
     return slowAdmin;
+  }
+
+  /** Marks these clients as kept for many calls (a streaming run's commits); returns them. */
+  public synchronized KafkaTopics keptForMany() {
+    keptForMany = true;
+    return this;
   }
 
   /**

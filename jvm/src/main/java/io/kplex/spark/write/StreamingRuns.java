@@ -125,7 +125,7 @@ final class StreamingRuns {
     }
 
     synchronized KafkaTopics clients(KafkaConf kafka) {
-      if (clients == null) clients = new KafkaTopics(kafka);
+      if (clients == null) clients = new KafkaTopics(kafka).keptForMany();
       return clients;
     }
 
