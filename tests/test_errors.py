@@ -52,3 +52,28 @@ def test_a_kplex_session_starts_without_warnings_of_kplexs_making(bootstrap, tmp
     noisy = [line for line in done.stderr.splitlines()
              if "replaced a previously registered function" in line or ("WARN" in line and "kplex" in line.lower())]
     assert noisy == []
+
+
+# Importing kplex patches Spark Connect's error conversion without importing Connect's client,
+# which pulls in pandas and more: about 0.6 s of every `import kplex` (classic sessions too).
+_CONNECT_ORDER = textwrap.dedent("""
+    import sys
+    if sys.argv[1] == "client-first":
+        from pyspark.sql.connect.client import core
+    import kplex
+    out = {"client imported by kplex": sys.argv[1] == "kplex-first" and "pyspark.sql.connect.client.core" in sys.modules}
+    from pyspark.errors.exceptions import connect
+    from pyspark.sql.connect.client import core
+    out["connect"] = connect.convert_exception.__module__
+    out["client"] = core.convert_exception.__module__
+    print(out)
+""")
+
+
+@pytest.mark.parametrize("order", ["kplex-first", "client-first"])
+def test_connects_errors_are_kplexs_whichever_is_imported_first(order):
+    pytest.importorskip("grpc", reason="the Spark Connect client needs pyspark[connect]")
+    done = subprocess.run([sys.executable, "-c", _CONNECT_ORDER, order], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == str({"client imported by kplex": False, "connect": "kplex.errors",
+                                       "client": "kplex.errors"})

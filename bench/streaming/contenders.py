@@ -58,6 +58,10 @@ class Slot:
         return self.directory / "progress.jsonl"
 
     @property
+    def phases(self) -> Path:
+        return self.directory / "phases.json"
+
+    @property
     def log(self) -> Path:
         return self.directory / "output.log"
 
@@ -81,6 +85,7 @@ def spark_query(sink: str, delivery: str = "exactly_once") -> Callable[[Settings
         cmd = [sys.executable, str(HERE / "spark_query.py"), "--bootstrap", s.bootstrap,
                "--source", slot.source, "--target", slot.target, "--sink", sink, "--delivery", delivery,
                "--checkpoint", str(slot.directory / "checkpoint"), "--progress", str(slot.progress),
+               "--phases", str(slot.phases),
                "--v", str(s.v), "--p", str(s.p), "--max-delay-ms", str(s.max_delay_ms),
                "--idle-release-ms", str(s.idle_release_ms), "--trigger", s.trigger, "--memory", s.memory,
                "--max-offsets-per-trigger", str(s.max_offsets_per_trigger)]

@@ -73,6 +73,7 @@ class Result:
     started_at: float | None = None  # when the process was launched
     live_started_at: float | None = None
     progress: list[dict[str, Any]] = field(default_factory=list)
+    phases: dict[str, float] = field(default_factory=dict)  # start-up step -> when it ended (epoch s)
     problems: list[str] = field(default_factory=list)  # each one fails the run
     notes: list[str] = field(default_factory=list)  # worth knowing, not a failure
     log: Path | None = None
@@ -257,3 +258,5 @@ def collect(result: Result, watcher: OutputWatcher, producer: RateProducer | Non
         result.order_examples = list(obs.order_examples)
     if result.contender.reports_progress and slot.progress.is_file():
         result.progress = [json.loads(line) for line in slot.progress.read_text().splitlines() if line.strip()]
+    if result.contender.reports_progress and slot.phases.is_file():
+        result.phases = json.loads(slot.phases.read_text())

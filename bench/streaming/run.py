@@ -62,6 +62,7 @@ from tables import (  # noqa: E402
     results_table,
     rounds_problems,
     rounds_table,
+    startup_table,
 )
 
 from kplex.testing.datagen import pageview_records  # noqa: E402
@@ -248,6 +249,8 @@ def main(argv: list[str] | None = None) -> int:
     breakdown = breakdown_table(results)
     if breakdown:
         print("", *([f"Per micro-batch, round {len(rounds)}:", ""] if len(rounds) > 1 else []), breakdown, sep="\n")
+    print("", "Start-up" + (", medians over the rounds" if len(rounds) > 1 else "") + ":", "",
+          startup_table(rounds), sep="\n")
     if empty:
         print("", empty_partition_section(empty, args.p), sep="\n")
     trouble = "\n".join(filter(None, (rounds_problems(rounds), problems([e for _, e in empty]))))

@@ -8,15 +8,19 @@ in viewtime order) or with Spark's own Kafka sink (at least once, no order).
 
 It runs until its standard input closes (how the harness stops every contender),
 writing each micro-batch's progress (``StreamingQueryProgress.json``) as one line of
-``--progress``; then it stops the query and exits 0, or 1 if the query failed while
+``--progress`` and, once the query has started, when each step of its start-up ended (Python's
+imports, the Spark session, the kplex table, ``start()``; seconds since the epoch) as one JSON
+object in ``--phases``; then it stops the query and exits 0, or 1 if the query failed while
 running, 3 if it reported an error only when stopped (a micro-batch interrupted midway).
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -26,6 +30,9 @@ if os.environ.get("KPLEX_PYTHON"):
     sys.path.insert(0, os.environ["KPLEX_PYTHON"])
 
 from kplex.session import kplex_session  # noqa: E402
+
+#: When each step of the start-up ended (``--phases``): the imports end here.
+PHASES = {"imported": time.time()}
 
 #: The projection of the kplex sink: key, order and value, as in sql/pageviews_by_user_stream.sql.
 KPLEX_SELECT = ("kplex_key(kplex_json(value, '/userid')) AS key",
@@ -45,6 +52,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="kplex sink only: the table's kplex.delivery")
     p.add_argument("--checkpoint", type=Path, required=True)
     p.add_argument("--progress", type=Path, required=True, help="JSON lines, one per micro-batch")
+    p.add_argument("--phases", type=Path, help="JSON: when each step of the start-up ended")
     p.add_argument("--v", type=int, default=9, help="kplex.virtual_partitions")
     p.add_argument("--p", type=int, default=3, help="kplex.physical_partitions")
     p.add_argument("--max-delay-ms", type=int, default=1000, help="kplex.max_delay_ms")
@@ -88,8 +96,10 @@ def start_query(spark: Any, args: argparse.Namespace) -> Any:
     if args.max_offsets_per_trigger > 0:
         reader = reader.option("maxOffsetsPerTrigger", str(args.max_offsets_per_trigger))
     source = reader.load()
+    PHASES["source"] = time.time()
     if args.sink == "kplex":
         create_table(spark, args)
+        PHASES["table"] = time.time()
         writer = source.selectExpr(*KPLEX_SELECT).writeStream.format("kplex").option("table", args.target)
     else:
         writer = (source.selectExpr(*KAFKA_SELECT).writeStream.format("kafka")
@@ -125,7 +135,11 @@ def write_new_progress(query: Any, out: TextIO, last_batch: int) -> int:
 
 def run(args: argparse.Namespace) -> int:
     spark = session(args)
+    PHASES["session"] = time.time()
     query = start_query(spark, args)
+    PHASES["started"] = time.time()
+    if args.phases:
+        args.phases.write_text(json.dumps(PHASES))
     print(f"spark_query: query {query.id} started", file=sys.stderr, flush=True)
     closed = stdin_closed()
     last_batch = -1

@@ -169,6 +169,62 @@ def breakdown_table(results: Sequence[Result]) -> str:
     return markdown(header, rows, right=tuple(range(2, len(header))))
 
 
+#: The steps of a Spark contender's start-up, each from the end of the one before (the first
+#: from the process's launch), as bench/streaming/spark_query.py marks them: the key of its
+#: mark, the column. The kplex table's step is the sink's alone.
+STARTUP_STEPS = (("imported", "Python imports s"), ("session", "JVM and Spark session s"),
+                 ("source", "source `load()` s"), ("table", "`CREATE TABLE` s"), ("started", "`start()` s"))
+
+
+def _first_batch_end(r: Result) -> float | None:
+    """When micro-batch 0 ended (epoch s): its trigger's start plus its triggerExecution."""
+    first = next((p for p in r.progress if p.get("batchId") == 0), None)
+    if first is None:
+        return None
+    started = dt.datetime.fromisoformat(first["timestamp"].replace("Z", "+00:00")).timestamp()
+    return started + first.get("durationMs", {}).get("triggerExecution", 0) / 1000
+
+
+def startup_steps(r: Result) -> dict[str, float]:
+    """A contender's start-up in steps, seconds each: :data:`STARTUP_STEPS`, then ``first batch``
+    (from ``start()`` returning to the end of micro-batch 0: Spark's trigger, reading, the
+    write and its commit, in a JVM that has not run it before) and ``first batch addBatch``,
+    and ``visible`` (launch to the first output record a read_committed consumer sees, for
+    every contender). A step the contender did not mark is left out."""
+    steps: dict[str, float] = {}
+    if r.startup_s is not None:
+        steps["visible"] = r.startup_s
+    if r.started_at is None or not r.phases:
+        return steps
+    before = r.started_at
+    for key, _ in STARTUP_STEPS:
+        if key in r.phases:
+            steps[key] = r.phases[key] - before
+            before = r.phases[key]
+    end = _first_batch_end(r)
+    if end is not None and "started" in r.phases:
+        steps["first batch"] = end - r.phases["started"]
+        first = next(p for p in r.progress if p.get("batchId") == 0)
+        steps["first batch addBatch"] = first.get("durationMs", {}).get("addBatch", 0) / 1000
+    return steps
+
+
+def startup_table(rounds: Sequence[Sequence[Result]]) -> str:
+    """Each contender's start-up in steps (:func:`startup_steps`), the median of each step
+    over ``rounds``, and the range of the whole."""
+    names = {r.contender.slug: r.contender.name for results in rounds for r in results}
+    keys = [key for key, _ in STARTUP_STEPS] + ["first batch", "first batch addBatch"]
+    header = ("contender", *(title for _, title in STARTUP_STEPS), "micro-batch 0 s", "of which addBatch s",
+              "first record visible s", "per round")
+    rows = []
+    for slug, name in names.items():
+        steps = [startup_steps(r) for results in rounds for r in results if r.contender.slug == slug]
+        cells = [_median([s[key] for s in steps if key in s], 2) for key in keys]
+        visible = [s["visible"] for s in steps if "visible" in s]
+        rows.append((name, *cells, _median(visible, 1), " / ".join(_num(v, 1) for v in visible)))
+    return markdown(header, rows, right=tuple(range(1, len(header))))
+
+
 def problems(results: Sequence[Result], round_number: int | None = None) -> str:
     """A Markdown list of what failed and what is worth knowing, each line under the round's
     number when there is one (``--repeat``)."""
@@ -236,6 +292,12 @@ def results_document(results: Sequence[Result], baseline: str, *, command: str, 
                   "flushing); *driver commit* the commit of the micro-batch. What *addBatch* has beyond these is "
                   "mostly the map stage: reading the source, evaluating key and order, the shuffle write):",
                   "", breakdown]
+    parts += ["", f"Start-up, {'medians over the rounds' if len(rounds) > 1 else 'seconds'}: each step from the "
+              "end of the one before, as the Spark query marks them (bench/streaming/spark_query.py; its "
+              "Python imports from the process's launch); *micro-batch 0* from `start()` returning to its end, "
+              "its commit included (StreamingQueryProgress); *first record visible* from the launch until a "
+              "read_committed consumer sees the first output record (Spark's Kafka sink's records are "
+              "visible while its micro-batch runs):", "", startup_table(rounds or [results])]
     if trouble:
         parts += ["", "Problems and notes:", "", trouble]
     return "\n".join(parts) + "\n"

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from contextlib import contextmanager
 from importlib import import_module, resources
 from typing import Iterator, Mapping
@@ -460,9 +461,8 @@ def install_exception_conversion() -> None:
         return _kplex_error_of(converted, _classic_java_trace(e) if "[KPLEX_" in str(converted) else None)
 
     captured.convert_exception = convert_classic
-    try:  # Spark Connect's client needs grpc and pandas: patch it where it is installed
+    try:  # Spark Connect's errors need grpc: patch them where it is installed
         from pyspark.errors.exceptions import connect
-        from pyspark.sql.connect.client import core
     except ImportError:
         return
     remote = connect.convert_exception
@@ -471,7 +471,13 @@ def install_exception_conversion() -> None:
         return _kplex_error_of(remote(*args, **kwargs))
 
     connect.convert_exception = convert_remote
-    core.convert_exception = convert_remote  # bound by name when core was imported
+    # Connect's client binds the function by name when it is imported: one imported later
+    # binds this one; one imported already is patched here. Importing the client from here
+    # would cost every `import kplex` about 0.6 s (it pulls in pandas and more), classic
+    # sessions included.
+    core = sys.modules.get("pyspark.sql.connect.client.core")
+    if core is not None and getattr(core, "convert_exception", None) is remote:
+        core.convert_exception = convert_remote
 
 
 @contextmanager
