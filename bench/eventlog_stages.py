@@ -10,6 +10,13 @@ writes and the sink's commit). Prints a table of medians over the live batches.
 
 The live batches are the last two thirds of the jobs that have two stages (the backlog's come
 first). Reads the plain JSON lines of an uncompressed event log.
+
+``--stages`` is for a batch INSERT, whose stages adaptive execution runs as jobs of their own:
+every stage, when it ran (from the first task's launch) and each task's run time, slowest last:
+
+    python bench/contenders/kplex_insert.py --bootstrap B --source S --target T --records 3000000 \
+        --workdir /tmp/w
+    python bench/eventlog_stages.py --stages /tmp/w/eventlog-kplex-T/*/events_1_*
 """
 from __future__ import annotations
 
@@ -52,10 +59,37 @@ def jobs(lines: list[str]) -> list[dict[str, float]]:
     return rows
 
 
+def stage_tasks(lines: list[str]) -> list[dict[str, object]]:
+    """One row per stage that ran tasks, in the order they began: its tasks' first launch and
+    last finish in seconds from the first task of the log, and their run times (ms), sorted."""
+    tasks: dict[int, list[tuple[int, int, int]]] = {}
+    for line in lines:
+        e = json.loads(line)
+        if e["Event"] == "SparkListenerTaskEnd":
+            info, metrics = e["Task Info"], e.get("Task Metrics") or {}
+            tasks.setdefault(e["Stage ID"], []).append(
+                (info["Launch Time"], info["Finish Time"], metrics.get("Executor Run Time", 0)))
+    if not tasks:
+        return []
+    origin = min(t[0] for ts in tasks.values() for t in ts)
+    rows = [{"stage": stage, "tasks": len(ts), "from s": (min(t[0] for t in ts) - origin) / 1000,
+             "to s": (max(t[1] for t in ts) - origin) / 1000, "run ms": sorted(t[2] for t in ts)}
+            for stage, ts in tasks.items()]
+    return sorted(rows, key=lambda r: r["from s"])
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("event_log", type=Path)
+    p.add_argument("--stages", action="store_true", help="every stage and its tasks (a batch job)")
     args = p.parse_args(argv)
+    if args.stages:
+        rows = stage_tasks(args.event_log.read_text().splitlines())
+        print("| stage | tasks | from s | to s | task run ms |\n| ---: | ---: | ---: | ---: | --- |")
+        for r in rows:
+            print(f"| {r['stage']} | {r['tasks']} | {r['from s']:.2f} | {r['to s']:.2f} | "
+                  f"{', '.join(f'{ms:,}' for ms in r['run ms'])} |")
+        return 0 if rows else 1
     rows = jobs(args.event_log.read_text().splitlines())
     live = rows[len(rows) // 3:]
     if not live:
