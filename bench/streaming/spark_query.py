@@ -9,8 +9,8 @@ in viewtime order) or with Spark's own Kafka sink (at least once, no order).
 It runs until its standard input closes (how the harness stops every contender),
 writing each micro-batch's progress (``StreamingQueryProgress.json``) as one line of
 ``--progress`` and, once the query has started, when each step of its start-up ended (Python's
-imports, the Spark session, the kplex table, ``start()``; seconds since the epoch) as one JSON
-object in ``--phases``; then it stops the query and exits 0, or 1 if the query failed while
+imports, the Spark session, the source's ``load()``, the kplex table, ``start()``; seconds since
+the epoch) as one JSON object in ``--phases``; then it stops the query and exits 0, or 1 if the query failed while
 running, 3 if it reported an error only when stopped (a micro-batch interrupted midway).
 """
 from __future__ import annotations
