@@ -116,11 +116,15 @@ SINK_TIMES = {"taskSortMs": "task sort ms", "taskWriteMs": "task send ms", "task
               "commitMs": "driver commit ms"}
 
 
+def _triggered_at(progress: dict[str, Any]) -> float:
+    """When a micro-batch's trigger fired (epoch s), from its progress's ISO timestamp."""
+    return dt.datetime.fromisoformat(progress["timestamp"].replace("Z", "+00:00")).timestamp()
+
+
 def _phase(progress: dict[str, Any], live_started_at: float | None) -> str:
     if live_started_at is None:
         return "backlog"
-    started = dt.datetime.fromisoformat(progress["timestamp"].replace("Z", "+00:00")).timestamp()
-    return "live" if started >= live_started_at else "backlog"
+    return "live" if _triggered_at(progress) >= live_started_at else "backlog"
 
 
 def _median(values: list[float], digits: int = 0) -> str:
@@ -176,15 +180,6 @@ STARTUP_STEPS = (("imported", "Python imports s"), ("session", "JVM and Spark se
                  ("source", "source `load()` s"), ("table", "`CREATE TABLE` s"), ("started", "`start()` s"))
 
 
-def _first_batch_end(r: Result) -> float | None:
-    """When micro-batch 0 ended (epoch s): its trigger's start plus its triggerExecution."""
-    first = next((p for p in r.progress if p.get("batchId") == 0), None)
-    if first is None:
-        return None
-    started = dt.datetime.fromisoformat(first["timestamp"].replace("Z", "+00:00")).timestamp()
-    return started + first.get("durationMs", {}).get("triggerExecution", 0) / 1000
-
-
 def startup_steps(r: Result) -> dict[str, float]:
     """A contender's start-up in steps, seconds each: :data:`STARTUP_STEPS`, then ``first batch``
     (from ``start()`` returning to the end of micro-batch 0: Spark's trigger, reading, the
@@ -201,11 +196,13 @@ def startup_steps(r: Result) -> dict[str, float]:
         if key in r.phases:
             steps[key] = r.phases[key] - before
             before = r.phases[key]
-    end = _first_batch_end(r)
-    if end is not None and "started" in r.phases:
+    first = next((p for p in r.progress if p.get("batchId") == 0), None)
+    if first is not None and "started" in r.phases:
+        durations = first.get("durationMs", {})
+        # micro-batch 0 ends at its trigger plus its triggerExecution
+        end = _triggered_at(first) + durations.get("triggerExecution", 0) / 1000
         steps["first batch"] = end - r.phases["started"]
-        first = next(p for p in r.progress if p.get("batchId") == 0)
-        steps["first batch addBatch"] = first.get("durationMs", {}).get("addBatch", 0) / 1000
+        steps["first batch addBatch"] = durations.get("addBatch", 0) / 1000
     return steps
 
 
