@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pyspark
 import pytest
@@ -69,6 +70,22 @@ CLIENT = textwrap.dedent('''
 def connect_url(bootstrap, tmp_path_factory):
     with kplex_server("connect", bootstrap, tmp_path_factory.mktemp("connect")) as port:
         yield f"sc://127.0.0.1:{port}"
+
+
+def test_a_local_connect_servers_jvm_is_started_with_the_parallel_collector(connect_url):
+    """``kplex server connect`` on a local master picks the collector as ``kplex_session`` does:
+    the server's JVM, found by its port among this machine's processes, was started with it."""
+    port = connect_url.rsplit(":", 1)[1]
+    jvms = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            args = cmdline.read_bytes().split(b"\0")
+        except OSError:  # a process that ended meanwhile
+            continue
+        if args and args[0].endswith(b"java") and f"spark.connect.grpc.binding.port={port}".encode() in args:
+            jvms.append(args)
+    assert len(jvms) == 1, f"{len(jvms)} JVMs serve port {port}"
+    assert b"-XX:+UseParallelGC" in jvms[0]
 
 
 def test_the_python_surface_works_over_spark_connect_without_py4j(connect_url, bootstrap, fresh_name, tmp_path):

@@ -21,7 +21,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
-from kplex.session import CATALOG_CLASS, EXTENSIONS_CLASS, REDACTION_REGEX, jars
+from kplex.session import (
+    CATALOG_CLASS,
+    DEFAULT_JAVA_OPTIONS_KEY,
+    EXTENSIONS_CLASS,
+    REDACTION_REGEX,
+    jars,
+    local_java_options,
+)
 
 __all__ = ["KINDS", "command", "free_port", "running_server", "spark_home"]
 
@@ -46,7 +53,9 @@ def command(kind: str, bootstrap: str, port: int | None = None, host: str = "127
             catalog: str = "kplex", kafka_options: Mapping[str, str] | None = None) -> list[str]:
     """The ``spark-submit`` command line of a ``kind`` server ("connect" or "thrift")
     listening on ``host:port``, with kplex's jars, extension and catalog (on ``bootstrap``),
-    and ``conf`` (more ``--conf`` settings). ``kafka_options`` (the catalog's Kafka client
+    and ``conf`` (more ``--conf`` settings); on a local master, the parallel collector
+    unless ``conf`` or the environment chooses one (:func:`kplex.session.local_java_options`).
+    ``kafka_options`` (the catalog's Kafka client
     settings, credentials among them) go into a properties file only this user can read,
     never onto the command line, where ``ps`` would show them."""
     main_class, default_port = KINDS[kind]
@@ -62,6 +71,9 @@ def command(kind: str, bootstrap: str, port: int | None = None, host: str = "127
         settings["spark.connect.grpc.binding.port"] = str(port)
         settings["spark.connect.grpc.binding.address"] = host
     settings.update(conf or {})
+    java_options = local_java_options(master, settings)  # the collector, as kplex_session picks it
+    if java_options:
+        settings[DEFAULT_JAVA_OPTIONS_KEY] = java_options
     argv = [str(spark_home() / "bin" / "spark-submit"), "--class", main_class,
             "--name", f"kplex {kind} server", "--master", master, "--jars", ",".join(jars())]
     argv += _connect_packages(kind)
