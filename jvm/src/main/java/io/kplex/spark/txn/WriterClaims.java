@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 
 /**
  * Where writer claims ({@link WriterLease}) are made: the Kafka clients and the clock they
@@ -17,11 +18,15 @@ import java.util.concurrent.ConcurrentHashMap;
  * <p>Lifecycle: production code uses {@link #JVM}, which lives as long as the JVM, because a
  * claim held for a query's thread must be seen ended by any later write in this JVM, from
  * whichever session or catalog it comes (a write that follows {@code query.stop()} finds
- * the table free at once). Every {@link #acquire} first releases the claims whose thread
- * has ended; {@link #close} ends those still held. A JUnit test makes its own, with fake
+ * the table free at once). Every {@link #acquire} first waits briefly for the threads of
+ * claims on its table to end, then releases the claims whose thread has ended; {@link
+ * #close} ends those still held. A JUnit test makes its own, with fake
  * clients and a manual clock, and closes it.
  */
 public final class WriterClaims implements AutoCloseable {
+  /** How long a write waits for this JVM's claims on its table to end with their thread (see {@link #awaitEnding}). */
+  static final long ENDING_WAIT_MS = 2_000;
+
   /** This JVM's claims, with the real clients and clock. */
   public static final WriterClaims JVM = new WriterClaims(KafkaClients.REAL, Clock.SYSTEM);
 
@@ -42,11 +47,37 @@ public final class WriterClaims implements AutoCloseable {
    * ({@code [KPLEX_TABLE_BUSY]}, naming its query).
    */
   public WriterLease acquire(KafkaConf kafka, String table, String query, Thread owner, long staleMs) {
+    awaitEnding(table);
     releaseEnded();
     WriterLease lease = WriterLease.claim(this, kafka, table, query, owner, staleMs);
     if (owner != null) owned.add(lease);
     lease.start();
     return lease;
+  }
+
+  /**
+   * Waits, up to {@link #ENDING_WAIT_MS}, for the threads that hold this JVM's claims on
+   * {@code table} to end. A streaming query's run is over before its thread is: Spark's
+   * {@code awaitTermination} returns, and the next run of the query (or another write) may
+   * start, while that thread still finishes. A claim made then would watch the old run's
+   * claim, see its renewer remove it, and take that for a live writer ({@code
+   * [KPLEX_TABLE_BUSY]}). A thread still running after the wait is a live writer's: its claim
+   * is left, and the claim made next meets it as any other.
+   */
+  private void awaitEnding(String table) {
+    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ENDING_WAIT_MS);
+    for (WriterLease l : owned) {
+      Thread thread = l.owner();
+      if (!l.table().equals(table) || thread == Thread.currentThread()) continue;
+      long left = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
+      if (left <= 0) return;
+      try {
+        thread.join(left);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      }
+    }
   }
 
   /** Ends the claims whose owning thread has ended (a stopped query's); returns how many. */

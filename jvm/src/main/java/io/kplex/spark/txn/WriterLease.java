@@ -46,7 +46,9 @@ import org.slf4j.LoggerFactory;
  * String, Thread, long)} with its thread as owner): the claim belongs to the query's thread,
  * and is removed once that thread has ended, by the renewer within {@link #RENEW_MS}, and at
  * once by any claim made after it through the same {@link WriterClaims} (this JVM's, so a
- * write that follows {@code query.stop()} finds the table free). The renewer waits real time
+ * write that follows {@code query.stop()}, or the end of an available-now run, finds the
+ * table free: it waits a little for a finishing run's thread, see
+ * {@link WriterClaims#acquire}). The renewer waits real time
  * (a second between beats); everything else reads the claims' {@link Clock}.
  */
 public final class WriterLease implements AutoCloseable {
@@ -56,18 +58,26 @@ public final class WriterLease implements AutoCloseable {
   public static final long DEFAULT_STALE_MS = io.kplex.spark.spec.KplexOptions.DEFAULT_WRITER_CLAIM_TIMEOUT_MS;
   /** Taken-over markers older than this are removed (their writers have long failed). */
   static final long MARKER_KEEP_MS = 24 * 3_600_000L;
+  /** How long a second {@link #close} waits for the first to have removed the claim. */
+  static final long CLOSE_WAIT_MS = 10_000;
 
   /** Where it was claimed: its clients, its clock, and the claims of this JVM held for a thread. */
   private final WriterClaims claims;
   private final KafkaConf kafka;
   private final String table;
   private final String key;
+  /** The query that writes under this claim. */
+  private final String query;
   private final Thread renewer;
   /** The thread whose end ends the claim (null: ended by {@link #close} only). */
   private final Thread owner;
   private volatile boolean closed;
+  /** The thread that closes the claim (null: open). */
+  private Thread closer;
   /** Counted down by {@link #close}: wakes the renewer (no interrupt, which would break its Kafka calls). */
   private final CountDownLatch ending = new CountDownLatch(1);
+  /** Counted down once the claim is removed from the log and {@link #whenEnded} ran: a second {@link #close} waits for it. */
+  private final CountDownLatch ended = new CountDownLatch(1);
   private final List<Runnable> onEnd = new CopyOnWriteArrayList<>();
 
   /** How often the claim is written again: {@link #beatEvery} of the claim timeout. */
@@ -80,6 +90,7 @@ public final class WriterLease implements AutoCloseable {
     this.kafka = kafka;
     this.table = table;
     this.key = key;
+    this.query = query;
     this.owner = owner;
     this.renewer = new Thread(() -> renew(query), "kplex-writer-lease " + key);
     renewer.setDaemon(true);
@@ -171,6 +182,16 @@ public final class WriterLease implements AutoCloseable {
     return owner;
   }
 
+  /** The table claimed. */
+  String table() {
+    return table;
+  }
+
+  /** The query that writes under this claim. */
+  String query() {
+    return query;
+  }
+
   /**
    * The offset of the marker that says this claim was taken over, or -1 if it was not: read
    * after recording a commit, whose offset it is compared with (see the class comment).
@@ -246,32 +267,61 @@ public final class WriterLease implements AutoCloseable {
     }
   }
 
+  /**
+   * Removes the claim from the log and runs what waits for its end. A second call, from
+   * another thread than the renewer, returns once the first one has removed it (within
+   * {@link #CLOSE_WAIT_MS}), so a caller that ends a claim finds the table free after it.
+   */
   @Override
   public void close() {
+    Thread first;
     synchronized (this) {
-      if (closed) return;
-      closed = true;
-    }
-    claims.forget(this);
-    ending.countDown();
-    if (Thread.currentThread() != renewer) {
-      try {
-        renewer.join(5_000);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
+      first = closer;
+      if (first == null) {
+        closed = true;
+        closer = Thread.currentThread();
       }
     }
-    try (KafkaTopics admin = claims.kafka(kafka)) {
-      CommitLog.topic(admin).put(key, null);
-    } catch (RuntimeException e) {
-      LOG.warn("kplex: could not remove the writer claim {} (it goes stale): {}", key, e.toString());
+    if (first != null) {
+      // The renewer is joined by the first closer: it must not wait for it.
+      if (Thread.currentThread() != renewer && Thread.currentThread() != first) awaitEnded();
+      return;
     }
-    for (Runnable r : onEnd) {
-      try {
-        r.run();
+    try {
+      ending.countDown();
+      if (Thread.currentThread() != renewer) {
+        try {
+          renewer.join(5_000);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      }
+      try (KafkaTopics admin = claims.kafka(kafka)) {
+        CommitLog.topic(admin).put(key, null);
       } catch (RuntimeException e) {
-        LOG.warn("kplex: after the writer claim {} ended: {}", key, e.toString());
+        LOG.warn("kplex: could not remove the writer claim {} (it goes stale): {}", key, e.toString());
       }
+      for (Runnable r : onEnd) {
+        try {
+          r.run();
+        } catch (RuntimeException e) {
+          LOG.warn("kplex: after the writer claim {} ended: {}", key, e.toString());
+        }
+      }
+    } finally {
+      // Forgotten only once removed: a claim made meanwhile in this JVM finds this one among
+      // the held, and waits for its removal (a second close) instead of taking it for a live
+      // writer's.
+      claims.forget(this);
+      ended.countDown();
+    }
+  }
+
+  private void awaitEnded() {
+    try {
+      ended.await(CLOSE_WAIT_MS, TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
     }
   }
 

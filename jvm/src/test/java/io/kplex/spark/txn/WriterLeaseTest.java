@@ -7,13 +7,16 @@ import static org.junit.Assert.assertTrue;
 
 import io.kplex.spark.errors.KplexException;
 import io.kplex.spark.kafka.CompactedTopic;
+import io.kplex.spark.kafka.KafkaClients;
 import io.kplex.spark.time.Clock;
 import io.kplex.spark.time.ManualClock;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.After;
 import org.junit.Before;
 import org.junit.Test;
@@ -29,6 +32,9 @@ import org.junit.Test;
  * unchanged for the claim timeout (dead)        waits it out, marks it taken over, removes it
  * renewed or released while waiting (live)      [KPLEX_TABLE_BUSY] naming its query; own claim removed
  * held for a thread that has ended              released first: claimed at once
+ * held for a thread that ends within 2 s         waited for, released: claimed at once
+ * being removed by its renewer (run ended)      its removal waited for: claimed at once
+ * held for a thread still running after 2 s     [KPLEX_TABLE_BUSY] as any live claim; left held
  * </pre>
  */
 public class WriterLeaseTest {
@@ -150,6 +156,154 @@ public class WriterLeaseTest {
     }
     assertEquals(1, ended.get());
     assertEquals(0, claims.held());
+  }
+
+  /** A query's thread that ends {@code finishMs} after its run was declared over ({@code runEnded}). */
+  private static Thread queryThread(CountDownLatch runEnded, long finishMs) {
+    Thread t = new Thread(() -> {
+      try {
+        runEnded.await();
+        Thread.sleep(finishMs);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    });
+    t.start();
+    return t;
+  }
+
+  /** The clock, its waits taking real time (the renewer of a claim of this JVM acts meanwhile). */
+  private Clock realWaits() {
+    return clock.whenSleeping(ms -> {
+      try {
+        Thread.sleep(ms);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    });
+  }
+
+  @Test
+  public void theNextRunOfAQueryWhoseLastRunsThreadStillFinishesFindsTheTableFree() throws InterruptedException {
+    // Spark's awaitTermination returns before the run's thread has ended: the next run (same
+    // query id, new thread) claims while the old claim is still held for a live thread. It used
+    // to watch that claim, see the renewer remove it, and fail [KPLEX_TABLE_BUSY] naming itself.
+    WriterClaims jvm = new WriterClaims(kafka, realWaits());
+    try {
+      CountDownLatch runEnded = new CountDownLatch(1);
+      Thread firstRun = queryThread(runEnded, 300);
+      WriterLease first = jvm.acquire(FakeKafka.CONF, TABLE, "query-1", firstRun, STALE_MS);
+      runEnded.countDown();
+      long before = clock.millis();
+      WriterLease next = jvm.acquire(FakeKafka.CONF, TABLE, "query-1", Thread.currentThread(), STALE_MS);
+      assertFalse(firstRun.isAlive());
+      assertFalse(first.held());
+      assertEquals("no watch of the old claim", before, clock.millis());
+      assertEquals("the old claim released, not taken over", List.of(next.key()), List.copyOf(log().keySet()));
+      assertEquals(1, jvm.held());
+    } finally {
+      jvm.close();
+    }
+  }
+
+  @Test
+  public void aClaimMadeWhileTheRenewerStillRemovesAnEndedRunsClaimWaitsForTheRemoval() throws InterruptedException {
+    // The renewer sees the run's thread gone and removes its claim; a slow broker holds the
+    // removal. The next run claims meanwhile: it used to no longer find the old claim among
+    // this JVM's, watch it in the log, see it go, and fail [KPLEX_TABLE_BUSY] naming itself.
+    CountDownLatch removing = new CountDownLatch(1);
+    java.util.concurrent.atomic.AtomicBoolean slowNext = new java.util.concurrent.atomic.AtomicBoolean();
+    KafkaClients slowRelease = new KafkaClients() {
+      @Override
+      public org.apache.kafka.clients.producer.Producer<byte[], byte[]> producer(Map<String, Object> props) {
+        if (slowNext.getAndSet(false)) {
+          removing.countDown();
+          try {
+            Thread.sleep(1_000);
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+        }
+        return kafka.producer(props);
+      }
+
+      @Override
+      public org.apache.kafka.clients.consumer.Consumer<byte[], byte[]> consumer(Map<String, Object> props) {
+        return kafka.consumer(props);
+      }
+
+      @Override
+      public org.apache.kafka.clients.admin.Admin admin(Map<String, Object> props) {
+        return kafka.admin(props);
+      }
+    };
+    WriterClaims jvm = new WriterClaims(slowRelease, realWaits());
+    try {
+      CountDownLatch runEnded = new CountDownLatch(1);
+      Thread firstRun = queryThread(runEnded, 0);
+      WriterLease first = jvm.acquire(FakeKafka.CONF, TABLE, "query-1", firstRun, STALE_MS);
+      slowNext.set(true);
+      runEnded.countDown();
+      firstRun.join();
+      assertTrue("the renewer removes the claim", removing.await(5, TimeUnit.SECONDS));
+      long before = clock.millis();
+      WriterLease next = jvm.acquire(FakeKafka.CONF, TABLE, "query-1", Thread.currentThread(), STALE_MS);
+      assertFalse(first.held());
+      assertEquals("no watch of the old claim", before, clock.millis());
+      assertEquals(List.of(next.key()), List.copyOf(log().keySet()));
+    } finally {
+      jvm.close();
+    }
+  }
+
+  @Test
+  public void aLiveQuerysClaimInThisJvmIsWaitedForBrieflyThenRefusesTheNewcomerAndStaysHeld()
+      throws InterruptedException {
+    CountDownLatch stop = new CountDownLatch(1);
+    Thread live = queryThread(stop, 0);
+    AtomicReference<WriterLease> streaming = new AtomicReference<>();
+    AtomicInteger beats = new AtomicInteger();
+    // The live query's renewer beats while the newcomer watches.
+    WriterClaims same = new WriterClaims(kafka, clock.whenSleeping(ms -> kafka.commitLog(clock).put(
+        streaming.get().key(), json("{\"query\":\"streaming-query\",\"beat\":" + beats.incrementAndGet() + "}"))));
+    streaming.set(same.acquire(FakeKafka.CONF, TABLE, "streaming-query", live, STALE_MS));
+    long started = System.nanoTime();
+    KplexException e = assertThrows(KplexException.class,
+        () -> same.acquire(FakeKafka.CONF, TABLE, "insert", null, STALE_MS));
+    long waitedMs = (System.nanoTime() - started) / 1_000_000;
+    assertEquals("TABLE_BUSY", e.code());
+    assertTrue(e.getMessage(), e.getMessage().contains("streaming-query"));
+    assertTrue("still held", streaming.get().held());
+    assertEquals(List.of(streaming.get().key()), List.copyOf(log().keySet()));
+    assertTrue(waitedMs + " ms", waitedMs >= WriterClaims.ENDING_WAIT_MS);
+    assertTrue(waitedMs + " ms", waitedMs < WriterClaims.ENDING_WAIT_MS + 2_000);
+    stop.countDown();
+    live.join();
+    same.close();
+  }
+
+  @Test
+  public void aSecondCloseReturnsOnceTheFirstHasRemovedTheClaimAndRunItsEnd() throws InterruptedException {
+    WriterLease lease = claims.acquire(FakeKafka.CONF, TABLE, "query-1", null, STALE_MS);
+    CountDownLatch ending = new CountDownLatch(1);
+    AtomicInteger ended = new AtomicInteger();
+    lease.whenEnded(() -> {
+      ending.countDown();
+      try {
+        Thread.sleep(300);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      ended.incrementAndGet();
+    });
+    Thread first = new Thread(lease::close);
+    first.start();
+    ending.await();
+    lease.close();
+    assertEquals("the first close had finished", 1, ended.get());
+    assertEquals(Map.of(), log());
+    first.join();
+    assertEquals(1, ended.get());
   }
 
   @Test
