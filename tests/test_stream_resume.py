@@ -310,14 +310,17 @@ def test_two_queries_resuming_from_the_table_at_once_one_is_refused_naming_the_o
         spark, bootstrap, fresh_name, tmp_path):
     """B and D start together, both resuming from what A left: the table's writer claim lets one
     write; the other fails, naming it (the claim it meets, or the epoch it wrote since), having
-    written nothing: A's held records are written once."""
+    written nothing: A's held records are written once. Their writer tasks are slowed (a test
+    hook): the first claim is held for seconds, so the two overlap however loaded the machine
+    (unslowed, on a loaded machine one could end before the other planned: then the other
+    resumes after it and writes nothing, which is right, but no race)."""
     source, target = fresh_name("resume_race_src"), fresh_name("resume_race")
     datagen.generate_pageviews(bootstrap, source, 1_000, partitions=3, users=15, seed=53, out_of_order_ms=2_000)
     create(spark, target, delay_ms=5_000)
     a = run_available_now(spark, source, target, tmp_path / "a", releaseAtEnd="false")
     assert a.exception() is None and held(a) > 0
     racing = [stream(spark, source, target, tmp_path / name, CHANGED, startingOffsets="table", releaseAtEnd="true")
-              .trigger(availableNow=True).start() for name in ("b", "d")]
+              .option("kplex.testing.sleep_ms", "500").trigger(availableNow=True).start() for name in ("b", "d")]
     for query in racing:
         try:
             query.awaitTermination(300)

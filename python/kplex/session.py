@@ -117,12 +117,13 @@ def local_java_options(master: str | None, options: Mapping[str, str]) -> str | 
     """
     if not _local(master):
         return None
-    chosen = [options.get("spark.driver.extraJavaOptions", ""), options.get(DEFAULT_JAVA_OPTIONS_KEY, "")]
+    defaults = options.get(DEFAULT_JAVA_OPTIONS_KEY, "")
+    chosen = [options.get("spark.driver.extraJavaOptions", ""), defaults]
     chosen += [os.environ.get(name, "") for name in _JAVA_OPTION_SOURCES]
     chosen += [_spark_defaults()]
     if any(_COLLECTOR_FLAG.search(text) for text in chosen):
         return None
-    return " ".join(o for o in [options.get(DEFAULT_JAVA_OPTIONS_KEY, ""), LOCAL_COLLECTOR] if o)
+    return " ".join(o for o in [defaults, LOCAL_COLLECTOR] if o)
 
 
 def _spark_defaults() -> str:
