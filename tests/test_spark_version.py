@@ -187,8 +187,11 @@ def test_a_local_sessions_checkpoint_files_start_no_chmod_process_and_get_hadoop
     sparks = jvm.java.lang.Class.forName(expected, False, loader).getSuperclass().getName()
     assert write(sparks, tmp_path / "sparks", 20) >= 20
     # The counter is the machine's: whatever else runs adds to it, never takes away, so the
-    # fewest of a few tries is the manager's own.
-    forked = [write(expected, tmp_path / ("ours" if n == 0 else f"again{n}"), 20) for n in range(5)]
+    # fewest of some tries is the manager's own. Beside a busy suite (CI runs two at once) a
+    # try saw 5 to 30 other processes start: up to 20 tries, until one sees fewer than 5.
+    forked: list[int] = []
+    while len(forked) < 20 and (not forked or min(forked) >= 5):
+        forked.append(write(expected, tmp_path / ("ours" if not forked else f"again{len(forked)}"), 20))
     assert min(forked) < 5, f"{forked} processes started while kplex's checkpoint manager wrote 20 entries"
     for name in ("sparks", "ours"):
         assert sorted(p.name for p in (tmp_path / name).iterdir() if not p.name.startswith(".")) == \
