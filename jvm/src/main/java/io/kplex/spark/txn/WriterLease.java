@@ -66,8 +66,6 @@ public final class WriterLease implements AutoCloseable {
   private final KafkaConf kafka;
   private final String table;
   private final String key;
-  /** The query that writes under this claim. */
-  private final String query;
   private final Thread renewer;
   /** The thread whose end ends the claim (null: ended by {@link #close} only). */
   private final Thread owner;
@@ -90,7 +88,6 @@ public final class WriterLease implements AutoCloseable {
     this.kafka = kafka;
     this.table = table;
     this.key = key;
-    this.query = query;
     this.owner = owner;
     this.renewer = new Thread(() -> renew(query), "kplex-writer-lease " + key);
     renewer.setDaemon(true);
@@ -185,11 +182,6 @@ public final class WriterLease implements AutoCloseable {
   /** The table claimed. */
   String table() {
     return table;
-  }
-
-  /** The query that writes under this claim. */
-  String query() {
-    return query;
   }
 
   /**
