@@ -73,8 +73,9 @@ def connect_url(bootstrap, tmp_path_factory):
 
 
 def test_a_local_connect_servers_jvm_is_started_with_the_parallel_collector(connect_url):
-    """``kplex server connect`` on a local master picks the collector as ``kplex_session`` does:
-    the server's JVM, found by its port among this machine's processes, was started with it."""
+    """``kplex server connect`` on a local master picks the JVM's options as ``kplex_session``
+    does (the parallel collector, C2's inlining limit):
+    the server's JVM, found by its port among this machine's processes, was started with them."""
     port = connect_url.rsplit(":", 1)[1]
     jvms = []
     for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
@@ -86,6 +87,7 @@ def test_a_local_connect_servers_jvm_is_started_with_the_parallel_collector(conn
             jvms.append(args)
     assert len(jvms) == 1, f"{len(jvms)} JVMs serve port {port}"
     assert b"-XX:+UseParallelGC" in jvms[0]
+    assert b"-XX:FreqInlineSize=120" in jvms[0]
 
 
 def test_the_python_surface_works_over_spark_connect_without_py4j(connect_url, bootstrap, fresh_name, tmp_path):

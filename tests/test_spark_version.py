@@ -93,59 +93,80 @@ def test_a_cluster_and_a_users_own_checkpoint_manager_keep_their_choice():
     assert plain._options[session.CHECKPOINT_MANAGER_KEY] == session.local_checkpoint_manager("local[2]")
 
 
-def test_a_local_sessions_jvm_runs_the_parallel_collector(spark):
-    """On a local master kplex's session starts its JVM with the parallel collector
-    (``session.local_java_options``); the JVM itself names the collectors it runs."""
+def test_a_local_sessions_jvm_runs_the_parallel_collector_and_kplexs_inlining_limit(spark):
+    """On a local master kplex's session starts its JVM with the parallel collector and C2's
+    smaller inlining limit (``session.local_java_options``); the JVM itself names the
+    collectors it runs and the value of its flag."""
     if not session._local(spark.sparkContext.master):
         pytest.skip(f"{spark.sparkContext.master}: the executors' JVMs are the cluster's")
-    collectors = {b.getName() for b in spark._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()}
+    management = spark._jvm.java.lang.management.ManagementFactory
+    collectors = {b.getName() for b in management.getGarbageCollectorMXBeans()}
     assert collectors == {"PS Scavenge", "PS MarkSweep"}
+    hotspot = management.getPlatformMXBean(spark._jvm.java.lang.Class.forName(
+        "com.sun.management.HotSpotDiagnosticMXBean"))
+    assert hotspot.getVMOption("FreqInlineSize").getValue() == "120"
 
 
-def test_a_collector_chosen_anywhere_keeps_its_place(monkeypatch, tmp_path):
+def test_a_collector_or_inlining_limit_chosen_anywhere_keeps_its_place(monkeypatch, tmp_path):
     """Two collectors stop a JVM from starting: kplex adds its own only when none is chosen
     in the builder's Java options, the environment pyspark and the JVM read, or
-    spark-defaults.conf; an admin's default Java options are kept in front of it."""
+    spark-defaults.conf, and its inlining limit only when no other is; an admin's default
+    Java options are kept in front of them."""
     from pyspark.sql import SparkSession
 
+    both = f"{session.LOCAL_COLLECTOR} {session.LOCAL_INLINING}"
+    assert both == "-XX:+UseParallelGC -XX:FreqInlineSize=120"
     for name in session._JAVA_OPTION_SOURCES:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
     for master in ("spark://host:7077", "local-cluster[2,1,1024]", "yarn", None):
         assert session.local_java_options(master, {}) is None
-    assert session.local_java_options("local[2]", {}) == "-XX:+UseParallelGC"
+    assert session.local_java_options("local[2]", {}) == both
     assert session.local_java_options("local", {session.DEFAULT_JAVA_OPTIONS_KEY: "-Dadmin=1"}) == \
-        "-Dadmin=1 -XX:+UseParallelGC"
-    assert session.local_java_options("local[2]", {"spark.driver.extraJavaOptions": "-Xss4m -XX:+UseZGC"}) is None
-    assert session.local_java_options("local[2]", {session.DEFAULT_JAVA_OPTIONS_KEY: "-XX:-UseG1GC"}) is None
+        f"-Dadmin=1 {both}"
+    assert session.local_java_options("local[2]", {"spark.driver.extraJavaOptions": "-Xss4m -XX:+UseZGC"}) == \
+        session.LOCAL_INLINING
+    assert session.local_java_options("local[2]", {session.DEFAULT_JAVA_OPTIONS_KEY: "-XX:-UseG1GC"}) == \
+        f"-XX:-UseG1GC {session.LOCAL_INLINING}"
+    assert session.local_java_options("local[2]", {"spark.driver.extraJavaOptions": "-XX:FreqInlineSize=325"}) == \
+        session.LOCAL_COLLECTOR
+    mine = {"spark.driver.extraJavaOptions": "-XX:+UseG1GC -XX:FreqInlineSize=200"}
+    assert session.local_java_options("local[2]", mine) is None
     for name in ("PYSPARK_SUBMIT_ARGS", "JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS"):
         monkeypatch.setenv(name, "--driver-java-options -XX:+UseSerialGC pyspark-shell")
-        assert session.local_java_options("local[2]", {}) is None, name
+        assert session.local_java_options("local[2]", {}) == session.LOCAL_INLINING, name
         monkeypatch.delenv(name)
-    (tmp_path / "spark-defaults.conf").write_text("spark.driver.extraJavaOptions -XX:+UseShenandoahGC\n")
+    (tmp_path / "spark-defaults.conf").write_text(
+        "spark.driver.extraJavaOptions -XX:+UseShenandoahGC -XX:FreqInlineSize=325\n")
     assert session.local_java_options("local[2]", {}) is None
     (tmp_path / "spark-defaults.conf").write_text("spark.driver.memory 2g\n")
     builder = session.configure_spark_with_kplex(SparkSession.builder.master("local[3]"), "127.0.0.1:9092")
-    assert builder._options[session.DEFAULT_JAVA_OPTIONS_KEY] == "-XX:+UseParallelGC"
+    assert builder._options[session.DEFAULT_JAVA_OPTIONS_KEY] == both
     mine = SparkSession.builder.master("local[3]").config("spark.driver.extraJavaOptions", "-XX:+UseG1GC")
-    assert session.DEFAULT_JAVA_OPTIONS_KEY not in session.configure_spark_with_kplex(mine, "127.0.0.1:9092")._options
+    assert session.configure_spark_with_kplex(mine, "127.0.0.1:9092")._options[
+        session.DEFAULT_JAVA_OPTIONS_KEY] == session.LOCAL_INLINING
 
 
 def test_a_users_own_collector_starts_a_local_session_that_runs_it(bootstrap, tmp_path):
     """A JVM given two collectors does not start; a user's G1 through the builder starts
-    kplex's local session, and that JVM runs G1 (not both, not kplex's)."""
+    kplex's local session, and that JVM runs G1 (not both, not kplex's), with kplex's
+    inlining limit, which the user did not choose."""
     script = tmp_path / "g1.py"
     script.write_text(f"""
 from kplex.session import kplex_session
 spark = kplex_session({bootstrap!r}, master="local[1]", conf={{"spark.driver.extraJavaOptions": "-XX:+UseG1GC"}})
 beans = spark._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
 print("COLLECTORS", sorted(b.getName() for b in beans))
+hotspot = spark._jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
+    spark._jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
+print("INLINING", hotspot.getVMOption("FreqInlineSize").getValue())
 spark.stop()
 """)
     env = {k: v for k, v in os.environ.items() if k not in session._JAVA_OPTION_SOURCES}
     run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "COLLECTORS ['G1 Old Generation', 'G1 Young Generation']" in run.stdout, run.stdout[-2000:]
+    assert "INLINING 120" in run.stdout, run.stdout[-2000:]
 
 
 def _forks_so_far() -> int:

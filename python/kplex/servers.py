@@ -53,8 +53,9 @@ def command(kind: str, bootstrap: str, port: int | None = None, host: str = "127
             catalog: str = "kplex", kafka_options: Mapping[str, str] | None = None) -> list[str]:
     """The ``spark-submit`` command line of a ``kind`` server ("connect" or "thrift")
     listening on ``host:port``, with kplex's jars, extension and catalog (on ``bootstrap``),
-    and ``conf`` (more ``--conf`` settings); on a local master, the parallel collector
-    unless ``conf`` or the environment chooses one (:func:`kplex.session.local_java_options`).
+    and ``conf`` (more ``--conf`` settings); on a local master, the parallel collector and
+    C2's smaller inlining limit, each unless ``conf`` or the environment chooses one
+    (:func:`kplex.session.local_java_options`).
     ``kafka_options`` (the catalog's Kafka client
     settings, credentials among them) go into a properties file only this user can read,
     never onto the command line, where ``ps`` would show them."""
@@ -71,7 +72,7 @@ def command(kind: str, bootstrap: str, port: int | None = None, host: str = "127
         settings["spark.connect.grpc.binding.port"] = str(port)
         settings["spark.connect.grpc.binding.address"] = host
     settings.update(conf or {})
-    java_options = local_java_options(master, settings)  # the collector, as kplex_session picks it
+    java_options = local_java_options(master, settings)  # the JVM's options, as kplex_session picks them
     if java_options:
         settings[DEFAULT_JAVA_OPTIONS_KEY] = java_options
     argv = [str(spark_home() / "bin" / "spark-submit"), "--class", main_class,

@@ -88,12 +88,16 @@ def local_checkpoint_manager(master: str | None) -> str | None:
 
 #: The collector kplex picks for the JVM of a session on a local master (:func:`local_java_options`).
 LOCAL_COLLECTOR = "-XX:+UseParallelGC"
+#: The JIT compiler's inlining limit kplex picks for that JVM (:func:`local_java_options`).
+LOCAL_INLINING = "-XX:FreqInlineSize=120"
 #: The driver's Java options that Spark puts before ``spark.driver.extraJavaOptions``.
 DEFAULT_JAVA_OPTIONS_KEY = "spark.driver.defaultJavaOptions"
-#: Where else a JVM started by pyspark takes options from, so where a collector may be chosen.
+#: Where else a JVM started by pyspark takes options from, so where its options may be chosen.
 _JAVA_OPTION_SOURCES = ("PYSPARK_SUBMIT_ARGS", "SPARK_SUBMIT_OPTS", "JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS",
                         "_JAVA_OPTIONS")
-_COLLECTOR_FLAG = re.compile(r"-XX:[+-]Use\w*GC\b")
+#: Each option kplex adds on a local master, and what says it is chosen already.
+_LOCAL_OPTIONS = ((LOCAL_COLLECTOR, re.compile(r"-XX:[+-]Use\w*GC\b")),
+                  (LOCAL_INLINING, re.compile(r"-XX:FreqInlineSize=")))
 
 
 def local_java_options(master: str | None, options: Mapping[str, str]) -> str | None:
@@ -101,16 +105,25 @@ def local_java_options(master: str | None, options: Mapping[str, str]) -> str | 
     builder has ``options``, or None (leave them as they are).
 
     On a local master (one JVM, driver and executor, started by pyspark for this session)
-    kplex adds :data:`LOCAL_COLLECTOR`, the parallel collector, to
-    ``spark.driver.defaultJavaOptions``. Spark's sort keeps its memory pages on the heap,
-    and in a 1 GiB heap each page is a humongous object for G1, the JVM's default: they
-    keep G1 starting concurrent cycles (12 in one 9-second INSERT), whose marking and
-    barriers cost a CPU that 2 cores do not have to spare. A 3M-record exactly-once INSERT
-    took 7.7 s with the parallel collector against 8.8 s with G1, six alternating runs each
-    (docs/performance.md). On a cluster the executors' JVMs are the cluster's, so nothing
-    is set; nor when a collector is chosen already, in the builder's Java options,
-    ``PYSPARK_SUBMIT_ARGS``, ``SPARK_SUBMIT_OPTS``, the JVM's own environment variables or
-    ``spark-defaults.conf`` (two collectors stop the JVM from starting).
+    kplex adds two options to ``spark.driver.defaultJavaOptions``, each unless it is chosen
+    already, in the builder's Java options, ``PYSPARK_SUBMIT_ARGS``, ``SPARK_SUBMIT_OPTS``,
+    the JVM's own environment variables or ``spark-defaults.conf`` (for the collector, any
+    collector: two stop the JVM from starting). On a cluster the executors' JVMs are the
+    cluster's, so nothing is set. Both were measured on a 3M-record exactly-once INSERT,
+    alternating runs (docs/performance.md):
+
+    - :data:`LOCAL_COLLECTOR`, the parallel collector. Spark's sort keeps its memory pages
+      on the heap, and in a 1 GiB heap each page is a humongous object for G1, the JVM's
+      default: they keep G1 starting concurrent cycles (12 in one 9-second INSERT), whose
+      marking and barriers cost a CPU that 2 cores do not have to spare: 7.6 s against
+      8.8 s with G1.
+    - :data:`LOCAL_INLINING`: the JIT compiler's C2 inlines methods of up to 120 bytecodes
+      at hot call sites instead of 325. In a fresh JVM the compiler took a third of the
+      CPU during an INSERT, most of it C2 compiling large inlined trees (Kafka's network
+      selector and record accumulator, Java deserialization, Spark's generated code), while
+      the task threads waited for the cores: 6.3 s against 7.1 s; a session's second INSERT,
+      on compiled code, 4.4-5.3 s against 5.1-6.1 s, and a 10M-record INSERT 15.1 s against
+      15.9 s.
 
     >>> local_java_options("yarn", {}) is None
     True
@@ -121,9 +134,10 @@ def local_java_options(master: str | None, options: Mapping[str, str]) -> str | 
     chosen = [options.get("spark.driver.extraJavaOptions", ""), defaults]
     chosen += [os.environ.get(name, "") for name in _JAVA_OPTION_SOURCES]
     chosen += [_spark_defaults()]
-    if any(_COLLECTOR_FLAG.search(text) for text in chosen):
+    added = [option for option, flag in _LOCAL_OPTIONS if not any(flag.search(text) for text in chosen)]
+    if not added:
         return None
-    return " ".join(o for o in [defaults, LOCAL_COLLECTOR] if o)
+    return " ".join(o for o in [defaults, *added] if o)
 
 
 def _spark_defaults() -> str:
@@ -234,9 +248,9 @@ def configure_spark_with_kplex(
     catalog pointing at ``bootstrap`` (default: ``$KPLEX_BOOTSTRAP``), and a
     ``spark.redaction.regex`` that also hides Kafka credentials (:data:`REDACTION_REGEX`),
     and, on a local master, Spark's FileSystem-based checkpoint manager
-    (:func:`local_checkpoint_manager`; a value the builder already has stays) and the
-    parallel garbage collector for the JVM it starts (:func:`local_java_options`; unless a
-    collector is chosen already).
+    (:func:`local_checkpoint_manager`; a value the builder already has stays), and the
+    parallel garbage collector and a smaller JIT inlining limit for the JVM it starts
+    (:func:`local_java_options`; each unless chosen already).
 
     On a Spark Connect builder (``SparkSession.builder.remote("sc://...")``) the jars and
     the extension are the server's (``kplex server connect`` starts one with them), so
