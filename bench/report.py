@@ -150,6 +150,19 @@ def ratios(rows: list[Row], reference_v: int, spark: str = "") -> list[Ratio]:
     return out
 
 
+def shown(value: float, minimum: float | None) -> str:
+    """A ratio as the table prints it: two decimals, or three where two would round it onto
+    the other side of its target (0.967 against 0.97 reads "0.967×", not "0.97×" beside "no").
+
+    >>> shown(0.9667, 0.97), shown(0.9667, None), shown(0.974, 0.97), shown(0.9698, 0.97)
+    ('0.967×', '0.97×', '0.97×', '0.970×')
+    """
+    two = f"{value:.2f}"
+    if minimum is not None and (float(two) >= minimum) != (value >= minimum):
+        return f"{value:.3f}×"
+    return f"{two}×"
+
+
 def ratio_table(items: list[Ratio]) -> list[str]:
     lines = ["| records | ratio | records/s | met | records per CPU s | met | target |",
              "| ---: | --- | ---: | --- | ---: | --- | --- |"]
@@ -157,7 +170,7 @@ def ratio_table(items: list[Ratio]) -> list[str]:
         cells = []
         for v in value or (None, None):  # a None cell: not measured
             met = "–" if minimum is None else "yes" if v is not None and v >= minimum else "**no**"
-            cells += ["–", "–"] if v is None else [f"{v:.2f}×", met]
+            cells += ["–", "–"] if v is None else [shown(v, minimum), met]
         target = (f"≥ {minimum:.2f}" if minimum is not None else "no target") + (f" ({note})" if note else "")
         lines.append(f"| {size:,} | {what} | {' | '.join(cells)} | {target} |")
     return lines
