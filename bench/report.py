@@ -225,6 +225,7 @@ class Meta:
     reference_v: int
     full_check_up_to: int
     jar_shas: dict[str, str] = field(default_factory=dict)  # plugin jar -> sha256 (older runs: jar_sha only)
+    class_archive: str = ""  # the note on the kplex sessions' JVM class archive (older runs: "")
 
 
 def write_results(path: Path, rows: list[Row], meta: Meta) -> None:
@@ -296,6 +297,7 @@ def write_results(path: Path, rows: list[Row], meta: Meta) -> None:
         "checked by count only. *ceiling (ProducerPerformance, one transaction)* (beside exactly-once rows) "
         "sends the same in one Kafka transaction committed at the end, as an exactly-once kplex task does: Kafka's "
         "own price of a transaction.",
+        *([f"- {meta.class_archive}"] if meta.class_archive else []),
         "- *kplex ... (compression.type=none)* (with `--uncompressed`) is the same INSERT with the producer's "
         "compression off; kplex's default is lz4.",
         "- *kplex ... (warm session)* (with `--warm`) times the same INSERT as the second of its session: the "

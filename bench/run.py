@@ -29,6 +29,11 @@ Python of its own (the installed one for its own pyspark, else the virtual envir
 others run once, on the installed pyspark. The targets then add each line's rate over the
 installed pyspark's.
 
+kplex's sessions map a JVM class archive (kplex.class_archive), kept in the work dir:
+before the timed runs, each Spark line's first kplex contender runs once, untimed, on
+20,000 records, and writes it, as a machine's first kplex session does for the later
+ones. ``KPLEX_CLASS_ARCHIVE=off`` measures without one.
+
 Each row gets records/s and MiB/s (value bytes over the job's own time), the
 job and wall times, the peak memory of the contender's process tree (sampled
 from /proc; the Spark driver JVM is also the executor in local mode) and of the
@@ -148,8 +153,16 @@ def main(argv: list[str] | None = None) -> int:
     deliveries = [d for d in args.deliveries.split(",") if d]
     rows: list[Row] = []
     sources: list[sourcegen.Source] = []
+    archived: set[str] = set()  # the Spark lines whose class archive is written
+    warmup: sourcegen.Source | None = None
     with LocalKafka(brokers=1, workdir=workdir / "broker") as cluster:
         bench = Bench(args, workdir, cluster.bootstrap, broker_pid(cluster), python_path)
+        args.class_archive = (
+            "*kplex* sessions map their JVM's class archive (`kplex.class_archive`), written before the timed "
+            f"runs by an untimed run of each Spark line's first kplex contender on {WARMUP_RECORDS:,} records, as a "
+            "machine's first kplex session writes it for the later ones; `KPLEX_CLASS_ARCHIVE=off` measures "
+            "without it." if bench.class_archives else
+            "*kplex* sessions ran without a JVM class archive (`KPLEX_CLASS_ARCHIVE=off`).")
         for size in sizes:
             say(f"generating the {size:,}-record source")
             src = sourcegen.make_source(cluster.bootstrap, f"pageviews_{size}", size,
@@ -165,6 +178,10 @@ def main(argv: list[str] | None = None) -> int:
                 [c for c in contenders(size_vs, deliveries, args.reference_v, args.smoke, jars,
                                        args.parse_variants, args.uncompressed, args.warm, libs)
                  if not only or any(_selects(o, c.name) for o in only.split(",") if o)], lines)
+            if bench.class_archives and any(c.kplex_table and c.python not in archived for c in chosen):
+                warmup = warmup or sourcegen.make_source(cluster.bootstrap, "pageviews_warmup", WARMUP_RECORDS,
+                                                         partitions=args.partitions, users=args.users)
+                archived |= set(bench.write_class_archives([c for c in chosen if c.python not in archived], warmup))
             # Repeats go round the contenders (all once, then all again), so that a
             # slow spell of the machine does not land on one contender's every run.
             repeats = args.large_repeat if large and args.large_repeat else args.repeat
@@ -192,6 +209,10 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if failed or not rows else 0
 
 
+#: The records of the untimed run that writes a Spark line's JVM class archive (Bench.write_class_archives).
+WARMUP_RECORDS = 20_000
+
+
 def meta(args: argparse.Namespace, command: str, started: dt.datetime, info: dict[str, str],
          load_start: float, jar_shas: dict[str, str], sources: list[sourcegen.Source]) -> Meta:
     return Meta(command=command, started=started.isoformat(),
@@ -199,7 +220,8 @@ def meta(args: argparse.Namespace, command: str, started: dt.datetime, info: dic
                 load_end=procmon.loadavg(), jar_sha=jar_shas.get("kplex-spark.jar", ""), jar_shas=jar_shas,
                 sources=[asdict(s) for s in sources],
                 partitions=args.partitions, users=args.users, memory=args.memory,
-                reference_v=args.reference_v, full_check_up_to=args.full_check_up_to)
+                reference_v=args.reference_v, full_check_up_to=args.full_check_up_to,
+                class_archive=getattr(args, "class_archive", ""))
 
 
 def median_run(runs: list[Row]) -> Row:

@@ -22,6 +22,7 @@ from common import parse_result
 from confluent_kafka.admin import AdminClient
 from prepare import BENCH, say
 
+from kplex.class_archive import ENV as ARCHIVE_ENV
 from kplex.testing.datagen import ensure_topic
 
 MIB = 2**20
@@ -83,6 +84,9 @@ class Bench:
         self.bootstrap = bootstrap
         self.broker = broker
         self.env = {**os.environ, "KPLEX_PYTHON": str(python_path), "PYTHONUNBUFFERED": "1"}
+        # The JVM class archives of this run's sessions (kplex.class_archive), in its work dir, unless
+        # the caller chose (KPLEX_CLASS_ARCHIVE=off measures without one): see Bench.write_class_archives.
+        self.env.setdefault(ARCHIVE_ENV, str(workdir / "class-archives"))
         self.admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
 
     def settle(self, quiet_share: float = 0.1, longest_s: float = 60.0) -> None:
@@ -170,6 +174,23 @@ class Bench:
         if not self.args.keep_topics:
             self.drop(target)
         return row
+
+    @property
+    def class_archives(self) -> bool:
+        return self.env[ARCHIVE_ENV].strip().lower() not in ("off", "0", "false", "no")
+
+    def write_class_archives(self, chosen: list[Contender], src: sourcegen.Source) -> list[str]:
+        """Run the first kplex contender of each Spark line once, untimed, on ``src`` (a small
+        source), as a machine's first kplex session: its JVM writes the class archive that
+        every later session of that line maps. Returns the lines it was written for."""
+        if not self.class_archives:
+            return []
+        done: dict[str, bool] = {}
+        for c in chosen:
+            if c.kplex_table and c.python not in done:
+                say(f"writing the JVM class archive{f' of Spark {c.spark}' if c.spark else ''} (untimed)")
+                done[c.python] = self.run_one(c, src.records, src, None).ok_run
+        return [line for line, ok in done.items() if ok]
 
     def drop(self, topic: str) -> None:
         try:

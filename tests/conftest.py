@@ -22,6 +22,11 @@ MASTER = os.environ.get("KPLEX_TEST_MASTER", "local[2,4]")
 TEST_HOOKS_ENV = "KPLEX_TESTING_FAULTS"
 os.environ[TEST_HOOKS_ENV] = "1"
 
+# No JVM class archive (kplex.class_archive) for the suite's sessions, unless the caller chose
+# one: a machine's first session writes it, running slower meanwhile, and which session is
+# first would depend on the order of the tests. tests/test_class_archive.py sets its own.
+os.environ.setdefault("KPLEX_CLASS_ARCHIVE", "off")
+
 
 def _docker_answers() -> bool:
     try:

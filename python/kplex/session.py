@@ -15,8 +15,10 @@ import re
 from pathlib import Path
 from typing import Any, Mapping
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
+from kplex import class_archive
 from kplex.errors import kplex_error
 
 #: Spark's default ``spark.redaction.regex`` plus the Kafka client settings that carry
@@ -293,6 +295,9 @@ def kplex_session(
 ) -> SparkSession:
     """A SparkSession with kplex configured (the one the CLI uses).
 
+    On a local master whose JVM this call starts, the JVM also maps (or, the first time,
+    writes) an archive of the classes it loads: :mod:`kplex.class_archive`.
+
     >>> spark = kplex_session("127.0.0.1:9092", master="local[2]")  # doctest: +SKIP
     """
     builder = SparkSession.builder.appName(app_name)
@@ -301,7 +306,21 @@ def kplex_session(
     builder = builder.config("spark.ui.enabled", "false")
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
-    spark = configure_spark_with_kplex(builder, bootstrap, kafka_options=dict(kafka_options or {})).getOrCreate()
+    builder = configure_spark_with_kplex(builder, bootstrap, kafka_options=dict(kafka_options or {}))
+    archive = None
+    if SparkContext._gateway is None:  # noqa: SLF001 - this session starts the JVM: its options count
+        archive = class_archive.plan(builder._options.get("spark.master"), builder._options)  # noqa: SLF001
+    if archive is not None:
+        builder = builder.config(DEFAULT_JAVA_OPTIONS_KEY, class_archive.with_plan(builder._options, archive))  # noqa: SLF001
+    try:
+        spark = builder.getOrCreate()
+    except BaseException:
+        if archive is not None and archive.writes:
+            class_archive.finish(archive, None)
+        raise
+    if archive is not None:
+        gateway = SparkContext._gateway  # noqa: SLF001
+        class_archive.started(archive, getattr(gateway, "proc", None))
     register_functions(spark)
     return spark
 
