@@ -7,6 +7,7 @@ the JVM mapped the archive (/proc/<pid>/maps).
 """
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import subprocess
@@ -54,8 +55,10 @@ def a_plan(spark_home: Path, options: dict[str, str] | None = None, **environmen
 #   no archive, no lock                                    W, and the lock is taken
 #   no archive, a live process holds the lock              -
 #   no archive, the lock's process is gone                 W
+#   three sessions started writing one, none finished      -  (and .failed)
 #   the archive exists                                     M
 #   the JDK could not write one before (.failed)           -
+#   configure_spark_with_kplex: the archive exists         M, else -  (never W)
 
 def test_a_cluster_master_or_archives_turned_off_get_no_plan(archives, spark_home, monkeypatch):
     assert class_archive.plan("spark://host:7077", {}, spark_home=spark_home, environment={}) is None
@@ -126,6 +129,33 @@ def test_a_lock_whose_process_is_gone_is_taken_over(archives, spark_home):
     assert second is not None and second.writes and second.lock.read_text() == str(os.getpid())
     assert not stale_part.exists()  # a part no live process writes is never promoted
     class_archive.finish(second, None)
+
+
+def test_after_three_sessions_that_never_finished_writing_kplex_stops_trying(archives, spark_home):
+    for attempt in range(class_archive.ATTEMPTS):
+        written = a_plan(spark_home)
+        assert written is not None and written.writes, f"attempt {attempt + 1}"
+        class_archive.started(written, object())  # a JVM was started to write it ...
+        atexit.unregister(class_archive.finish)  # ... and its process was killed before its exit hook
+        written.lock.unlink()
+    assert a_plan(spark_home) is None
+    assert written.archive.with_suffix(".failed").exists()
+
+
+def test_configure_spark_with_kplex_maps_an_archive_a_session_wrote_and_never_writes_one(archives):
+    from pyspark.sql import SparkSession
+
+    from kplex.session import DEFAULT_JAVA_OPTIONS_KEY, configure_spark_with_kplex
+
+    before = configure_spark_with_kplex(SparkSession.builder.master("local[2]"), "127.0.0.1:9092")._options
+    assert "Archive" not in before.get(DEFAULT_JAVA_OPTIONS_KEY, "")
+    assert not archives.exists() or not list(archives.iterdir())  # configuring wrote and locked nothing
+    written = class_archive.plan("local[2]", before)  # kplex_session's plan, on the same settings
+    written.archive.write_bytes(b"archive")
+    class_archive.finish(written, None)
+    after = configure_spark_with_kplex(SparkSession.builder.master("local[2]"), "127.0.0.1:9092")._options
+    assert after[DEFAULT_JAVA_OPTIONS_KEY].endswith(f"-XX:SharedArchiveFile={written.archive} -Xlog:cds*=off")
+    assert class_archive.plan("local[2]", after) is None  # kplex_session then adds nothing
 
 
 def test_an_archive_in_place_is_mapped_quietly(archives, spark_home):

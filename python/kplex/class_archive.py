@@ -23,8 +23,11 @@ How it is built and used (:func:`plan`, :func:`started`):
   them changes, the name changes, and the next session writes a new archive.
 - One session at a time writes an archive of a name (a lock file holding its process
   id; a lock whose process is gone is taken over). If the JDK could not write one (a
-  non-empty directory on the class path, say), a ``.failed`` marker stops later
-  sessions from trying again. The three most recently used archives are kept (about
+  non-empty directory on the class path, say), or three sessions started one and none
+  finished (processes killed before their exit hook ran), a ``.failed`` marker stops
+  later sessions from trying again.
+- :func:`kplex.configure_spark_with_kplex` maps an archive that exists (written by a
+  ``kplex_session`` or a ``kplex`` command with the same JVM settings); it never writes one. The three most recently used archives are kept (about
   150 MB each); older ones are deleted.
 - Nothing is done on a cluster master, on Windows, on JDKs older than 13, where the user
   chose a class sharing option (``-Xshare``, ``SharedArchiveFile``,
@@ -57,6 +60,9 @@ from typing import Any, Mapping
 ENV = "KPLEX_CLASS_ARCHIVE"
 #: How many archives (one per JVM, Spark installation and driver options) are kept.
 KEEP = 3
+#: How many sessions may start writing an archive that none finishes before kplex stops trying
+#: (a process whose exit hook never runs, killed by its notebook, say, cannot rename it).
+ATTEMPTS = 3
 #: How long this process waits, at its exit, for its JVM to write the archive.
 WRITE_TIMEOUT_S = 120.0
 #: A lock older than this is stale even if a process of its id runs (the id was reused).
@@ -189,11 +195,11 @@ def _take_lock(lock: Path) -> bool:
     return False
 
 
-def plan(master: str | None, options: Mapping[str, str], *, spark_home: Path | None = None,
+def plan(master: str | None, options: Mapping[str, str], *, write: bool = True, spark_home: Path | None = None,
          environment: Mapping[str, str] | None = None) -> ArchivePlan | None:
     """What a session on ``master`` whose builder has ``options`` does about its class
-    archive, or None (nothing). Writing one takes the archive's lock: pass the plan to
-    :func:`started` once the session is up.
+    archive, or None (nothing); with ``write=False``, only map one that exists. Writing one
+    takes the archive's lock: pass the plan to :func:`started` once the session is up.
 
     >>> plan("local[2]", {"spark.driver.extraJavaOptions": "-Xshare:off"}) is None
     True
@@ -225,12 +231,16 @@ def plan(master: str | None, options: Mapping[str, str], *, spark_home: Path | N
         except OSError:
             pass
         return ArchivePlan(f"-XX:SharedArchiveFile={archive} {QUIET}", archive)
-    if (directory / f"{key}.failed").exists():
+    if not write or (directory / f"{key}.failed").exists():
         return None
     lock = directory / f"{key}.lock"
     try:
         directory.mkdir(parents=True, exist_ok=True)
         if not _take_lock(lock):
+            return None
+        if _attempts(directory / f"{key}.attempts") >= ATTEMPTS:
+            (directory / f"{key}.failed").write_text(f"{ATTEMPTS} sessions started writing it; none finished\n")
+            lock.unlink(missing_ok=True)
             return None
         prune(directory)  # parts left by processes that ended before they finished theirs
         part = directory / f"{key}.{os.getpid()}.part"
@@ -255,7 +265,21 @@ def started(archive_plan: ArchivePlan, process: Any) -> None:
     if process is None:
         finish(archive_plan, None)
         return
+    counter = archive_plan.archive.with_suffix(".attempts")
+    try:
+        counter.write_text(str(_attempts(counter) + 1))
+    except OSError:
+        pass
     atexit.register(finish, archive_plan, process)
+
+
+def _attempts(counter: Path) -> int:
+    """How many sessions started writing an archive that none finished (a process killed
+    before its exit hook ran, say)."""
+    try:
+        return int(counter.read_text().strip() or "0")
+    except (OSError, ValueError):
+        return 0
 
 
 def finish(archive_plan: ArchivePlan, process: Any, timeout_s: float = WRITE_TIMEOUT_S) -> bool:
@@ -277,6 +301,7 @@ def finish(archive_plan: ArchivePlan, process: Any, timeout_s: float = WRITE_TIM
                 code = None
             if code == 0 and part.is_file() and part.stat().st_size > 0:
                 os.replace(part, archive_plan.archive)
+                archive_plan.archive.with_suffix(".attempts").unlink(missing_ok=True)
                 done = True
             elif code == 0:
                 # The JVM ended cleanly and wrote nothing: it cannot archive this class path.

@@ -252,7 +252,8 @@ def configure_spark_with_kplex(
     and, on a local master, Spark's FileSystem-based checkpoint manager
     (:func:`local_checkpoint_manager`; a value the builder already has stays), and the
     parallel garbage collector and a smaller JIT inlining limit for the JVM it starts
-    (:func:`local_java_options`; each unless chosen already).
+    (:func:`local_java_options`; each unless chosen already) and the class archive that a
+    ``kplex_session`` with the same JVM settings wrote, if there is one (:mod:`kplex.class_archive`).
 
     On a Spark Connect builder (``SparkSession.builder.remote("sc://...")``) the jars and
     the extension are the server's (``kplex server connect`` starts one with them), so
@@ -278,6 +279,9 @@ def configure_spark_with_kplex(
         java_options = local_java_options(builder._options.get("spark.master"), builder._options)  # noqa: SLF001
         if java_options:
             builder = builder.config(DEFAULT_JAVA_OPTIONS_KEY, java_options)
+        mapped = class_archive.plan(builder._options.get("spark.master"), builder._options, write=False)  # noqa: SLF001
+        if mapped is not None:
+            builder = builder.config(DEFAULT_JAVA_OPTIONS_KEY, class_archive.with_plan(builder._options, mapped))  # noqa: SLF001
     builder = builder.config(f"spark.sql.catalog.{catalog}", CATALOG_CLASS)
     if bootstrap:
         builder = builder.config(f"spark.sql.catalog.{catalog}.kafka.bootstrap.servers", bootstrap)
