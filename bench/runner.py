@@ -23,6 +23,7 @@ from confluent_kafka.admin import AdminClient
 from prepare import BENCH, say
 
 from kplex.class_archive import ENV as ARCHIVE_ENV
+from kplex.class_archive import turned_off
 from kplex.testing.datagen import ensure_topic
 
 MIB = 2**20
@@ -177,7 +178,7 @@ class Bench:
 
     @property
     def class_archives(self) -> bool:
-        return self.env[ARCHIVE_ENV].strip().lower() not in ("off", "0", "false", "no")
+        return not turned_off(self.env[ARCHIVE_ENV])
 
     def write_class_archives(self, chosen: list[Contender], src: sourcegen.Source) -> list[str]:
         """Run the first kplex contender of each Spark line once, untimed, on ``src`` (a small

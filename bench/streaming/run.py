@@ -67,6 +67,7 @@ from tables import (  # noqa: E402
 )
 
 from kplex.class_archive import ENV as ARCHIVE_ENV  # noqa: E402
+from kplex.class_archive import turned_off  # noqa: E402
 from kplex.testing.datagen import pageview_records  # noqa: E402
 from kplex.testing.local_kafka import LocalKafka  # noqa: E402
 
@@ -166,7 +167,7 @@ def write_class_archive(chosen: Sequence[Contender], setup: Settings, args: argp
     in the work dir unless ``KPLEX_CLASS_ARCHIVE`` says otherwise) that every later kplex
     session maps. Returns whether it ran."""
     first = next((c for c in chosen if c.slug.startswith("kplex")), None)
-    if first is None or os.environ[ARCHIVE_ENV].strip().lower() in ("off", "0", "false", "no"):
+    if first is None or turned_off(os.environ[ARCHIVE_ENV]):
         return False
     say(f"{first.name}: once, untimed, so that its JVM writes the class archive")
     small = Load(records=WARMUP_RECORDS, users=args.users, seed=args.seed + 1, duration_s=2.0,

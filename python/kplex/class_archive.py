@@ -76,9 +76,20 @@ _NEUTRAL = re.compile(r"-Xlog:\S*")
 #: The settings that decide the classes a local session's JVM loads, or whether it can map them.
 _KEYS = ("spark.driver.memory", "spark.driver.extraClassPath", "spark.driver.extraJavaOptions",
          "spark.driver.defaultJavaOptions")
-_ENVIRONMENT = ("PYSPARK_SUBMIT_ARGS", "SPARK_SUBMIT_OPTS", "JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS",
-                "_JAVA_OPTIONS", "SPARK_CONF_DIR", "HADOOP_CONF_DIR", "YARN_CONF_DIR", "SPARK_DIST_CLASSPATH")
+#: Where else a JVM started by pyspark takes options from (kplex.session looks there too).
+JAVA_OPTION_SOURCES = ("PYSPARK_SUBMIT_ARGS", "SPARK_SUBMIT_OPTS", "JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS",
+                       "_JAVA_OPTIONS")
+_ENVIRONMENT = (*JAVA_OPTION_SOURCES, "SPARK_CONF_DIR", "HADOOP_CONF_DIR", "YARN_CONF_DIR", "SPARK_DIST_CLASSPATH")
 _OFF = {"off", "0", "false", "no"}
+
+
+def turned_off(value: str) -> bool:
+    """Whether a ``KPLEX_CLASS_ARCHIVE`` value turns the archive off.
+
+    >>> turned_off(" OFF "), turned_off("/tmp/archives")
+    (True, False)
+    """
+    return value.strip().lower() in _OFF
 
 
 @dataclass(frozen=True)
@@ -103,7 +114,7 @@ def archive_dir() -> Path | None:
     True
     """
     chosen = os.environ.get(ENV, "").strip()
-    if chosen.lower() in _OFF:
+    if turned_off(chosen):
         return None
     if chosen:
         return Path(chosen).expanduser()

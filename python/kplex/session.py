@@ -95,8 +95,7 @@ LOCAL_INLINING = "-XX:FreqInlineSize=120"
 #: The driver's Java options that Spark puts before ``spark.driver.extraJavaOptions``.
 DEFAULT_JAVA_OPTIONS_KEY = "spark.driver.defaultJavaOptions"
 #: Where else a JVM started by pyspark takes options from, so where its options may be chosen.
-_JAVA_OPTION_SOURCES = ("PYSPARK_SUBMIT_ARGS", "SPARK_SUBMIT_OPTS", "JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS",
-                        "_JAVA_OPTIONS")
+_JAVA_OPTION_SOURCES = class_archive.JAVA_OPTION_SOURCES
 #: Each option kplex adds on a local master, and what says it is chosen already.
 _LOCAL_OPTIONS = ((LOCAL_COLLECTOR, re.compile(r"-XX:[+-]Use\w*GC\b")),
                   (LOCAL_INLINING, re.compile(r"-XX:FreqInlineSize=")))
