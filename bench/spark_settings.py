@@ -1,0 +1,104 @@
+"""Settings kplex could pick for a local session, tried on a fresh JVM's exactly-once INSERT
+(bench/contenders/kplex_insert.py): alternating single runs, each in its own process with the
+setting given as spark-submit arguments (PYSPARK_SUBMIT_ARGS), beside runs with kplex's own
+settings. Prints a table of medians, each as a ratio to kplex's own, and every run.
+
+    python bench/spark_settings.py --records 3000000 --rounds 3     # its own broker and source
+    python bench/spark_settings.py --bootstrap B --source S --records N \\
+        --setting 'no shuffle compression=--conf spark.shuffle.compress=false'
+
+Each setting's first run is untimed: it writes the JVM class archive its JVM options map
+(kplex.class_archive keys archives by them), as a machine's first session does.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import uuid
+from contextlib import ExitStack
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH / "contenders"))  # common.py, shared with the contender scripts
+
+from common import parse_result  # noqa: E402
+
+from kplex.class_archive import ENV  # noqa: E402
+
+KPLEX = "kplex's own"
+# What was tried for issue #37 (docs/performance.md): less CPU per record in the shuffle, or
+# in the JIT compiler, which a fresh JVM's INSERT spends a quarter of its CPU in.
+SETTINGS = {
+    "no shuffle compression": "--conf spark.shuffle.compress=false --conf spark.shuffle.spill.compress=false",
+    "shuffle partitions = V": "--conf spark.sql.shuffle.partitions=9",
+    "no bypass-merge shuffle writer": "--conf spark.shuffle.sort.bypassMergeThreshold=0",
+    "C1 compiler only": "--driver-java-options -XX:TieredStopAtLevel=1",
+    "JIT thresholds x2": "--driver-java-options -XX:CompileThresholdScaling=2",
+    "JIT thresholds x0.5": "--driver-java-options -XX:CompileThresholdScaling=0.5",
+}
+
+
+def one(args: argparse.Namespace, bootstrap: str, submit_args: str) -> float:
+    env = {**os.environ, ENV: str(args.workdir / "class-archives"),
+           "PYSPARK_SUBMIT_ARGS": f"{submit_args} pyspark-shell".strip()}
+    command = [sys.executable, str(BENCH / "contenders" / "kplex_insert.py"), "--bootstrap", bootstrap,
+               "--source", args.source, "--target", f"settings_{uuid.uuid4().hex[:8]}", "--records",
+               str(args.records), "--v", "9", "--delivery", "exactly_once", "--workdir", str(args.workdir)]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=1800)
+    result = parse_result(done.stdout)
+    if done.returncode != 0 or result is None:
+        sys.exit(f"the INSERT with {submit_args or KPLEX!r} failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
+    return float(result["job_s"])
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--bootstrap", default=os.environ.get("KPLEX_BOOTSTRAP"),
+                   help="a broker (default: $KPLEX_BOOTSTRAP, else a local one started here)")
+    p.add_argument("--source", help="a topic of generated pageviews (default: one made here)")
+    p.add_argument("--records", type=int, default=3_000_000)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--setting", action="append", default=[], metavar="NAME=SPARK-SUBMIT ARGS",
+                   help="a setting to try (repeatable; default: the ones issue #37 tried)")
+    p.add_argument("--workdir", type=Path)
+    args = p.parse_args()
+    args.workdir = (args.workdir or Path(tempfile.mkdtemp(prefix="kplex-settings-"))).resolve()
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    chosen = dict(s.split("=", 1) for s in args.setting) if args.setting else SETTINGS
+    settings = {KPLEX: "", **chosen}
+    with ExitStack() as stack:
+        bootstrap = args.bootstrap
+        if not bootstrap:
+            from kplex.testing.local_kafka import LocalKafka
+
+            bootstrap = stack.enter_context(LocalKafka(brokers=1, workdir=args.workdir / "broker")).bootstrap
+        if not args.source:
+            from source import make_source
+
+            args.source = f"settings_source_{uuid.uuid4().hex[:8]}"
+            print(f"generating {args.records:,} pageviews into {args.source}", file=sys.stderr)
+            make_source(bootstrap, args.source, args.records)
+        for name, submit_args in settings.items():
+            print(f"untimed first run (writes its class archive): {name}", file=sys.stderr)
+            one(args, bootstrap, submit_args)
+        runs: dict[str, list[float]] = {name: [] for name in settings}
+        for round_ in range(args.rounds):
+            for name, submit_args in settings.items():
+                runs[name].append(one(args, bootstrap, submit_args))
+                print(f"round {round_ + 1}: {name} {runs[name][-1]:.2f} s", file=sys.stderr)
+    base = statistics.median(runs[KPLEX])
+    print(f"{args.records:,} records, exactly once, V = 9; {args.rounds} alternating rounds")
+    print("| setting | spark-submit arguments | INSERT s, median | / kplex's own | each run s |")
+    print("| --- | --- | ---: | ---: | --- |")
+    for name, each in runs.items():
+        median = statistics.median(each)
+        print(f"| {name} | {settings[name] or '–'} | {median:.2f} | {median / base:.2f}x | "
+              f"{', '.join(f'{s:.2f}' for s in each)} |")
+
+
+if __name__ == "__main__":
+    main()
