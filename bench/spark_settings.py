@@ -55,20 +55,38 @@ def one(args: argparse.Namespace, bootstrap: str, submit_args: str) -> float:
     return float(result["job_s"])
 
 
+def setting(text: str) -> tuple[str, str]:
+    """One --setting: NAME=SPARK-SUBMIT ARGS, both parts non-empty."""
+    name, sep, submit_args = text.partition("=")
+    if not sep or not name.strip() or not submit_args.strip():
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not NAME=SPARK-SUBMIT ARGS (e.g. 'no shuffle compression=--conf spark.shuffle.compress=false')")
+    if name.strip() == KPLEX:
+        raise argparse.ArgumentTypeError(f"{name.strip()!r} names the runs with kplex's own settings; pick another name")
+    return name.strip(), submit_args.strip()
+
+
+def positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number")
+    return value
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--bootstrap", default=os.environ.get("KPLEX_BOOTSTRAP"),
                    help="a broker (default: $KPLEX_BOOTSTRAP, else a local one started here)")
     p.add_argument("--source", help="a topic of generated pageviews (default: one made here)")
-    p.add_argument("--records", type=int, default=3_000_000)
-    p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--setting", action="append", default=[], metavar="NAME=SPARK-SUBMIT ARGS",
+    p.add_argument("--records", type=positive, default=3_000_000)
+    p.add_argument("--rounds", type=positive, default=3)
+    p.add_argument("--setting", type=setting, action="append", default=[], metavar="NAME=SPARK-SUBMIT ARGS",
                    help="a setting to try (repeatable; default: the ones issue #37 tried)")
     p.add_argument("--workdir", type=Path)
     args = p.parse_args()
     args.workdir = (args.workdir or Path(tempfile.mkdtemp(prefix="kplex-settings-"))).resolve()
     args.workdir.mkdir(parents=True, exist_ok=True)
-    chosen = dict(s.split("=", 1) for s in args.setting) if args.setting else SETTINGS
+    chosen = dict(args.setting) if args.setting else SETTINGS
     settings = {KPLEX: "", **chosen}
     with ExitStack() as stack:
         bootstrap = args.bootstrap
