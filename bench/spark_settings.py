@@ -57,13 +57,13 @@ def one(args: argparse.Namespace, bootstrap: str, submit_args: str) -> float:
 
 def setting(text: str) -> tuple[str, str]:
     """One --setting: NAME=SPARK-SUBMIT ARGS, both parts non-empty."""
-    name, sep, submit_args = text.partition("=")
-    if not sep or not name.strip() or not submit_args.strip():
+    name, sep, submit_args = (part.strip() for part in text.partition("="))
+    if not sep or not name or not submit_args:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not NAME=SPARK-SUBMIT ARGS (e.g. 'no shuffle compression=--conf spark.shuffle.compress=false')")
-    if name.strip() == KPLEX:
-        raise argparse.ArgumentTypeError(f"{name.strip()!r} names the runs with kplex's own settings; pick another name")
-    return name.strip(), submit_args.strip()
+    if name == KPLEX:
+        raise argparse.ArgumentTypeError(f"{name!r} names the runs with kplex's own settings; pick another name")
+    return name, submit_args
 
 
 def positive(text: str) -> int:
