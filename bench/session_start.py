@@ -22,7 +22,12 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from kplex.class_archive import ENV
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH / "contenders"))  # common.py, shared with the contender scripts
+
+from common import positive  # noqa: E402
+
+from kplex.class_archive import ENV  # noqa: E402
 
 SESSION = """
 import json, sys, time
@@ -52,7 +57,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--bootstrap", default=os.environ.get("KPLEX_BOOTSTRAP"),
                    help="a broker (default: $KPLEX_BOOTSTRAP, else a local one started here)")
-    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--rounds", type=positive, default=5)
     p.add_argument("--workdir", type=Path)
     args = p.parse_args()
     workdir = (args.workdir or Path(tempfile.mkdtemp(prefix="kplex-session-start-"))).resolve()

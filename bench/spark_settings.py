@@ -25,7 +25,7 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH / "contenders"))  # common.py, shared with the contender scripts
 
-from common import parse_result  # noqa: E402
+from common import parse_result, positive  # noqa: E402
 
 from kplex.class_archive import ENV  # noqa: E402
 
@@ -64,13 +64,6 @@ def setting(text: str) -> tuple[str, str]:
     if name == KPLEX:
         raise argparse.ArgumentTypeError(f"{name!r} names the runs with kplex's own settings; pick another name")
     return name, submit_args
-
-
-def positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text} is not a positive number")
-    return value
 
 
 def main() -> None:

@@ -27,6 +27,14 @@ KPLEX_PRODUCER = {"linger.ms": "10", "batch.size": str(256 * 1024), "buffer.memo
                   "compression.type": "lz4"}
 
 
+def positive(text: str) -> int:
+    """An argparse type: a whole number of 1 or more (rounds, records, processes)."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number")
+    return value
+
+
 def emit(result: dict[str, Any]) -> None:
     """Print the result line that bench/run.py looks for."""
     print(RESULT_PREFIX + json.dumps(result), flush=True)

@@ -371,12 +371,17 @@ public final class CompactedTopic {
   /** Writes {@code entries} in their order to {@code partition}, in one round trip; the offset of the last. */
   private long send(Map<String, byte[]> entries, int partition) {
     return kafka.call("WRITE", Errors.Resource.topic(topic), () -> {
-      List<Future<RecordMetadata>> sent = new ArrayList<>();
-      entries.forEach((key, value) -> sent.add(kafka.producer()
-          .send(new ProducerRecord<>(topic, partition, key.getBytes(StandardCharsets.UTF_8), value))));
-      long last = -1;
-      for (Future<RecordMetadata> f : sent) last = f.get(KafkaConf.ADMIN_TIMEOUT_MS, TimeUnit.MILLISECONDS).offset();
-      return last;
+      try {
+        List<Future<RecordMetadata>> sent = new ArrayList<>();
+        entries.forEach((key, value) -> sent.add(kafka.producer()
+            .send(new ProducerRecord<>(topic, partition, key.getBytes(StandardCharsets.UTF_8), value))));
+        long last = -1;
+        for (Future<RecordMetadata> f : sent) last = f.get(KafkaConf.ADMIN_TIMEOUT_MS, TimeUnit.MILLISECONDS).offset();
+        return last;
+      } catch (Exception e) {
+        kafka.discardProducer();  // shared with the JVM's other statements: they get a new one
+        throw e;
+      }
     });
   }
 }

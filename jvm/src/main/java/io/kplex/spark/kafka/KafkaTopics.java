@@ -25,7 +25,8 @@ import org.apache.kafka.common.errors.TransactionalIdNotFoundException;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 
 /**
- * One Kafka admin connection and the topic operations kplex needs. Every call goes
+ * kplex's Kafka clients for its own requests (leased from the JVM's {@link SharedClients}, given
+ * back by {@link #close}) and the topic operations kplex needs. Every call goes
  * through {@link #call}, which turns a broker that does not answer into an
  * "unreachable" error within {@link KafkaConf#ADMIN_TIMEOUT_MS}, not a hang. Its clients come
  * from a {@link KafkaClients} and its time from a {@link Clock} (the real ones unless a test
@@ -38,10 +39,9 @@ public class KafkaTopics implements AutoCloseable {
   private final KafkaConf kafka;
   private final KafkaClients clients;
   private final Clock clock;
-  private Admin admin;
-  private Admin slowAdmin;
-  private boolean keptForMany;
-  private Producer<byte[], byte[]> producer;
+  private SharedClients.Lease<Admin> admin;
+  private SharedClients.Lease<Admin> slowAdmin;
+  private SharedClients.Lease<Producer<byte[], byte[]>> producer;
   /**
    * Transactional producers that committed a task's transaction for the driver, kept by
    * transactional id for the next commit of that id (a streaming run's clients live as long as
@@ -75,45 +75,54 @@ public class KafkaTopics implements AutoCloseable {
     return clock;
   }
 
+  /** The Admin client for quick requests, shared with the JVM's other users of these settings ({@link SharedClients}). */
   public synchronized Admin admin() {
     if (admin == null) {
-      admin = clients.admin(kafka.admin());
+      admin = SharedClients.lease(kafka, clients, SharedClients.Kind.ADMIN, () -> clients.admin(kafka.admin()));
     }
-    return admin;
+    return admin.client();
   }
 
   /**
    * The Admin client for a request the broker takes long to answer (the list of every open
    * transaction). A broker answers one request of a connection at a time, so on
-   * {@link #admin}'s connection it would hold up the quick requests sent meanwhile (a topic's
-   * description): clients kept for many calls ({@link #keptForMany}) make a second Admin client
-   * for it, closed with this object; others use {@link #admin} rather than connect twice.
+   * {@link #admin}'s connection, which every statement of the JVM shares, it would hold up the
+   * quick requests sent meanwhile (a topic's description, a streaming run's claim check): the
+   * slow requests share a second Admin client of their own.
    */
   public synchronized Admin slowAdmin() {
-    if (!keptForMany) return admin();
     if (slowAdmin == null) {
-      slowAdmin = clients.admin(kafka.admin());
+      slowAdmin = SharedClients.lease(kafka, clients, SharedClients.Kind.SLOW_ADMIN, () -> clients.admin(kafka.admin()));
     }
-    return slowAdmin;
-  }
-
-  /** Marks these clients as kept for many calls (a streaming run's commits); returns them. */
-  public synchronized KafkaTopics keptForMany() {
-    keptForMany = true;
-    return this;
+    return slowAdmin.client();
   }
 
   /**
-   * A plain (non-transactional) producer for kplex's own records, closed with this object.
-   * They are sent one at a time and waited for: no linger.
+   * A plain (non-transactional) producer for kplex's own records, shared with the JVM's other
+   * users of these settings ({@link SharedClients}). They are sent one at a time and waited
+   * for: no linger.
    */
   public synchronized Producer<byte[], byte[]> producer() {
     if (producer == null) {
-      Map<String, Object> props = kafka.producer();
-      props.put(ProducerConfig.LINGER_MS_CONFIG, 0);
-      producer = clients.producer(props);
+      producer = SharedClients.lease(kafka, clients, SharedClients.Kind.PRODUCER, () -> {
+        Map<String, Object> props = kafka.producer();
+        props.put(ProducerConfig.LINGER_MS_CONFIG, 0);
+        return clients.producer(props);
+      });
     }
-    return producer;
+    return producer.client();
+  }
+
+  /** After a failed send: the next {@link #producer} of the JVM is a new one (this one may be in a failed state). */
+  public synchronized void discardProducer() {
+    if (producer != null) producer.discard();
+  }
+
+  /** After a refused login or a broker that did not answer: the JVM's next clients connect afresh. */
+  private synchronized void discardShared() {
+    if (admin != null) admin.discard();
+    if (slowAdmin != null) slowAdmin.discard();
+    if (producer != null) producer.discard();
   }
 
   /** Every topic name, internal ones included. */
@@ -278,10 +287,12 @@ public class KafkaTopics implements AutoCloseable {
     try {
       return body.run();
     } catch (TimeoutException | org.apache.kafka.common.errors.TimeoutException e) {
+      discardShared();
       throw Errors.unreachable(kafka.bootstrap(), e);
     } catch (ExecutionException e) {
       Throwable cause = e.getCause();
       if (cause instanceof org.apache.kafka.common.errors.TimeoutException) {
+        discardShared();
         throw Errors.unreachable(kafka.bootstrap(), cause);
       }
       throw failure(cause, operation, resource);
@@ -305,6 +316,7 @@ public class KafkaTopics implements AutoCloseable {
 
   private KplexException failure(Throwable cause, String operation, Errors.Resource resource) {
     KplexException access = AccessErrors.of(kafka, cause, operation, resource);
+    if (access != null && access.code().equals("NOT_AUTHENTICATED")) discardShared();
     return access != null ? access
         : Errors.kafka(cause);
   }
@@ -337,16 +349,17 @@ public class KafkaTopics implements AutoCloseable {
   public synchronized void close() {
     committers.values().forEach(kept -> kept.getValue().close(Duration.ZERO));
     committers.clear();
+    // The shared clients stay open for the JVM's next statement (SharedClients closes idle ones).
     if (producer != null) {
-      producer.close(Duration.ofSeconds(5));
+      producer.release();
       producer = null;
     }
     if (admin != null) {
-      admin.close(Duration.ofSeconds(5));
+      admin.release();
       admin = null;
     }
     if (slowAdmin != null) {
-      slowAdmin.close(Duration.ofSeconds(5));
+      slowAdmin.release();
       slowAdmin = null;
     }
   }

@@ -76,8 +76,20 @@ final class KplexScan implements Scan, Batch {
     return this;
   }
 
+  /**
+   * The input partitions, planned once per scan: Spark asks each copy of its scan node (the
+   * planner's, then adaptive execution's), and each would ask the broker for the topics,
+   * the ACLs and the offsets again, and could see other end offsets than the one run.
+   */
+  private InputPartition[] planned;
+
   @Override
-  public InputPartition[] planInputPartitions() {
+  public synchronized InputPartition[] planInputPartitions() {
+    if (planned == null) planned = plan();
+    return planned.clone();
+  }
+
+  private InputPartition[] plan() {
     List<InputPartition> parts = new ArrayList<>();
     try (TableStore store = new TableStore(conf.kafka, conf.clients, conf.clock, table.metadataTopic());
          Consumer<byte[], byte[]> consumer = conf.clients.consumer(conf.kafka.consumer())) {

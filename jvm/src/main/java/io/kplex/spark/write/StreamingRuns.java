@@ -112,7 +112,7 @@ final class StreamingRuns {
 
     /** The run's claim on the table (null: none yet, or given up after a failed epoch). */
     WriterLease lease;
-    /** Kafka clients of the run's commits, closed when its claim ends. */
+    /** Kafka clients of the run's commits (the JVM's shared ones, leased), given back when its claim ends. */
     private KafkaTopics clients;
 
     Run(String runId, Thread thread) {
@@ -125,7 +125,7 @@ final class StreamingRuns {
     }
 
     synchronized KafkaTopics clients(KafkaConf kafka) {
-      if (clients == null) clients = new KafkaTopics(kafka).keptForMany();
+      if (clients == null) clients = new KafkaTopics(kafka);
       return clients;
     }
 

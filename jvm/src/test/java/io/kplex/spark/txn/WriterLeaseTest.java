@@ -215,16 +215,23 @@ public class WriterLeaseTest {
     java.util.concurrent.atomic.AtomicBoolean slowNext = new java.util.concurrent.atomic.AtomicBoolean();
     KafkaClients slowRelease = new KafkaClients() {
       @Override
+      @SuppressWarnings("unchecked")
       public org.apache.kafka.clients.producer.Producer<byte[], byte[]> producer(Map<String, Object> props) {
-        if (slowNext.getAndSet(false)) {
-          removing.countDown();
-          try {
-            Thread.sleep(1_000);
-          } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-          }
-        }
-        return kafka.producer(props);
+        // The JVM's one producer for kplex's own records (SharedClients): its next send is slow.
+        org.apache.kafka.clients.producer.Producer<byte[], byte[]> base = kafka.producer(props);
+        return (org.apache.kafka.clients.producer.Producer<byte[], byte[]>) java.lang.reflect.Proxy.newProxyInstance(
+            getClass().getClassLoader(), new Class<?>[] {org.apache.kafka.clients.producer.Producer.class},
+            (proxy, method, args) -> {
+              if (method.getName().equals("send") && slowNext.getAndSet(false)) {
+                removing.countDown();
+                Thread.sleep(1_000);
+              }
+              try {
+                return method.invoke(base, args);
+              } catch (java.lang.reflect.InvocationTargetException e) {
+                throw e.getCause();
+              }
+            });
       }
 
       @Override
