@@ -12,7 +12,9 @@ reported:
 - read-time table, V in {9, 96, 1000}: ``SELECT count(*)`` and a full read (every row
   through the plan: scan, shuffle by virtual partition, sort; counted in the JVM);
 - INSERT of the same definition into a kplex table (V = 12, P = 4): read, shuffle, sort,
-  write exactly once.
+  write exactly once;
+- ``SELECT count(*)`` of the table the first INSERT wrote: one task per virtual partition,
+  each reading its physical partition up to the last transaction marker.
 
 Prints a table and the target ratios, and writes bench/readtime/RESULTS.md.
 """
@@ -103,6 +105,12 @@ def run(bootstrap: str, args: argparse.Namespace) -> int:
         contenders.append((f"read-time V={v}: count(*)", count(f"bench_rt_v{v}_{run_id}", f"V={v}")))
         contenders.append((f"read-time V={v}: full read", full(f"bench_rt_v{v}_{run_id}", f"V={v} full")))
     contenders.append(("INSERT (V=12, exactly once)", insert))
+
+    def written() -> None:  # the first INSERT's table: each virtual partition read off its physical one
+        n = spark.table(f"kplex.{inserts[0]}").count()
+        assert n == args.records, f"the INSERT's table: {n} rows, not {args.records}"
+
+    contenders.append(("kplex table the INSERT wrote (V=12): count(*)", written))
 
     times: dict[str, list[float]] = {name: [] for name, _ in contenders}
     for rnd in range(args.rounds + 1):  # round 0 warms the JVM up, untimed

@@ -168,6 +168,11 @@ public final class KafkaConf implements Serializable {
     p.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, ADMIN_TIMEOUT_MS);
     p.put(ConsumerConfig.REQUEST_TIMEOUT_MS_CONFIG, ADMIN_TIMEOUT_MS);
     p.put(ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, 4 << 20);
+    // kplex's consumers read offset ranges that exist already; a fetch at a range's end (past
+    // a derived topic's last transaction marker) would wait at the broker for records to come,
+    // and the next task given that consumer (ConsumerPool: the same partition, another virtual
+    // partition) waited for it too. Kafka's 500 ms made every such task 500 ms longer (measured).
+    p.put(ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG, 10);
     p.putAll(clientProps);
     p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
     p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());

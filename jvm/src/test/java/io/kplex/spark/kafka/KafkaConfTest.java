@@ -57,4 +57,12 @@ public class KafkaConfTest {
     assertSame(props, KafkaConf.relocated(props, KafkaConf.UNRELOCATED));
     assertEquals(KafkaConf.UNRELOCATED, KafkaConf.KAFKA_PACKAGE);
   }
+
+  @Test
+  public void consumersWaitAtTheBrokerBrieflyForRecordsUnlessTheUserSaysOtherwise() {
+    // A pooled consumer's fetch parked at a range's end held up the next task on its partition.
+    assertEquals(10, KafkaConf.from(Map.of("kafka.bootstrap.servers", "b:9092")).consumer().get("fetch.max.wait.ms"));
+    assertEquals("300", KafkaConf.from(Map.of("kafka.bootstrap.servers", "b:9092", "kafka.fetch.max.wait.ms", "300"))
+        .consumer().get("fetch.max.wait.ms"));
+  }
 }
