@@ -120,6 +120,7 @@ public final class SharedClients {
     // keep the first made, and the other is closed.
     T made = make.get();
     Shared mine = new Shared(made);
+    Lease<T> lease;
     synchronized (SharedClients.class) {
       startEvictor();
       Shared shared = SHARED.putIfAbsent(key, mine);
@@ -128,10 +129,10 @@ public final class SharedClients {
         return new Lease<>(key, mine);
       }
       shared.leases++;
-      Lease<T> lease = new Lease<>(key, shared);
-      close(made);
-      return lease;
+      lease = new Lease<>(key, shared);
     }
+    close(made);  // outside the lock: closing may wait for the client's thread
+    return lease;
   }
 
   private static void startEvictor() {
@@ -162,11 +163,6 @@ public final class SharedClients {
       }
     }
     closing.forEach(SharedClients::close);
-  }
-
-  /** Clients now kept, leased or idle (for tests). */
-  static synchronized int kept() {
-    return SHARED.size();
   }
 
   private static void close(AutoCloseable client) {
