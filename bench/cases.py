@@ -49,6 +49,10 @@ def contenders(sizes_v: list[int], deliveries: list[str], reference_v: int, smok
                   args=["--kafka-libs", str(kafka_libs)] if kafka_libs else [], checked=False),
         *([Contender("ceiling (ProducerPerformance, one transaction)", "ceiling.py",
                      args=["--transactional", *(["--kafka-libs", str(kafka_libs)] if kafka_libs else [])],
+                     checked=False, committed_once=True),
+           # The producer's part of a kplex exactly-once write: its records (key, headers, placement).
+           Contender("ceiling (kplex's records, one transaction)", "ceiling.py", v=reference_v,
+                     args=["--kplex-records", *(["--kafka-libs", str(kafka_libs)] if kafka_libs else [])],
                      checked=False, committed_once=True)] if "exactly_once" in deliveries and not smoke else []),
         Contender("spark-sink", "spark_sink.py", v=reference_v, delivery="at_least_once",
                   args=["--extra-jars", extra_jars], claims=at_least_once),

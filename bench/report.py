@@ -117,6 +117,14 @@ def ratios(rows: list[Row], reference_v: int, spark: str = "") -> list[Ratio]:
                     MIN_KPLEX_VS_CEILING, ""))
         out.append((size, f"kplex exactly-once V={reference_v} / ceiling", ratio(eos, ceiling),
                     MIN_KPLEX_VS_CEILING, ""))
+        kplex_records = find("ceiling (kplex's records, one transaction)")
+        if kplex_records and one_transaction:
+            out.append((size, "ceiling with kplex's records / ceiling in one transaction",
+                        ratio(kplex_records, one_transaction), None,
+                        "both one transaction: what the wire format's key and headers cost the producer"))
+        if kplex_records:
+            out.append((size, f"kplex exactly-once V={reference_v} / ceiling with kplex's records",
+                        ratio(eos, kplex_records), None, "what reading, parsing, shuffling and sorting cost"))
         for delivery, default in (("at_least_once", alo), ("exactly_once", eos)):
             label = f"kplex {delivery.replace('_', '-')} V={reference_v}"
             plain = find(f"kplex {delivery} (compression.type=none)", reference_v)
@@ -296,7 +304,11 @@ def write_results(path: Path, rows: list[Row], meta: Meta) -> None:
         "bytes, which lz4 shrinks to almost nothing); nothing is read, parsed, sorted or placed. Its output is "
         "checked by count only. *ceiling (ProducerPerformance, one transaction)* (beside exactly-once rows) "
         "sends the same in one Kafka transaction committed at the end, as an exactly-once kplex task does: Kafka's "
-        "own price of a transaction.",
+        "own price of a transaction. *ceiling (kplex's records, one transaction)* (beside exactly-once rows; "
+        "`bench/contenders/KplexRecordsCeiling.java`) sends, from the same payloads, each record as a kplex "
+        "exactly-once writer task hands it to the producer: the value's userid as key, the `kplex.vp` and "
+        "`kplex.order` headers, the virtual partition's physical partition, in one transaction; a payload's key, "
+        "order and placement are worked out before the clock starts. It is the producer's part of a kplex write.",
         *([f"- {meta.class_archive}"] if meta.class_archive else []),
         "- *kplex ... (compression.type=none)* (with `--uncompressed`) is the same INSERT with the producer's "
         "compression off; kplex's default is lz4.",

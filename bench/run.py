@@ -15,6 +15,8 @@ writes as many records of the same size) into a fresh topic, in its own process:
 
 ==========================  =========================================================
 ceiling                     Kafka's ProducerPerformance, kplex's producer settings
+ceiling (kplex's records)   the same payloads sent as kplex's writer sends them: key,
+                            its two headers, placement, one transaction (not in --smoke)
 spark-sink                  Spark's Kafka source + sink, same rows, partition, headers
                             and per-vp sort as kplex (producer defaults)
 spark-sink (kplex conf)     the same with kplex's producer settings (not in --smoke)

@@ -24,3 +24,21 @@ def test_a_ratio_without_a_target_keeps_two_decimals():
 
 def test_the_examples_in_shown_hold():
     assert doctest.testmod(report, verbose=False).failed == 0
+
+
+def test_the_ceiling_with_kplex_records_splits_the_gap_to_the_ceiling():
+    def row(name: str, records_per_s: float, v: int | None = None) -> report.Row:
+        return report.Row(3_000_000, name, v, "", ok_run=True, records_per_s=records_per_s, cpu_s=10.0,
+                          broker_cpu_s=0.0)
+
+    rows = [row("ceiling (ProducerPerformance)", 1_000_000), row("kplex exactly_once", 400_000, 9),
+            row("ceiling (ProducerPerformance, one transaction)", 1_000_000),
+            row("ceiling (kplex's records, one transaction)", 800_000, 9)]
+    found = {what: value for _, what, value, _, _ in report.ratios(rows, 9)}
+    assert found["ceiling with kplex's records / ceiling in one transaction"][0] == 0.8
+    assert found["kplex exactly-once V=9 / ceiling with kplex's records"][0] == 0.5
+    assert found["kplex exactly-once V=9 / ceiling"][0] == 0.4
+    without = {what for _, what, _, _, _ in report.ratios(rows[:2], 9)}
+    assert "kplex exactly-once V=9 / ceiling" in without
+    assert not without & {"ceiling with kplex's records / ceiling in one transaction",
+                          "kplex exactly-once V=9 / ceiling with kplex's records"}
