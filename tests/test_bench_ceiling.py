@@ -9,11 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from confluent_kafka import Consumer, TopicPartition
-
 from kplex.placement import physical_partition, virtual_partition
 from kplex.testing.datagen import ensure_topic
 from kplex.testing.local_kafka import kafka_libs
+from kplex.testing.verify import read_topic
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 sys.path[:0] = [str(BENCH), str(BENCH / "contenders")]
@@ -22,22 +21,6 @@ from common import parse_result  # noqa: E402
 from source import make_source  # noqa: E402
 
 V, P, RECORDS = 7, 3, 3_000
-
-
-def read_committed(bootstrap: str, topic: str, expected: int) -> list:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{topic}", "enable.auto.commit": False,
-                         "isolation.level": "read_committed", "auto.offset.reset": "earliest"})
-    consumer.assign([TopicPartition(topic, p) for p in range(P)])
-    records: list = []
-    try:
-        for _ in range(60):
-            records += [m for m in consumer.consume(1000, timeout=1.0) if m.error() is None]
-            if len(records) >= expected:
-                break
-        records += [m for m in consumer.consume(1000, timeout=1.0) if m.error() is None]  # nothing more
-    finally:
-        consumer.close()
-    return records
 
 
 def test_the_kplex_records_ceiling_sends_kplex_records(bootstrap: str, fresh_name, tmp_path: Path) -> None:
@@ -52,13 +35,12 @@ def test_the_kplex_records_ceiling_sends_kplex_records(bootstrap: str, fresh_nam
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     assert parse_result(run.stdout)["records"] == RECORDS
 
-    records = read_committed(bootstrap, target, RECORDS)
+    records = read_topic(bootstrap, target)  # read_committed
     assert len(records) == RECORDS
-    for m in records:
-        pageview = json.loads(m.value())
-        headers = dict(m.headers())
-        assert m.key() == pageview["userid"].encode()
-        vp = virtual_partition(m.key(), V)
-        assert headers == {"kplex.vp": str(vp).encode(), "kplex.order": str(pageview["viewtime"]).encode()}
-        assert m.partition() == physical_partition(vp, P)
-    assert len({m.key() for m in records}) > V  # the payloads' many users, not one record repeated
+    for r in records:
+        pageview = json.loads(r.value)
+        assert r.key == pageview["userid"].encode()
+        vp = virtual_partition(r.key, V)
+        assert r.headers == {"kplex.vp": str(vp).encode(), "kplex.order": str(pageview["viewtime"]).encode()}
+        assert r.partition == physical_partition(vp, P)
+    assert len({r.key for r in records}) > V  # the payloads' many users, not one record repeated
