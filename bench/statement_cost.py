@@ -2,8 +2,8 @@
 shared by the JVM's statements and without (issue #37, start-up): `python bench/statement_cost.py`.
 
 kplex's own requests on the driver (the catalog's table lookups, the write's topic and ACL checks,
-the writer's claim, the commit record) go through two Admin clients and one producer that every
-statement of the JVM shares (`kafka/SharedClients`). Before, each use made clients of its own and
+the writer's claim, the commit record, a read's partitions and offsets) go through two Admin
+clients and one producer that every statement of the JVM shares (`kafka/SharedClients`). Before, each use made clients of its own and
 closed them: about fifteen connections per exactly-once INSERT, and on a SASL_SSL listener each is
 a TLS handshake and a SCRAM login.
 

@@ -7,6 +7,7 @@ and ``kplex.testing.verify.read_topic`` (a plain consumer reading headers).
 from __future__ import annotations
 
 import re
+import time
 import uuid
 from collections import defaultdict
 
@@ -107,18 +108,66 @@ def test_a_read_can_be_bounded_by_offsets(spark, bootstrap, source):
     assert 2 not in offsets                 # starts at its end
 
 
+def recent_ms() -> int:
+    """A Kafka timestamp a minute ago. Records stamped in 1970 are past the broker's 7-day
+    retention: its next retention check (every 5 minutes) deletes them under a running test."""
+    return int(time.time() * 1000) - 60_000
+
+
 def test_a_read_can_be_bounded_by_kafka_timestamps(spark, bootstrap, fresh_name):
     topic = fresh_name("stamped")
-    produce(bootstrap, topic, {p: [{"_time": 1_000 + 10 * i + p, "userid": i} for i in range(20)]
+    base = recent_ms()
+    produce(bootstrap, topic, {p: [{"_time": base + 10 * i + p, "userid": i} for i in range(20)]
                                for p in range(2)}, timestamps=True)
-    lo, hi = 1_050, 1_120
-    expected = sorted(1_000 + 10 * i + p for i in range(20) for p in range(2)
-                      if lo <= 1_000 + 10 * i + p < hi)
+    lo, hi = base + 50, base + 120
+    expected = sorted(base + 10 * i + p for i in range(20) for p in range(2)
+                      if lo <= base + 10 * i + p < hi)
     df = (spark.read.format("kplex").option("table", topic)
           .option("startingTimestamp", str(lo)).option("endingTimestamp", str(hi)).load())
     assert sorted(int(r.timestamp.timestamp() * 1000) for r in df.collect()) == expected
     python = TableReader(bootstrap, topic, start_timestamp=lo, end_timestamp=hi)
     assert sorted(r.timestamp for r in python) == expected
+
+
+def test_a_bounded_read_ends_at_the_last_stable_offset_and_finds_partitions_added_since(
+        spark, bootstrap, fresh_name):
+    # The driver asks the broker for the partitions and their offsets on every statement:
+    # a transaction still open on partition 0 ends that partition's read before it (what a
+    # read_committed consumer can reach), and a partition added after the session's last
+    # statement is read by the next one.
+    from confluent_kafka import KafkaException, Producer
+    from confluent_kafka.admin import AdminClient, NewPartitions
+    topic = fresh_name("stable")
+    base = recent_ms()
+    produce(bootstrap, topic, {p: [{"_time": base + i, "userid": i} for i in range(10)] for p in range(2)},
+            timestamps=True)
+    table = spark.read.format("kplex").option("table", topic)
+    assert table.load().count() == 20
+    # Open for longer than the test: a read that waited for it to end would not end first.
+    open_txn = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"open-{topic}",
+                         "transaction.timeout.ms": 300_000})
+    open_txn.init_transactions(30)
+    open_txn.begin_transaction()
+    open_txn.produce(topic, value=b"not committed", partition=0)
+    assert open_txn.flush(30) == 0
+    try:
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_partitions([NewPartitions(topic, 3)])[topic].result(30)
+        produce(bootstrap, topic, {2: [{"_time": base + 1_000, "userid": 99}]}, timestamps=True)
+        started = time.monotonic()
+        rows = table.load().select("partition", "offset", "value").collect()
+        assert time.monotonic() - started < 60
+        plain = verify.read_topic(bootstrap, topic)
+        assert sorted((r.partition, r.offset, bytes(r.value)) for r in rows) == [
+            (r.partition, r.offset, r.value) for r in plain]
+        assert len(rows) == 21 and {r.partition for r in rows} == {0, 1, 2}
+        # A starting timestamp after every record: each partition starts at its end.
+        assert table.option("startingTimestamp", str(base + 5_000)).load().count() == 0
+    finally:
+        try:
+            open_txn.abort_transaction(30)
+        except KafkaException:  # the broker's timeout aborted it (after a failure above)
+            pass
 
 
 def test_a_plain_topic_read_in_more_pieces_than_partitions_has_every_record_once(spark, bootstrap, source):

@@ -205,26 +205,32 @@ def test_a_login_refused_then_made_works_in_the_next_statement_of_the_session(sp
     assert report.ok and report.derived_count == ROWS, report.summary()
 
 
-def _clients_made(spark, cluster) -> tuple[int, int]:
-    """How many Admin clients and plain producers the driver's JVM has made so far, counting a
-    probe of each made here (Kafka numbers the clients of a JVM without a client.id in turn)."""
+def _clients_made(spark, cluster) -> tuple[int, int, int]:
+    """How many Admin clients, plain producers and consumers the driver's JVM has made so far,
+    counting a probe of each made here (Kafka numbers the clients of a JVM without a client.id
+    in turn)."""
     jvm = spark._jvm  # noqa: SLF001
     kafka = "io.kplex.shaded.org.apache.kafka"
     props = jvm.java.util.Properties()
     props.put("bootstrap.servers", cluster.bootstrap)
-    props.put("key.serializer", f"{kafka}.common.serialization.ByteArraySerializer")
-    props.put("value.serializer", f"{kafka}.common.serialization.ByteArraySerializer")
+    for side in ("key", "value"):
+        props.put(f"{side}.serializer", f"{kafka}.common.serialization.ByteArraySerializer")
+        props.put(f"{side}.deserializer", f"{kafka}.common.serialization.ByteArrayDeserializer")
     admin = jvm.io.kplex.shaded.org.apache.kafka.clients.admin.Admin.create(props)
     producer = jvm.io.kplex.shaded.org.apache.kafka.clients.producer.KafkaProducer(props)
+    consumer = jvm.io.kplex.shaded.org.apache.kafka.clients.consumer.KafkaConsumer(props)
     try:
         names = [str(t.getName()) for t in jvm.java.lang.Thread.getAllStackTraces().keySet()]
         numbers = {kind: max(int(m.group(1)) for n in names if (m := re.fullmatch(pattern, n)))
                    for kind, pattern in (("admin", r"kafka-admin-client-thread \| adminclient-(\d+)"),
                                          ("producer", r"kafka-producer-network-thread \| producer-(\d+)"))}
-        return numbers["admin"], numbers["producer"]
+        ids = {str(name.tags().get("client-id")) for name in consumer.metrics().keySet()}
+        consumers = max(int(m.group(1)) for i in ids if (m := re.fullmatch(r"consumer-null-(\d+)", i)))
+        return numbers["admin"], numbers["producer"], consumers
     finally:
         admin.close()
         producer.close()
+        consumer.close()
 
 
 def test_the_statements_of_a_session_share_the_drivers_kafka_logins(spark, secured):
@@ -243,9 +249,13 @@ def test_the_statements_of_a_session_share_the_drivers_kafka_logins(spark, secur
     create_and_insert(tables[0])
     before = _clients_made(spark, secured)
     create_and_insert(tables[1])
+    # The source's partitions are read by the consumers the first INSERT's tasks gave back
+    # (kafka/ConsumerPool), and the driver plans the read through its shared Admin client.
+    inserted = _clients_made(spark, secured)
+    assert [a - b for a, b in zip(inserted, before)] == [1, 1, 1], "only the probes: no client made by kplex"
     assert spark.sql(f"SELECT count(*) FROM {cat}.{tables[1]}").first()[0] == ROWS
     after = _clients_made(spark, secured)
-    assert (after[0] - before[0], after[1] - before[1]) == (1, 1), "only the probes: no client made by kplex"
+    assert (after[0] - inserted[0], after[1] - inserted[1]) == (1, 1), "only the probes: no client made by kplex"
     for table in tables:  # through the open listener as the harness's super user: not through kplex
         report = verify.check_derived_topic(secured.bootstrap, SOURCE, table, V, P)
         assert report.ok and report.derived_count == ROWS, report.summary()

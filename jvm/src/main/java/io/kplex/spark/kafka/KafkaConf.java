@@ -12,6 +12,7 @@ import org.apache.kafka.clients.CommonClientConfigs;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.config.SaslConfigs;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
@@ -177,6 +178,20 @@ public final class KafkaConf implements Serializable {
     p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
     p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
     return p;
+  }
+
+  /**
+   * What kplex's consumers see of a log ({@link #consumer}'s {@code isolation.level}: read_committed
+   * unless a {@code kafka.isolation.level} option says otherwise), for offsets asked of the Admin
+   * client, which would otherwise answer for read_uncommitted.
+   */
+  public IsolationLevel isolation() {
+    String level = String.valueOf(consumer().get(ConsumerConfig.ISOLATION_LEVEL_CONFIG)).trim();
+    for (IsolationLevel l : IsolationLevel.values()) {
+      if (l.toString().equalsIgnoreCase(level)) return l;
+    }
+    throw Errors.badChoice(KplexOptions.KAFKA_PREFIX + ConsumerConfig.ISOLATION_LEVEL_CONFIG, level,
+        java.util.Arrays.stream(IsolationLevel.values()).map(IsolationLevel::toString).toList());
   }
 
   /**

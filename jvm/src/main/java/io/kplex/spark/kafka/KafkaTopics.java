@@ -3,22 +3,31 @@ package io.kplex.spark.kafka;
 import io.kplex.spark.errors.Errors;
 import io.kplex.spark.errors.KplexException;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.DescribeTopicsOptions;
+import org.apache.kafka.clients.admin.ListOffsetsOptions;
+import org.apache.kafka.clients.admin.ListOffsetsResult;
+import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.TopicDescription;
 import io.kplex.spark.time.Clock;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.IsolationLevel;
+import org.apache.kafka.common.KafkaFuture;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.acl.AclOperation;
 import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.errors.TransactionalIdNotFoundException;
@@ -165,17 +174,12 @@ public class KafkaTopics implements AutoCloseable {
   /** The end offset (the offset the next record gets) of each partition of {@code topic}. */
   public Map<Integer, Long> endOffsets(String topic) {
     int partitions = partitionCount(topic).orElse(0);
-    return call("DESCRIBE", Errors.Resource.topic(topic), () -> {
-      Map<org.apache.kafka.common.TopicPartition, org.apache.kafka.clients.admin.OffsetSpec> ask =
-          new java.util.HashMap<>();
-      for (int p = 0; p < partitions; p++) {
-        ask.put(new org.apache.kafka.common.TopicPartition(topic, p), org.apache.kafka.clients.admin.OffsetSpec.latest());
-      }
-      Map<Integer, Long> out = new java.util.TreeMap<>();
-      admin().listOffsets(ask).all().get(TIMEOUT_MS, TimeUnit.MILLISECONDS)
-          .forEach((tp, info) -> out.put(tp.partition(), info.offset()));
-      return out;
-    });
+    Map<TopicPartition, OffsetSpec> ask = new HashMap<>();
+    for (int p = 0; p < partitions; p++) ask.put(new TopicPartition(topic, p), OffsetSpec.latest());
+    Map<Integer, Long> out = new TreeMap<>();
+    offsets("DESCRIBE", Errors.Resource.topic(topic), IsolationLevel.READ_UNCOMMITTED, List.of(ask)).get(0)
+        .forEach((tp, offset) -> out.put(tp.partition(), offset));
+    return out;
   }
 
   public void createTopic(String topic, int partitions, short replication, Map<String, String> configs) {
@@ -247,11 +251,60 @@ public class KafkaTopics implements AutoCloseable {
 
   /** Fails naming the principal, the operation and the topic unless the ACLs allow it. */
   public void requireAllowed(String topic, AclOperation operation) {
-    authorizedOperations(topic).ifPresent(allowed -> {
-      if (!allowed.contains(operation) && !allowed.contains(AclOperation.ALL)) {
-        throw AccessErrors.notListed(kafka, operation.name(), topic,
-            allowed.stream().map(AclOperation::name).toList());
+    authorizedOperations(topic).ifPresent(allowed -> requireListed(topic, operation, allowed));
+  }
+
+  private void requireListed(String topic, AclOperation operation, Set<AclOperation> allowed) {
+    if (!allowed.contains(operation) && !allowed.contains(AclOperation.ALL)) {
+      throw AccessErrors.notListed(kafka, operation.name(), topic, allowed.stream().map(AclOperation::name).toList());
+    }
+  }
+
+  /**
+   * The partitions of a topic, in order, for a read: one description, which also says what
+   * the principal may do (KIP-430). Fails naming the topic if it does not exist, and naming
+   * the ACL if the principal may not READ it, in the driver rather than in every task.
+   * Asked of the broker each time (Admin, on the JVM's shared connection): a kept consumer's
+   * metadata can be minutes old and miss partitions added since.
+   */
+  public List<TopicPartition> partitionsToRead(String topic) {
+    TopicDescription d = call("READ", Errors.Resource.topic(topic), () -> {
+      try {
+        return admin().describeTopics(List.of(topic), new DescribeTopicsOptions().includeAuthorizedOperations(true))
+            .allTopicNames().get(TIMEOUT_MS, TimeUnit.MILLISECONDS).get(topic);
+      } catch (ExecutionException e) {
+        if (e.getCause() instanceof UnknownTopicOrPartitionException) throw Errors.unknownTopic(topic);
+        throw e;
       }
+    });
+    if (d.authorizedOperations() != null) requireListed(topic, AclOperation.READ, d.authorizedOperations());
+    List<TopicPartition> tps = new ArrayList<>();
+    for (var p : d.partitions()) tps.add(new TopicPartition(topic, p.partition()));
+    tps.sort(Comparator.comparingInt(TopicPartition::partition));
+    return tps;
+  }
+
+  /**
+   * Each partition's offset for each of {@code asks} (ListOffsets, all sent at once), as a
+   * consumer of {@code isolation} sees the log: the latest is the last stable offset under
+   * read_committed; a timestamp's is -1 where no record is at or after it.
+   */
+  public List<Map<TopicPartition, Long>> offsets(String operation, Errors.Resource resource,
+      IsolationLevel isolation, List<Map<TopicPartition, OffsetSpec>> asks) {
+    return call(operation, resource, () -> {
+      List<KafkaFuture<Map<TopicPartition, ListOffsetsResult.ListOffsetsResultInfo>>> sent =
+          new ArrayList<>();
+      for (var ask : asks) {
+        sent.add(ask.isEmpty() ? KafkaFuture.completedFuture(Map.of())
+            : admin().listOffsets(ask, new ListOffsetsOptions(isolation)).all());
+      }
+      List<Map<TopicPartition, Long>> out = new ArrayList<>();
+      for (var answer : sent) {
+        Map<TopicPartition, Long> offsets = new HashMap<>();
+        answer.get(TIMEOUT_MS, TimeUnit.MILLISECONDS).forEach((tp, info) -> offsets.put(tp, info.offset()));
+        out.add(offsets);
+      }
+      return out;
     });
   }
 

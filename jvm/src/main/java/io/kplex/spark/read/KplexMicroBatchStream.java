@@ -311,7 +311,7 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
   private SourceOffset resolveInitialOffset() {
     List<TopicPartition> tps = partitions();
     if (resumes()) return resumedOffset(tps);
-    Map<TopicPartition, long[]> bounds = ReadBounds.resolve(consumer(), store, List.of(conf.topic), tps, options);
+    Map<TopicPartition, long[]> bounds = ReadBounds.resolve(store, List.of(conf.topic), tps, options);
     Map<Integer, Long> next = new TreeMap<>();
     bounds.forEach((tp, b) -> next.put(tp.partition(), b[0]));
     return new SourceOffset(conf.topic, next);

@@ -11,10 +11,7 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
-import org.apache.kafka.common.acl.AclOperation;
 import java.util.Set;
-import org.apache.kafka.clients.consumer.Consumer;
-import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.spark.sql.connector.metric.CustomMetric;
 import org.apache.spark.sql.connector.read.Batch;
@@ -91,25 +88,15 @@ final class KplexScan implements Scan, Batch {
 
   private InputPartition[] plan() {
     List<InputPartition> parts = new ArrayList<>();
-    try (TableStore store = new TableStore(conf.kafka, conf.clients, conf.clock, table.metadataTopic());
-         Consumer<byte[], byte[]> consumer = conf.clients.consumer(conf.kafka.consumer())) {
+    // Through the catalog's Admin client, which the JVM's statements share: a consumer of its
+    // own cost every statement a connection (a TLS handshake and a login on a secured listener)
+    // and another to the partitions' leader.
+    try (TableStore store = new TableStore(conf.kafka, conf.clients, conf.clock, table.metadataTopic())) {
       List<TopicPartition> tps = new ArrayList<>();
-      for (String topic : conf.sources) {
-        tps.addAll(store.call("READ", Errors.Resource.topic(topic), () -> {
-          List<TopicPartition> list = new ArrayList<>();
-          List<PartitionInfo> infos = consumer.partitionsFor(topic);
-          if (infos == null || infos.isEmpty()) {
-            throw Errors.unknownTopic(topic);
-          }
-          for (PartitionInfo p : infos) list.add(new TopicPartition(p.topic(), p.partition()));
-          return list;
-        }));
-        // Fail in the driver, naming the ACL, rather than in every task (secured Kafka).
-        store.requireAllowed(topic, AclOperation.READ);
-      }
+      for (String topic : conf.sources) tps.addAll(store.partitionsToRead(topic));
       // By topic name, then partition: the tie-break of records equal in order, key and value.
       tps.sort(Comparator.comparing(TopicPartition::topic).thenComparingInt(TopicPartition::partition));
-      Map<TopicPartition, long[]> bounds = ReadBounds.resolve(consumer, store, conf.sources, tps, options);
+      Map<TopicPartition, long[]> bounds = ReadBounds.resolve(store, conf.sources, tps, options);
       List<OffsetRange> ranges = new ArrayList<>();
       for (TopicPartition tp : tps) {
         long[] b = bounds.get(tp);

@@ -1,9 +1,9 @@
 package io.kplex.spark.read;
 
-import io.kplex.spark.catalog.TableStore;
 import io.kplex.spark.conf.ConfParser;
 import io.kplex.spark.errors.Errors;
 import io.kplex.spark.errors.KplexException;
+import io.kplex.spark.kafka.KafkaTopics;
 import io.kplex.spark.spec.KplexOptions;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -12,8 +12,8 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
-import org.apache.kafka.clients.consumer.Consumer;
-import org.apache.kafka.clients.consumer.OffsetAndTimestamp;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
@@ -48,23 +48,42 @@ final class ReadBounds {
   static final String FROM_TABLE = io.kplex.spark.spec.OptionSpecs.of(KplexOptions.STARTING_OFFSETS)
       .specialValue("resume_from_table");
 
-  /** [from, until) per partition. */
-  static Map<TopicPartition, long[]> resolve(Consumer<byte[], byte[]> consumer, TableStore store,
-      List<String> topics, List<TopicPartition> tps, CaseInsensitiveStringMap options) {
-    Map<TopicPartition, Long> begin = store.call("READ", Errors.Resource.topics(topics), () -> consumer.beginningOffsets(tps));
-    Map<TopicPartition, Long> end = store.call("READ", Errors.Resource.topics(topics), () -> consumer.endOffsets(tps));
-    return ranges(topics, tps, options, begin, end,
-        query -> store.call("READ", Errors.Resource.topics(topics), () -> consumer.offsetsForTimes(query)));
+  /**
+   * [from, until) per partition. The offsets are asked of the broker through {@code kafka}'s
+   * Admin client (shared by the JVM's statements), as a consumer of kplex's isolation level
+   * sees the log (by default read_committed: the end is the last stable offset); the earliest
+   * and the latest in one round trip.
+   */
+  static Map<TopicPartition, long[]> resolve(KafkaTopics kafka, List<String> topics, List<TopicPartition> tps,
+      CaseInsensitiveStringMap options) {
+    Errors.Resource on = Errors.Resource.topics(topics);
+    IsolationLevel isolation = kafka.conf().isolation();
+    Map<TopicPartition, OffsetSpec> earliest = new HashMap<>();
+    Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
+    for (TopicPartition tp : tps) {
+      earliest.put(tp, OffsetSpec.earliest());
+      latest.put(tp, OffsetSpec.latest());
+    }
+    List<Map<TopicPartition, Long>> both = kafka.offsets("READ", on, isolation, List.of(earliest, latest));
+    return ranges(topics, tps, options, both.get(0), both.get(1), query -> {
+      Map<TopicPartition, OffsetSpec> at = new HashMap<>();
+      query.forEach((tp, ts) -> at.put(tp, OffsetSpec.forTimestamp(ts)));
+      Map<TopicPartition, Long> found = new HashMap<>();
+      kafka.offsets("READ", on, isolation, List.of(at)).get(0).forEach((tp, offset) -> {
+        if (offset >= 0) found.put(tp, offset);
+      });
+      return found;
+    });
   }
 
   /**
    * {@link #resolve} once the partitions' {@code begin} and {@code end} offsets are known;
-   * {@code byTime}: the first offset at or after a timestamp, per partition (Kafka's
-   * {@code offsetsForTimes}: null where there is none).
+   * {@code byTime}: the first offset at or after a timestamp, per partition (none where there
+   * is none).
    */
   static Map<TopicPartition, long[]> ranges(List<String> topics, List<TopicPartition> tps,
       CaseInsensitiveStringMap options, Map<TopicPartition, Long> begin, Map<TopicPartition, Long> end,
-      Function<Map<TopicPartition, Long>, Map<TopicPartition, OffsetAndTimestamp>> byTime) {
+      Function<Map<TopicPartition, Long>, Map<TopicPartition, Long>> byTime) {
     ConfParser settings = ConfParser.of(options);
     Map<TopicPartition, Long> from = bound(byTime, topics, tps, settings,
         KplexOptions.STARTING_OFFSETS, KplexOptions.STARTING_TIMESTAMP, begin, end, begin);
@@ -91,7 +110,7 @@ final class ReadBounds {
   }
 
   private static Map<TopicPartition, Long> bound(
-      Function<Map<TopicPartition, Long>, Map<TopicPartition, OffsetAndTimestamp>> byTime,
+      Function<Map<TopicPartition, Long>, Map<TopicPartition, Long>> byTime,
       List<String> topics, List<TopicPartition> tps, ConfParser settings, String offsetsKey,
       String timestampKey, Map<TopicPartition, Long> begin, Map<TopicPartition, Long> end,
       Map<TopicPartition, Long> byDefault) {
@@ -103,12 +122,9 @@ final class ReadBounds {
       long ts = timestamp(settings, timestampKey);
       Map<TopicPartition, Long> query = new HashMap<>();
       for (TopicPartition tp : tps) query.put(tp, ts);
-      Map<TopicPartition, OffsetAndTimestamp> found = byTime.apply(query);
+      Map<TopicPartition, Long> found = byTime.apply(query);
       Map<TopicPartition, Long> result = new HashMap<>();
-      for (TopicPartition tp : tps) {
-        OffsetAndTimestamp o = found.get(tp);
-        result.put(tp, o == null ? end.get(tp) : o.offset());
-      }
+      for (TopicPartition tp : tps) result.put(tp, found.getOrDefault(tp, end.get(tp)));
       return result;
     }
     if (offsets == null) {

@@ -16,7 +16,6 @@ import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.ConsumerGroupListing;
-import org.apache.kafka.clients.admin.ListOffsetsOptions;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.TransactionDescription;
 import org.apache.kafka.clients.admin.TransactionListing;
@@ -112,15 +111,9 @@ public final class TableState {
       IsolationLevel isolation) {
     Map<TopicPartition, OffsetSpec> ask = new HashMap<>();
     tps.forEach(tp -> ask.put(tp, spec));
-    Map<TopicPartition, Long> out = new HashMap<>();
-    if (ask.isEmpty()) return out;
-    kafka.call("DESCRIBE", Errors.Resource.offsets(tps), () -> {
-      kafka.admin().listOffsets(ask, new ListOffsetsOptions(isolation)).all()
-          .get(TIMEOUT_MS, TimeUnit.MILLISECONDS).forEach((tp, info) -> out.put(tp, info.offset()));
-      return null;
-    });
-    return out;
+    return kafka.offsets("DESCRIBE", Errors.Resource.offsets(tps), isolation, List.of(ask)).get(0);
   }
+
 
   /**
    * The live claim: the oldest unremoved {@code writer/<table>/...} record. Its value names

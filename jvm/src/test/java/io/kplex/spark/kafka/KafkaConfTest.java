@@ -65,4 +65,18 @@ public class KafkaConfTest {
     assertEquals("300", KafkaConf.from(Map.of("kafka.bootstrap.servers", "b:9092", "kafka.fetch.max.wait.ms", "300"))
         .consumer().get("fetch.max.wait.ms"));
   }
+
+  @Test
+  public void offsetsAreAskedAsKplexsConsumersReadTheLogAndABadIsolationLevelIsNamed() {
+    assertEquals(org.apache.kafka.common.IsolationLevel.READ_COMMITTED,
+        KafkaConf.from(Map.of("kafka.bootstrap.servers", "b:9092")).isolation());
+    assertEquals(org.apache.kafka.common.IsolationLevel.READ_UNCOMMITTED,
+        KafkaConf.from(Map.of("kafka.bootstrap.servers", "b:9092", "kafka.isolation.level", "read_uncommitted"))
+            .isolation());
+    io.kplex.spark.errors.KplexException e = org.junit.Assert.assertThrows(io.kplex.spark.errors.KplexException.class,
+        () -> KafkaConf.from(Map.of("kafka.bootstrap.servers", "b:9092", "kafka.isolation.level", "sometimes"))
+            .isolation());
+    org.junit.Assert.assertTrue(e.getMessage(), e.getMessage().contains("kafka.isolation.level")
+        && e.getMessage().contains("sometimes") && e.getMessage().contains("read_committed"));
+  }
 }

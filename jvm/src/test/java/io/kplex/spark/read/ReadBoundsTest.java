@@ -9,7 +9,6 @@ import io.kplex.spark.errors.KplexException;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import org.apache.kafka.clients.consumer.OffsetAndTimestamp;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 import org.junit.Test;
@@ -30,10 +29,10 @@ public class ReadBoundsTest {
     for (int i = 0; i < options.length; i += 2) map.put(options[i], options[i + 1]);
     return ReadBounds.ranges(List.of("views"), List.of(P0, P1), new CaseInsensitiveStringMap(map), BEGIN, END,
         query -> {
-          Map<TopicPartition, OffsetAndTimestamp> found = new HashMap<>();
+          Map<TopicPartition, Long> found = new HashMap<>();
           query.forEach((tp, ts) -> {
             long offset = Math.max(BEGIN.get(tp), ts - 1000);
-            found.put(tp, offset < END.get(tp) ? new OffsetAndTimestamp(offset, 1000 + offset) : null);
+            if (offset < END.get(tp)) found.put(tp, offset);
           });
           return found;
         });
@@ -109,11 +108,12 @@ public class ReadBoundsTest {
   }
 
   /**
-   * Through the read side's seam (its consumer from {@code KafkaClients}), against the
-   * in-memory Kafka: the partitions' offsets are asked of the consumer, and the options applied.
+   * Through the read side's seam (the Admin client of its {@code KafkaClients}), against the
+   * in-memory Kafka: the partitions' offsets are asked of the Admin client, no consumer is
+   * made for them, and the options are applied.
    */
   @Test
-  public void aReadAsksTheConsumerItIsGivenForThePartitionsOffsets() {
+  public void aReadAsksTheAdminClientForThePartitionsOffsetsAndMakesNoConsumer() {
     io.kplex.spark.txn.FakeKafkaAccess kafka = new io.kplex.spark.txn.FakeKafkaAccess();
     io.kplex.spark.kafka.KafkaTopics topics = kafka.topics();
     topics.createTopic("views", 2, (short) 1, Map.of());
@@ -122,19 +122,18 @@ public class ReadBoundsTest {
           ("r" + i).getBytes(java.nio.charset.StandardCharsets.UTF_8)));
     }
     int consumers = kafka.consumers();
-    try (io.kplex.spark.catalog.TableStore store = new io.kplex.spark.catalog.TableStore(topics.conf(), "_t");
-         org.apache.kafka.clients.consumer.Consumer<byte[], byte[]> consumer =
-             kafka.clients().consumer(topics.conf().consumer())) {
-      assertEquals("the consumer the read was given", consumers + 1, kafka.consumers());
-      Map<TopicPartition, long[]> all = ReadBounds.resolve(consumer, store, List.of("views"), List.of(P0, P1),
+    try (io.kplex.spark.catalog.TableStore store = new io.kplex.spark.catalog.TableStore(topics.conf(),
+        kafka.clients(), io.kplex.spark.time.Clock.SYSTEM, "_t")) {
+      Map<TopicPartition, long[]> all = ReadBounds.resolve(store, List.of("views"), List.of(P0, P1),
           new CaseInsensitiveStringMap(Map.of()));
       assertRange(0, 15, all.get(P0));
       assertRange(0, 15, all.get(P1));
-      Map<TopicPartition, long[]> some = ReadBounds.resolve(consumer, store, List.of("views"), List.of(P0, P1),
+      Map<TopicPartition, long[]> some = ReadBounds.resolve(store, List.of("views"), List.of(P0, P1),
           new CaseInsensitiveStringMap(Map.of("startingOffsets", "{\"views\":{\"0\":4}}",
               "endingOffsets", "{\"views\":{\"1\":9}}")));
       assertRange(4, 15, some.get(P0));
       assertRange(0, 9, some.get(P1));
+      assertEquals("consumers made", consumers, kafka.consumers());
     }
   }
 }
