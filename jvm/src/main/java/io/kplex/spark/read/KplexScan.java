@@ -88,9 +88,8 @@ final class KplexScan implements Scan, Batch {
 
   private InputPartition[] plan() {
     List<InputPartition> parts = new ArrayList<>();
-    // Through the catalog's Admin client, which the JVM's statements share: a consumer of its
-    // own cost every statement a connection (a TLS handshake and a login on a secured listener)
-    // and another to the partitions' leader.
+    // On the catalog's Admin client, which the JVM's statements share: no connection of the
+    // scan's own (on a secured listener each is a TLS handshake and a login).
     try (TableStore store = new TableStore(conf.kafka, conf.clients, conf.clock, table.metadataTopic())) {
       List<TopicPartition> tps = new ArrayList<>();
       for (String topic : conf.sources) tps.addAll(store.partitionsToRead(topic));

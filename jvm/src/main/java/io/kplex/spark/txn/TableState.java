@@ -114,7 +114,6 @@ public final class TableState {
     return kafka.offsets("DESCRIBE", Errors.Resource.offsets(tps), isolation, List.of(ask)).get(0);
   }
 
-
   /**
    * The live claim: the oldest unremoved {@code writer/<table>/...} record. Its value names
    * the query; when it was claimed and last renewed are its records' timestamps (a renewal
