@@ -49,6 +49,7 @@ def a_plan(spark_home: Path, options: dict[str, str] | None = None, **environmen
 #   cluster master                                         -
 #   KPLEX_CLASS_ARCHIVE=off                                -
 #   the user chose -Xshare / SharedArchiveFile / ...       -
+#   the JVM runs an agent (-javaagent, -agentlib, ...)     -
 #   spark-submit started this process (gateway port set)   -
 #   a JDK older than 13                                    -
 #   a non-empty conf directory on the class path           -
@@ -78,6 +79,20 @@ def test_a_class_sharing_option_the_user_chose_is_left_alone(archives, spark_hom
         assert a_plan(spark_home, {where: text}) is None
     else:
         assert a_plan(spark_home, **{where: text}) is None
+
+
+@pytest.mark.parametrize("where, text", [
+    ("spark.driver.extraJavaOptions", "-agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=5005"),
+    ("spark.driver.defaultJavaOptions", "-Xmx1g -javaagent:/opt/dd-java-agent.jar"),
+    ("PYSPARK_SUBMIT_ARGS", "--driver-java-options '-agentpath:/opt/libasyncProfiler.so=start' pyspark-shell"),
+    ("JAVA_TOOL_OPTIONS", "-javaagent:/opt/otel.jar"),
+])
+def test_a_jvm_with_an_agent_gets_no_plan(archives, spark_home, where, text):
+    if where.startswith("spark."):
+        assert a_plan(spark_home, {where: text}) is None
+    else:
+        assert a_plan(spark_home, **{where: text}) is None
+    assert a_plan(spark_home, {"spark.driver.extraJavaOptions": "-Dname=-javaagent"}) is not None
 
 
 def test_a_process_spark_submit_started_gets_no_plan(archives, spark_home):
@@ -233,10 +248,13 @@ print("MAPPED " + json.dumps(mapped))
 """
 
 
-def _session(bootstrap: str, table: str, directory: Path) -> tuple[list[str], str]:
+def _session(bootstrap: str, table: str, directory: Path, *, before: str = "",
+             java_options: str = "") -> tuple[list[str], str]:
     env = {**os.environ, class_archive.ENV: str(directory)}
     env.pop("PYSPARK_SUBMIT_ARGS", None)
-    done = subprocess.run([sys.executable, "-c", SESSION, bootstrap, table], capture_output=True, text=True,
+    script = before + (SESSION.replace('"2"}', f'"2", "spark.driver.extraJavaOptions": {java_options!r}}}')
+                       if java_options else SESSION)
+    done = subprocess.run([sys.executable, "-c", script, bootstrap, table], capture_output=True, text=True,
                           env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     line = next(line for line in done.stdout.splitlines() if line.startswith("MAPPED "))
@@ -260,3 +278,43 @@ def test_a_later_session_maps_the_archive_the_first_one_wrote_and_writes_the_sam
     assert "[cds" not in later_output and "writing its class archive" not in later_output
     records = verify.read_topic(bootstrap, table)
     assert sorted(int(r.value) for r in records) == list(range(200))
+
+
+# A debugger's agent: with it, the JDK refuses to start a JVM that would write an archive.
+JDWP = "-agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=127.0.0.1:0"
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads /proc/<pid>/maps (Linux)")
+def test_a_session_whose_jvm_runs_an_agent_starts_and_writes_no_archive(bootstrap, fresh_name, tmp_path):
+    directory = tmp_path / "archives"
+    table = fresh_name("archive_agent")
+    mapped, output = _session(bootstrap, table, directory, java_options=JDWP)
+    assert not any(m.startswith(str(directory)) for m in mapped)
+    assert not directory.exists() or not list(directory.iterdir()), output[-2000:]
+    assert sorted(int(r.value) for r in verify.read_topic(bootstrap, table)) == list(range(200))
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads /proc/<pid>/maps (Linux)")
+def test_a_jvm_that_will_not_start_to_write_an_archive_is_started_without_and_not_asked_again(
+        bootstrap, fresh_name, tmp_path):
+    # An option kplex does not know to keep the JDK from archiving: here the agent, with
+    # kplex's check of agents turned off in the session's process.
+    unaware = "import re\nfrom kplex import class_archive\nclass_archive._AGENTS = re.compile('(?!)')\n"
+    directory = tmp_path / "archives"
+    table = fresh_name("archive_refused")
+    mapped, output = _session(bootstrap, table, directory, before=unaware, java_options=JDWP)
+    assert sorted(int(r.value) for r in verify.read_topic(bootstrap, table)) == list(range(200))
+    failed = list(directory.glob("*.failed"))
+    assert len(failed) == 1, output[-2000:]
+    assert "did not start" in failed[0].read_text()
+    assert not list(directory.glob("*.jsa")) and not list(directory.glob("*.part")) \
+        and not list(directory.glob("*.lock")), sorted(p.name for p in directory.iterdir())
+
+    # The next session with the same options does not try again (its JVM would fail to
+    # start once more, and the marker be written anew).
+    marked = failed[0].stat().st_mtime_ns
+    again = fresh_name("archive_refused_again")
+    _, output = _session(bootstrap, again, directory, before=unaware, java_options=JDWP)
+    assert failed[0].stat().st_mtime_ns == marked, output[-2000:]
+    assert not list(directory.glob("*.jsa")) and not list(directory.glob("*.lock"))
+    assert len(verify.read_topic(bootstrap, again)) == 200

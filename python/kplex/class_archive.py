@@ -31,10 +31,15 @@ How it is built and used (:func:`plan`, :func:`started`):
   150 MB each); older ones are deleted.
 - Nothing is done on a cluster master, on Windows, on JDKs older than 13, where the user
   chose a class sharing option (``-Xshare``, ``SharedArchiveFile``,
-  ``ArchiveClassesAtExit``), when the session's JVM is running already (started by an
+  ``ArchiveClassesAtExit``), where the JVM runs an agent (``-javaagent``, ``-agentlib``
+  such as a debugger's ``jdwp``, ``-agentpath``: the JDK refuses to start a JVM that
+  would archive classes with one), when the session's JVM is running already (started by an
   earlier session, or by spark-submit before this process), or when
   ``KPLEX_CLASS_ARCHIVE=off``. ``KPLEX_CLASS_ARCHIVE=<directory>`` moves the archives out of the default
   ``$XDG_CACHE_HOME/kplex/class-archives`` (``~/.cache/...``).
+- If the JVM that was to write an archive does not start, the session starts it again
+  without and leaves a ``.failed`` marker, so that an option kplex does not know to
+  keep the JDK from archiving costs one extra start, once.
 - The JDK's own messages about the archive (each class it skips, an archive it cannot
   map) are turned off with ``-Xlog:cds*=off``: a JVM that cannot map one runs as
   without it.
@@ -71,6 +76,9 @@ LOCK_STALE_S = 24 * 3600.0
 QUIET = "-Xlog:cds*=off"
 #: Options by which a user chose class sharing themselves.
 _CHOSEN = re.compile(r"-Xshare:|-XX:SharedArchiveFile=|-XX:ArchiveClassesAtExit=|-XX:[+-]AutoCreateSharedArchive")
+#: Agents, with which the JDK refuses to start a JVM that would write an archive ("CDS dumping
+#: does not support native JVMTI agent", "Must enable AllowArchivingWithJavaAgent").
+_AGENTS = re.compile(r"-javaagent:|-agentlib:|-agentpath:")
 #: Java options that do not change which archive a JVM can map (logging).
 _NEUTRAL = re.compile(r"-Xlog:\S*")
 #: The settings that decide the classes a local session's JVM loads, or whether it can map them.
@@ -222,7 +230,7 @@ def plan(master: str | None, options: Mapping[str, str], *, write: bool = True, 
     if environment.get("PYSPARK_GATEWAY_PORT"):
         return None  # spark-submit started the JVM before this process: its options are set
     chosen = [options.get(k, "") for k in _KEYS] + [environment.get(k, "") for k in _ENVIRONMENT]
-    if any(_CHOSEN.search(text) for text in chosen):
+    if any(_CHOSEN.search(text) or _AGENTS.search(text) for text in chosen):
         return None
     home = java_home()
     if home is None or (java_feature(home) or 0) < 13:
@@ -282,6 +290,16 @@ def started(archive_plan: ArchivePlan, process: Any) -> None:
     except OSError:
         pass
     atexit.register(finish, archive_plan, process)
+
+
+def refused(archive_plan: ArchivePlan) -> None:
+    """After a JVM given ``archive_plan``'s options to write an archive did not start, and
+    started without them: mark the archive ``.failed``, so that later sessions do not try."""
+    try:
+        archive_plan.archive.with_suffix(".failed").write_text(
+            f"{time.ctime()}: the JVM did not start with {archive_plan.java_options}\n")
+    except OSError:
+        pass
 
 
 def _attempts(counter: Path) -> int:

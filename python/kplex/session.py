@@ -313,10 +313,23 @@ def kplex_session(
     archive = None
     if SparkContext._gateway is None:  # noqa: SLF001 - this session starts the JVM: its options count
         archive = class_archive.plan(builder._options.get("spark.master"), builder._options)  # noqa: SLF001
+    defaults = builder._options.get(DEFAULT_JAVA_OPTIONS_KEY)  # noqa: SLF001
     if archive is not None:
         builder = builder.config(DEFAULT_JAVA_OPTIONS_KEY, class_archive.with_plan(builder._options, archive))  # noqa: SLF001
     try:
         spark = builder.getOrCreate()
+    except Exception:
+        if archive is None or not archive.writes:
+            raise
+        class_archive.finish(archive, None)
+        if SparkContext._gateway is not None:  # noqa: SLF001 - the JVM started: the archive is not why
+            raise
+        # The JVM did not start while it was to write an archive: an option the JDK does not
+        # archive with, which kplex did not know. Start it without, and do not try again.
+        _set_option(builder, DEFAULT_JAVA_OPTIONS_KEY, defaults)
+        spark = builder.getOrCreate()
+        class_archive.refused(archive)
+        archive = None
     except BaseException:
         if archive is not None and archive.writes:
             class_archive.finish(archive, None)
@@ -326,6 +339,14 @@ def kplex_session(
         class_archive.started(archive, getattr(gateway, "proc", None))
     register_functions(spark)
     return spark
+
+
+def _set_option(builder: SparkSession.Builder, key: str, value: str | None) -> None:
+    """Set ``key`` in ``builder`` back to ``value``, or remove it where ``value`` is None."""
+    if value is None:
+        builder._options.pop(key, None)  # noqa: SLF001
+    else:
+        builder.config(key, value)
 
 
 def register_functions(spark: SparkSession) -> None:
