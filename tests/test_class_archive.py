@@ -49,7 +49,7 @@ def a_plan(spark_home: Path, options: dict[str, str] | None = None, **environmen
 #   cluster master                                         -
 #   KPLEX_CLASS_ARCHIVE=off                                -
 #   the user chose -Xshare / SharedArchiveFile / ...       -
-#   the JVM runs an agent (-javaagent, -agentlib, ...)     -
+#   an agent (-javaagent, -agentlib, ...) or a recording   -
 #   spark-submit started this process (gateway port set)   -
 #   a JDK older than 13                                    -
 #   a non-empty conf directory on the class path           -
@@ -86,8 +86,10 @@ def test_a_class_sharing_option_the_user_chose_is_left_alone(archives, spark_hom
     ("spark.driver.defaultJavaOptions", "-Xmx1g -javaagent:/opt/dd-java-agent.jar"),
     ("PYSPARK_SUBMIT_ARGS", "--driver-java-options '-agentpath:/opt/libasyncProfiler.so=start' pyspark-shell"),
     ("JAVA_TOOL_OPTIONS", "-javaagent:/opt/otel.jar"),
+    ("spark.driver.extraJavaOptions", "-XX:StartFlightRecording=filename=/tmp/driver.jfr,dumponexit=true"),
+    ("spark.driver.extraJavaOptions", "-XX:+FlightRecorder"),
 ])
-def test_a_jvm_with_an_agent_gets_no_plan(archives, spark_home, where, text):
+def test_a_jvm_with_an_agent_or_a_flight_recording_gets_no_plan(archives, spark_home, where, text):
     if where.startswith("spark."):
         assert a_plan(spark_home, {where: text}) is None
     else:
@@ -318,3 +320,13 @@ def test_a_jvm_that_will_not_start_to_write_an_archive_is_started_without_and_no
     assert failed[0].stat().st_mtime_ns == marked, output[-2000:]
     assert not list(directory.glob("*.jsa")) and not list(directory.glob("*.lock"))
     assert len(verify.read_topic(bootstrap, again)) == 200
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads /proc/<pid>/maps (Linux)")
+def test_a_session_that_records_its_jvm_keeps_its_recording(bootstrap, fresh_name, tmp_path):
+    directory = tmp_path / "archives"
+    recording = tmp_path / "driver.jfr"
+    _, output = _session(bootstrap, fresh_name("archive_jfr"), directory,
+                         java_options=f"-XX:StartFlightRecording=filename={recording},dumponexit=true")
+    assert recording.is_file() and recording.stat().st_size > 0, output[-2000:]
+    assert not directory.exists() or not list(directory.iterdir())

@@ -60,6 +60,8 @@ def arguments(description: str) -> argparse.ArgumentParser:
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--workdir", type=Path, default=Path("."), help="event logs, JFR files")
     parser.add_argument("--jfr", type=Path, help="record the Spark JVM with Java Flight Recorder into this file")
+    parser.add_argument("--jfr-settings", default="profile",
+                        help="the recording's settings: a JDK settings name or a .jfc file (with --jfr)")
     parser.add_argument("--extra-jars", default="", help="comma-separated jars for spark.jars")
     return parser
 
@@ -82,7 +84,7 @@ def spark_conf(args: argparse.Namespace, name: str) -> dict[str, str]:
         conf["spark.jars"] = args.extra_jars
     if args.jfr:
         conf["spark.driver.extraJavaOptions"] = (
-            f"-XX:+FlightRecorder -XX:StartFlightRecording=settings=profile,"
+            f"-XX:+FlightRecorder -XX:StartFlightRecording=settings={args.jfr_settings},"
             f"dumponexit=true,filename={args.jfr.resolve()}")
     return conf
 

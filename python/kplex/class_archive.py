@@ -33,7 +33,8 @@ How it is built and used (:func:`plan`, :func:`started`):
   chose a class sharing option (``-Xshare``, ``SharedArchiveFile``,
   ``ArchiveClassesAtExit``), where the JVM runs an agent (``-javaagent``, ``-agentlib``
   such as a debugger's ``jdwp``, ``-agentpath``: the JDK refuses to start a JVM that
-  would archive classes with one), when the session's JVM is running already (started by an
+  would archive classes with one) or a flight recording (which the JDK would turn off
+  in that JVM), when the session's JVM is running already (started by an
   earlier session, or by spark-submit before this process), or when
   ``KPLEX_CLASS_ARCHIVE=off``. ``KPLEX_CLASS_ARCHIVE=<directory>`` moves the archives out of the default
   ``$XDG_CACHE_HOME/kplex/class-archives`` (``~/.cache/...``).
@@ -76,9 +77,10 @@ LOCK_STALE_S = 24 * 3600.0
 QUIET = "-Xlog:cds*=off"
 #: Options by which a user chose class sharing themselves.
 _CHOSEN = re.compile(r"-Xshare:|-XX:SharedArchiveFile=|-XX:ArchiveClassesAtExit=|-XX:[+-]AutoCreateSharedArchive")
-#: Agents, with which the JDK refuses to start a JVM that would write an archive ("CDS dumping
-#: does not support native JVMTI agent", "Must enable AllowArchivingWithJavaAgent").
-_AGENTS = re.compile(r"-javaagent:|-agentlib:|-agentpath:")
+#: What a JVM that writes an archive cannot have: an agent (the JDK refuses to start it: "CDS
+#: dumping does not support native JVMTI agent", "Must enable AllowArchivingWithJavaAgent"), or
+#: a flight recording (the JDK turns it off: "JFR will be disabled during CDS dumping").
+_AGENTS = re.compile(r"-javaagent:|-agentlib:|-agentpath:|-XX:StartFlightRecording|-XX:\+FlightRecorder")
 #: Java options that do not change which archive a JVM can map (logging).
 _NEUTRAL = re.compile(r"-Xlog:\S*")
 #: The settings that decide the classes a local session's JVM loads, or whether it can map them.
