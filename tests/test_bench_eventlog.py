@@ -2,7 +2,8 @@
 log, here a fabricated one (nothing is run). Two stages, times in ms since the epoch::
 
     stage 0: tasks launched at 1000 and 1000, finished 1500 and 2000, run 480 and 990 ms
-    stage 2: one task launched at 2300, finished 2700, run 390 ms
+             on 450 and 400 ms of CPU
+    stage 2: one task launched at 2300, finished 2700, run 390 ms on 300.4 ms of CPU
     (stage 1 was skipped: no task of it ends in the log)
 """
 from __future__ import annotations
@@ -16,25 +17,26 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 from eventlog_stages import main, stage_tasks  # noqa: E402
 
 
-def task_end(stage: int, launch: int, finish: int, run_ms: int) -> str:
+def task_end(stage: int, launch: int, finish: int, run_ms: int, cpu_ns: int) -> str:
     return json.dumps({"Event": "SparkListenerTaskEnd", "Stage ID": stage,
                        "Task Info": {"Launch Time": launch, "Finish Time": finish},
-                       "Task Metrics": {"Executor Run Time": run_ms}})
+                       "Task Metrics": {"Executor Run Time": run_ms, "Executor CPU Time": cpu_ns}})
 
 
 LOG = [json.dumps({"Event": "SparkListenerJobStart", "Job ID": 0, "Submission Time": 990, "Stage IDs": [0]}),
-       task_end(2, 2300, 2700, 390), task_end(0, 1000, 2000, 990), task_end(0, 1000, 1500, 480)]
+       task_end(2, 2300, 2700, 390, 300_400_000), task_end(0, 1000, 2000, 990, 400_000_000),
+       task_end(0, 1000, 1500, 480, 450_000_000)]
 
 
-def test_each_stage_from_its_first_launch_to_its_last_finish_with_its_tasks_run_times_sorted():
+def test_each_stage_from_its_first_launch_to_its_last_finish_with_its_tasks_run_and_cpu_times_by_run():
     assert stage_tasks(LOG) == [
-        {"stage": 0, "tasks": 2, "from s": 0.0, "to s": 1.0, "run ms": [480, 990]},
-        {"stage": 2, "tasks": 1, "from s": 1.3, "to s": 1.7, "run ms": [390]}]
+        {"stage": 0, "tasks": 2, "from s": 0.0, "to s": 1.0, "run ms": [480, 990], "cpu ms": [450, 400]},
+        {"stage": 2, "tasks": 1, "from s": 1.3, "to s": 1.7, "run ms": [390], "cpu ms": [300]}]
 
 
 def test_the_command_prints_them_as_a_table(tmp_path, capsys):
     log = tmp_path / "events_1_local"
     log.write_text("\n".join(LOG) + "\n")
     assert main(["--stages", str(log)]) == 0
-    assert capsys.readouterr().out.splitlines()[2:] == ["| 0 | 2 | 0.00 | 1.00 | 480, 990 |",
-                                                        "| 2 | 1 | 1.30 | 1.70 | 390 |"]
+    assert capsys.readouterr().out.splitlines()[2:] == ["| 0 | 2 | 0.00 | 1.00 | 480 (450), 990 (400) |",
+                                                        "| 2 | 1 | 1.30 | 1.70 | 390 (300) |"]
