@@ -80,7 +80,7 @@ _CHOSEN = re.compile(r"-Xshare:|-XX:SharedArchiveFile=|-XX:ArchiveClassesAtExit=
 #: What a JVM that writes an archive cannot have: an agent (the JDK refuses to start it: "CDS
 #: dumping does not support native JVMTI agent", "Must enable AllowArchivingWithJavaAgent"), or
 #: a flight recording (the JDK turns it off: "JFR will be disabled during CDS dumping").
-_AGENTS = re.compile(r"-javaagent:|-agentlib:|-agentpath:|-XX:StartFlightRecording|-XX:\+FlightRecorder")
+_NO_ARCHIVE_WITH = re.compile(r"-javaagent:|-agentlib:|-agentpath:|-XX:StartFlightRecording|-XX:\+FlightRecorder")
 #: Java options that do not change which archive a JVM can map (logging).
 _NEUTRAL = re.compile(r"-Xlog:\S*")
 #: The settings that decide the classes a local session's JVM loads, or whether it can map them.
@@ -232,7 +232,7 @@ def plan(master: str | None, options: Mapping[str, str], *, write: bool = True, 
     if environment.get("PYSPARK_GATEWAY_PORT"):
         return None  # spark-submit started the JVM before this process: its options are set
     chosen = [options.get(k, "") for k in _KEYS] + [environment.get(k, "") for k in _ENVIRONMENT]
-    if any(_CHOSEN.search(text) or _AGENTS.search(text) for text in chosen):
+    if any(_CHOSEN.search(text) or _NO_ARCHIVE_WITH.search(text) for text in chosen):
         return None
     home = java_home()
     if home is None or (java_feature(home) or 0) < 13:
