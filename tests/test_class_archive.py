@@ -47,6 +47,11 @@ def a_plan(spark_home: Path, options: dict[str, str] | None = None, **environmen
     return class_archive.plan(LOCAL, options or {}, spark_home=spark_home, environment=environment)
 
 
+def plan_with(spark_home: Path, where: str, text: str):
+    """The plan with ``text`` in the builder's setting or the environment variable ``where``."""
+    return a_plan(spark_home, {where: text}) if where.startswith("spark.") else a_plan(spark_home, **{where: text})
+
+
 # What a plan is, by case (W: write the archive, M: map it, -: nothing):
 #   cluster master                                         -
 #   KPLEX_CLASS_ARCHIVE=off                                -
@@ -77,10 +82,7 @@ def test_a_cluster_master_or_archives_turned_off_get_no_plan(archives, spark_hom
     ("JAVA_TOOL_OPTIONS", "-XX:+AutoCreateSharedArchive"),
 ])
 def test_a_class_sharing_option_the_user_chose_is_left_alone(archives, spark_home, where, text):
-    if where.startswith("spark."):
-        assert a_plan(spark_home, {where: text}) is None
-    else:
-        assert a_plan(spark_home, **{where: text}) is None
+    assert plan_with(spark_home, where, text) is None
 
 
 @pytest.mark.parametrize("where, text", [
@@ -92,10 +94,7 @@ def test_a_class_sharing_option_the_user_chose_is_left_alone(archives, spark_hom
     ("spark.driver.extraJavaOptions", "-XX:+FlightRecorder"),
 ])
 def test_a_jvm_with_an_agent_or_a_flight_recording_gets_no_plan(archives, spark_home, where, text):
-    if where.startswith("spark."):
-        assert a_plan(spark_home, {where: text}) is None
-    else:
-        assert a_plan(spark_home, **{where: text}) is None
+    assert plan_with(spark_home, where, text) is None
     assert a_plan(spark_home, {"spark.driver.extraJavaOptions": "-Dname=-javaagent"}) is not None
 
 
