@@ -10,8 +10,8 @@
 # transaction to time out, a killed driver's restart), and on 2 cores the main suite alone
 # leaves about half the CPU idle. The second stream's output goes to a log, printed once both
 # streams are done; the script fails if either stream does. So that the two streams take about as
-# long, the main suite's files in $KPLEX_MOVED_TESTS (default: the stream timing and resume
-# tests) run in the second stream instead, after the other lines, on this pyspark, with a broker
+# long, the main suite's files in $KPLEX_MOVED_TESTS (default: the stream timing, resume and
+# idle tests) run in the second stream instead, after the other lines, on this pyspark, with a broker
 # of their own. With pytest arguments (`bash scripts/test.sh tests/test_streaming.py -x`) only
 # the main suite runs, whole.
 set -euo pipefail
@@ -19,7 +19,7 @@ cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 bash scripts/setup.sh
 OTHER_SPARK=${KPLEX_OTHER_SPARK-3.5.7 4.3.0 4.2.0 4.0.1}
-MOVED=${KPLEX_MOVED_TESTS-tests/test_stream_timing.py tests/test_stream_resume.py}
+MOVED=${KPLEX_MOVED_TESTS-tests/test_stream_timing.py tests/test_stream_resume.py tests/test_stream_idle.py}
 LINES_LOG=""
 IGNORED=()
 if [ $# -eq 0 ] && [ -n "$OTHER_SPARK" ]; then

@@ -27,7 +27,7 @@ if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$VENV/kplex-stamp" 2>/dev/null)" != 
   # Spark 3.5's Connect client keeps to NumPy 1, which pyarrow >= 18 and pandas 3 no longer take.
   case "$VERSION" in 3.5.*) OLDER="pyarrow<18 pandas<2.3" ;; *) OLDER="" ;; esac
   # shellcheck disable=SC2086
-  "$VENV/bin/pip" install -q --disable-pip-version-check "pyspark[connect]==$VERSION" -r "$VENV/requirements.txt" $OLDER
+  "$VENV/bin/pip" install -q --disable-pip-version-check --no-compile "pyspark[connect]==$VERSION" -r "$VENV/requirements.txt" $OLDER
   echo "$STAMP" > "$VENV/kplex-stamp"
 else
   echo "test: reusing $VENV" >&2

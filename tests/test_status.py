@@ -17,13 +17,16 @@ from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 
+import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 from read_support import INSERT, described_high_marks, pageviews, produce
 
 from kplex.admin import recover
+from kplex.errors import NotAKplexTableError, UnknownTableError
 from kplex.status import control_plane_partition, render, status
 from kplex.streaming import recent_progress
-from kplex.testing import verify
+from kplex.testing import datagen, verify
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -169,7 +172,18 @@ def test_an_unknown_table_is_named(spark, bootstrap):
     env = dict(os.environ, PYTHONPATH=str(ROOT / "python"), KPLEX_BOOTSTRAP=bootstrap)
     done = subprocess.run([sys.executable, "-m", "kplex", "status", "no_such_status_table"],
                           capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
-    assert done.returncode == 2 and "no_such_status_table" in done.stderr, done.stderr[-3000:]
+    assert done.returncode == 2 and "topic 'no_such_status_table' does not exist" in done.stderr, done.stderr[-3000:]
+
+
+@pytest.mark.parametrize("command", [status, recover])
+def test_a_name_that_is_no_table_is_named_as_a_missing_topic_or_a_plain_one(spark, bootstrap, fresh_name, command):
+    missing, plain = fresh_name("no_table"), fresh_name("plain_topic")
+    datagen.ensure_topic(bootstrap, plain, 2)
+    with pytest.raises(UnknownTableError, match=f"topic '{missing}' does not exist"):
+        command(bootstrap, missing)
+    with pytest.raises(NotAKplexTableError, match=f"topic '{plain}' is a plain Kafka topic"):
+        command(bootstrap, plain)
+    assert missing not in AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=30).topics  # nothing made
 
 
 def group_tool(bootstrap: str, *args: str) -> str:

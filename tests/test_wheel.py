@@ -49,7 +49,8 @@ def venv(dist, tmp_path_factory) -> Path:
     home = tmp_path_factory.mktemp("venv")
     run([sys.executable, "-m", "venv", home / "env"], cwd=home)
     wheel = next(dist.glob("kplex_spark-*.whl"))
-    run([home / "env" / "bin" / "pip", "install", "--quiet", "--disable-pip-version-check", wheel,
+    # --no-compile: Python compiles what it imports; compiling all of pyspark costs CI a core for a while.
+    run([home / "env" / "bin" / "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile", wheel,
          f"pyspark=={LINE}"], cwd=home)
     return home / "env"
 

@@ -216,6 +216,8 @@ def cluster_settings(brokers: int) -> dict[str, str]:
         "share.coordinator.state.topic.replication.factor": str(replicas),
         "share.coordinator.state.topic.min.isr": str(min_isr),
         "group.initial.rebalance.delay.ms": "0",
+        # A transaction past its timeout is aborted within a second of it (default: a check every 10 s).
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
         # A killed broker is fenced, and its partitions move, within 6 s (default 9 s).
         "broker.heartbeat.interval.ms": "1000",
         "broker.session.timeout.ms": "6000",

@@ -44,7 +44,7 @@ public final class KplexAdmin {
     KafkaConf kafka = KafkaConf.from(options);
     String metadataTopic = KplexOptions.metadataTopic(options);
     try (TableStore store = new TableStore(kafka, metadataTopic)) {
-      TableDefinition def = store.definition(table).orElseThrow(() -> Errors.notAKplexTable(table));
+      TableDefinition def = definition(store, table);
       WriteConf conf = new WriteConf(def, options, Map.of(), WriteConf.sessionSettings());
       // Under the table's writer claim: a live write is never fenced (its error names it).
       long staleMs = claimTimeoutMs > 0 ? claimTimeoutMs : conf.claimTimeoutMs;
@@ -90,7 +90,7 @@ public final class KplexAdmin {
     KafkaConf kafka = KafkaConf.from(options);
     String metadataTopic = KplexOptions.metadataTopic(options);
     try (TableStore store = new TableStore(kafka, metadataTopic)) {
-      TableDefinition def = store.definition(table).orElseThrow(() -> Errors.notAKplexTable(table));
+      TableDefinition def = definition(store, table);
       if (def.isReadTime()) {
         return "{\"definition\":" + definitionJson(def) + ",\"table\":\"" + table + "\",\"kind\":\"read-time\"}";
       }
@@ -99,6 +99,15 @@ public final class KplexAdmin {
           conf.claimTimeoutMs, System.currentTimeMillis());
       return "{\"definition\":" + definitionJson(def) + ",\"kind\":\"kplex-written\"," + state.substring(1);
     }
+  }
+
+  /**
+   * The table's definition; a name with no definition is named as what it is: a topic that does
+   * not exist, or a plain Kafka topic.
+   */
+  private static TableDefinition definition(TableStore store, String table) {
+    return store.definition(table).orElseThrow(() -> store.partitionCount(table).isPresent()
+        ? Errors.notAKplexTable(table) : Errors.unknownTopic(table));
   }
 
   private static String definitionJson(TableDefinition def) {
