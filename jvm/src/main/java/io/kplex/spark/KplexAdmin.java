@@ -4,7 +4,6 @@ import io.kplex.spark.conf.TableDefinition;
 import io.kplex.spark.catalog.TableStore;
 import io.kplex.spark.spec.KplexOptions;
 import io.kplex.spark.conf.WriteConf;
-import io.kplex.spark.errors.Errors;
 import io.kplex.spark.functions.KplexFunctions;
 import io.kplex.spark.kafka.KafkaConf;
 import io.kplex.spark.read.ReadMetrics;
@@ -44,7 +43,7 @@ public final class KplexAdmin {
     KafkaConf kafka = KafkaConf.from(options);
     String metadataTopic = KplexOptions.metadataTopic(options);
     try (TableStore store = new TableStore(kafka, metadataTopic)) {
-      TableDefinition def = definition(store, table);
+      TableDefinition def = store.requireDefinition(table);
       WriteConf conf = new WriteConf(def, options, Map.of(), WriteConf.sessionSettings());
       // Under the table's writer claim: a live write is never fenced (its error names it).
       long staleMs = claimTimeoutMs > 0 ? claimTimeoutMs : conf.claimTimeoutMs;
@@ -90,7 +89,7 @@ public final class KplexAdmin {
     KafkaConf kafka = KafkaConf.from(options);
     String metadataTopic = KplexOptions.metadataTopic(options);
     try (TableStore store = new TableStore(kafka, metadataTopic)) {
-      TableDefinition def = definition(store, table);
+      TableDefinition def = store.requireDefinition(table);
       if (def.isReadTime()) {
         return "{\"definition\":" + definitionJson(def) + ",\"table\":\"" + table + "\",\"kind\":\"read-time\"}";
       }
@@ -99,15 +98,6 @@ public final class KplexAdmin {
           conf.claimTimeoutMs, System.currentTimeMillis());
       return "{\"definition\":" + definitionJson(def) + ",\"kind\":\"kplex-written\"," + state.substring(1);
     }
-  }
-
-  /**
-   * The table's definition; a name with no definition is named as what it is: a topic that does
-   * not exist, or a plain Kafka topic.
-   */
-  private static TableDefinition definition(TableStore store, String table) {
-    return store.definition(table).orElseThrow(() -> store.partitionCount(table).isPresent()
-        ? Errors.notAKplexTable(table) : Errors.unknownTopic(table));
   }
 
   private static String definitionJson(TableDefinition def) {

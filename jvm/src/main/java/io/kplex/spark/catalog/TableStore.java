@@ -1,6 +1,7 @@
 package io.kplex.spark.catalog;
 
 import io.kplex.spark.conf.TableDefinition;
+import io.kplex.spark.errors.Errors;
 import io.kplex.spark.kafka.CompactedTopic;
 import io.kplex.spark.kafka.KafkaConf;
 import io.kplex.spark.kafka.KafkaTopics;
@@ -41,6 +42,15 @@ public final class TableStore extends KafkaTopics {
 
   public Optional<TableDefinition> definition(String name) {
     return Optional.ofNullable(definitions().get(name));
+  }
+
+  /**
+   * The table's definition; a name with none is an error naming it as what it is: a topic that
+   * does not exist, or a plain Kafka topic.
+   */
+  public TableDefinition requireDefinition(String name) {
+    return definition(name).orElseThrow(() -> partitionCount(name).isPresent()
+        ? Errors.notAKplexTable(name) : Errors.unknownTopic(name));
   }
 
   public void putDefinition(TableDefinition def) {
