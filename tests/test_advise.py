@@ -11,13 +11,14 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from read_support import INSERT
 
-from kplex.advise import advise
+from kplex.advise import advise, read_sample
 from kplex.reader import TableReader
 from kplex.testing import datagen, verify
 
@@ -86,6 +87,16 @@ def test_a_sample_reads_the_last_records_of_each_partition(bootstrap, skewed):
     topic, _ = skewed
     advice = advise(bootstrap, topic, key="/userid", order="/viewtime", sample=30)
     assert advice.records == 30 and list(advice.per_source_partition) == [10, 10, 10]
+
+
+def test_a_sample_ends_once_its_records_are_read_not_when_the_stall_timeout_is_up(bootstrap, skewed):
+    """librdkafka's consume() waits for a whole batch (1000) or its whole timeout: a read of 30
+    records must not wait out the 60 s meant for a broker that stopped answering."""
+    topic, _ = skewed
+    started = time.monotonic()
+    records, partitions = read_sample(bootstrap, topic, key="/userid", order="/viewtime", sample=30, timeout=60)
+    assert (len(records), partitions) == (30, 3)
+    assert time.monotonic() - started < 30
 
 
 def run_cli(*args: str, bootstrap: str) -> subprocess.CompletedProcess:

@@ -24,7 +24,7 @@ from read_support import INSERT, described_high_marks, pageviews, produce
 
 from kplex.admin import recover
 from kplex.errors import NotAKplexTableError, UnknownTableError
-from kplex.status import control_plane_partition, render, status
+from kplex.status import control_plane_partition, count_per_virtual_partition, render, status
 from kplex.streaming import recent_progress
 from kplex.testing import datagen, verify
 
@@ -61,6 +61,11 @@ def test_status_counts_and_marks_what_a_plain_consumer_reads(spark, bootstrap, f
     assert state["open_transactions"] == [] and state["partial_commits"] == []
     assert [q["kind"] for q in state["streams"]] == ["batch INSERTs"]
     assert "writer claim: free" in render(state)
+    # The count ends once the last records are read, not when the stall timeout is up (librdkafka's
+    # consume() waits for a whole batch of 1000 or its whole timeout).
+    started = time.monotonic()
+    counted = count_per_virtual_partition(bootstrap, table, timeout=60)
+    assert {str(vp): n for vp, n in counted.items()} == dict(counts) and time.monotonic() - started < 30
 
 
 def test_an_open_transaction_of_the_table_is_listed_until_recover_fences_it(spark, bootstrap, fresh_name):

@@ -295,7 +295,7 @@ def read_sample(bootstrap: str, topic: str, *, key: str = "key", order: str = "t
     from confluent_kafka import KafkaError, TopicPartition
 
     from kplex.expressions import SourceRecord, compile_key, compile_order, pointer_or_expression
-    from kplex.kafka.clients import access_error, consumer, partitions
+    from kplex.kafka.clients import access_error, consume, consumer, partitions
 
     key_of = compile_key(pointer_or_expression(key))
     order_of = compile_order(pointer_or_expression(order, cast="BIGINT"))
@@ -310,7 +310,7 @@ def read_sample(bootstrap: str, topic: str, *, key: str = "key", order: str = "t
         client.assign([TopicPartition(topic, p, lo) for p, (lo, _) in todo.items()])
         out: list[Sampled] = []
         while todo:
-            msgs = client.consume(1000, timeout)
+            msgs = consume(client, timeout)
             if not msgs:
                 raise access_error(client) or kplex_error(
                     "READ_STALLED.TOPIC", topic=topic, timeout_s=f"{timeout:g}", partitions=sorted(todo))

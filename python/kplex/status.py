@@ -68,7 +68,7 @@ def count_per_virtual_partition(bootstrap: str, topic: str, config: Mapping[str,
     last stable offset, read with a plain read_committed consumer."""
     from confluent_kafka import KafkaError, TopicPartition
 
-    from kplex.kafka.clients import access_error, consumer, partitions
+    from kplex.kafka.clients import access_error, consume, consumer, partitions
 
     client = consumer(bootstrap, config)
     counts: Counter = Counter()
@@ -77,7 +77,7 @@ def count_per_virtual_partition(bootstrap: str, topic: str, config: Mapping[str,
         client.assign([TopicPartition(topic, p, 0) for p in parts])
         todo = set(parts)
         while todo:
-            msgs = client.consume(1000, timeout)
+            msgs = consume(client, timeout)
             if not msgs:
                 raise access_error(client) or TimeoutError(f"counting {topic}: no progress for {timeout:g} s")
             for m in msgs:

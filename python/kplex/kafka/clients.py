@@ -3,7 +3,8 @@
 :data:`QUIET` takes librdkafka's own log lines (connection refused while a broker
 starts, ...): kplex reports what goes wrong as exceptions instead. :func:`consumer`
 is the consumer every read uses: ``read_committed`` (G3), committing nothing, from
-the earliest offset, telling when a partition ends.
+the earliest offset, telling when a partition ends; :func:`consume` takes what it has
+read so far.
 
 >>> c = consumer("localhost:9092")  # doctest: +SKIP
 >>> partitions(c, "pageviews", timeout=10)  # doctest: +SKIP
@@ -13,14 +14,15 @@ the earliest offset, telling when a partition ends.
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from typing import Any, Mapping
 
-from confluent_kafka import Consumer, KafkaError, KafkaException
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message
 
 from kplex.errors import KplexError, kplex_error
 
-__all__ = ["QUIET", "consumer", "partitions", "access_error"]
+__all__ = ["QUIET", "consumer", "consume", "partitions", "access_error"]
 
 QUIET = logging.getLogger("kplex.librdkafka")
 QUIET.addHandler(logging.NullHandler())
@@ -35,6 +37,9 @@ class _Consumer(Consumer):
     principal: str
     login_failures: list[KafkaError]
 
+
+#: How long one call of librdkafka's consume() waits: see :func:`consume`.
+CONSUME_WAIT_S = 0.2
 
 _LOGIN = (KafkaError._AUTHENTICATION, KafkaError._SSL)
 #: A refused ACL, by Kafka's error: the KPLEX_NOT_AUTHORIZED sub-class of the resource it is for
@@ -104,3 +109,16 @@ def partitions(client: Consumer, topic: str, timeout: float) -> list[int] | None
             raise access_error(client, metadata.error, "DESCRIBE", topic=topic) or KafkaException(metadata.error)
         return None
     return sorted(metadata.partitions)
+
+
+def consume(client: Consumer, timeout: float, num_messages: int = 1000) -> list[Message]:
+    """Up to ``num_messages`` messages and partition-end events, as soon as there are any;
+    empty only when nothing came for ``timeout`` seconds. librdkafka's ``consume`` returns
+    when it holds all ``num_messages`` or its whole wait is up, so a read whose last batch is
+    smaller (any read of a small topic) would wait out the timeout that is meant for a
+    stalled broker; here each call waits :data:`CONSUME_WAIT_S` at most."""
+    deadline = time.monotonic() + timeout
+    while True:
+        messages = client.consume(num_messages, min(CONSUME_WAIT_S, max(0.0, deadline - time.monotonic())))
+        if messages or time.monotonic() >= deadline:
+            return messages
