@@ -3,7 +3,7 @@
 # JUnit, no Spark job, no broker), then the whole pytest suite against a real Kafka broker (the
 # local one, or $KPLEX_BOOTSTRAP) and real Spark. Meanwhile, in a second stream, it runs the core
 # tests on every other Spark line kplex supports ($KPLEX_OTHER_SPARK, default 3.5.7 4.3.0 4.2.0
-# 4.0.1; empty to skip), one after the other, each in a virtual environment of its own
+# 4.0.1; empty for no second stream), one after the other, each in a virtual environment of its own
 # (scripts/test_spark_version.sh), with a broker and a Spark of its own.
 #
 # Why two streams: a Spark-and-Kafka test waits much of its time (for a JVM to start, a
@@ -12,28 +12,45 @@
 # streams are done; the script fails if either stream does. So that the two streams take about as
 # long, the main suite's files in $KPLEX_MOVED_TESTS (default: the stream timing, resume and
 # idle tests) run in the second stream instead, after the other lines, on this pyspark, with a broker
-# of their own. With pytest arguments (`bash scripts/test.sh tests/test_streaming.py -x`) only
-# the main suite runs, whole.
+# of their own. Last in the second stream, the benchmarks run at smoke size (every contender once
+# on a small input; they check each output and assert no timing; KPLEX_BENCH_SMOKE= leaves them
+# out). With pytest arguments (`bash scripts/test.sh tests/test_streaming.py -x`) only the main
+# suite runs, whole.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 bash scripts/setup.sh
 OTHER_SPARK=${KPLEX_OTHER_SPARK-3.5.7 4.3.0 4.2.0 4.0.1}
 MOVED=${KPLEX_MOVED_TESTS-tests/test_stream_timing.py tests/test_stream_resume.py tests/test_stream_idle.py}
+BENCH_SMOKE=${KPLEX_BENCH_SMOKE-yes}
 LINES_LOG=""
 IGNORED=()
 if [ $# -eq 0 ] && [ -n "$OTHER_SPARK" ]; then
   for file in $MOVED; do IGNORED+=("--ignore=$file"); done
   LINES_LOG=$(mktemp -t kplex-lines.XXXXXX)
+  PREPARED=$(mktemp -d -t kplex-prepared.XXXXXX)
+  (
+    # Each line's environment is made ahead of its turn, one after the other, so that on a new
+    # machine installing the next line's pyspark overlaps the tests of the one before.
+    for version in $OTHER_SPARK; do
+      if bash scripts/test_spark_version.sh "$version" --prepare > "$PREPARED/$version.log" 2>&1; then
+        touch "$PREPARED/$version.ok"
+      else
+        touch "$PREPARED/$version.failed"  # its turn installs again and shows why it fails
+      fi
+    done
+  ) &
   (
     failed=""
     for version in $OTHER_SPARK; do
+      while [ ! -e "$PREPARED/$version.ok" ] && [ ! -e "$PREPARED/$version.failed" ]; do sleep 2; done
       echo "test: [pyspark $version] started $(date +%T)"
+      cat "$PREPARED/$version.log"
       if bash scripts/test_spark_version.sh "$version"; then
         echo "test: [pyspark $version] passed $(date +%T)"
       else
         echo "test: [pyspark $version] FAILED $(date +%T)"
-        failed="$failed $version"
+        failed="$failed, pyspark $version"
       fi
     done
     if [ -n "$MOVED" ]; then
@@ -43,13 +60,22 @@ if [ $# -eq 0 ] && [ -n "$OTHER_SPARK" ]; then
         echo "test: [moved from the main suite] passed $(date +%T)"
       else
         echo "test: [moved from the main suite] FAILED $(date +%T)"
-        failed="$failed (and the main suite's $MOVED)"
+        failed="$failed, the main suite's $MOVED"
       fi
     fi
-    [ -z "$failed" ] || { echo "test: the core tests failed on pyspark$failed"; exit 1; }
+    if [ -n "$BENCH_SMOKE" ]; then
+      echo "test: [benchmarks at smoke size] started $(date +%T)"
+      if "$PYTHON" bench/run.py --smoke && "$PYTHON" bench/readtime/run.py --smoke; then
+        echo "test: [benchmarks at smoke size] passed $(date +%T)"
+      else
+        echo "test: [benchmarks at smoke size] FAILED $(date +%T)"
+        failed="$failed, the benchmarks at smoke size"
+      fi
+    fi
+    [ -z "$failed" ] || { echo "test: the second stream FAILED:${failed#,}"; exit 1; }
   ) > "$LINES_LOG" 2>&1 &
   LINES=$!
-  echo "test: the other Spark lines ($OTHER_SPARK), then $MOVED, run meanwhile; their output: $LINES_LOG" >&2
+  echo "test: the other Spark lines ($OTHER_SPARK), then $MOVED${BENCH_SMOKE:+, then the benchmarks at smoke size}, run meanwhile; their output: $LINES_LOG" >&2
 fi
 
 other_lines() {  # waits for the second stream and prints its output; fails if it failed

@@ -11,7 +11,7 @@
 # it: $KPLEX_CACHE_DIR (default ~/.cache/kplex)/venv-pyspark-<version>; pip runs again only
 # when requirements.txt changed (a stamp file records what was installed).
 # `test_spark_version.sh VERSION --prepare` only makes the environment (scripts/test.sh
-# does that in the background while the main suite runs).
+# makes each line's ahead of its turn, while the line before it runs its tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VERSION=${1:?usage: test_spark_version.sh PYSPARK_VERSION [pytest args]}
@@ -42,11 +42,15 @@ echo "test: core tests on pyspark $VERSION" >&2
 # What runs on a line: its own plugin jar (Spark 3.5's) gets the core tests, the operating
 # commands and DESCRIBE, Avro sources, the CLI, secured Kafka, the servers and the wheel; a line
 # sharing the default line's jar (4.0, 4.2, 4.3, where only Spark's own classes differ) gets a
-# reduced set of the same, one or two tests per feature, DESCRIBE (whose planner strategy meets
-# Spark's own DESCRIBE node) and the wheel. Every line's test_wheel installs the wheel with that
-# line's pyspark into a fresh virtual environment. Declarative Pipelines (Spark 4.1+, with
-# PyYAML) are tested on the main line only.
+# reduced set of the same, one or two tests per feature, and DESCRIBE (whose planner strategy
+# meets Spark's own DESCRIBE node). 4.3, the newest, adds the wheel, installed with its pyspark
+# into a fresh virtual environment; 4.0 and 4.2, whose jar the main line (4.1) and 4.3 test,
+# leave out the tests that start JVMs or environments of their own (a driver killed, a user's
+# own collector, the CLI's status). Declarative Pipelines (Spark 4.1+, with PyYAML) are tested
+# on the main line only.
 SLOW="speculative or executor_jvm or broker_stopped or separate_executor_jvms or running_query_repartitions or killed_mid_stream or cli_runs_the_streaming_job or declarative_pipeline or pipeline_run_flags or twenty_inserts"
+REDUCED="cli_prints_the_state or article_job or same_input_written_twice or several_source_topics or starts_without_warnings or damaged or at_least_once_mode or recover_command or deleted_from_the_source or outlives"
+OWN_JVMS="driver_killed or driver_dead or users_own_collector or unknown_table_is_named"
 # Arguments that are all options (-x, --durations=10) go with the default tests; any test path
 # or name replaces them.
 DEFAULT=yes
@@ -60,10 +64,14 @@ if [ -n "$DEFAULT" ]; then
         tests/test_streaming.py tests/test_concurrent_writes.py tests/test_read_sources.py tests/test_kafka_connector.py \
         tests/test_status.py tests/test_confluent_sources.py tests/test_cli.py tests/test_secured.py \
         tests/test_connect.py tests/test_thrift.py tests/test_wheel.py -k "not ($SLOW)" "${OPTIONS[@]}" ;;
+    4.0.*|4.2.*)
+      set -- tests/test_repartition.py tests/test_read_virtual.py tests/test_errors.py tests/test_kplex_json.py \
+        tests/test_exactly_once.py tests/test_spark_version.py tests/test_streaming.py tests/test_kafka_connector.py \
+        tests/test_status.py -k "not ($SLOW or $REDUCED or $OWN_JVMS)" "${OPTIONS[@]}" ;;
     *)
       set -- tests/test_repartition.py tests/test_read_virtual.py tests/test_errors.py tests/test_kplex_json.py \
         tests/test_exactly_once.py tests/test_spark_version.py tests/test_streaming.py tests/test_kafka_connector.py \
-        tests/test_status.py tests/test_wheel.py -k "not ($SLOW or cli_prints_the_state or article_job or same_input_written_twice or several_source_topics or starts_without_warnings or damaged or at_least_once_mode or recover_command or deleted_from_the_source or outlives)" "${OPTIONS[@]}" ;;
+        tests/test_status.py tests/test_wheel.py -k "not ($SLOW or $REDUCED)" "${OPTIONS[@]}" ;;
   esac
 fi
 KPLEX_EXPECT_SPARK=$VERSION exec "$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@"

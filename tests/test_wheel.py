@@ -18,7 +18,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The pyspark the fresh environment gets: that of the line under test (the main suite's, or that
-#: of a run of scripts/test_spark_version.sh), so that every Spark line gets the wheel installed.
+#: of a run of scripts/test_spark_version.sh), so that each line that runs this file gets the wheel installed.
 LINE = os.environ.get("KPLEX_EXPECT_SPARK") or pyspark.__version__
 MODULES = ("kplex/__init__.py", "kplex/cli/__init__.py", "kplex/session.py", "kplex/servers.py", "kplex/sqltools/check.py",
            "kplex/sqltools/translate.py", "kplex/testing/verify.py", "kplex/jars/kplex-spark.jar", "kplex/jars/kplex-spark-3.5.jar",
