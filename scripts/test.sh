@@ -19,19 +19,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
-bash scripts/setup.sh
 OTHER_SPARK=${KPLEX_OTHER_SPARK-3.5.7 4.3.0 4.2.0 4.0.1}
 MOVED=${KPLEX_MOVED_TESTS-tests/test_stream_timing.py tests/test_stream_resume.py tests/test_stream_idle.py}
 BENCH_SMOKE=${KPLEX_BENCH_SMOKE-yes}
-LINES_LOG=""
-IGNORED=()
+PREPARED=""
 if [ $# -eq 0 ] && [ -n "$OTHER_SPARK" ]; then
-  for file in $MOVED; do IGNORED+=("--ignore=$file"); done
-  LINES_LOG=$(mktemp -t kplex-lines.XXXXXX)
   PREPARED=$(mktemp -d -t kplex-prepared.XXXXXX)
   (
-    # Each line's environment is made ahead of its turn, one after the other, so that on a new
-    # machine installing the next line's pyspark overlaps the tests of the one before.
+    # Each line's environment is made ahead of its turn, one after the other, from before the
+    # set-up on: on a new machine, installing a line's pyspark overlaps the set-up or the tests
+    # of the line before.
     for version in $OTHER_SPARK; do
       if bash scripts/test_spark_version.sh "$version" --prepare > "$PREPARED/$version.log" 2>&1; then
         touch "$PREPARED/$version.ok"
@@ -40,6 +37,13 @@ if [ $# -eq 0 ] && [ -n "$OTHER_SPARK" ]; then
       fi
     done
   ) &
+fi
+bash scripts/setup.sh
+LINES_LOG=""
+IGNORED=()
+if [ $# -eq 0 ] && [ -n "$OTHER_SPARK" ]; then
+  for file in $MOVED; do IGNORED+=("--ignore=$file"); done
+  LINES_LOG=$(mktemp -t kplex-lines.XXXXXX)
   (
     failed=""
     for version in $OTHER_SPARK; do
