@@ -18,12 +18,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from read_support import INSERT, described_high_marks, pageviews, produce
 
 from kplex.admin import recover
 from kplex.errors import NotAKplexTableError, UnknownTableError
+from kplex.kafka.clients import consume, consumer
 from kplex.status import control_plane_partition, count_per_virtual_partition, render, status
 from kplex.streaming import recent_progress
 from kplex.testing import datagen, verify
@@ -66,6 +67,22 @@ def test_status_counts_and_marks_what_a_plain_consumer_reads(spark, bootstrap, f
     started = time.monotonic()
     counted = count_per_virtual_partition(bootstrap, table, timeout=60)
     assert {str(vp): n for vp, n in counted.items()} == dict(counts) and time.monotonic() - started < 30
+
+
+def test_a_read_with_nothing_more_to_come_is_empty_only_once_its_timeout_is_up(bootstrap, fresh_name):
+    """kafka.clients.consume, under the count and the sample: a partition's end is told once;
+    after it nothing comes, and consume says so (empty) when its whole timeout is up, not after
+    one short wait of librdkafka's, so their stall errors still wait the time they name."""
+    topic = fresh_name("consume_idle")
+    datagen.ensure_topic(bootstrap, topic, 1)
+    client = consumer(bootstrap)
+    try:
+        client.assign([TopicPartition(topic, 0, 0)])
+        assert [m.error().code() for m in consume(client, 30)] == [KafkaError._PARTITION_EOF]
+        started = time.monotonic()
+        assert consume(client, 2.0) == [] and time.monotonic() - started >= 2.0
+    finally:
+        client.close()
 
 
 def test_an_open_transaction_of_the_table_is_listed_until_recover_fences_it(spark, bootstrap, fresh_name):
