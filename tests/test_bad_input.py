@@ -90,6 +90,48 @@ def test_create_table_rejects_bad_properties_and_creates_no_topic(spark, bootstr
     assert name not in AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics
 
 
+@pytest.mark.parametrize("name,props,culprit", [
+    ("`{name} v2`", "", "table '{name} v2' has no 'kplex.topic'"),
+    ("{name}", ", 'kplex.topic' = 'pageviews by user'", "option 'kplex.topic' = 'pageviews by user'"),
+    ("{name}", ", 'kplex.late_topic' = 'late!'", "option 'kplex.late_topic' = 'late!'"),
+    ("`..`", "", "table '..' has no 'kplex.topic'"),
+    ("`{name}{long}`", "", "characters long"),
+], ids=["table name with a space", "kplex.topic with spaces", "kplex.late_topic", "'..'", "250 characters"])
+def test_create_table_refuses_a_topic_name_kafka_would_refuse_naming_it_and_keeps_nothing(
+        spark, bootstrap, fresh_name, name, props, culprit):
+    base = fresh_name("badtopic")
+    long = "x" * (250 - len(base))
+    name, culprit = name.format(name=base, long=long), culprit.format(name=base, long=long)
+    with pytest.raises(errors.OptionError) as raised, translated():
+        spark.sql(f"CREATE TABLE kplex.{name} TBLPROPERTIES ('kplex.virtual_partitions' = '3',"
+                  f" 'kplex.physical_partitions' = '3'{props})")
+    message = str(raised.value)
+    assert message.startswith("[KPLEX_BAD_TOPIC_NAME]") and culprit in message, message
+    assert "1 to 249 ASCII letters, digits" in message
+    topics = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics
+    assert not [t for t in topics if t.startswith(base)]
+    assert not [r for r in spark.sql("SHOW TABLES IN kplex").collect() if r.tableName.startswith(base)]
+
+
+def test_reading_a_name_no_topic_can_have_says_so(spark, fresh_name):
+    name = fresh_name("no topic")
+    with pytest.raises(errors.OptionError) as raised, translated():
+        spark.sql(f"SELECT * FROM kplex.`{name}`").collect()
+    assert str(raised.value).startswith(f"[KPLEX_BAD_TOPIC_NAME] '{name}' cannot be a Kafka topic's name: it contains ' '")
+
+
+def test_a_topic_the_broker_refuses_to_create_is_named_with_what_was_asked_and_no_table_is_left(
+        spark, bootstrap, fresh_name):
+    name = fresh_name("refused")
+    with pytest.raises(errors.KafkaFailureError) as raised, translated():
+        spark.sql(f"CREATE TABLE kplex.{name} TBLPROPERTIES ('kplex.virtual_partitions' = '3',"
+                  " 'kplex.physical_partitions' = '3', 'kplex.replication_factor' = '1000')")
+    assert str(raised.value).startswith(f"[KPLEX_KAFKA] the broker refused to create topic '{name}' with 3 partitions"
+                                        " (replication factor: 1000): InvalidReplicationFactorException"), raised.value
+    assert name not in AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics
+    assert name not in {r.tableName for r in spark.sql("SHOW TABLES IN kplex").collect()}
+
+
 def test_an_unknown_source_topic_is_named(spark, table):
     with pytest.raises(errors.UnknownTableError) as raised, translated():
         spark.sql(f"INSERT INTO kplex.{table} SELECT key, 0 AS order_value, value FROM kplex.no_such_topic")

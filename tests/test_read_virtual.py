@@ -155,6 +155,16 @@ def test_a_source_topic_named_twice_or_missing_is_refused(spark, source, fresh_n
         create_virtual(spark, fresh_name("gone"), f"{source}, {missing}", 4)
 
 
+def test_a_read_time_table_may_have_a_name_no_topic_can_have(spark, bootstrap, source, fresh_name):
+    # It has no topic of its own: a name Kafka refuses for a topic ('.', spaces) is only a table's.
+    live, stored = f"`{fresh_name('by user')}.v1`", fresh_name("stored")
+    create_virtual(spark, live, source, 9, max_delay_ms=str(LAG_MS))
+    create_materialized(spark, stored, source, 9, 3)
+    assert spark_sequences(spark.table(f"kplex.{live}").collect()) == consumer_sequences(bootstrap, stored)
+    spark.sql(f"DROP TABLE kplex.{live}")
+    assert live.strip("`") not in {r.tableName for r in spark.sql("SHOW TABLES IN kplex").collect()}
+
+
 def test_a_read_time_table_creates_no_topic_and_stores_a_self_describing_definition(
         spark, bootstrap, source, fresh_name):
     live = fresh_name("live")

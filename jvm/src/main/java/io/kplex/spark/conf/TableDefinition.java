@@ -1,6 +1,7 @@
 package io.kplex.spark.conf;
 
 import io.kplex.spark.errors.Errors;
+import io.kplex.spark.kafka.TopicNames;
 import io.kplex.spark.spec.KplexOptions;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -54,7 +55,18 @@ public final class TableDefinition implements Serializable {
   /** Validates the kplex.* entries of {@code tableProperties} (others are ignored). */
   public static TableDefinition create(String name, Map<String, String> tableProperties) {
     Map<String, String> props = TableProperties.validate(tableProperties, name);
-    return new TableDefinition(name, props, System.currentTimeMillis());
+    TableDefinition def = new TableDefinition(name, props, System.currentTimeMillis());
+    // The topics it names: Kafka's own refusal of a bad name names neither it nor the property.
+    String topicProblem = def.isReadTime() ? null : TopicNames.problem(def.topic);
+    if (topicProblem != null) {
+      throw ConfParser.of(props).text(KplexOptions.TOPIC) != null ? Errors.badTopicOption(KplexOptions.TOPIC, def.topic, topicProblem)
+          : Errors.badTableTopicName(name, topicProblem);
+    }
+    String late = props.get(KplexOptions.LATE_TOPIC);
+    if (late != null && TopicNames.problem(late) != null) {
+      throw Errors.badTopicOption(KplexOptions.LATE_TOPIC, late, TopicNames.problem(late));
+    }
+    return def;
   }
 
   public String name() { return name; }

@@ -167,6 +167,36 @@ public final class Errors {
     return error("BAD_OPTION.KAFKA_TABLE_PROPERTY", "option", key);
   }
 
+  /** {@code topic} cannot name a Kafka topic ({@code problem}: why, {@link io.kplex.spark.kafka.TopicNames}). */
+  public static KplexException badTopicName(String topic, String problem) {
+    return error("BAD_TOPIC_NAME.TOPIC", "topic", topic, "problem", problem);
+  }
+
+  /** Table {@code table}, with no {@code kplex.topic}, would write to the topic of its own name, which cannot be one. */
+  public static KplexException badTableTopicName(String table, String problem) {
+    return error("BAD_TOPIC_NAME.TABLE_NAME", "table", table, "problem", problem, "option", KplexOptions.TOPIC);
+  }
+
+  /** Option {@code option} names a topic, {@code topic}, that cannot be one. */
+  public static KplexException badTopicOption(String option, String topic, String problem) {
+    return error("BAD_TOPIC_NAME.OPTION", "option", option, "topic", topic, "problem", problem);
+  }
+
+  /**
+   * The broker refused {@code operation} on {@code topic} for what was asked (a policy, a
+   * partition count, a replication factor the cluster cannot meet, a name that collides).
+   */
+  public static KplexException kafkaRefused(String operation, String topic, Throwable cause) {
+    return error("KAFKA.REFUSED", cause, "operation", operation.toLowerCase(java.util.Locale.ROOT), "topic", topic,
+        "cause", said(cause));
+  }
+
+  /** As {@link #kafkaRefused}, for a topic's creation: says what was asked ({@code replication} < 1: the broker's default). */
+  public static KplexException createRefused(String topic, int partitions, int replication, Throwable cause) {
+    return error("KAFKA.CREATE_REFUSED", cause, "topic", topic, "partitions", partitions,
+        "replication", replication < 1 ? "the broker's default" : String.valueOf(replication), "cause", said(cause));
+  }
+
   public static KplexException unknownTopic(String topic) {
     return error("UNKNOWN_TOPIC.BROKER", "topic", topic);
   }

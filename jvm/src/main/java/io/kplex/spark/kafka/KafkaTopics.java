@@ -29,6 +29,13 @@ import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.KafkaFuture;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.acl.AclOperation;
+import org.apache.kafka.common.errors.InvalidConfigurationException;
+import org.apache.kafka.common.errors.InvalidPartitionsException;
+import org.apache.kafka.common.errors.InvalidReplicationFactorException;
+import org.apache.kafka.common.errors.InvalidRequestException;
+import org.apache.kafka.common.errors.InvalidTopicException;
+import org.apache.kafka.common.errors.PolicyViolationException;
+import org.apache.kafka.common.errors.TopicDeletionDisabledException;
 import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.errors.TransactionalIdNotFoundException;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
@@ -146,9 +153,13 @@ public class KafkaTopics implements AutoCloseable {
 
   /**
    * Whether a topic of that name exists as far as this principal can tell: one it may not
-   * DESCRIBE counts as absent (Kafka answers alike for both, so as not to tell).
+   * DESCRIBE counts as absent (Kafka answers alike for both, so as not to tell), and so does a
+   * name no topic can have (a read-time table's may be one).
    */
   public boolean visible(String topic) {
+    if (TopicNames.problem(topic) != null) {
+      return false;
+    }
     try {
       return partitionCount(topic).isPresent();
     } catch (KplexException e) {
@@ -182,11 +193,27 @@ public class KafkaTopics implements AutoCloseable {
     return out;
   }
 
+  /**
+   * Creates {@code topic} ({@code replication} < 1: the broker's default). A name Kafka does not
+   * allow fails here, naming what is wrong with it; a request the broker refuses (a policy, more
+   * replicas than brokers, a name that collides with another's) fails naming what was asked.
+   */
   public void createTopic(String topic, int partitions, short replication, Map<String, String> configs) {
+    String problem = TopicNames.problem(topic);
+    if (problem != null) {
+      throw Errors.badTopicName(topic, problem);
+    }
     call("CREATE", Errors.Resource.topic(topic), () -> {
       NewTopic t = new NewTopic(topic, Optional.of(partitions),
           replication < 1 ? Optional.empty() : Optional.of(replication)).configs(configs);
-      admin().createTopics(List.of(t)).all().get(TIMEOUT_MS, TimeUnit.MILLISECONDS);
+      try {
+        admin().createTopics(List.of(t)).all().get(TIMEOUT_MS, TimeUnit.MILLISECONDS);
+      } catch (ExecutionException e) {
+        if (refusal(e.getCause())) {
+          throw Errors.createRefused(topic, partitions, replication, e.getCause());
+        }
+        throw e;
+      }
       return null;
     });
   }
@@ -370,8 +397,28 @@ public class KafkaTopics implements AutoCloseable {
   private KplexException failure(Throwable cause, String operation, Errors.Resource resource) {
     KplexException access = AccessErrors.of(kafka, cause, operation, resource);
     if (access != null && access.code().equals("NOT_AUTHENTICATED")) discardShared();
-    return access != null ? access
-        : Errors.kafka(cause);
+    if (access != null) {
+      return access;
+    }
+    if (resource != null && resource.kind() == Errors.Resource.Kind.TOPIC && operation != null) {
+      // The broker's InvalidTopicException says neither which topic nor what is wrong with it.
+      String problem = cause instanceof InvalidTopicException ? TopicNames.problem(resource.name()) : null;
+      if (problem != null) {
+        return Errors.badTopicName(resource.name(), problem);
+      }
+      if (refusal(cause)) {
+        return Errors.kafkaRefused(operation, resource.name(), cause);
+      }
+    }
+    return Errors.kafka(cause);
+  }
+
+  /** The broker understood the request and refused what it asked for; trying again changes nothing. */
+  private static boolean refusal(Throwable cause) {
+    return cause instanceof InvalidTopicException || cause instanceof PolicyViolationException
+        || cause instanceof InvalidReplicationFactorException || cause instanceof InvalidPartitionsException
+        || cause instanceof InvalidConfigurationException || cause instanceof InvalidRequestException
+        || cause instanceof TopicDeletionDisabledException;
   }
 
   /**
