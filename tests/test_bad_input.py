@@ -132,6 +132,23 @@ def test_a_topic_the_broker_refuses_to_create_is_named_with_what_was_asked_and_n
     assert name not in {r.tableName for r in spark.sql("SHOW TABLES IN kplex").collect()}
 
 
+@pytest.mark.parametrize("option,value,culprit", [
+    ("kplex.delivry", "at_least_once", "unknown kplex write option 'kplex.delivry'; did you mean 'kplex.delivery'?"),
+    ("KPLEX.NULL_KEYS", "drop", "unknown kplex write option 'KPLEX.NULL_KEYS'; did you mean 'kplex.null_key'?"),
+    ("kplex.no_such_thing", "1", "unknown kplex write option 'kplex.no_such_thing'. A write may set [kplex.delivery,"),
+    ("kplex.virtual_partitions", "12", "option 'kplex.virtual_partitions' cannot be set on a write into {table}"),
+], ids=["misspelt", "misspelt, upper case", "unknown", "fixed by the definition"])
+def test_a_write_option_kplex_does_not_take_is_refused_naming_it_and_nothing_is_written(
+        spark, bootstrap, table, option, value, culprit):
+    # A misspelt option would otherwise be ignored: its setting silently the default.
+    rows = spark.range(20).selectExpr(f"{GOOD_KEY} AS key", f"{GOOD_ORDER} AS order_value", VALUE)
+    with pytest.raises(errors.OptionError) as raised, translated():
+        rows.write.format("kplex").option("table", table).option(option, value).mode("append").save()
+    assert culprit.format(table=table) in str(raised.value), raised.value
+    assert "kplex.testing" not in str(raised.value)  # the test hooks are accepted, never offered
+    assert verify.read_topic(bootstrap, table, isolation="read_uncommitted") == []
+
+
 def test_an_unknown_source_topic_is_named(spark, table):
     with pytest.raises(errors.UnknownTableError) as raised, translated():
         spark.sql(f"INSERT INTO kplex.{table} SELECT key, 0 AS order_value, value FROM kplex.no_such_topic")

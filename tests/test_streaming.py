@@ -195,6 +195,20 @@ def test_a_record_later_than_the_bound_meets_the_late_policy(spark, bootstrap, f
         assert side.timestamp == source_record.timestamp  # the source record's, kept
 
 
+def test_a_misspelt_sink_option_fails_the_stream_naming_it_before_anything_is_written(
+        spark, bootstrap, fresh_name, tmp_path):
+    source, target = fresh_name("views_typo"), fresh_name("by_user_typo")
+    datagen.ensure_topic(bootstrap, source, 3)
+    create(spark, target, delay_ms=1_000)
+    produce(bootstrap, source, [pageview(f"User_{i % 5}", 1_000_000 + i * 100) for i in range(50)])
+    query = (stream(spark, source, target, tmp_path / "chk").option("kplex.max_dealy_ms", "60000")
+             .trigger(availableNow=True).start())
+    with pytest.raises(Exception, match="KPLEX_UNKNOWN_PROPERTY") as failure:
+        query.awaitTermination(300)
+    assert "unknown kplex write option 'kplex.max_dealy_ms'; did you mean 'kplex.max_delay_ms'?" in str(failure.value)
+    assert verify.read_topic(bootstrap, target, isolation="read_uncommitted") == []
+
+
 def test_a_micro_batch_releases_below_the_slowest_partitions_watermark_cut_by_a_rate_limit_or_not(
         spark, bootstrap, fresh_name, tmp_path):
     # In viewtime order, 0..500 ms apart: with a 5 s bound, all but the last seconds of it

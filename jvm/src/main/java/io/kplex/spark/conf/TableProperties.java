@@ -51,9 +51,14 @@ public final class TableProperties {
 
   /** The known property nearest to a misspelt one (edit distance at most 3), or null. */
   public static String closest(String key) {
+    return closest(key, KplexOptions.TABLE_PROPERTIES);
+  }
+
+  /** The name among {@code names} nearest to a misspelt one (edit distance at most 3), or null. */
+  public static String closest(String key, java.util.List<String> names) {
     String best = null;
     int bestDistance = 4;
-    for (String known : KplexOptions.TABLE_PROPERTIES) {
+    for (String known : names) {
       int d = distance(key, known);
       if (d < bestDistance) {
         best = known;

@@ -2,6 +2,8 @@ package io.kplex.spark.conf;
 
 import io.kplex.spark.errors.Errors;
 import io.kplex.spark.spec.KplexOptions;
+import io.kplex.spark.spec.OptionSpec;
+import io.kplex.spark.spec.OptionSpecs;
 import io.kplex.spark.kafka.KafkaConf;
 import io.kplex.spark.testing.FaultInjection;
 import java.io.Serializable;
@@ -49,6 +51,7 @@ public final class WriteConf implements Serializable {
   /** {@code session}: the session's {@code spark.kplex.*} settings as {@code kplex.*} keys. */
   public WriteConf(TableDefinition def, Map<String, String> catalogOptions, Map<String, String> writeOptions,
       Map<String, String> session) {
+    checkOptions(writeOptions, def.name());
     ConfParser settings = ConfParser.builder().options(writeOptions).table(def.properties())
         .catalog(catalogOptions).session(session).build();
     this.table = def.name();
@@ -69,6 +72,25 @@ public final class WriteConf implements Serializable {
     this.heldLocation = location == null || location.isBlank() ? null : location.replaceAll("/+$", "");
     if (latePolicy == LatePolicy.SIDE_TOPIC && (lateTopic == null || lateTopic.isBlank())) {
       throw Errors.lateTopicNeeded(KplexOptions.LATE_POLICY, latePolicy.wire());
+    }
+  }
+
+  /**
+   * A write's kplex.* options are those options.json allows on a write: a misspelt one would
+   * otherwise be ignored, its setting silently the default (as a misspelt table property is
+   * refused, {@link TableProperties#validate}).
+   */
+  private static void checkOptions(Map<String, String> writeOptions, String table) {
+    for (String key : writeOptions.keySet()) {
+      String k = key.toLowerCase(java.util.Locale.ROOT);
+      if (!k.startsWith("kplex.") || OptionSpecs.names(OptionSpec.Scope.WRITE).contains(k)) {
+        continue;
+      }
+      if (KplexOptions.TABLE_PROPERTIES.contains(k)) {
+        throw Errors.fixedOnWrite(key, table, KplexOptions.WRITE_OPTIONS);
+      }
+      throw Errors.unknownWriteOption(key, TableProperties.closest(k, KplexOptions.WRITE_OPTIONS),
+          KplexOptions.WRITE_OPTIONS);
     }
   }
 

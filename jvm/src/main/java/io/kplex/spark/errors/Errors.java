@@ -324,6 +324,18 @@ public final class Errors {
         "partition_count", partitions, "option", KplexOptions.PHYSICAL_PARTITIONS, "value", given);
   }
 
+  /** A write's kplex.* option that options.json does not declare; {@code known}: what a write may set. */
+  public static KplexException unknownWriteOption(String option, String suggestion, List<String> known) {
+    return suggestion == null
+        ? error("UNKNOWN_PROPERTY.WRITE_OPTION", "option", option, "known", known)
+        : error("UNKNOWN_PROPERTY.WRITE_OPTION_SUGGESTION", "option", option, "suggestion", suggestion, "known", known);
+  }
+
+  /** A write's option that only the table's definition sets (V, P, its topic, ...). */
+  public static KplexException fixedOnWrite(String option, String table, List<String> known) {
+    return error("BAD_OPTION.FIXED_ON_WRITE", "option", option, "table", table, "write_options", known);
+  }
+
   public static KplexException fixedByDefinition(String option, String table, boolean virtual) {
     return virtual
         ? error("BAD_OPTION.FIXED_BY_DEFINITION", "option", option, "table", table, "read_time", true,

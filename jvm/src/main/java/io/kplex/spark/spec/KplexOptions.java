@@ -92,6 +92,14 @@ public final class KplexOptions {
   public static final List<String> READ_OVERRIDES = List.of(MAX_DELAY_MS, LATE_POLICY, LATE_TOPIC,
       NULL_KEY, NULL_ORDER);
 
+  /**
+   * The kplex.* settings a write may give as options, as errors name them: those options.json
+   * allows on a write, but the test hooks ({@code kplex.testing.*}), which are accepted and
+   * never suggested.
+   */
+  public static final List<String> WRITE_OPTIONS = OptionSpecs.names(OptionSpec.Scope.WRITE).stream()
+      .filter(n -> n.startsWith("kplex.") && !n.startsWith("kplex.testing.")).toList();
+
   /** The table name for {@code df.write.format("kplex").option("table", ...)}. */
   public static final String TABLE = "table";
   /** Passed to every Kafka client with the prefix removed (Spark's Kafka connector does the same). */
