@@ -199,3 +199,21 @@ def test_a_late_record_under_the_fail_policy_is_an_error_exit(bootstrap, tmp_pat
     dropped = run(f"{KPLEX} {topic} --order /_time --max-delay-ms 1000 --late-policy drop --stats", bootstrap)
     assert dropped.returncode == 0 and len(dropped.stdout.splitlines()) == 2
     assert "1 dropped" in dropped.stderr
+
+
+def test_a_name_no_topic_can_have_is_an_error_exit_naming_it(bootstrap):
+    # librdkafka's answer is "Broker: Invalid topic", naming neither the topic nor why.
+    for command in ("read", "advise"):
+        done = run(f"{sys.executable} -m kplex {command} 'page views'", bootstrap, timeout=60)
+        assert done.returncode == 2, done.stderr[-2000:]
+        assert done.stderr.strip().splitlines()[-1] == (
+            "kplex: [KPLEX_BAD_TOPIC_NAME] 'page views' cannot be a Kafka topic's name: it contains ' '. A topic's"
+            " name is 1 to 249 ASCII letters, digits, '.', '_' and '-', and not '.' or '..'."), done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("name", ["pageviews", "a.b-c_D9", "x" * 249, "x" * 250, "", ".", "..", "...", "bad name!",
+                                  "ünïcode", "a/b", "tab\there"])
+def test_the_python_side_says_of_a_topic_name_what_the_plugin_says(spark, name):
+    from kplex.kafka.clients import topic_name_problem
+
+    assert topic_name_problem(name) == spark._jvm.io.kplex.spark.kafka.TopicNames.problem(name)  # noqa: SLF001
