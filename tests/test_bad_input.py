@@ -149,6 +149,30 @@ def test_a_write_option_kplex_does_not_take_is_refused_naming_it_and_nothing_is_
     assert verify.read_topic(bootstrap, table, isolation="read_uncommitted") == []
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["batch", "stream"])
+@pytest.mark.parametrize("option,value,suggestion", [
+    ("startingOffset", "latest", "startingOffsets"),
+    ("maxOffsetPerTrigger", "5", "maxOffsetsPerTrigger"),
+    ("ENDINGOFFSET", "latest", "endingOffsets"),
+], ids=["startingOffset", "maxOffsetPerTrigger", "ENDINGOFFSET"])
+def test_a_misspelt_read_option_is_refused_naming_the_one_meant(spark, bootstrap, table, tmp_path, stream, option,
+                                                                 value, suggestion):
+    # Spark passes a misspelt option on unread: 'startingOffset' = 'latest' would read everything.
+    spark.sql(f"INSERT INTO kplex.{table} SELECT {GOOD_KEY}, {GOOD_ORDER}, {VALUE} FROM range(5)")
+    reader = (spark.readStream if stream else spark.read).format("kplex").option("table", table).option(option, value)
+    with pytest.raises(errors.OptionError) as raised, translated():
+        if stream:
+            reader.load().writeStream.format("memory").queryName(f"typo_{table}").option(
+                "checkpointLocation", str(tmp_path / "chk")).trigger(availableNow=True).start().awaitTermination(120)
+        else:
+            reader.load().collect()
+    assert str(raised.value).startswith(
+        f"[KPLEX_UNKNOWN_PROPERTY] unknown read option '{option}'; did you mean '{suggestion}'?"), raised.value
+    # A name that is no near miss of one kplex takes passes, as Spark's own sources let it.
+    assert (spark.read.format("kplex").option("table", table).option("someone_elses_setting", "1").load().count()
+            == 5)
+
+
 def test_an_unknown_source_topic_is_named(spark, table):
     with pytest.raises(errors.UnknownTableError) as raised, translated():
         spark.sql(f"INSERT INTO kplex.{table} SELECT key, 0 AS order_value, value FROM kplex.no_such_topic")

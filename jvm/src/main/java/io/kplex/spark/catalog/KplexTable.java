@@ -120,6 +120,7 @@ public final class KplexTable implements SupportsRead, SupportsWrite, ReportsSin
 
   @Override
   public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
+    io.kplex.spark.conf.TableProperties.refuseMisspeltReadOptions(options.asCaseSensitiveMap());
     return access.scan().apply(this, options);
   }
 

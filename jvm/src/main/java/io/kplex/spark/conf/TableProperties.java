@@ -49,6 +49,28 @@ public final class TableProperties {
   }
 
 
+  /**
+   * Refuses a read option whose name is a near miss of one a read takes (edit distance 1 or 2,
+   * in any case): Spark passes a misspelt option on unread, so {@code startingOffset} would
+   * silently read from the default. Other names pass (a path, another tool's options).
+   */
+  public static void refuseMisspeltReadOptions(Map<String, String> options) {
+    for (String key : options.keySet()) {
+      String k = key.toLowerCase(Locale.ROOT);
+      if (k.startsWith(KplexOptions.KAFKA_PREFIX) || k.startsWith("kplex.") || READ_OPTIONS_LOWER.contains(k)) {
+        continue;  // kafka.* go to the clients; kplex.* are checked by name (ReadConf)
+      }
+      for (String known : KplexOptions.READ_OPTIONS) {
+        if (distance(k, known.toLowerCase(Locale.ROOT)) <= 2) {
+          throw Errors.misspeltReadOption(key, known, KplexOptions.READ_OPTIONS);
+        }
+      }
+    }
+  }
+
+  private static final java.util.Set<String> READ_OPTIONS_LOWER = KplexOptions.READ_OPTIONS.stream()
+      .map(n -> n.toLowerCase(Locale.ROOT)).collect(java.util.stream.Collectors.toUnmodifiableSet());
+
   /** The known property nearest to a misspelt one (edit distance at most 3), or null. */
   public static String closest(String key) {
     return closest(key, KplexOptions.TABLE_PROPERTIES);

@@ -331,6 +331,11 @@ public final class Errors {
         : error("UNKNOWN_PROPERTY.WRITE_OPTION_SUGGESTION", "option", option, "suggestion", suggestion, "known", known);
   }
 
+  /** A read option named almost as {@code suggestion}, one a read takes ({@code known}). */
+  public static KplexException misspeltReadOption(String option, String suggestion, List<String> known) {
+    return error("UNKNOWN_PROPERTY.READ_OPTION_SUGGESTION", "option", option, "suggestion", suggestion, "known", known);
+  }
+
   /** A write's option that only the table's definition sets (V, P, its topic, ...). */
   public static KplexException fixedOnWrite(String option, String table, List<String> known) {
     return error("BAD_OPTION.FIXED_ON_WRITE", "option", option, "table", table, "write_options", known);

@@ -100,6 +100,14 @@ public final class KplexOptions {
   public static final List<String> WRITE_OPTIONS = OptionSpecs.names(OptionSpec.Scope.WRITE).stream()
       .filter(n -> n.startsWith("kplex.") && !n.startsWith("kplex.testing.")).toList();
 
+  /**
+   * The options a read takes besides kplex.* and kafka.* ones, as errors name them: those
+   * options.json allows on a read, and the table's name.
+   */
+  public static final List<String> READ_OPTIONS = java.util.stream.Stream.concat(
+      OptionSpecs.names(OptionSpec.Scope.READ).stream().filter(n -> !n.startsWith("kplex.") && !n.startsWith("kafka.")),
+      java.util.stream.Stream.of("table")).toList();
+
   /** The table name for {@code df.write.format("kplex").option("table", ...)}. */
   public static final String TABLE = "table";
   /** Passed to every Kafka client with the prefix removed (Spark's Kafka connector does the same). */
