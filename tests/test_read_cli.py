@@ -214,6 +214,6 @@ def test_a_name_no_topic_can_have_is_an_error_exit_naming_it(bootstrap):
 @pytest.mark.parametrize("name", ["pageviews", "a.b-c_D9", "x" * 249, "x" * 250, "", ".", "..", "...", "bad name!",
                                   "ünïcode", "a/b", "tab\there"])
 def test_the_python_side_says_of_a_topic_name_what_the_plugin_says(spark, name):
-    from kplex.kafka.clients import topic_name_problem
+    from kplex.settings import topic_name_problem
 
     assert topic_name_problem(name) == spark._jvm.io.kplex.spark.kafka.TopicNames.problem(name)  # noqa: SLF001

@@ -58,6 +58,28 @@ STARTING_TABLE = "startingTable"
 RELEASE_AT_END = "releaseAtEnd"
 
 
+#: The longest topic name Kafka allows; with the characters below, Kafka's rule (the JVM's TopicNames).
+MAX_TOPIC_NAME = 249
+_TOPIC_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+
+
+def topic_name_problem(topic: str) -> str | None:
+    """What makes ``topic`` illegal as a Kafka topic's name, in the JVM plugin's words; None if
+    it is legal. The broker's own answer ("Invalid topic") names neither the topic nor why.
+
+    >>> topic_name_problem("pageviews_by_user") is None, topic_name_problem("bad name!")
+    (True, "it contains ' ', '!'")
+    """
+    if not topic:
+        return "it is empty"
+    if topic in (".", ".."):
+        return "'.' and '..' are not allowed"
+    if len(topic) > MAX_TOPIC_NAME:
+        return f"it is {len(topic)} characters long"
+    illegal = dict.fromkeys(c for c in topic if c not in _TOPIC_CHARACTERS)
+    return "it contains " + ", ".join(f"'{c}'" for c in illegal) if illegal else None
+
+
 @dataclass(frozen=True)
 class PropertySpec:
     """What one setting accepts, as ``options.json`` declares it: an integer from ``minimum``
@@ -110,6 +132,8 @@ class PropertySpec:
         elif self.choices and value.strip().lower() not in self.choices:
             options = ", ".join(f"'{c}'" for c in self.choices)
             return f"'{self.name}' must be one of {options}, got '{value}'"
+        elif self.kind == "topic" and topic_name_problem(value):
+            return f"'{self.name}' = '{value}' cannot name a Kafka topic: {topic_name_problem(value)}"
         return None
 
 

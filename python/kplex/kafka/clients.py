@@ -21,8 +21,9 @@ from typing import Any, Mapping
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message
 
 from kplex.errors import KplexError, kplex_error
+from kplex.settings import topic_name_problem
 
-__all__ = ["QUIET", "consumer", "consume", "partitions", "access_error", "topic_name_problem"]
+__all__ = ["QUIET", "consumer", "consume", "partitions", "access_error"]
 
 QUIET = logging.getLogger("kplex.librdkafka")
 QUIET.addHandler(logging.NullHandler())
@@ -96,28 +97,6 @@ def access_error(client: Consumer, error: KafkaError | None = None, operation: s
         said = (failures or [error])[-1].str()
         return kplex_error("NOT_AUTHENTICATED.PYTHON_CLIENT", bootstrap=bootstrap, principal=principal, cause=said)
     return None
-
-
-#: The longest topic name Kafka allows; with the characters below, Kafka's rule (the JVM's TopicNames).
-MAX_TOPIC_NAME = 249
-_TOPIC_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
-
-
-def topic_name_problem(topic: str) -> str | None:
-    """What makes ``topic`` illegal as a Kafka topic's name, in the JVM plugin's words; None if
-    it is legal. The broker's own answer ("Invalid topic") names neither the topic nor why.
-
-    >>> topic_name_problem("pageviews_by_user") is None, topic_name_problem("bad name!")
-    (True, "it contains ' ', '!'")
-    """
-    if not topic:
-        return "it is empty"
-    if topic in (".", ".."):
-        return "'.' and '..' are not allowed"
-    if len(topic) > MAX_TOPIC_NAME:
-        return f"it is {len(topic)} characters long"
-    illegal = dict.fromkeys(c for c in topic if c not in _TOPIC_CHARACTERS)
-    return "it contains " + ", ".join(f"'{c}'" for c in illegal) if illegal else None
 
 
 def partitions(client: Consumer, topic: str, timeout: float) -> list[int] | None:

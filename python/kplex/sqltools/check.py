@@ -52,11 +52,14 @@ import kplex.sqltools.analysis as a
 from kplex.settings import (
     PHYSICAL_PARTITIONS,
     PROPERTIES,
+    SOURCE,
+    TOPIC,
     VIRTUAL_PARTITIONS,
     missing_required,
     parse_int,
     problem_of,
     suggest,
+    topic_name_problem,
 )
 from kplex.sqltools.diagnostics import ERROR, WARNING, Diagnostic, format_diagnostics, has_errors
 from kplex.sqltools.errors import check_failed
@@ -212,6 +215,10 @@ def _create(ctx: _Context) -> Iterator[Diagnostic]:
         if name not in misspelt:
             yield ctx.at(where, f"CREATE TABLE kplex.{create.table}: {problem}")
     lowered = {name.lower(): value for name, value in values.items()}
+    named_after = SOURCE not in lowered and not lowered.get(TOPIC, "").strip()
+    if named_after and topic_name_problem(create.table):
+        yield ctx.at(where, f"CREATE TABLE kplex.{create.table}: its topic would be named as the table, which cannot be "
+                     f"a Kafka topic's name: {topic_name_problem(create.table)}; name a topic with '{TOPIC}'")
     v, p = parse_int(lowered.get(VIRTUAL_PARTITIONS, "")), parse_int(lowered.get(PHYSICAL_PARTITIONS, ""))
     if v and p and v >= 1 and p >= 1:
         if p > v:

@@ -28,7 +28,7 @@ def _accepts(option: dict) -> str:
         low = f">= {option['min']}" if "min" in option else "any"
         high = f", <= {option['max']}" if "max" in option else ""
         return f"an integer {low}{high}"
-    return {"boolean": "`true` \\| `false`", "text": "text"}[option["type"]]
+    return {"boolean": "`true` \\| `false`", "text": "text", "topic": "a topic name"}[option["type"]]
 
 
 def _where(option: dict) -> str:

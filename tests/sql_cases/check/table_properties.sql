@@ -36,3 +36,10 @@ CREATE TABLE kplex.virtual_bad TBLPROPERTIES ('kplex.source' = 'pageviews', 'kpl
 ALTER TABLE kplex.full SET TBLPROPERTIES ('kplex.delivery' = 'twice', 'kplex.null_kye' = 'drop');
 -- Tables of other catalogs are not kplex's business.
 CREATE TABLE spark_catalog.default.other (a INT) TBLPROPERTIES ('whatever' = 'x');
+-- Topic names: Kafka's rule, for the table's topic (its name, or kplex.topic) and the late topic.
+CREATE TABLE kplex.`page views` TBLPROPERTIES ('kplex.virtual_partitions' = '9', 'kplex.physical_partitions' = '3');
+CREATE TABLE kplex.`page views` TBLPROPERTIES ('kplex.virtual_partitions' = '9', 'kplex.physical_partitions' = '3',
+                                               'kplex.topic' = 'page_views');
+CREATE TABLE kplex.ok TBLPROPERTIES ('kplex.virtual_partitions' = '9', 'kplex.physical_partitions' = '3',
+                                     'kplex.topic' = 'page views', 'kplex.late_topic' = '..');
+CREATE TABLE kplex.`by user!` TBLPROPERTIES ('kplex.source' = 'pageviews', 'kplex.virtual_partitions' = '9');

@@ -96,7 +96,11 @@ public final class ConfParser {
   /** The value of {@code key} as given (not trimmed), else its default, else null. */
   public String text(String key) {
     String v = given(key);
-    return v != null ? v : OptionSpecs.of(key).defaultValue();
+    OptionSpec spec = OptionSpecs.of(key);
+    if (v != null && spec.type() == OptionSpec.Type.TOPIC) {
+      topic(spec, v);
+    }
+    return v != null ? v : spec.defaultValue();
   }
 
   /** An int setting, in its range. */
@@ -148,8 +152,19 @@ public final class ConfParser {
           throw Errors.badOption(spec.name(), value, spec.expected());
         }
         return value.trim().toLowerCase(Locale.ROOT);
+      case TOPIC:
+        topic(spec, value);
+        return value;
       default:
         return value;
+    }
+  }
+
+  /** A topic's name, unless Kafka would refuse it (its answer names neither it nor why). */
+  private static void topic(OptionSpec spec, String value) {
+    String problem = io.kplex.spark.kafka.TopicNames.problem(value);
+    if (problem != null) {
+      throw Errors.badTopicOption(spec.name(), value, problem);
     }
   }
 

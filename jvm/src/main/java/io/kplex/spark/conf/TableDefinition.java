@@ -56,15 +56,11 @@ public final class TableDefinition implements Serializable {
   public static TableDefinition create(String name, Map<String, String> tableProperties) {
     Map<String, String> props = TableProperties.validate(tableProperties, name);
     TableDefinition def = new TableDefinition(name, props, System.currentTimeMillis());
-    // The topics it names: Kafka's own refusal of a bad name names neither it nor the property.
-    String topicProblem = def.isReadTime() ? null : TopicNames.problem(def.topic);
-    if (topicProblem != null) {
-      throw ConfParser.of(props).text(KplexOptions.TOPIC) != null ? Errors.badTopicOption(KplexOptions.TOPIC, def.topic, topicProblem)
-          : Errors.badTableTopicName(name, topicProblem);
-    }
-    String late = props.get(KplexOptions.LATE_TOPIC);
-    if (late != null && TopicNames.problem(late) != null) {
-      throw Errors.badTopicOption(KplexOptions.LATE_TOPIC, late, TopicNames.problem(late));
+    // Its topic named after it (kplex.topic and kplex.late_topic are checked as topics by their
+    // spec): Kafka's own refusal of a bad name names neither it nor the table.
+    String problem = def.isReadTime() || !def.topic.equals(name) ? null : TopicNames.problem(name);
+    if (problem != null) {
+      throw Errors.badTableTopicName(name, problem);
     }
     return def;
   }

@@ -167,7 +167,7 @@ public final class Errors {
     return error("BAD_OPTION.KAFKA_TABLE_PROPERTY", "option", key);
   }
 
-  /** {@code topic} cannot name a Kafka topic ({@code problem}: why, {@link io.kplex.spark.kafka.TopicNames}). */
+  /** {@code topic} cannot name a Kafka topic ({@code problem}: why, in the words of kafka/TopicNames). */
   public static KplexException badTopicName(String topic, String problem) {
     return error("BAD_TOPIC_NAME.TOPIC", "topic", topic, "problem", problem);
   }

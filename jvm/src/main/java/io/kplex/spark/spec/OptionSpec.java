@@ -24,8 +24,8 @@ public record OptionSpec(String name, Type type, Long min, Long max, Long also, 
     String defaultValue, boolean required, Set<Scope> setAs, String expectedText, String sessionKey,
     String readTimeDefault, Map<String, String> specialValues) {
 
-  /** How a value is read. */
-  public enum Type { INT, LONG, BOOLEAN, CHOICE, TEXT }
+  /** How a value is read (TOPIC: text that must be a legal Kafka topic name). */
+  public enum Type { INT, LONG, BOOLEAN, CHOICE, TEXT, TOPIC }
 
   /** Where a setting may be given. */
   public enum Scope {
@@ -79,6 +79,8 @@ public record OptionSpec(String name, Type type, Long min, Long max, Long also, 
         return "an integer >= " + min;
       case BOOLEAN:
         return "true or false";
+      case TOPIC:
+        return "a Kafka topic name";
       default:
         return "text";
     }

@@ -2,12 +2,14 @@ package io.kplex.spark.conf;
 
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertFalse;
+import static org.junit.Assert.assertThrows;
 import static org.junit.Assert.assertTrue;
 import static org.junit.Assert.fail;
 
 import io.kplex.spark.errors.KplexException;
 import io.kplex.spark.spec.KplexOptions;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import org.junit.Test;
 
@@ -153,7 +155,19 @@ public class ConfParserTest {
   public void canonicalLowerCasesAChoiceAndKeepsTheRest() {
     assertEquals("at_least_once", ConfParser.canonical(KplexOptions.DELIVERY, " AT_LEAST_ONCE"));
     assertEquals("+3", ConfParser.canonical(KplexOptions.PHYSICAL_PARTITIONS, "+3"));
-    assertEquals("Some Topic", ConfParser.canonical(KplexOptions.LATE_TOPIC, "Some Topic"));
+    assertEquals("Some-Topic", ConfParser.canonical(KplexOptions.LATE_TOPIC, "Some-Topic"));
+  }
+
+  @Test
+  public void aTopicSettingIsRefusedNamingItWhenKafkaWouldRefuseTheName() {
+    for (java.util.function.Supplier<String> read : List.<java.util.function.Supplier<String>>of(
+        () -> ConfParser.canonical(KplexOptions.LATE_TOPIC, "Some Topic"),
+        () -> ConfParser.of(Map.of(KplexOptions.LATE_TOPIC, "Some Topic")).text(KplexOptions.LATE_TOPIC))) {
+      KplexException e = assertThrows(KplexException.class, read::get);
+      assertEquals("[KPLEX_BAD_TOPIC_NAME] option 'kplex.late_topic' = 'Some Topic' cannot name a Kafka topic: it"
+          + " contains ' '. A topic's name is 1 to 249 ASCII letters, digits, '.', '_' and '-', and not '.' or '..'.",
+          e.getMessage());
+    }
   }
 
   @Test
