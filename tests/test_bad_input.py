@@ -149,6 +149,21 @@ def test_a_write_option_kplex_does_not_take_is_refused_naming_it_and_nothing_is_
     assert verify.read_topic(bootstrap, table, isolation="read_uncommitted") == []
 
 
+def test_a_misspelt_session_setting_is_refused_naming_it_and_nothing_is_written(spark, bootstrap, table):
+    # SET is how SQL configures kplex; Spark keeps a setting it does not know and ignores it.
+    spark.sql("SET spark.kplex.nul_key = drop")
+    try:
+        with pytest.raises(errors.OptionError) as raised, translated():
+            spark.sql(f"INSERT INTO kplex.{table} SELECT {GOOD_KEY}, {GOOD_ORDER}, {VALUE} FROM range(5)")
+    finally:
+        spark.sql("RESET spark.kplex.nul_key")
+    assert str(raised.value).startswith("[KPLEX_UNKNOWN_PROPERTY] unknown kplex session setting 'spark.kplex.nul_key';"
+                                        " did you mean 'spark.kplex.null_key'?"), raised.value
+    assert verify.read_topic(bootstrap, table, isolation="read_uncommitted") == []
+    spark.sql(f"INSERT INTO kplex.{table} SELECT {GOOD_KEY}, {GOOD_ORDER}, {VALUE} FROM range(5)")  # once RESET
+    assert len(verify.read_topic(bootstrap, table)) == 5
+
+
 @pytest.mark.parametrize("stream", [False, True], ids=["batch", "stream"])
 @pytest.mark.parametrize("option,value,suggestion", [
     ("startingOffset", "latest", "startingOffsets"),

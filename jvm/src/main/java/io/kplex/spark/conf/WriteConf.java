@@ -52,6 +52,7 @@ public final class WriteConf implements Serializable {
   public WriteConf(TableDefinition def, Map<String, String> catalogOptions, Map<String, String> writeOptions,
       Map<String, String> session) {
     checkOptions(writeOptions, def.name());
+    checkSession(session);
     ConfParser settings = ConfParser.builder().options(writeOptions).table(def.properties())
         .catalog(catalogOptions).session(session).build();
     this.table = def.name();
@@ -91,6 +92,22 @@ public final class WriteConf implements Serializable {
       }
       throw Errors.unknownWriteOption(key, TableProperties.closest(k, KplexOptions.WRITE_OPTIONS),
           KplexOptions.WRITE_OPTIONS);
+    }
+  }
+
+  /**
+   * The session's {@code spark.kplex.*} settings ({@code SET spark.kplex.max_delay_ms = ...}, the
+   * way SQL sets them) are those options.json allows in a session: a misspelt one would be ignored,
+   * as Spark ignores a setting it does not know.
+   */
+  private static void checkSession(Map<String, String> session) {
+    for (String key : session.keySet()) {
+      io.kplex.spark.spec.OptionSpec spec = OptionSpecs.find(key);
+      if (spec == null || !spec.settableAs(OptionSpec.Scope.SESSION)) {
+        String suggestion = TableProperties.closest(key.toLowerCase(java.util.Locale.ROOT), KplexOptions.SESSION_SETTINGS);
+        throw Errors.unknownSessionSetting("spark." + key, suggestion == null ? null : "spark." + suggestion,
+            KplexOptions.SESSION_SETTINGS.stream().map(n -> "spark." + n).toList());
+      }
     }
   }
 

@@ -331,6 +331,13 @@ public final class Errors {
         : error("UNKNOWN_PROPERTY.WRITE_OPTION_SUGGESTION", "option", option, "suggestion", suggestion, "known", known);
   }
 
+  /** A {@code spark.kplex.*} session setting options.json does not declare; {@code known}: those it does. */
+  public static KplexException unknownSessionSetting(String setting, String suggestion, List<String> known) {
+    return suggestion == null
+        ? error("UNKNOWN_PROPERTY.SESSION_SETTING", "option", setting, "known", known)
+        : error("UNKNOWN_PROPERTY.SESSION_SETTING_SUGGESTION", "option", setting, "suggestion", suggestion, "known", known);
+  }
+
   /** A read option named almost as {@code suggestion}, one a read takes ({@code known}). */
   public static KplexException misspeltReadOption(String option, String suggestion, List<String> known) {
     return error("UNKNOWN_PROPERTY.READ_OPTION_SUGGESTION", "option", option, "suggestion", suggestion, "known", known);

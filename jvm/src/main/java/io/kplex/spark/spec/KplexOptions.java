@@ -101,6 +101,13 @@ public final class KplexOptions {
       .filter(n -> n.startsWith("kplex.") && !n.startsWith("kplex.testing.")).toList();
 
   /**
+   * The kplex.* settings a session may give ({@code SET spark.<name>}), as errors name them: but
+   * the test hooks, which are accepted and never suggested.
+   */
+  public static final List<String> SESSION_SETTINGS = OptionSpecs.names(OptionSpec.Scope.SESSION).stream()
+      .filter(n -> n.startsWith("kplex.") && !n.startsWith("kplex.testing.")).toList();
+
+  /**
    * The options a read takes besides kplex.* and kafka.* ones, as errors name them: those
    * options.json allows on a read, and the table's name.
    */
