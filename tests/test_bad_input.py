@@ -6,6 +6,7 @@ that the target topic holds no record.
 """
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -13,6 +14,7 @@ from confluent_kafka.admin import AdminClient, NewPartitions
 
 from kplex import errors
 from kplex.errors import translated
+from kplex.settings import session_setting_problem
 from kplex.testing import verify
 
 GOOD_KEY = "kplex_key(CAST(id AS STRING))"
@@ -162,6 +164,70 @@ def test_a_misspelt_session_setting_is_refused_naming_it_and_nothing_is_written(
     assert verify.read_topic(bootstrap, table, isolation="read_uncommitted") == []
     spark.sql(f"INSERT INTO kplex.{table} SELECT {GOOD_KEY}, {GOOD_ORDER}, {VALUE} FROM range(5)")  # once RESET
     assert len(verify.read_topic(bootstrap, table)) == 5
+
+
+@pytest.mark.parametrize("setting,meant", [
+    ("kplex.stream.releaseatend", "kplex.stream.releaseAtEnd"),  # Spark's keys are case-sensitive
+    ("kplex.stream.startingOffset", "kplex.stream.startingOffsets"),
+])
+def test_a_misspelt_stream_setting_is_refused_naming_the_one_meant(spark, bootstrap, table, tmp_path, setting, meant):
+    # SQL's STREAM(...) takes no read options: a stream reads kplex.stream.* from the session,
+    # and a misspelt one would leave its default (here: nothing released at the end).
+    spark.sql(f"INSERT INTO kplex.{table} SELECT {GOOD_KEY}, {GOOD_ORDER}, {VALUE} FROM range(5)")
+
+    def stream(name: str):
+        return (spark.readStream.format("kplex").option("table", table).load().writeStream.format("memory")
+                .queryName(name).option("checkpointLocation", str(tmp_path / name)).trigger(availableNow=True).start())
+
+    spark.sql(f"SET {setting} = true")
+    try:
+        with pytest.raises(errors.OptionError) as raised, translated():
+            stream(f"typo_{table}").awaitTermination(120)
+    finally:
+        spark.sql(f"RESET {setting}")
+    assert str(raised.value).startswith(
+        f"[KPLEX_UNKNOWN_PROPERTY] unknown kplex stream setting '{setting}'; did you mean '{meant}'?"), raised.value
+    assert spark.table(f"typo_{table}").count() == 0
+    spark.sql(f"SET {meant} = {'true' if meant.endswith('AtEnd') else 'earliest'}")  # the name meant: it runs
+    try:
+        query = stream(f"meant_{table}")
+        query.awaitTermination(120)
+        assert query.exception() is None
+    finally:
+        spark.sql(f"RESET {meant}")
+    assert sorted(bytes(r.key) for r in spark.table(f"meant_{table}").collect()) == sorted(
+        bytes(r.key) for r in verify.read_topic(bootstrap, table))
+
+
+def test_kplex_sql_check_flags_the_sets_the_plugin_refuses_and_names_the_same_setting(spark, bootstrap, table,
+                                                                                   tmp_path):
+    # kplex sql check reads a SET without Spark; the plugin refuses it at the next write or stream.
+    sets = [("spark.kplex.nul_key", "drop"), ("spark.kplex.null_key", "'drop'"), ("spark.kplex.colour", "blue"),
+            ("spark.KPLEX.Null_Key", "drop"), ("spark.kplex.nulll_order", "first"),
+            ("kplex.stream.releaseatend", "true"), ("kplex.stream.startingOffset", "earliest"),
+            ("kplex.stream.idleTimeoutMs", "-5"), ("kplex.stream.releaseAtEnd", "true"), ("kplex.stream.idle", "5")]
+    spark.sql(f"INSERT INTO kplex.{table} SELECT {GOOD_KEY}, {GOOD_ORDER}, {VALUE} FROM range(5)")
+    for n, (key, value) in enumerate(sets):
+        spark.sql(f"SET {key} = {value}")
+        try:
+            with translated():
+                if key.lower().startswith("spark.kplex."):
+                    spark.sql(f"INSERT INTO kplex.{table} SELECT {GOOD_KEY}, {GOOD_ORDER}, {VALUE} "
+                              f"FROM range({100 * (n + 1)}, {100 * (n + 1) + 5})")  # later order values
+                else:
+                    query = (spark.readStream.format("kplex").option("table", table).load().writeStream
+                             .format("memory").queryName(f"set{n}_{table}")
+                             .option("checkpointLocation", str(tmp_path / str(n))).trigger(availableNow=True).start())
+                    query.awaitTermination(120)
+            refused = None
+        except errors.OptionError as e:
+            refused = str(e)
+        finally:
+            spark.sql(f"RESET {key}")
+        flagged = session_setting_problem(key, value)
+        assert (refused is None) == (flagged is None), (key, value, refused, flagged)
+        meant = re.search(r"did you mean '([^']+)'", refused or "")
+        assert meant == re.search(r"did you mean '([^']+)'", flagged or "") or meant[1] in flagged, (refused, flagged)
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["batch", "stream"])

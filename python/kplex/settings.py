@@ -261,6 +261,82 @@ def problem_of(name: str, value: str) -> tuple[str, str] | None:
     return ("error", problem) if problem else None
 
 
+#: The kplex settings a session may give as ``SET spark.<name>`` (test hooks aside, as the JVM names them).
+SESSION_SETTINGS: tuple[str, ...] = tuple(
+    f"spark.{name}" for name, spec in OPTIONS.items()
+    if "session" in spec.set_as and name.startswith("kplex.") and not name.startswith("kplex.testing."))
+
+#: The settings a stream in SQL takes from its session (``SET kplex.stream.<option>``).
+STREAM_SETTINGS: tuple[str, ...] = tuple(sorted(spec.session_key for spec in OPTIONS.values() if spec.session_key))
+
+
+def session_setting_problem(key: str, value: str | None = None) -> str | None:
+    """Why ``SET key = value`` would fail the next kplex write or stream, or None (also for a
+    key that is not kplex's). As the plugin checks them: ``spark.kplex.*`` in any case, the
+    test hooks accepted; ``kplex.stream.*`` exactly as named, Spark's keys being case-sensitive.
+    ``value`` is what Spark stores: the text after ``=``, quotes kept.
+
+    >>> session_setting_problem("spark.kplex.nul_key", "drop")
+    "unknown kplex session setting 'spark.kplex.nul_key'; did you mean 'spark.kplex.null_key'?"
+    >>> session_setting_problem("kplex.stream.releaseatend", "true")
+    "unknown kplex stream setting 'kplex.stream.releaseatend'; did you mean 'kplex.stream.releaseAtEnd'?"
+    >>> session_setting_problem("spark.kplex.null_key", "'drop'")
+    "'kplex.null_key' must be one of 'fail', 'drop', got ''drop'' (SET keeps quotes: write it without them)"
+    >>> session_setting_problem("spark.KPLEX.Null_Key", "drop"), session_setting_problem("spark.sql.x", "1")
+    (None, None)
+    """
+    lower = key.lower()
+    if lower.startswith("spark.kplex."):
+        spec = OPTIONS.get(lower.removeprefix("spark."))
+        if spec is None or "session" not in spec.set_as:
+            return _unknown("session", key, SESSION_SETTINGS)
+    elif lower.startswith("kplex.stream."):
+        spec = next((s for s in OPTIONS.values() if s.session_key == key), None)
+        if spec is None:
+            return _unknown("stream", key, STREAM_SETTINGS)
+    else:
+        return None
+    problem = spec.problem(value) if value is not None else None
+    if problem and value is not None and len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        if spec.problem(value[1:-1]) is None:
+            problem += " (SET keeps quotes: write it without them)"
+    return problem
+
+
+def _unknown(kind: str, key: str, known: tuple[str, ...]) -> str:
+    meant = closest(key, known)
+    if meant:
+        return f"unknown kplex {kind} setting '{key}'; did you mean '{meant}'?"
+    return f"unknown kplex {kind} setting '{key}'; known: {', '.join(known)}"
+
+
+def closest(name: str, known: Collection[str]) -> str | None:
+    """The name of ``known`` nearest to a misspelt ``name``, compared without case, if at most 3
+    edits away (the first of equally near ones), as the plugin suggests one
+    (``TableProperties.closestIgnoringCase``).
+
+    >>> closest("kplex.stream.startingOffset", STREAM_SETTINGS), closest("spark.kplex.colour", SESSION_SETTINGS)
+    ('kplex.stream.startingOffsets', None)
+    """
+    best, best_distance = None, 4
+    for candidate in known:
+        d = _edits(name.lower(), candidate.lower())
+        if d < best_distance:
+            best, best_distance = candidate, d
+    return best
+
+
+def _edits(a: str, b: str) -> int:
+    """Levenshtein distance: insertions, deletions and substitutions."""
+    previous = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        current = [i]
+        for j, y in enumerate(b, 1):
+            current.append(min(current[j - 1] + 1, previous[j] + 1, previous[j - 1] + (x != y)))
+        previous = current
+    return previous[-1]
+
+
 def missing_required(names: Collection[str]) -> dict[str, str]:
     """The required properties a new table lacks: name → message. A read-time table
     (``kplex.source``) needs V only: its P is its source's partition count."""

@@ -25,6 +25,11 @@ write                  an ``INSERT INTO kplex.*`` whose query does not give
                        or used outside the select list, where the writer
                        cannot see them; ``INSERT OVERWRITE`` (topics are
                        append-only)
+settings               a ``SET`` of a kplex session setting the plugin would
+                       refuse at the next write or stream: an unknown
+                       ``spark.kplex.*`` or ``kplex.stream.*`` name (did you
+                       mean ...?), or a value it does not take (quotes are
+                       kept by ``SET``)
 =====================  ======================================================
 
 >>> result = check_text('''INSERT INTO kplex.by_user
@@ -39,6 +44,7 @@ False
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Mapping
@@ -58,6 +64,7 @@ from kplex.settings import (
     missing_required,
     parse_int,
     problem_of,
+    session_setting_problem,
     suggest,
     topic_name_problem,
 )
@@ -354,4 +361,18 @@ def _annotated(ctx: _Context) -> exp.Expression | None:
         return None
 
 
-_RULES: tuple[Callable[[_Context], Iterator[Diagnostic]], ...] = (_functions, _create, _alter, _write, _types)
+# SET key = value as Spark reads it: the key, then the rest of the statement trimmed (quotes kept).
+_SET = re.compile(r"(?:\s|--[^\n]*\n|/\*.*?\*/)*SET\s+`?(?P<key>[\w.:-]+)`?(?:\s*=(?P<value>[^;]*))?[\s;]*\Z",
+                  re.IGNORECASE | re.DOTALL)
+
+
+def _settings(ctx: _Context) -> Iterator[Diagnostic]:
+    set_ = _SET.match(ctx.statement.text)
+    if set_ is None or set_["value"] is None:  # SET key shows the setting; it sets nothing
+        return
+    problem = session_setting_problem(set_["key"], set_["value"].strip())
+    if problem:
+        yield ctx.at(None, f"SET {set_['key']}: {problem}")
+
+
+_RULES: tuple[Callable[[_Context], Iterator[Diagnostic]], ...] = (_functions, _create, _alter, _write, _types, _settings)

@@ -90,6 +90,21 @@ public final class TableProperties {
     return best;
   }
 
+  /** As {@link #closest(String, java.util.List)}, comparing without case; the name as {@code names} has it. */
+  public static String closestIgnoringCase(String key, java.util.List<String> names) {
+    String lower = key.toLowerCase(Locale.ROOT);
+    String best = null;
+    int bestDistance = 4;
+    for (String known : names) {
+      int d = distance(lower, known.toLowerCase(Locale.ROOT));
+      if (d < bestDistance) {
+        best = known;
+        bestDistance = d;
+      }
+    }
+    return best;
+  }
+
   private static int distance(String a, String b) {
     int[] prev = new int[b.length() + 1];
     int[] cur = new int[b.length() + 1];

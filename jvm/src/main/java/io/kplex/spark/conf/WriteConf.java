@@ -84,7 +84,8 @@ public final class WriteConf implements Serializable {
   private static void checkOptions(Map<String, String> writeOptions, String table) {
     for (String key : writeOptions.keySet()) {
       String k = key.toLowerCase(java.util.Locale.ROOT);
-      if (!k.startsWith("kplex.") || OptionSpecs.names(OptionSpec.Scope.WRITE).contains(k)) {
+      OptionSpec spec = OptionSpecs.find(k);
+      if (!k.startsWith("kplex.") || spec != null && spec.settableAs(OptionSpec.Scope.WRITE)) {
         continue;
       }
       if (KplexOptions.TABLE_PROPERTIES.contains(k)) {
@@ -102,7 +103,7 @@ public final class WriteConf implements Serializable {
    */
   private static void checkSession(Map<String, String> session) {
     for (String key : session.keySet()) {
-      io.kplex.spark.spec.OptionSpec spec = OptionSpecs.find(key);
+      OptionSpec spec = OptionSpecs.find(key);
       if (spec == null || !spec.settableAs(OptionSpec.Scope.SESSION)) {
         String suggestion = TableProperties.closest(key.toLowerCase(java.util.Locale.ROOT), KplexOptions.SESSION_SETTINGS);
         throw Errors.unknownSessionSetting("spark." + key, suggestion == null ? null : "spark." + suggestion,

@@ -338,6 +338,13 @@ public final class Errors {
         : error("UNKNOWN_PROPERTY.SESSION_SETTING_SUGGESTION", "option", setting, "suggestion", suggestion, "known", known);
   }
 
+  /** A {@code kplex.stream.*} session setting no stream takes; {@code suggestion} may be null. */
+  public static KplexException unknownStreamSetting(String setting, String suggestion, List<String> known) {
+    return suggestion == null
+        ? error("UNKNOWN_PROPERTY.STREAM_SETTING", "option", setting, "known", known)
+        : error("UNKNOWN_PROPERTY.STREAM_SETTING_SUGGESTION", "option", setting, "suggestion", suggestion, "known", known);
+  }
+
   /** A read option named almost as {@code suggestion}, one a read takes ({@code known}). */
   public static KplexException misspeltReadOption(String option, String suggestion, List<String> known) {
     return error("UNKNOWN_PROPERTY.READ_OPTION_SUGGESTION", "option", option, "suggestion", suggestion, "known", known);

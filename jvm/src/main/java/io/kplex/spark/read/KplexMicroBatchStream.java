@@ -113,6 +113,8 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     this.lastDataAt = conf.clock.millis();
     this.options = options;
     this.columns = columns;
+    ReadConf.checkStreamSession(io.kplex.spark.compat.Scala.asJava(
+        org.apache.spark.sql.internal.SQLConf.get().getAllConfs()).keySet());
     ConfParser settings = settings(options);
     this.failOnDataLoss = settings.booleanConf(FAIL_ON_DATA_LOSS);
     this.releaseAtEnd = settings.booleanConf(RELEASE_AT_END);

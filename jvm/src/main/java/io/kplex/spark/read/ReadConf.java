@@ -151,6 +151,26 @@ public final class ReadConf implements Serializable {
     return ConfParser.builder().options(options).session(fromSession).build();
   }
 
+  /**
+   * Refuses a session setting under {@code kplex.stream.} that no option has as its session key
+   * ({@code SET kplex.stream.releaseAtend = true}): Spark keeps a setting it does not know, and
+   * the stream would run with the default. Session keys are case-sensitive, as Spark's are, so a
+   * key in another case is refused too, naming the one meant.
+   *
+   * @param sessionKeys the keys the session has set
+   */
+  static void checkStreamSession(Iterable<String> sessionKeys) {
+    String prefix = KplexOptions.STREAM_SETTING_PREFIX;
+    for (String key : sessionKeys) {
+      if (!key.regionMatches(true, 0, prefix, 0, prefix.length())
+          || KplexOptions.STREAM_SESSION_SETTINGS.contains(key)) {
+        continue;
+      }
+      throw Errors.unknownStreamSetting(key, TableProperties.closestIgnoringCase(key, KplexOptions.STREAM_SESSION_SETTINGS),
+          KplexOptions.STREAM_SESSION_SETTINGS);
+    }
+  }
+
   private static Map<String, String> kplexOnly(Map<String, String> from) {
     Map<String, String> out = new HashMap<>();
     from.forEach((k, v) -> {

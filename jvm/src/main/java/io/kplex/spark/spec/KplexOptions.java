@@ -107,6 +107,16 @@ public final class KplexOptions {
   public static final List<String> SESSION_SETTINGS = OptionSpecs.names(OptionSpec.Scope.SESSION).stream()
       .filter(n -> n.startsWith("kplex.") && !n.startsWith("kplex.testing.")).toList();
 
+  /** What a stream's session settings start with: {@code SET kplex.stream.releaseAtEnd = true}. */
+  public static final String STREAM_SETTING_PREFIX = "kplex.stream.";
+
+  /**
+   * The settings a stream takes from its session ({@code SET kplex.stream.<option>}; SQL's
+   * STREAM(...) takes no read options), as options.json names them ({@code session_key}).
+   */
+  public static final List<String> STREAM_SESSION_SETTINGS = OptionSpecs.all().stream()
+      .map(OptionSpec::sessionKey).filter(java.util.Objects::nonNull).sorted().toList();
+
   /**
    * The options a read takes besides kplex.* and kafka.* ones, as errors name them: those
    * options.json allows on a read, and the table's name.

@@ -3,9 +3,11 @@ package io.kplex.spark.read;
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertFalse;
 import static org.junit.Assert.assertNull;
+import static org.junit.Assert.assertThrows;
 import static org.junit.Assert.assertTrue;
 
 import io.kplex.spark.conf.ConfParser;
+import io.kplex.spark.errors.KplexException;
 import io.kplex.spark.spec.KplexOptions;
 import java.util.Map;
 import org.junit.Test;
@@ -19,6 +21,7 @@ import org.junit.Test;
  *   -                    kplex.stream.idleTimeoutMs=-1   the session's
  *   idleTimeoutMs=5      kplex.stream.idleTimeoutMs=-1   the read's
  *   startingTimestamp    kplex.stream.startingOffsets    no startingOffsets (the read starts by time)
+ *   -                    kplex.stream.releaseAtend=true  refused, naming kplex.stream.releaseAtEnd
  * </pre>
  */
 public class StreamSettingsTest {
@@ -61,5 +64,26 @@ public class StreamSettingsTest {
     ConfParser s = settings(Map.of("startingTimestamp", "1700000000000"), SESSION);
     assertNull(s.text(KplexOptions.STARTING_OFFSETS));
     assertEquals("by_user", s.text(KplexOptions.STARTING_TABLE));
+  }
+
+  @Test
+  public void aStreamSettingNoOptionHasIsRefusedNamingTheOneMeant() {
+    ReadConf.checkStreamSession(SESSION.keySet());
+    ReadConf.checkStreamSession(java.util.List.of("kplex.streams.x", "spark.kplex.delivery", "kplex.stream"));
+    for (String[] misspelt : new String[][] {
+        {"kplex.stream.releaseAtend", "kplex.stream.releaseAtEnd"},
+        {"kplex.stream.startingoffsets", "kplex.stream.startingOffsets"},
+        {"KPLEX.STREAM.idleTimeoutMs", "kplex.stream.idleTimeoutMs"},
+        {"kplex.stream.startingOffset", "kplex.stream.startingOffsets"}}) {
+      KplexException e = assertThrows(KplexException.class,
+          () -> ReadConf.checkStreamSession(java.util.List.of("kplex.stream.idleTimeoutMs", misspelt[0])));
+      assertEquals("KPLEX_UNKNOWN_PROPERTY.STREAM_SETTING_SUGGESTION", e.getCondition());
+      assertTrue(e.getMessage(), e.getMessage().contains("'" + misspelt[0] + "'; did you mean '" + misspelt[1] + "'?"));
+    }
+    KplexException e = assertThrows(KplexException.class,
+        () -> ReadConf.checkStreamSession(java.util.List.of("kplex.stream.maxOffsetsPerTrigger")));
+    assertEquals("KPLEX_UNKNOWN_PROPERTY.STREAM_SETTING", e.getCondition());
+    assertTrue(e.getMessage(), e.getMessage().contains("kplex.stream.idleTimeoutMs, kplex.stream.releaseAtEnd, "
+        + "kplex.stream.startingOffsets, kplex.stream.startingTable"));
   }
 }

@@ -35,7 +35,7 @@ public class OptionSpecsTest {
     Set<String> notSettings = Set.of(KplexOptions.TABLE, KplexOptions.BOOTSTRAP, KplexOptions.KAFKA_PREFIX,
         KplexOptions.DEFAULT_METADATA_TOPIC, KplexOptions.DEFAULT_VIRTUAL_KEY,
         KplexOptions.DEFAULT_VIRTUAL_ORDER, KplexOptions.RELEASE_AT_END_CONF, KplexOptions.IDLE_TIMEOUT_MS_CONF,
-        KplexOptions.STARTING_OFFSETS_CONF, KplexOptions.STARTING_TABLE_CONF);
+        KplexOptions.STARTING_OFFSETS_CONF, KplexOptions.STARTING_TABLE_CONF, KplexOptions.STREAM_SETTING_PREFIX);
     List<String> missing = new ArrayList<>();
     for (Field f : KplexOptions.class.getFields()) {
       if (Modifier.isStatic(f.getModifiers()) && f.getType() == String.class) {
