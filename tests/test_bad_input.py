@@ -10,7 +10,8 @@ import re
 import time
 
 import pytest
-from confluent_kafka.admin import AdminClient, NewPartitions
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from kplex import errors
 from kplex.errors import translated
@@ -293,6 +294,54 @@ def test_a_topic_whose_partition_count_changed_is_refused(spark, bootstrap, tabl
     parameters = raised.value.getMessageParameters()
     assert parameters.get("topic") == table and "4" in parameters.values(), parameters
     assert verify.read_topic(bootstrap, table) == []
+
+
+def test_a_table_whose_topic_was_deleted_or_recreated_outside_kplex_says_so_and_starts_over_once_dropped(
+        spark, bootstrap, table, fresh_name, tmp_path):
+    # kplex's marks of what it wrote outlive a topic deleted with kafka-topics: the table's
+    # records are gone, and the marks would call every new record late against them.
+    def insert(first: int) -> None:
+        spark.sql(f"INSERT INTO kplex.{table} SELECT {GOOD_KEY}, {GOOD_ORDER}, {VALUE} FROM range({first}, {first + 5})")
+
+    insert(100)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.delete_topics([table])[table].result()
+    with pytest.raises(errors.UnknownTableError) as raised, translated():
+        insert(0)
+    assert str(raised.value).startswith(f"[KPLEX_UNKNOWN_TOPIC] topic '{table}' of kplex table {table} does not exist: "
+                                        "it was deleted outside kplex. DROP TABLE"), raised.value
+    deadline = time.monotonic() + 60
+    while True:  # the broker finishes a deletion in the background
+        try:
+            admin.create_topics([NewTopic(table, 3, 1)])[table].result()
+            break
+        except KafkaException:
+            assert time.monotonic() < deadline, f"topic {table} could not be created again"
+            time.sleep(0.5)
+    source = fresh_name("src")
+    spark.sql(f"CREATE TABLE kplex.{source} TBLPROPERTIES ('kplex.virtual_partitions' = '3',"
+              " 'kplex.physical_partitions' = '3')")
+    spark.sql(f"INSERT INTO kplex.{source} SELECT {GOOD_KEY}, {GOOD_ORDER}, {VALUE} FROM range(5)")
+    for attempt in ("insert", "stream"):
+        with pytest.raises(errors.DataLossError) as raised, translated():
+            if attempt == "insert":
+                insert(0)
+            else:
+                query = (spark.readStream.format("kplex").option("table", source).load()
+                         .selectExpr("key", "order_value", "value").writeStream.format("kplex").option("table", table)
+                         .option("checkpointLocation", str(tmp_path / "chk")).trigger(availableNow=True).start())
+                query.awaitTermination(120)
+        message = str(raised.value)
+        assert message.startswith(f"[KPLEX_DATA_LOSS] table {table}'s topic '{table}' holds no records and never held "
+                                  "any"), (attempt, message)
+        assert "up to order value 104 in virtual partition" in message and "DROP TABLE" in message, message
+        assert verify.read_topic(bootstrap, table, isolation="read_uncommitted") == []
+    # The remedy the error names: the table starts over, from any order value.
+    spark.sql(f"DROP TABLE kplex.{table}")
+    spark.sql(f"CREATE TABLE kplex.{table} TBLPROPERTIES ('kplex.virtual_partitions' = '3',"
+              " 'kplex.physical_partitions' = '3')")
+    insert(0)
+    assert sorted(int(r.key) for r in verify.read_topic(bootstrap, table)) == [0, 1, 2, 3, 4]
 
 
 def test_an_unreachable_broker_is_an_error_within_seconds(spark):

@@ -201,6 +201,19 @@ public final class Errors {
     return error("UNKNOWN_TOPIC.BROKER", "topic", topic);
   }
 
+  /** The topic of kplex table {@code table} is gone (deleted outside kplex; the definition stays). */
+  public static KplexException tableTopicDeleted(String table, String topic) {
+    return error("UNKNOWN_TOPIC.TABLE_TOPIC_DELETED", "table", table, "topic", topic);
+  }
+
+  /**
+   * The topic of {@code table} holds nothing and never held anything, yet kplex committed order
+   * value {@code order} to its virtual partition {@code vp}: it was deleted and created again.
+   */
+  public static KplexException tableTopicRecreated(String table, String topic, int vp, long order) {
+    return error("DATA_LOSS.TABLE_TOPIC_RECREATED", "table", table, "topic", topic, "vp", vp, "order_value", order);
+  }
+
   public static KplexException notAKplexTable(String topic) {
     return error("NOT_A_KPLEX_TABLE.WRITE", "topic", topic);
   }

@@ -240,6 +240,26 @@ public final class ExactlyOnceCommitter {
     return withKafka(admin -> new CommitLog(admin).carriedFloor(source, starts));
   }
 
+  /**
+   * Refuses to write under marks of a topic that is no longer there: kplex committed records to
+   * this table ({@code written}: the largest order value per virtual partition) but its topic
+   * holds none and never held any, every partition ending at offset 0, which only a topic deleted
+   * and created again outside kplex does. The marks would otherwise judge every record late
+   * against records that are gone. (Marks for every virtual partition at once, a stream's
+   * published watermark, are left out: they need no record in the topic.)
+   */
+  public void requireTopicHoldsWritten(Map<Integer, Long> written) {
+    Map.Entry<Integer, Long> highest = null;
+    for (Map.Entry<Integer, Long> e : written.entrySet()) {
+      if (e.getKey() >= 0 && (highest == null || e.getValue() > highest.getValue())) highest = e;
+    }
+    if (highest == null) return;
+    Map<Integer, Long> ends = withKafka(admin -> admin.endOffsets(topic));
+    if (!ends.isEmpty() && ends.values().stream().allMatch(end -> end == 0)) {
+      throw Errors.tableTopicRecreated(table, topic, highest.getKey(), highest.getValue());
+    }
+  }
+
   /** Where INSERT {@code query} from {@code source} (null: unknown) starts ({@link CommitLog#insertsStart}). */
   public CommitLog.InsertStart insertsStart(String source, String query) {
     return withKafka(admin -> new CommitLog(admin).insertsStart(table, source, query));

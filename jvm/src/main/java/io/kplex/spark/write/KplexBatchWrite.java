@@ -40,15 +40,21 @@ final class KplexBatchWrite implements BatchWrite {
   public DataWriterFactory createBatchWriterFactory(PhysicalWriteInfo info) {
     // One writer per table: fail now, naming the other writer, if one is live.
     lease = WriterLease.acquire(conf.kafka, conf.table, queryId, null, conf.claimTimeoutMs);
-    // Before any task writes: finish or fence what an earlier, crashed write left open.
-    ExactlyOnceCommitter committer = committer();
-    startedMs = committer.clock().millis();  // the clock requireTimeLeft measures the write's age on
-    committer.recover(lease);
-    // Under the claim: what the table holds per virtual partition (every writer's marks).
-    CommitLog.InsertStart start = committer.insertsStart(schema.sourceTopic, queryId);
-    before = start.mark();
-    floor = before.marks().written();
-    return new KplexWriterFactory(conf, schema, floor, start.readBefore());
+    try {
+      // Before any task writes: finish or fence what an earlier, crashed write left open.
+      ExactlyOnceCommitter committer = committer();
+      startedMs = committer.clock().millis();  // the clock requireTimeLeft measures the write's age on
+      committer.recover(lease);
+      // Under the claim: what the table holds per virtual partition (every writer's marks).
+      CommitLog.InsertStart start = committer.insertsStart(schema.sourceTopic, queryId);
+      before = start.mark();
+      floor = before.marks().written();
+      committer.requireTopicHoldsWritten(floor);
+      return new KplexWriterFactory(conf, schema, floor, start.readBefore());
+    } catch (RuntimeException e) {
+      release();  // Spark aborts only a write whose writer factory it got
+      throw e;
+    }
   }
 
   @Override

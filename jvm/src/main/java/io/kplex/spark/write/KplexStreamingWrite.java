@@ -97,6 +97,7 @@ final class KplexStreamingWrite implements StreamingWrite {
         // query's stream from the same source committed after this one stopped, it may have
         // written them already, or beyond them in their virtual partitions.
         EpochMark mine = committer.lastEpoch(queryId);
+        committer.requireTopicHoldsWritten(mine.marks().written());
         if (mine.heldRecords() != 0 && mine.lineage() != null) {
           EpochMark other = committer.overtaken(mine).orElse(null);
           if (other != null) {

@@ -44,7 +44,7 @@ public final class KplexWriteBuilder implements WriteBuilder {
   /** Fails before any task starts if the topic lost its partitioning, or the principal may not write it. */
   private void check(WriteConf conf) {
     try (TableStore store = new TableStore(conf.kafka, table.metadataTopic())) {
-      int actual = store.partitionCount(conf.topic).orElseThrow(() -> Errors.unknownTopic(conf.topic));
+      int actual = store.partitionCount(conf.topic).orElseThrow(() -> Errors.tableTopicDeleted(conf.table, conf.topic));
       if (actual != conf.physicalPartitions) {
         throw Errors.partitionMismatch(conf.topic, actual, conf.physicalPartitions);
       }
