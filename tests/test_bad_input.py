@@ -7,13 +7,15 @@ that the target topic holds no record.
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import time
 
 import pytest
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
-from kplex import errors
+from kplex import errors, status
 from kplex.errors import translated
 from kplex.settings import session_setting_problem
 from kplex.testing import verify
@@ -306,10 +308,21 @@ def test_a_table_whose_topic_was_deleted_or_recreated_outside_kplex_says_so_and_
     insert(100)
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.delete_topics([table])[table].result()
-    with pytest.raises(errors.UnknownTableError) as raised, translated():
-        insert(0)
-    assert str(raised.value).startswith(f"[KPLEX_UNKNOWN_TOPIC] topic '{table}' of kplex table {table} does not exist: "
-                                        "it was deleted outside kplex. DROP TABLE"), raised.value
+    gone = f"[KPLEX_UNKNOWN_TOPIC] topic '{table}' of kplex table {table} does not exist: it was deleted outside kplex."
+    for attempt in ("insert", "select", "stream"):
+        with pytest.raises(errors.UnknownTableError) as raised, translated():
+            if attempt == "insert":
+                insert(0)
+            elif attempt == "select":
+                spark.sql(f"SELECT count(*) FROM kplex.{table}").collect()
+            else:
+                spark.readStream.format("kplex").option("table", table).load().writeStream.format("memory").queryName(
+                    f"gone_{table}").trigger(availableNow=True).start().awaitTermination(120)
+        assert str(raised.value).startswith(gone) and "DROP TABLE" in str(raised.value), (attempt, raised.value)
+    read = subprocess.run([sys.executable, "-m", "kplex", "read", "--bootstrap", bootstrap, table],
+                          capture_output=True, text=True, timeout=120)
+    assert read.returncode != 0 and gone in read.stderr, (read.returncode, read.stderr[-2000:])
+    assert f"topic {table}:\n  does not exist: it was deleted outside kplex" in status.render(status.status(bootstrap, table))
     deadline = time.monotonic() + 60
     while True:  # the broker finishes a deletion in the background
         try:
@@ -336,6 +349,8 @@ def test_a_table_whose_topic_was_deleted_or_recreated_outside_kplex_says_so_and_
                                   "any"), (attempt, message)
         assert "up to order value 104 in virtual partition" in message and "DROP TABLE" in message, message
         assert verify.read_topic(bootstrap, table, isolation="read_uncommitted") == []
+    assert "  holds no records and never held any, yet kplex committed records to it" in status.render(
+        status.status(bootstrap, table))
     # The remedy the error names: the table starts over, from any order value.
     spark.sql(f"DROP TABLE kplex.{table}")
     spark.sql(f"CREATE TABLE kplex.{table} TBLPROPERTIES ('kplex.virtual_partitions' = '3',"

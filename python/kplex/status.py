@@ -106,6 +106,13 @@ def render(state: Mapping[str, Any]) -> str:
                      f" (last stable {p['last_stable_offset']})")
     counts = state.get("records_per_virtual_partition", {})
     highs = state["high_order_per_virtual_partition"]
+    over = f"DROP TABLE kplex.{state['table']}, then CREATE TABLE, starts the table over"
+    if not state["partitions"]:
+        lines.append(f"  does not exist: it was deleted outside kplex, and the next write or read fails ({over})")
+    elif highs and all(p["end_offset"] == 0 for p in state["partitions"]):
+        lines.append("  holds no records and never held any, yet kplex committed records to it (the highest order"
+                     " values below): it was deleted and created again outside kplex, and the next write fails"
+                     f" ({over})")
     lines.append("virtual partitions (records, highest order value written):")
     for vp in range(state["virtual_partitions"]):
         n = counts.get(str(vp), "?" if not counts else 0)

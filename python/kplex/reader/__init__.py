@@ -265,6 +265,8 @@ class TableReader:
             found: dict[str, list[int]] = {}
             for topic in self.info.topics:
                 partitions = _partitions(consumer, topic, self.timeout)
+                if partitions is None and self.info.kind == "derived":  # its own topic: deleted outside kplex
+                    raise kplex_error("UNKNOWN_TOPIC.TABLE_TOPIC_DELETED", topic=topic, table=self.info.name)
                 if partitions is None:
                     raise kplex_error("UNKNOWN_TOPIC.OF_TABLE", topic=topic, table=self.info.name)
                 found[topic] = partitions

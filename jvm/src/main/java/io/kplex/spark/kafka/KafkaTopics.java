@@ -406,6 +406,9 @@ public class KafkaTopics implements AutoCloseable {
       if (problem != null) {
         return Errors.badTopicName(resource.name(), problem);
       }
+      if (cause instanceof UnknownTopicOrPartitionException) {
+        return Errors.unknownTopic(resource.name());  // the broker's message names no topic
+      }
       if (refusal(cause)) {
         return Errors.kafkaRefused(operation, resource.name(), cause);
       }

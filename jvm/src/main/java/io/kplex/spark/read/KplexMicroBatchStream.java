@@ -138,7 +138,11 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     if (consumer == null) {
       store = new TableStore(conf.kafka, conf.clients, conf.clock, table.metadataTopic());
       consumer = conf.clients.consumer(conf.kafka.consumer());
-      store.requireAllowed(conf.topic, AclOperation.READ);
+      try {
+        store.requireAllowed(conf.topic, AclOperation.READ);
+      } catch (io.kplex.spark.errors.KplexException e) {
+        throw "UNKNOWN_TOPIC".equals(e.code()) ? conf.missingTopic(conf.topic, e) : e;
+      }
     }
     return consumer;
   }
@@ -150,7 +154,7 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
    */
   private List<TopicPartition> partitions() {
     consumer();
-    TopicDescription described = store.describe(conf.topic).orElseThrow(() -> Errors.unknownTopic(conf.topic));
+    TopicDescription described = store.describe(conf.topic).orElseThrow(() -> conf.missingTopic(conf.topic, null));
     List<TopicPartition> tps = new ArrayList<>();
     for (TopicPartitionInfo p : described.partitions()) tps.add(new TopicPartition(conf.topic, p.partition()));
     tps.sort(java.util.Comparator.comparingInt(TopicPartition::partition));

@@ -92,7 +92,13 @@ final class KplexScan implements Scan, Batch {
     // scan's own (on a secured listener each is a TLS handshake and a login).
     try (TableStore store = new TableStore(conf.kafka, conf.clients, conf.clock, table.metadataTopic())) {
       List<TopicPartition> tps = new ArrayList<>();
-      for (String topic : conf.sources) tps.addAll(store.partitionsToRead(topic));
+      for (String topic : conf.sources) {
+        try {
+          tps.addAll(store.partitionsToRead(topic));
+        } catch (io.kplex.spark.errors.KplexException e) {
+          throw "UNKNOWN_TOPIC".equals(e.code()) ? conf.missingTopic(topic, e) : e;
+        }
+      }
       // By topic name, then partition: the tie-break of records equal in order, key and value.
       tps.sort(Comparator.comparing(TopicPartition::topic).thenComparingInt(TopicPartition::partition));
       Map<TopicPartition, long[]> bounds = ReadBounds.resolve(store, conf.sources, tps, options);

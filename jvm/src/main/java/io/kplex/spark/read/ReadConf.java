@@ -10,6 +10,7 @@ import io.kplex.spark.conf.TableDefinition;
 import io.kplex.spark.conf.TableProperties;
 import io.kplex.spark.catalog.ReadTimeTables;
 import io.kplex.spark.errors.Errors;
+import io.kplex.spark.errors.KplexException;
 import io.kplex.spark.kafka.KafkaConf;
 import io.kplex.spark.spec.OptionSpec;
 import io.kplex.spark.spec.OptionSpecs;
@@ -149,6 +150,16 @@ public final class ReadConf implements Serializable {
       if (value != null) fromSession.put(spec.name(), value);
     }
     return ConfParser.builder().options(options).session(fromSession).build();
+  }
+
+  /**
+   * The error for {@code topic} not found on the broker, or {@code found} (an error already
+   * raised): for a derived table's own topic, that it was deleted outside kplex and how the table
+   * starts over; else that the topic does not exist.
+   */
+  public KplexException missingTopic(String topic, KplexException found) {
+    if (kind == Kind.DERIVED && topic.equals(this.topic)) return Errors.tableTopicDeleted(table, topic);
+    return found != null ? found : Errors.unknownTopic(topic);
   }
 
   /**
