@@ -313,7 +313,7 @@ def _unknown(kind: str, key: str, known: tuple[str, ...]) -> str:
 def closest(name: str, known: Collection[str]) -> str | None:
     """The name of ``known`` nearest to a misspelt ``name``, compared without case, if at most 3
     edits away (the first of equally near ones), as the plugin suggests one
-    (``TableProperties.closestIgnoringCase``).
+    (``TableProperties.closest``).
 
     >>> closest("kplex.stream.startingOffset", STREAM_SETTINGS), closest("spark.kplex.colour", SESSION_SETTINGS)
     ('kplex.stream.startingOffsets', None)

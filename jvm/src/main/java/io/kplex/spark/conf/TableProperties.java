@@ -76,22 +76,11 @@ public final class TableProperties {
     return closest(key, KplexOptions.TABLE_PROPERTIES);
   }
 
-  /** The name among {@code names} nearest to a misspelt one (edit distance at most 3), or null. */
+  /**
+   * The name among {@code names} nearest to a misspelt one (edit distance at most 3, compared
+   * without case; the first of equally near ones), as {@code names} spells it, or null.
+   */
   public static String closest(String key, java.util.List<String> names) {
-    String best = null;
-    int bestDistance = 4;
-    for (String known : names) {
-      int d = distance(key, known);
-      if (d < bestDistance) {
-        best = known;
-        bestDistance = d;
-      }
-    }
-    return best;
-  }
-
-  /** As {@link #closest(String, java.util.List)}, comparing without case; the name as {@code names} has it. */
-  public static String closestIgnoringCase(String key, java.util.List<String> names) {
     String lower = key.toLowerCase(Locale.ROOT);
     String best = null;
     int bestDistance = 4;

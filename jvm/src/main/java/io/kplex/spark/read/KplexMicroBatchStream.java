@@ -141,7 +141,7 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
       try {
         store.requireAllowed(conf.topic, AclOperation.READ);
       } catch (io.kplex.spark.errors.KplexException e) {
-        throw "UNKNOWN_TOPIC".equals(e.code()) ? conf.missingTopic(conf.topic, e) : e;
+        throw conf.topicError(conf.topic, e);
       }
     }
     return consumer;
@@ -154,7 +154,7 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
    */
   private List<TopicPartition> partitions() {
     consumer();
-    TopicDescription described = store.describe(conf.topic).orElseThrow(() -> conf.missingTopic(conf.topic, null));
+    TopicDescription described = store.describe(conf.topic).orElseThrow(() -> conf.topicError(conf.topic, null));
     List<TopicPartition> tps = new ArrayList<>();
     for (TopicPartitionInfo p : described.partitions()) tps.add(new TopicPartition(conf.topic, p.partition()));
     tps.sort(java.util.Comparator.comparingInt(TopicPartition::partition));

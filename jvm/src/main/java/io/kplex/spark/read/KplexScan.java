@@ -96,7 +96,7 @@ final class KplexScan implements Scan, Batch {
         try {
           tps.addAll(store.partitionsToRead(topic));
         } catch (io.kplex.spark.errors.KplexException e) {
-          throw "UNKNOWN_TOPIC".equals(e.code()) ? conf.missingTopic(topic, e) : e;
+          throw conf.topicError(topic, e);
         }
       }
       // By topic name, then partition: the tie-break of records equal in order, key and value.

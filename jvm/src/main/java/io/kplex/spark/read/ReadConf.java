@@ -153,12 +153,14 @@ public final class ReadConf implements Serializable {
   }
 
   /**
-   * The error for {@code topic} not found on the broker, or {@code found} (an error already
-   * raised): for a derived table's own topic, that it was deleted outside kplex and how the table
-   * starts over; else that the topic does not exist.
+   * What to raise for {@code found}, an error about {@code topic} (null: the topic was not
+   * found): for a derived table's own topic that the broker does not know, that it was deleted
+   * outside kplex and how the table starts over; else {@code found}, or that the topic does not
+   * exist.
    */
-  public KplexException missingTopic(String topic, KplexException found) {
-    if (kind == Kind.DERIVED && topic.equals(this.topic)) return Errors.tableTopicDeleted(table, topic);
+  public KplexException topicError(String topic, KplexException found) {
+    boolean unknown = found == null || "UNKNOWN_TOPIC".equals(found.code());
+    if (unknown && kind == Kind.DERIVED && topic.equals(this.topic)) return Errors.tableTopicDeleted(table, topic);
     return found != null ? found : Errors.unknownTopic(topic);
   }
 
@@ -177,7 +179,7 @@ public final class ReadConf implements Serializable {
           || KplexOptions.STREAM_SESSION_SETTINGS.contains(key)) {
         continue;
       }
-      throw Errors.unknownStreamSetting(key, TableProperties.closestIgnoringCase(key, KplexOptions.STREAM_SESSION_SETTINGS),
+      throw Errors.unknownStreamSetting(key, TableProperties.closest(key, KplexOptions.STREAM_SESSION_SETTINGS),
           KplexOptions.STREAM_SESSION_SETTINGS);
     }
   }
