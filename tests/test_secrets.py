@@ -7,6 +7,7 @@ trust store password, on the secured local broker (tests/conftest.py). A second 
 tries a wrong password, so that an authentication error is searched too."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -56,11 +57,13 @@ def test_credentials_appear_nowhere(secured_kafka, fresh_name, tmp_path):
     assert "REFUSED [KPLEX_BAD_OPTION] table property 'kafka.sasl.jaas.config'" in done.stdout
     assert "NOT AUTHENTICATED [KPLEX_NOT_AUTHENTICATED]" in done.stdout and "User:admin" in done.stdout
 
-    # The CLI, with the credentials in a --kafka-config file.
+    # The CLI, with the credentials in a --kafka-config file. The file's bootstrap.servers go with
+    # its credentials: they win over $KPLEX_BOOTSTRAP (here an address where nothing listens).
     config = tmp_path / "admin.properties"
     config.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
     cli = [subprocess.run([sys.executable, "-m", "kplex", *args, "--kafka-config", str(config)],
-                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                          env=dict(os.environ, KPLEX_BOOTSTRAP="127.0.0.1:9"))
            for args in (["read", table, "--vp", "0", "--stats"], ["recover", "--table", table])]
     assert [c.returncode for c in cli] == [0, 0], [c.stderr[-2000:] for c in cli]
 

@@ -190,6 +190,48 @@ def test_the_cli_prints_the_state_as_json(spark, bootstrap, fresh_name):
     assert sum(got["records_per_virtual_partition"].values()) == 400
 
 
+#: What Spark's own logging prints at every start of a local session (its default profile's
+#: notices, and on this machine a loopback host name and no native Hadoop library).
+SPARK_START_NOISE = ("Using Spark's default log4j profile", "Setting default log level", "NativeCodeLoader",
+                     "resolves to a loopback address")
+
+
+def test_the_cli_prints_the_state_without_a_spark_session_and_sessions_log_only_what_matters(
+        spark, bootstrap, fresh_name, tmp_path):
+    """`kplex status` runs the plugin in a plain JVM (no Spark session): its output is the state
+    alone. A session the CLI starts (`kplex sql run`) logs from WARN up without Spark's start-up
+    notices, unless the user configured log4j2 (Spark's conf directory), which then wins."""
+    table = written_table(spark, bootstrap, fresh_name)
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"), KPLEX_BOOTSTRAP=bootstrap)
+    done = subprocess.run([sys.executable, "-m", "kplex", "status", table],
+                          capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
+    assert done.returncode == 0 and done.stderr == "", done.stderr[-3000:]
+    highs: dict[int, int] = {}
+    for r in verify.read_topic(bootstrap, table):
+        vp = int(r.headers["kplex.vp"])
+        highs[vp] = max(highs.get(vp, -2**63), int(r.headers["kplex.order"]))
+    listed = done.stdout.split("virtual partitions (highest order value written; --count adds their records):\n")[1]
+    assert listed.splitlines()[:6] == [f"  {vp:>4}  {highs.get(vp, '-')}" for vp in range(6)], done.stdout
+
+    job = tmp_path / "count.sql"
+    job.write_text(f"SELECT count(*) FROM kplex.{table};\n")
+    run = [sys.executable, "-m", "kplex", "sql", "run", str(job)]
+    done = subprocess.run(run, capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
+    assert done.returncode == 0 and done.stdout.splitlines()[-1] == "400", done.stdout + done.stderr[-3000:]
+    assert not [n for n in SPARK_START_NOISE if n in done.stderr], done.stderr
+    # A log4j2 configuration of the user's, in Spark's conf directory, is the driver's.
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "log4j2.properties").write_text(
+        "rootLogger.level = info\nrootLogger.appenderRef.stdout.ref = console\nappender.console.type = Console\n"
+        "appender.console.name = console\nappender.console.target = SYSTEM_ERR\n"
+        "appender.console.layout.type = PatternLayout\nappender.console.layout.pattern = USERS-LOG %c{1}: %m%n\n")
+    done = subprocess.run(run, capture_output=True, text=True, timeout=300, env=dict(env, SPARK_CONF_DIR=str(conf)),
+                          cwd=ROOT)
+    assert done.returncode == 0 and "USERS-LOG NativeCodeLoader: Unable to load native-hadoop" in done.stderr, \
+        done.stderr[-3000:]
+
+
 def test_an_unknown_table_is_named(spark, bootstrap):
     env = dict(os.environ, PYTHONPATH=str(ROOT / "python"), KPLEX_BOOTSTRAP=bootstrap)
     done = subprocess.run([sys.executable, "-m", "kplex", "status", "no_such_status_table"],

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 LINE = os.environ.get("KPLEX_EXPECT_SPARK") or pyspark.__version__
 MODULES = ("kplex/__init__.py", "kplex/cli/__init__.py", "kplex/session.py", "kplex/servers.py", "kplex/sqltools/check.py",
            "kplex/sqltools/translate.py", "kplex/testing/verify.py", "kplex/jars/kplex-spark.jar", "kplex/jars/kplex-spark-3.5.jar",
-           "kplex/sql/pageviews_by_user.sql")
+           "kplex/sql/pageviews_by_user.sql", "kplex/log4j2-session.properties")
 
 
 def run(argv: list, cwd: Path, timeout: float = 900) -> subprocess.CompletedProcess:
@@ -85,13 +85,15 @@ def test_an_installed_wheel_runs_the_cli_and_writes_without_the_repository(venv,
     assert "INSERT INTO kplex." in run([bin_dir / "kplex", "translate", job], cwd=tmp_path).stdout
 
     table = fresh_name("from_wheel")
-    run([bin_dir / "python", "-c", textwrap.dedent(f"""
+    started = run([bin_dir / "python", "-c", textwrap.dedent(f"""
         from kplex.session import kplex_session
         spark = kplex_session({bootstrap!r}, master="local[1]")
         spark.sql("CREATE TABLE kplex.{table} TBLPROPERTIES ('kplex.virtual_partitions' = '4', 'kplex.physical_partitions' = '2')")
         spark.sql("INSERT INTO kplex.{table} SELECT kplex_key(CAST(id % 10 AS STRING)), kplex_order(id), CAST(id AS STRING) FROM range(100)")
         spark.stop()
     """)], cwd=tmp_path)
+    # The session's driver logs as the wheel's log4j2 file says: none of Spark's start-up notices.
+    assert "Using Spark's default log4j profile" not in started.stderr, started.stderr[-3000:]
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": table, "isolation.level": "read_committed",
                          "enable.auto.commit": False})
     consumer.assign([TopicPartition(table, p, 0) for p in (0, 1)])

@@ -1,4 +1,7 @@
-"""Operator commands that run in a JVM but need no Spark job.
+"""Operator commands that run in a JVM but need no Spark job: ``kplex recover``, ``kplex
+control-plane spread`` and, through :mod:`kplex.status`, ``kplex status``. Each runs the JVM
+plugin's ``KplexAdmin`` in a plain JVM of its own (:func:`run_admin`), with no Spark session:
+a second or two where a session took several.
 
     >>> from kplex.admin import recover
     >>> print(recover("127.0.0.1:9092", "pageviews_by_user"))  # doctest: +SKIP
@@ -6,15 +9,69 @@
 """
 from __future__ import annotations
 
-from typing import Mapping
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Mapping, Sequence
 
 from kplex.definitions import TABLES_TOPIC
-from kplex.errors import translated
-from kplex.session import kplex_session
+from kplex.errors import kplex_error_from_jvm
+from kplex.session import SESSION_LOG_CONFIG, jars
 from kplex.settings import METADATA_TOPIC
 
+#: The JVM plugin's entry point for the commands (``KplexAdmin.main``).
+ADMIN_MAIN = "io.kplex.spark.KplexAdmin"
+#: The JVM's options: C1 only (a run of a second or two never repays C2's compiling), and the
+#: logging of kplex's sessions from ERROR up (a command reports what failed itself; the Kafka
+#: client's warnings, a connection refused each second, say, would bury it).
+ADMIN_JAVA_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
+                      f"-Dlog4j2.configurationFile={SESSION_LOG_CONFIG.as_uri()}", "-Dkplex.log.level=error")
 
-def recover(bootstrap: str, table: str, metadata_topic: str = TABLES_TOPIC,
+
+def catalog_options(bootstrap: str | None, metadata_topic: str = TABLES_TOPIC,
+                    kafka_options: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The catalog options a kplex session would have (``spark.sql.catalog.kplex.*``, without
+    the prefix): the bootstrap servers (default ``$KPLEX_BOOTSTRAP``), the metadata topic and
+    the Java client settings ``kafka_options``.
+
+    >>> catalog_options("b:9092", kafka_options={"security.protocol": "SSL"})["kafka.security.protocol"]
+    'SSL'
+    """
+    options = {METADATA_TOPIC: metadata_topic}
+    address = bootstrap or os.environ.get("KPLEX_BOOTSTRAP")
+    if address:
+        options["kafka.bootstrap.servers"] = address
+    options.update({f"kafka.{k}": str(v) for k, v in (kafka_options or {}).items()})
+    return options
+
+
+def run_admin(args: Sequence[str], options: Mapping[str, str]) -> str:
+    """What ``KplexAdmin``'s command ``args`` returns, run in a JVM of its own with the jar of
+    the installed pyspark's line and that pyspark's jars (Jackson, logging, Spark's classes
+    the plugin names), and the catalog ``options`` on its standard input (so credentials are
+    on no command line). A kplex error in the JVM is raised as the package's own (its
+    condition and culprits kept). What the JVM logs (errors) goes to standard error."""
+    from pyspark.find_spark_home import _find_spark_home
+
+    home = os.environ.get("JAVA_HOME")
+    java = str(Path(home) / "bin" / "java") if home else "java"
+    classpath = os.pathsep.join([*jars(), str(Path(_find_spark_home()) / "jars" / "*")])
+    done = subprocess.run([java, *ADMIN_JAVA_OPTIONS, "-cp", classpath, ADMIN_MAIN, *args],
+                          input=json.dumps(dict(options)), stdout=subprocess.PIPE, text=True)
+    lines = done.stdout.strip().splitlines()
+    try:
+        out = json.loads(lines[-1])
+    except (IndexError, ValueError):  # what it logged went to standard error, as it came
+        raise RuntimeError(f"kplex: the JVM of `{' '.join(args)}` ended with exit code {done.returncode}"
+                           f"{':' if done.stdout else ''}\n{done.stdout[-3000:]}") from None
+    if "error" in out:
+        error = out["error"]
+        raise kplex_error_from_jvm(error.get("condition"), error["message"], error.get("parameters", {}))
+    return out["result"]
+
+
+def recover(bootstrap: str | None, table: str, metadata_topic: str = TABLES_TOPIC,
             kafka_options: Mapping[str, str] | None = None, claim_timeout_ms: int | None = None) -> str:
     """Finish a commit that a dead driver left half done, and fence (Kafka aborts) every
     open transaction of ``table``, so read_committed consumers are not held back. Returns
@@ -23,15 +80,11 @@ def recover(bootstrap: str, table: str, metadata_topic: str = TABLES_TOPIC,
     client settings (credentials: ``security.protocol``, ``sasl.jaas.config``, ...), as the
     catalog's ``kafka.*`` settings; ``claim_timeout_ms``: a writer's claim unrenewed for this
     long is taken over (``kplex.writer_claim_timeout_ms``, default 6000)."""
-    spark = kplex_session(bootstrap, master="local[1]", app_name="kplex-recover",
-                          conf={f"spark.sql.catalog.kplex.{METADATA_TOPIC}": metadata_topic},
-                          kafka_options=kafka_options)
-    with translated():
-        admin = spark._jvm.io.kplex.spark.KplexAdmin  # noqa: SLF001
-        return admin.recover(spark._jsparkSession, "kplex", table, -1 if claim_timeout_ms is None else claim_timeout_ms)  # noqa: SLF001
+    timeout = -1 if claim_timeout_ms is None else claim_timeout_ms
+    return run_admin(["recover", table, str(timeout)], catalog_options(bootstrap, metadata_topic, kafka_options))
 
 
-def spread_control_plane(bootstrap: str, kafka_options: Mapping[str, str] | None = None,
+def spread_control_plane(bootstrap: str | None, kafka_options: Mapping[str, str] | None = None,
                          claim_timeout_ms: int | None = None) -> str:
     """Spread a commit log written by a kplex before its control plane was scoped by table (every table's
     records in partition 0 of ``_kplex_commits``) over its partitions by table, so that a
@@ -43,9 +96,5 @@ def spread_control_plane(bootstrap: str, kafka_options: Mapping[str, str] | None
     >>> print(spread_control_plane("127.0.0.1:9092"))  # doctest: +SKIP
     spread _kplex_commits over 16 partitions by table (1204 records moved out of partition 0)
     """
-    spark = kplex_session(bootstrap, master="local[1]", app_name="kplex-control-plane",
-                          kafka_options=kafka_options)
-    with translated():
-        admin = spark._jvm.io.kplex.spark.KplexAdmin  # noqa: SLF001
-        return admin.spreadControlPlane(spark._jsparkSession, "kplex",  # noqa: SLF001
-                                        -1 if claim_timeout_ms is None else claim_timeout_ms)
+    timeout = -1 if claim_timeout_ms is None else claim_timeout_ms
+    return run_admin(["spread", str(timeout)], catalog_options(bootstrap, kafka_options=kafka_options))

@@ -81,8 +81,9 @@ _CHOSEN = re.compile(r"-Xshare:|-XX:SharedArchiveFile=|-XX:ArchiveClassesAtExit=
 #: dumping does not support native JVMTI agent", "Must enable AllowArchivingWithJavaAgent"), or
 #: a flight recording (the JDK turns it off: "JFR will be disabled during CDS dumping").
 _NO_ARCHIVE_WITH = re.compile(r"-javaagent:|-agentlib:|-agentpath:|-XX:StartFlightRecording|-XX:\+FlightRecorder")
-#: Java options that do not change which archive a JVM can map (logging).
-_NEUTRAL = re.compile(r"-Xlog:\S*")
+#: Java options that do not change which archive a JVM can map (logging: the JVM's, and the
+#: driver's log4j configuration, which kplex.session gives the JVMs kplex_session starts).
+_NEUTRAL = re.compile(r"-Xlog:\S*|-Dlog4j2?\.configurationFile=\S*")
 #: The settings that decide the classes a local session's JVM loads, or whether it can map them.
 _KEYS = ("spark.driver.memory", "spark.driver.extraClassPath", "spark.driver.extraJavaOptions",
          "spark.driver.defaultJavaOptions")
@@ -162,6 +163,15 @@ def _files(directory: Path) -> list[str]:
     return out
 
 
+def _bearing(options: str) -> str:
+    """``options`` without those that do not change which archive a JVM can map.
+
+    >>> _bearing("-Xmx1g -Xlog:cds*=off  -XX:+UseParallelGC") == _bearing("-Xmx1g -XX:+UseParallelGC")
+    True
+    """
+    return " ".join(_NEUTRAL.sub("", options).split())
+
+
 def archive_key(home: Path, spark_home: Path, options: Mapping[str, str],
                 environment: Mapping[str, str]) -> str:
     """The digest that names the archive of a JVM: see the module's doc.
@@ -174,8 +184,8 @@ def archive_key(home: Path, spark_home: Path, options: Mapping[str, str],
     libjvm = home / "lib" / "server" / "libjvm.so"
     parts = [str(home), str(libjvm.stat().st_mtime_ns) if libjvm.exists() else "",
              str(spark_home), *_files(spark_home / "jars")]
-    parts += [f"{k}={_NEUTRAL.sub('', options.get(k, ''))}" for k in _KEYS]
-    parts += [f"{k}={_NEUTRAL.sub('', environment.get(k, ''))}" for k in _ENVIRONMENT]
+    parts += [f"{k}={_bearing(options.get(k, ''))}" for k in _KEYS]
+    parts += [f"{k}={_bearing(environment.get(k, ''))}" for k in _ENVIRONMENT]
     for part in parts:
         digest.update(part.encode())
         digest.update(b"\0")

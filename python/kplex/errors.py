@@ -343,6 +343,25 @@ def kplex_error(condition: str, /, **parameters: object) -> KplexError:
     return error
 
 
+def kplex_error_from_jvm(condition: str | None, message: str, parameters: Mapping[str, str]) -> Exception:
+    """The package's error for one the JVM reported as data (``KplexAdmin``'s command line, run
+    outside Spark by :mod:`kplex.admin`): its ``KPLEX_`` ``condition``, its whole ``message`` and
+    its ``parameters``, kept as the JVM had them; a ``RuntimeError`` of ``message`` for one that
+    is not kplex's.
+
+    >>> e = kplex_error_from_jvm("KPLEX_UNKNOWN_TOPIC.BROKER", "[KPLEX_UNKNOWN_TOPIC] topic 't' ...", {"topic": "t"})
+    >>> type(e).__name__, e.getCondition(), e.getMessageParameters()
+    ('UnknownTableError', 'KPLEX_UNKNOWN_TOPIC.BROKER', {'topic': 't'})
+    """
+    error = translate(RuntimeError(message))
+    if not condition or not isinstance(error, KplexError):
+        return RuntimeError(message)
+    error.__cause__ = None
+    error._condition = condition
+    error._parameters = dict(parameters)
+    return error
+
+
 # [KPLEX_<CODE>] (or [KPLEX_<CODE>.<SUB_CLASS>], as Spark prints a sub-class) and the rest of
 # its line (a client that prints the condition again before the message, as Spark Connect
 # may, repeats the prefix: read once).

@@ -141,15 +141,47 @@ def local_java_options(master: str | None, options: Mapping[str, str]) -> str | 
     return " ".join(o for o in [defaults, *added] if o)
 
 
+#: The driver's logging kplex gives a JVM that :func:`kplex_session` starts (:func:`session_log_option`).
+SESSION_LOG_CONFIG = Path(__file__).with_name("log4j2-session.properties")
+#: What says the driver's logging is chosen already: a log4j option, or a log4j2 file in Spark's conf directory.
+_LOG_CHOSEN = re.compile(r"log4j", re.IGNORECASE)
+
+
+def session_log_option(options: Mapping[str, str]) -> str | None:
+    """The Java option that gives the driver's JVM kplex's logging (:data:`SESSION_LOG_CONFIG`:
+    Spark's defaults from WARN up, as pyspark sets them, without the two warnings every local
+    start prints, a loopback host name and no native Hadoop library), or None where the user
+    chose it: a log4j option in the builder's Java options, ``PYSPARK_SUBMIT_ARGS``,
+    ``SPARK_SUBMIT_OPTS``, the JVM's environment variables or ``spark-defaults.conf``, or a
+    ``log4j2`` file in Spark's conf directory. A command's output is then what it prints
+    (``kplex status``, ``kplex sql run``); Spark's errors and warnings still show.
+
+    >>> session_log_option({"spark.driver.extraJavaOptions": "-Dlog4j2.configurationFile=mine.xml"}) is None
+    True
+    """
+    chosen = [options.get("spark.driver.extraJavaOptions", ""), options.get(DEFAULT_JAVA_OPTIONS_KEY, "")]
+    chosen += [os.environ.get(name, "") for name in _JAVA_OPTION_SOURCES]
+    if any(_LOG_CHOSEN.search(text) for text in chosen) or _LOG_CHOSEN.search(_spark_defaults()):
+        return None
+    if any(_spark_conf_dir().glob("log4j2*")):
+        return None
+    return f"-Dlog4j2.configurationFile={SESSION_LOG_CONFIG.as_uri()}"
+
+
+def _spark_conf_dir() -> Path:
+    """The directory spark-submit reads its configuration files from."""
+    conf_dir = os.environ.get("SPARK_CONF_DIR")
+    if conf_dir:
+        return Path(conf_dir)
+    from pyspark.find_spark_home import _find_spark_home
+
+    return Path(_find_spark_home()) / "conf"
+
+
 def _spark_defaults() -> str:
     """The text of the ``spark-defaults.conf`` spark-submit reads ("" if none)."""
-    conf_dir = os.environ.get("SPARK_CONF_DIR")
-    if not conf_dir:
-        from pyspark.find_spark_home import _find_spark_home
-
-        conf_dir = str(Path(_find_spark_home()) / "conf")
     try:
-        return (Path(conf_dir) / "spark-defaults.conf").read_text(errors="replace")
+        return (_spark_conf_dir() / "spark-defaults.conf").read_text(errors="replace")
     except OSError:
         return ""
 
@@ -312,6 +344,10 @@ def kplex_session(
     builder = configure_spark_with_kplex(builder, bootstrap, kafka_options=dict(kafka_options or {}))
     archive = None
     if SparkContext._gateway is None:  # noqa: SLF001 - this session starts the JVM: its options count
+        log_option = session_log_option(builder._options)  # noqa: SLF001
+        if log_option:
+            given = builder._options.get(DEFAULT_JAVA_OPTIONS_KEY)  # noqa: SLF001
+            builder = builder.config(DEFAULT_JAVA_OPTIONS_KEY, f"{given} {log_option}" if given else log_option)
         archive = class_archive.plan(builder._options.get("spark.master"), builder._options)  # noqa: SLF001
     defaults = builder._options.get(DEFAULT_JAVA_OPTIONS_KEY)  # noqa: SLF001
     if archive is not None:

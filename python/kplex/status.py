@@ -20,9 +20,7 @@ from datetime import datetime, timezone
 from typing import Any, Mapping
 
 from kplex.definitions import TABLES_TOPIC
-from kplex.errors import translated
 from kplex.placement import VP_HEADER, murmur2, to_positive
-from kplex.settings import METADATA_TOPIC
 
 __all__ = ["status", "count_per_virtual_partition", "render", "control_plane_partition"]
 
@@ -49,13 +47,9 @@ def status(bootstrap: str, table: str, *, count: bool = False, metadata_topic: s
     """The state of ``table`` as a dict (the ``--json`` form). ``kafka_options``: Java client
     settings for the JVM side (as the catalog's ``kafka.*``); ``config``: librdkafka settings
     for counting."""
-    from kplex.session import kplex_session
+    from kplex.admin import catalog_options, run_admin
 
-    spark = kplex_session(bootstrap, master="local[1]", app_name="kplex-status",
-                          conf={f"spark.sql.catalog.kplex.{METADATA_TOPIC}": metadata_topic},
-                          kafka_options=kafka_options)
-    with translated():
-        state = json.loads(spark._jvm.io.kplex.spark.KplexAdmin.status(spark._jsparkSession, "kplex", table))  # noqa: SLF001
+    state = json.loads(run_admin(["status", table], catalog_options(bootstrap, metadata_topic, kafka_options)))
     if count and state.get("kind") == "kplex-written":
         counts = count_per_virtual_partition(bootstrap, state["topic"], config)
         state["records_per_virtual_partition"] = {str(vp): n for vp, n in sorted(counts.items())}
@@ -113,10 +107,14 @@ def render(state: Mapping[str, Any]) -> str:
         lines.append("  holds no records and never held any, yet kplex committed records to it (the highest order"
                      " values below): it was deleted and created again outside kplex, and the next write fails"
                      f" ({over})")
-    lines.append("virtual partitions (records, highest order value written):")
-    for vp in range(state["virtual_partitions"]):
-        n = counts.get(str(vp), "?" if not counts else 0)
-        lines.append(f"  {vp:>4}  {n!s:>10}  {highs.get(str(vp), '-')}")
+    if "records_per_virtual_partition" in state:
+        lines.append("virtual partitions (records, highest order value written):")
+        for vp in range(state["virtual_partitions"]):
+            lines.append(f"  {vp:>4}  {counts.get(str(vp), 0):>10}  {highs.get(str(vp), '-')}")
+    else:
+        lines.append("virtual partitions (highest order value written; --count adds their records):")
+        for vp in range(state["virtual_partitions"]):
+            lines.append(f"  {vp:>4}  {highs.get(str(vp), '-')}")
     if "floor_every_virtual_partition" in state:
         lines.append(f"floor of every virtual partition: {state['floor_every_virtual_partition']}"
                      " (a strict stream's published watermark: no writer writes below it)")

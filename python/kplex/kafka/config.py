@@ -150,17 +150,25 @@ def _trust(settings: Mapping[str, str]) -> dict[str, str]:
 def add_arguments(parser: Any, bootstrap: bool = True) -> None:
     """``--bootstrap`` and ``--kafka-config``, as every ``kplex`` command that talks to Kafka has them."""
     if bootstrap:
-        parser.add_argument("--bootstrap", help="Kafka address (default $KPLEX_BOOTSTRAP, then the"
-                                                " bootstrap.servers of the --kafka-config file)")
+        parser.add_argument("--bootstrap", help="Kafka address (default the bootstrap.servers of the"
+                                                " --kafka-config file, then $KPLEX_BOOTSTRAP)")
     parser.add_argument("--kafka-config", metavar="FILE",
                         help="Kafka client settings (security.protocol, sasl.*, ssl.*), a Java properties"
                              f" file as Kafka's --command-config takes (default ${ENV_VAR})")
 
 
 def from_args(args: Any, environ: Mapping[str, str] = os.environ) -> tuple[str, dict[str, str]]:
-    """(bootstrap servers, Java client settings) of a command's arguments; exits naming what is missing."""
+    """(bootstrap servers, Java client settings) of a command's arguments; exits naming what is missing.
+    The servers are ``--bootstrap``'s, else those of the settings file, which go with its
+    credentials, else ``$KPLEX_BOOTSTRAP`` (as ``kplex sql run`` picks them).
+
+    >>> import argparse
+    >>> args = argparse.Namespace(bootstrap=None, kafka_config=None)
+    >>> from_args(args, {"KPLEX_BOOTSTRAP": "dev:9092"})
+    ('dev:9092', {})
+    """
     settings = load(getattr(args, "kafka_config", None), environ)
-    bootstrap = getattr(args, "bootstrap", None) or environ.get("KPLEX_BOOTSTRAP") or bootstrap_of(settings)
+    bootstrap = getattr(args, "bootstrap", None) or bootstrap_of(settings) or environ.get("KPLEX_BOOTSTRAP")
     if not bootstrap:
         raise SystemExit("kplex: no broker: pass --bootstrap HOST:PORT, set KPLEX_BOOTSTRAP, or give"
                          " bootstrap.servers in the --kafka-config file")

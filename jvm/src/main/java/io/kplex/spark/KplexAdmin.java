@@ -39,7 +39,11 @@ public final class KplexAdmin {
    */
   public static String recover(org.apache.spark.sql.SparkSession session, String catalog, String table,
       long claimTimeoutMs) {
-    Map<String, String> options = catalogOptions(session, catalog);
+    return recover(catalogOptions(session, catalog), table, claimTimeoutMs);
+  }
+
+  /** As {@link #recover(org.apache.spark.sql.SparkSession, String, String, long)}, with the catalog's options. */
+  public static String recover(Map<String, String> options, String table, long claimTimeoutMs) {
     KafkaConf kafka = KafkaConf.from(options);
     String metadataTopic = KplexOptions.metadataTopic(options);
     try (TableStore store = new TableStore(kafka, metadataTopic)) {
@@ -63,7 +67,11 @@ public final class KplexAdmin {
    */
   public static String spreadControlPlane(org.apache.spark.sql.SparkSession session, String catalog,
       long claimTimeoutMs) {
-    Map<String, String> options = catalogOptions(session, catalog);
+    return spreadControlPlane(catalogOptions(session, catalog), claimTimeoutMs);
+  }
+
+  /** As {@link #spreadControlPlane(org.apache.spark.sql.SparkSession, String, long)}, with the catalog's options. */
+  public static String spreadControlPlane(Map<String, String> options, long claimTimeoutMs) {
     long staleMs = claimTimeoutMs > 0 ? claimTimeoutMs : io.kplex.spark.conf.ConfParser.builder().catalog(options)
         .session(WriteConf.sessionSettings()).build().longConf(KplexOptions.WRITER_CLAIM_TIMEOUT_MS);
     try (io.kplex.spark.kafka.KafkaTopics kafka = new io.kplex.spark.kafka.KafkaTopics(KafkaConf.from(options))) {
@@ -129,6 +137,50 @@ public final class KplexAdmin {
   /** JSON of the kplex read metrics of an executed DataFrame's scans. */
   public static String readMetricsJson(org.apache.spark.sql.Dataset<?> df) {
     return ReadMetrics.json(df);
+  }
+
+  /**
+   * The operator commands without Spark ({@code kplex status}, {@code recover} and
+   * {@code control-plane spread} run this in a JVM of their own, a second or two instead of a
+   * Spark session's several): {@code status TABLE}, {@code recover TABLE CLAIM_TIMEOUT_MS} or
+   * {@code spread CLAIM_TIMEOUT_MS} (-1: the default). The catalog's options (its {@code kafka.*}
+   * settings, credentials among them, and the metadata topic) arrive as one JSON object on
+   * standard input, so no secret is on a command line. Standard output gets one JSON object:
+   * {@code {"result": "..."}}, or {@code {"error": {"condition", "message", "parameters"}}} for
+   * kplex's errors, which the Python package raises as its own.
+   */
+  public static void main(String[] args) throws java.io.IOException {
+    com.fasterxml.jackson.databind.ObjectMapper json = new com.fasterxml.jackson.databind.ObjectMapper();
+    Map<String, String> options = new HashMap<>();
+    json.readTree(System.in).fields().forEachRemaining(e -> options.put(e.getKey(), e.getValue().asText()));
+    com.fasterxml.jackson.databind.node.ObjectNode out = json.createObjectNode();
+    int status = 0;
+    try {
+      String command = args.length > 0 ? args[0] : "";
+      switch (command) {
+        case "status":
+          out.put("result", status(options, args[1]));
+          break;
+        case "recover":
+          out.put("result", recover(options, args[1], Long.parseLong(args[2])));
+          break;
+        case "spread":
+          out.put("result", spreadControlPlane(options, Long.parseLong(args[1])));
+          break;
+        default:
+          throw new IllegalArgumentException("unknown command '" + command + "': status, recover or spread");
+      }
+    } catch (io.kplex.spark.errors.KplexException e) {
+      com.fasterxml.jackson.databind.node.ObjectNode error = out.putObject("error");
+      error.put("condition", e.getCondition()).put("message", e.getMessage());
+      e.getMessageParameters().forEach(error.putObject("parameters")::put);
+    } catch (RuntimeException e) {
+      out.putObject("error").put("message", e.toString());
+      status = 1;
+    }
+    System.out.println(out);
+    System.out.flush();
+    System.exit(status);  // the JVM's shared Kafka clients would otherwise keep it up until they time out
   }
 
   /** Throws if the kafka-clients internals that exactly-once needs are missing. */
