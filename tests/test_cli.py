@@ -2,6 +2,7 @@
 it, never a silently missing command."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -40,3 +41,16 @@ def test_pipeline_run_flags_become_session_settings_in_a_copy_of_the_spec_beside
     document = yaml.safe_load(copy.read_text())
     assert document["configuration"] == {"spark.sql.shuffle.partitions": "3", "kplex.stream.startingOffsets": "table"}
     assert document["libraries"] == [{"glob": {"include": "t/**"}}] and document["name"] == "p"
+
+
+def test_a_command_says_where_the_broker_address_that_did_not_answer_came_from(bootstrap, tmp_path):
+    """The --kafka-config file's bootstrap.servers go with its credentials: they win over
+    $KPLEX_BOOTSTRAP (here a broker that answers, and knows no such table). The file's address has
+    no broker, so the command fails as unreachable and says the address was the file's."""
+    config = tmp_path / "client.properties"
+    config.write_text("bootstrap.servers=127.0.0.1:9\n")
+    done = subprocess.run([sys.executable, "-m", "kplex", "status", "no_such_table_anywhere", "--kafka-config", str(config)],
+                          capture_output=True, text=True, timeout=300, env={**os.environ, "KPLEX_BOOTSTRAP": bootstrap})
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert "[KPLEX_UNREACHABLE] no Kafka broker answered at '127.0.0.1:9'" in done.stderr, done.stderr[-3000:]
+    assert "kplex: that address is the --kafka-config file's bootstrap.servers" in done.stderr, done.stderr[-3000:]

@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+from confluent_kafka import Consumer, TopicPartition
 from test_exactly_once import INSERT, ROWS, assert_exactly_once, run_script, stable_offsets_reach_the_end, why
 from test_streaming import SELECT, STREAM_SCRIPT, assert_exactly_once_in_order, create, run_available_now, run_driver
 
@@ -160,13 +161,24 @@ def test_a_writer_paused_past_its_claim_timeout_is_taken_over_and_fails_cleanly(
                             text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "python")}, start_new_session=True)
     try:
         deadline = time.time() + 180
-        # Batch 0's tasks are writing (slowly) once the table shows their open transactions
-        # (kplex status); only then is the driver paused, holding its claim.
-        while not status(bootstrap, target)["open_transactions"]:
-            assert proc.poll() is None and time.time() < deadline, "the query never started writing"
-            time.sleep(0.5)
+        # Batch 0's tasks are writing (slowly) once the topic holds records not yet committed:
+        # a partition whose end (read_uncommitted) is past its last stable offset (read_committed),
+        # as plain consumers see them; only then is the driver paused, holding its claim.
+        views = [Consumer({"bootstrap.servers": bootstrap, "group.id": f"watch-{target}", "isolation.level": level})
+                 for level in ("read_uncommitted", "read_committed")]
+        partitions = [TopicPartition(target, p) for p in range(3)]
+        try:
+            while not any(views[0].get_watermark_offsets(tp, timeout=10)[1] > views[1].get_watermark_offsets(tp, timeout=10)[1]
+                          for tp in partitions):
+                assert proc.poll() is None and time.time() < deadline, "the query never started writing"
+                time.sleep(0.1)
+        finally:
+            for view in views:
+                view.close()
         os.killpg(proc.pid, signal.SIGSTOP)
         try:
+            seen = status(bootstrap, target)
+            assert seen["open_transactions"], seen
             said = recover(bootstrap, target, claim_timeout_ms=3_000)
             assert "fenced" in said, said
         finally:

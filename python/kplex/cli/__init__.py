@@ -22,7 +22,7 @@ import sys
 from types import ModuleType
 from typing import Sequence
 
-from kplex.errors import KplexError
+from kplex.errors import BrokerUnreachableError, KplexError
 
 #: Modules that add sub-commands to ``kplex`` with ``register(subparsers)``, in help order.
 COMMAND_MODULES = ("kplex.cli.tools", "kplex.cli.sql", "kplex.cli.read", "kplex.cli.advise", "kplex.cli.operate",
@@ -53,6 +53,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.handler(args)
     except KplexError as exc:
         print(f"kplex: {exc}", file=sys.stderr)
+        source = getattr(args, "bootstrap_source", None)
+        if isinstance(exc, BrokerUnreachableError) and source:
+            print(f"kplex: that address is {source} (a command takes --bootstrap, else the --kafka-config"
+                  " file's bootstrap.servers, else $KPLEX_BOOTSTRAP)", file=sys.stderr)
         return 2
 
 

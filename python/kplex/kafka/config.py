@@ -160,17 +160,22 @@ def add_arguments(parser: Any, bootstrap: bool = True) -> None:
 def from_args(args: Any, environ: Mapping[str, str] = os.environ) -> tuple[str, dict[str, str]]:
     """(bootstrap servers, Java client settings) of a command's arguments; exits naming what is missing.
     The servers are ``--bootstrap``'s, else those of the settings file, which go with its
-    credentials, else ``$KPLEX_BOOTSTRAP`` (as ``kplex sql run`` picks them).
+    credentials, else ``$KPLEX_BOOTSTRAP`` (as ``kplex sql run`` picks them); which of the
+    three it was is left in ``args.bootstrap_source``, for the CLI's message when no broker answers.
 
     >>> import argparse
     >>> args = argparse.Namespace(bootstrap=None, kafka_config=None)
-    >>> from_args(args, {"KPLEX_BOOTSTRAP": "dev:9092"})
-    ('dev:9092', {})
+    >>> from_args(args, {"KPLEX_BOOTSTRAP": "dev:9092"}), args.bootstrap_source
+    (('dev:9092', {}), '$KPLEX_BOOTSTRAP')
     """
     settings = load(getattr(args, "kafka_config", None), environ)
-    bootstrap = getattr(args, "bootstrap", None) or bootstrap_of(settings) or environ.get("KPLEX_BOOTSTRAP")
+    sources = (("--bootstrap", getattr(args, "bootstrap", None)),
+               ("the --kafka-config file's bootstrap.servers", bootstrap_of(settings)),
+               ("$KPLEX_BOOTSTRAP", environ.get("KPLEX_BOOTSTRAP")))
+    source, bootstrap = next(((name, value) for name, value in sources if value), (None, None))
+    args.bootstrap_source = source
     if not bootstrap:
-        raise SystemExit("kplex: no broker: pass --bootstrap HOST:PORT, set KPLEX_BOOTSTRAP, or give"
-                         " bootstrap.servers in the --kafka-config file")
+        raise SystemExit("kplex: no broker: pass --bootstrap HOST:PORT, give bootstrap.servers in the"
+                         " --kafka-config file, or set KPLEX_BOOTSTRAP")
     settings.pop("bootstrap.servers", None)
     return bootstrap, settings
