@@ -24,9 +24,10 @@ from kplex.settings import METADATA_TOPIC
 ADMIN_MAIN = "io.kplex.spark.KplexAdmin"
 #: The JVM's options: C1 only (a run of a second or two never repays C2's compiling), and the
 #: logging of kplex's sessions from ERROR up (a command reports what failed itself; the Kafka
-#: client's warnings, a connection refused each second, say, would bury it).
-ADMIN_JAVA_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
-                      f"-Dlog4j2.configurationFile={SESSION_LOG_CONFIG.as_uri()}", "-Dkplex.log.level=error")
+#: client's warnings, a connection refused each second, say, would bury it). No collector: one
+#: in the user's JAVA_TOOL_OPTIONS beside another would stop the JVM from starting.
+ADMIN_JAVA_OPTIONS = ("-XX:TieredStopAtLevel=1", f"-Dlog4j2.configurationFile={SESSION_LOG_CONFIG.as_uri()}",
+                      "-Dkplex.log.level=error")
 
 
 def catalog_options(bootstrap: str | None, metadata_topic: str = TABLES_TOPIC,
