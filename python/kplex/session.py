@@ -132,9 +132,7 @@ def local_java_options(master: str | None, options: Mapping[str, str]) -> str | 
     if not _local(master):
         return None
     defaults = options.get(DEFAULT_JAVA_OPTIONS_KEY, "")
-    chosen = [options.get("spark.driver.extraJavaOptions", ""), defaults]
-    chosen += [os.environ.get(name, "") for name in _JAVA_OPTION_SOURCES]
-    chosen += [_spark_defaults()]
+    chosen = _chosen_java_options(options)
     added = [option for option, flag in _LOCAL_OPTIONS if not any(flag.search(text) for text in chosen)]
     if not added:
         return None
@@ -159,13 +157,20 @@ def session_log_option(options: Mapping[str, str]) -> str | None:
     >>> session_log_option({"spark.driver.extraJavaOptions": "-Dlog4j2.configurationFile=mine.xml"}) is None
     True
     """
-    chosen = [options.get("spark.driver.extraJavaOptions", ""), options.get(DEFAULT_JAVA_OPTIONS_KEY, "")]
-    chosen += [os.environ.get(name, "") for name in _JAVA_OPTION_SOURCES]
-    if any(_LOG_CHOSEN.search(text) for text in chosen) or _LOG_CHOSEN.search(_spark_defaults()):
+    if any(_LOG_CHOSEN.search(text) for text in _chosen_java_options(options)):
         return None
     if any(_spark_conf_dir().glob("log4j2*")):
         return None
     return f"-Dlog4j2.configurationFile={SESSION_LOG_CONFIG.as_uri()}"
+
+
+def _chosen_java_options(options: Mapping[str, str]) -> list[str]:
+    """Every text where the Java options of a JVM pyspark starts for a builder with ``options``
+    may be chosen: its driver options, the environment's (:data:`_JAVA_OPTION_SOURCES`) and
+    ``spark-defaults.conf``."""
+    chosen = [options.get("spark.driver.extraJavaOptions", ""), options.get(DEFAULT_JAVA_OPTIONS_KEY, "")]
+    chosen += [os.environ.get(name, "") for name in _JAVA_OPTION_SOURCES]
+    return chosen + [_spark_defaults()]
 
 
 def _spark_conf_dir() -> Path:
