@@ -179,15 +179,33 @@ def test_plain_describe_shows_only_the_columns(spark, bootstrap, fresh_name):
     assert all(not name.startswith("#") for name, _, _ in rows)
 
 
-def test_the_cli_prints_the_state_as_json(spark, bootstrap, fresh_name):
+def test_the_cli_prints_the_state_as_json_and_a_running_session_answers_alike_in_its_own_jvm(
+        spark, bootstrap, fresh_name, monkeypatch):
+    """The CLI's `status --json` (a JVM of its own) and the library's status() in a process whose
+    kplex session runs (a notebook's): the same state, the latter from the session's JVM, with no
+    JVM started; a kplex error from there keeps its condition and culprits as one from the CLI's."""
     table = written_table(spark, bootstrap, fresh_name)
     env = dict(os.environ, PYTHONPATH=str(ROOT / "python"), KPLEX_BOOTSTRAP=bootstrap)
     done = subprocess.run([sys.executable, "-m", "kplex", "status", table, "--json", "--count"],
                           capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
     got = json.loads(done.stdout)
-    assert got["records_per_virtual_partition"] == status(bootstrap, table, count=True)["records_per_virtual_partition"]
+
+    def no_jvm_of_its_own(*args, **kwargs):
+        raise AssertionError(f"started a process with a kplex session running: {args}")
+
+    monkeypatch.setattr("kplex.admin.subprocess.run", no_jvm_of_its_own)
+    here = status(bootstrap, table, count=True)
     assert sum(got["records_per_virtual_partition"].values()) == 400
+    settled = ("definition", "kind", "topic", "partitions", "high_order_per_virtual_partition", "writer_claim",
+               "pending_commit", "open_transactions", "partial_commits", "records_per_virtual_partition")
+    assert {k: here[k] for k in settled} == {k: got[k] for k in settled}
+    missing = fresh_name("no_table")
+    with pytest.raises(UnknownTableError) as raised:
+        status(bootstrap, missing)
+    assert raised.value.getCondition() == "KPLEX_UNKNOWN_TOPIC.BROKER"
+    assert raised.value.getMessageParameters().get("topic") == missing
+    assert recover(bootstrap, table).startswith("fenced 0 open transactions")
 
 
 #: What Spark's own logging prints at every start of a local session (its default profile's

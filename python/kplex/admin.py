@@ -1,7 +1,8 @@
 """Operator commands that run in a JVM but need no Spark job: ``kplex recover``, ``kplex
 control-plane spread`` and, through :mod:`kplex.status`, ``kplex status``. Each runs the JVM
 plugin's ``KplexAdmin`` in a plain JVM of its own (:func:`run_admin`), with no Spark session:
-a second or two where a session took several.
+a second or two where a session took several; or, called where a kplex session's JVM runs in the
+process already (a notebook), in that JVM.
 
     >>> from kplex.admin import recover
     >>> print(recover("127.0.0.1:9092", "pageviews_by_user"))  # doctest: +SKIP
@@ -48,11 +49,57 @@ def catalog_options(bootstrap: str | None, metadata_topic: str = TABLES_TOPIC,
 
 
 def run_admin(args: Sequence[str], options: Mapping[str, str]) -> str:
-    """What ``KplexAdmin``'s command ``args`` returns, run in a JVM of its own with the jar of
-    the installed pyspark's line and that pyspark's jars (Jackson, logging, Spark's classes
-    the plugin names), and the catalog ``options`` on its standard input (so credentials are
-    on no command line). A kplex error in the JVM is raised as the package's own (its
-    condition and culprits kept). What the JVM logs (errors) goes to standard error."""
+    """What ``KplexAdmin``'s command ``args`` returns for the catalog ``options``. Where a JVM
+    with kplex's classes runs in this process (a classic kplex session's), in that JVM, through
+    py4j (``KplexAdmin.run``); else in a JVM of its own with the jar of the installed pyspark's
+    line and that pyspark's jars (Jackson, logging, Spark's classes the plugin names), the
+    ``options`` on its standard input (so credentials are on no command line). The answer is
+    the same either way: a kplex error in the JVM is raised as the package's own (its condition
+    and culprits kept). What a JVM of its own logs (errors) goes to standard error."""
+    context = _kplex_context()
+    out = _run_in(context, args, options) if context is not None else _run_in_own_jvm(args, options)
+    if "error" in out:
+        error = out["error"]
+        raise kplex_error_from_jvm(error.get("condition"), error["message"], error.get("parameters", {}))
+    return out["result"]
+
+
+def _kplex_context():  # noqa: ANN202 (pyspark's SparkContext, imported only when in use)
+    """This process's running SparkContext when its JVM has kplex's classes (a session with
+    kplex's jar); None otherwise (no session, Spark Connect, a session without kplex)."""
+    import sys
+
+    if "pyspark" not in sys.modules:  # no session runs in a process that never imported it
+        return None
+    from py4j.java_gateway import JavaClass
+    from pyspark import SparkContext
+
+    context = SparkContext._active_spark_context  # noqa: SLF001
+    if context is None:
+        return None
+    try:
+        admin = context._jvm.io.kplex.spark.KplexAdmin  # noqa: SLF001
+        return context if isinstance(admin, JavaClass) else None
+    except Exception:  # noqa: BLE001 (its JVM gone: the command starts one of its own)
+        return None
+
+
+def _run_in(context, args: Sequence[str], options: Mapping[str, str]) -> dict:  # noqa: ANN001
+    """KplexAdmin's answer to ``args`` from the JVM of the running ``context``
+    (``KplexAdmin.run``, what its ``main`` prints)."""
+    from py4j.java_collections import MapConverter
+
+    gateway, jvm = context._gateway, context._jvm  # noqa: SLF001
+    java_args = gateway.new_array(jvm.java.lang.String, len(args))
+    for i, arg in enumerate(args):
+        java_args[i] = arg
+    java_options = MapConverter().convert(dict(options), gateway._gateway_client)  # noqa: SLF001
+    return json.loads(jvm.io.kplex.spark.KplexAdmin.run(java_args, java_options))
+
+
+def _run_in_own_jvm(args: Sequence[str], options: Mapping[str, str]) -> dict:
+    """KplexAdmin's answer to ``args`` from a JVM started for it (its main, ``options`` as JSON
+    on its standard input)."""
     from pyspark.find_spark_home import _find_spark_home
 
     home = os.environ.get("JAVA_HOME")
@@ -62,14 +109,10 @@ def run_admin(args: Sequence[str], options: Mapping[str, str]) -> str:
                           input=json.dumps(dict(options)), stdout=subprocess.PIPE, text=True)
     lines = done.stdout.strip().splitlines()
     try:
-        out = json.loads(lines[-1])
+        return json.loads(lines[-1])
     except (IndexError, ValueError):  # what it logged went to standard error, as it came
         raise RuntimeError(f"kplex: the JVM of `{' '.join(args)}` ended with exit code {done.returncode}"
                            f"{':' if done.stdout else ''}\n{done.stdout[-3000:]}") from None
-    if "error" in out:
-        error = out["error"]
-        raise kplex_error_from_jvm(error.get("condition"), error["message"], error.get("parameters", {}))
-    return out["result"]
 
 
 def recover(bootstrap: str | None, table: str, metadata_topic: str = TABLES_TOPIC,

@@ -150,11 +150,30 @@ public final class KplexAdmin {
    * kplex's errors, which the Python package raises as its own.
    */
   public static void main(String[] args) throws java.io.IOException {
-    com.fasterxml.jackson.databind.ObjectMapper json = new com.fasterxml.jackson.databind.ObjectMapper();
     Map<String, String> options = new HashMap<>();
-    json.readTree(System.in).fields().forEachRemaining(e -> options.put(e.getKey(), e.getValue().asText()));
-    com.fasterxml.jackson.databind.node.ObjectNode out = json.createObjectNode();
-    int status = 0;
+    new com.fasterxml.jackson.databind.ObjectMapper().readTree(System.in).fields()
+        .forEachRemaining(e -> options.put(e.getKey(), e.getValue().asText()));
+    com.fasterxml.jackson.databind.node.ObjectNode out = answer(args, options);
+    System.out.println(out);
+    System.out.flush();
+    // 1 for an error that is not kplex's; and the JVM's shared Kafka clients would otherwise
+    // keep it up until they time out.
+    System.exit(out.has("error") && !out.get("error").has("condition") ? 1 : 0);
+  }
+
+  /**
+   * One operator command, answered as {@link #main} prints it: {@code {"result": "..."}}, or
+   * {@code {"error": {...}}} (with {@code condition} and {@code parameters} for kplex's own).
+   * The Python package calls this through py4j when a kplex session's JVM runs in its process
+   * already (a notebook, a test), instead of starting a JVM of its own.
+   */
+  public static String run(String[] args, Map<String, String> options) {
+    return answer(args, options).toString();
+  }
+
+  private static com.fasterxml.jackson.databind.node.ObjectNode answer(String[] args, Map<String, String> options) {
+    com.fasterxml.jackson.databind.node.ObjectNode out = new com.fasterxml.jackson.databind.ObjectMapper()
+        .createObjectNode();
     try {
       String command = args.length > 0 ? args[0] : "";
       switch (command) {
@@ -176,11 +195,8 @@ public final class KplexAdmin {
       e.getMessageParameters().forEach(error.putObject("parameters")::put);
     } catch (RuntimeException e) {
       out.putObject("error").put("message", e.toString());
-      status = 1;
     }
-    System.out.println(out);
-    System.out.flush();
-    System.exit(status);  // the JVM's shared Kafka clients would otherwise keep it up until they time out
+    return out;
   }
 
   /** Throws if the kafka-clients internals that exactly-once needs are missing. */
