@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from test_exactly_once import INSERT, ROWS, assert_exactly_once, run_script, stable_offsets_reach_the_end, why
 from test_streaming import SELECT, STREAM_SCRIPT, assert_exactly_once_in_order, create, run_available_now, run_driver
 
@@ -144,6 +144,24 @@ except Exception as e:
     sys.exit(1)""")
 
 
+#: What a consumer's offsets request meets while a new topic's partitions get their leaders.
+NO_LEADER_YET = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART,
+                 KafkaError._UNKNOWN_PARTITION}
+
+
+def uncommitted_records(views: list[Consumer], partitions: list[TopicPartition]) -> bool:
+    """Whether a partition's end as `views[0]` (read_uncommitted) sees it is past its last
+    stable offset as `views[1]` (read_committed) does: records written, not yet committed. Not
+    yet while a partition of the topic just made has no leader for the consumers to ask."""
+    try:
+        return any(views[0].get_watermark_offsets(tp, timeout=10)[1] > views[1].get_watermark_offsets(tp, timeout=10)[1]
+                   for tp in partitions)
+    except KafkaException as e:
+        if e.args[0].code() in NO_LEADER_YET:
+            return False
+        raise
+
+
 def test_a_writer_paused_past_its_claim_timeout_is_taken_over_and_fails_cleanly(
         spark, bootstrap, fresh_name, tmp_path):
     """SIGSTOP a driver while its tasks write, for longer than the claim timeout, and run
@@ -168,8 +186,7 @@ def test_a_writer_paused_past_its_claim_timeout_is_taken_over_and_fails_cleanly(
                  for level in ("read_uncommitted", "read_committed")]
         partitions = [TopicPartition(target, p) for p in range(3)]
         try:
-            while not any(views[0].get_watermark_offsets(tp, timeout=10)[1] > views[1].get_watermark_offsets(tp, timeout=10)[1]
-                          for tp in partitions):
+            while not uncommitted_records(views, partitions):
                 assert proc.poll() is None and time.time() < deadline, "the query never started writing"
                 time.sleep(0.1)
         finally:
