@@ -77,7 +77,6 @@ from kplex.testing import datagen
 bootstrap, name = sys.argv[1], "class_archive_" + uuid.uuid4().hex[:8]
 spark = kplex_session(bootstrap, master="local[2]")
 options = spark.sparkContext.getConf().get("spark.driver.defaultJavaOptions", "")
-print("maps" if "-XX:SharedArchiveFile=" in options else "writes" if "-XX:ArchiveClassesAtExit=" in options else "none")
 if "-XX:ArchiveClassesAtExit=" in options:
     datagen.generate_pageviews(bootstrap, name + "_src", 300, partitions=3, users=15, seed=1)
     spark.sql(f"CREATE TABLE kplex.{name} TBLPROPERTIES ('kplex.virtual_partitions' = '6', 'kplex.physical_partitions' = '3')")
