@@ -10,9 +10,11 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaException, Producer, TopicCollection
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from kplex import errors, status
@@ -302,10 +304,17 @@ def test_a_table_whose_topic_was_deleted_or_recreated_outside_kplex_says_so_and_
         spark, bootstrap, table, fresh_name, tmp_path):
     # kplex's marks of what it wrote outlive a topic deleted with kafka-topics: the table's
     # records are gone, and the marks would call every new record late against them.
+    # (A topic created again and written by others first, told apart by its id: the test below.)
     def insert(first: int) -> None:
         spark.sql(f"INSERT INTO kplex.{table} SELECT {GOOD_KEY}, {GOOD_ORDER}, {VALUE} FROM range({first}, {first + 5})")
 
     insert(100)
+    # As a table first written by a kplex before the commit log named the topic (by its id) that
+    # a table's writes went to: then a topic emptied is what tells one created again.
+    producer = Producer({"bootstrap.servers": bootstrap})
+    producer.produce("_kplex_commits", key=f"topic/{table}/id".encode(), value=None,
+                     partition=status.control_plane_partition(table))
+    assert producer.flush(30) == 0
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.delete_topics([table])[table].result()
     gone = f"[KPLEX_UNKNOWN_TOPIC] topic '{table}' of kplex table {table} does not exist: it was deleted outside kplex."
@@ -323,30 +332,15 @@ def test_a_table_whose_topic_was_deleted_or_recreated_outside_kplex_says_so_and_
                           capture_output=True, text=True, timeout=120)
     assert read.returncode != 0 and gone in read.stderr, (read.returncode, read.stderr[-2000:])
     assert f"topic {table}:\n  does not exist: it was deleted outside kplex" in status.render(status.status(bootstrap, table))
-    deadline = time.monotonic() + 60
-    while True:  # the broker finishes a deletion in the background
-        try:
-            admin.create_topics([NewTopic(table, 3, 1)])[table].result()
-            break
-        except KafkaException:
-            assert time.monotonic() < deadline, f"topic {table} could not be created again"
-            time.sleep(0.5)
+    create_again(admin, table)
     source = fresh_name("src")
     spark.sql(f"CREATE TABLE kplex.{source} TBLPROPERTIES ('kplex.virtual_partitions' = '3',"
               " 'kplex.physical_partitions' = '3')")
     spark.sql(f"INSERT INTO kplex.{source} SELECT {GOOD_KEY}, {GOOD_ORDER}, {VALUE} FROM range(5)")
-    for attempt in ("insert", "stream"):
-        with pytest.raises(errors.DataLossError) as raised, translated():
-            if attempt == "insert":
-                insert(0)
-            else:
-                query = (spark.readStream.format("kplex").option("table", source).load()
-                         .selectExpr("key", "order_value", "value").writeStream.format("kplex").option("table", table)
-                         .option("checkpointLocation", str(tmp_path / "chk")).trigger(availableNow=True).start())
-                query.awaitTermination(120)
-        message = str(raised.value)
+    for refused in refused_writes(spark, table, source, tmp_path / "chk", lambda: insert(0)):
+        message = str(refused)
         assert message.startswith(f"[KPLEX_DATA_LOSS] table {table}'s topic '{table}' holds no records and never held "
-                                  "any"), (attempt, message)
+                                  "any"), message
         assert "up to order value 104 in virtual partition" in message and "DROP TABLE" in message, message
         assert verify.read_topic(bootstrap, table, isolation="read_uncommitted") == []
     assert "  holds no records and never held any, yet kplex committed records to it" in status.render(
@@ -357,6 +351,103 @@ def test_a_table_whose_topic_was_deleted_or_recreated_outside_kplex_says_so_and_
               " 'kplex.physical_partitions' = '3')")
     insert(0)
     assert sorted(int(r.key) for r in verify.read_topic(bootstrap, table)) == [0, 1, 2, 3, 4]
+
+
+def refused_writes(spark, table: str, source: str, checkpoint: Path, insert: Callable[[], None]) -> Iterator[Exception]:
+    """The data-loss errors an INSERT into ``table`` (``insert``) and then a streaming run into it
+    from kplex table ``source`` raise, each in turn, before the next is tried."""
+    for attempt in ("insert", "stream"):
+        with pytest.raises(errors.DataLossError) as raised, translated():
+            if attempt == "insert":
+                insert()
+            else:
+                query = (spark.readStream.format("kplex").option("table", source).load()
+                         .selectExpr("key", "order_value", "value").writeStream.format("kplex").option("table", table)
+                         .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+                query.awaitTermination(120)
+        yield raised.value
+
+
+def create_again(admin: AdminClient, topic: str) -> None:
+    """Creates {topic}, deleted a moment ago, again with 3 partitions, as kafka-topics would."""
+    deadline = time.monotonic() + 60
+    while True:  # the broker finishes a deletion in the background
+        try:
+            admin.create_topics([NewTopic(topic, 3, 1)])[topic].result()
+            break
+        except KafkaException:
+            assert time.monotonic() < deadline, f"topic {topic} could not be created again"
+            time.sleep(0.5)
+
+
+def topic_id(admin: AdminClient, topic: str) -> str:
+    """The topic's id as Kafka's tools print it (URL-safe base64, which the JVM's clients use too)."""
+    described = admin.describe_topics(TopicCollection([topic]))[topic].result()
+    return str(described.topic_id).replace("+", "-").replace("/", "_")
+
+
+def test_a_table_whose_topic_was_recreated_and_written_by_others_is_told_apart_by_its_topic_id(
+        spark, bootstrap, table, fresh_name, tmp_path):
+    # Deleted and created again outside kplex, then written by a plain producer: the topic is
+    # not empty, so only its id tells it from the one kplex committed records to.
+    def insert(name: str, first: int) -> None:
+        spark.sql(f"INSERT INTO kplex.{name} SELECT {GOOD_KEY}, {GOOD_ORDER}, {VALUE} FROM range({first}, {first + 5})")
+
+    def replace_outside_kplex(name: str) -> tuple[str, str]:
+        before = topic_id(admin, name)
+        admin.delete_topics([name])[name].result()
+        create_again(admin, name)
+        producer = Producer({"bootstrap.servers": bootstrap})
+        for i in range(4):
+            producer.produce(name, key=f"other-{i}".encode(), value=b"not kplex's", partition=i % 3)
+        assert producer.flush(30) == 0
+        return before, topic_id(admin, name)
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    insert(table, 100)
+    insert(table, 200)  # a second write to the same topic is no replacement
+    wrote, now = replace_outside_kplex(table)
+    assert wrote != now
+    source = fresh_name("src")
+    spark.sql(f"CREATE TABLE kplex.{source} TBLPROPERTIES ('kplex.virtual_partitions' = '3',"
+              " 'kplex.physical_partitions' = '3')")
+    insert(source, 0)
+    for refused in refused_writes(spark, table, source, tmp_path / "chk", lambda: insert(table, 0)):
+        message = str(refused)
+        assert message.startswith(f"[KPLEX_DATA_LOSS] table {table}'s topic '{table}' is not the topic kplex committed"
+                                  " records to, up to order value 204 in virtual partition"), message
+        assert f"kplex wrote to the topic of id {wrote}, and the topic of that name now has id {now}." in message
+        assert "DROP TABLE" in message, message
+        parameters = refused.getMessageParameters()
+        assert (parameters["written_topic_id"], parameters["topic_id"], parameters["topic"]) == (wrote, now, table)
+        # Nothing of kplex's went in, committed or not: the topic holds the other producer's records only.
+        assert sorted(r.key.decode() for r in verify.read_topic(bootstrap, table, isolation="read_uncommitted")) == [
+            f"other-{i}" for i in range(4)]
+    state = status.status(bootstrap, table)
+    assert (state["topic_id"], state["written_topic_id"]) == (now, wrote)
+    assert f"  is not the topic kplex committed records to (its topic id is {now}, kplex wrote to {wrote})" in (
+        status.render(state))
+    # The remedy the error names: the table starts over, on a topic of its own.
+    spark.sql(f"DROP TABLE kplex.{table}")
+    spark.sql(f"CREATE TABLE kplex.{table} TBLPROPERTIES ('kplex.virtual_partitions' = '3',"
+              " 'kplex.physical_partitions' = '3')")
+    insert(table, 0)
+    assert sorted(int(r.key) for r in verify.read_topic(bootstrap, table)) == [0, 1, 2, 3, 4]
+    assert status.status(bootstrap, table)["written_topic_id"] == topic_id(admin, table)
+
+    # A table kplex committed no record to loses nothing when its topic is replaced: its next
+    # write takes the new topic as the table's, and the write after that finds the one it wrote to.
+    unwritten = fresh_name("unwritten")
+    spark.sql(f"CREATE TABLE kplex.{unwritten} TBLPROPERTIES ('kplex.virtual_partitions' = '3',"
+              " 'kplex.physical_partitions' = '3')")
+    spark.sql(f"INSERT INTO kplex.{unwritten} SELECT {GOOD_KEY}, {GOOD_ORDER}, {VALUE} FROM range(0)")
+    first, now = replace_outside_kplex(unwritten)
+    assert status.status(bootstrap, unwritten)["written_topic_id"] == first != now
+    insert(unwritten, 0)
+    insert(unwritten, 5)
+    assert status.status(bootstrap, unwritten)["written_topic_id"] == now
+    assert sorted(r.key.decode() for r in verify.read_topic(bootstrap, unwritten)) == sorted(
+        [str(i) for i in range(10)] + [f"other-{i}" for i in range(4)])
 
 
 def test_an_unreachable_broker_is_an_error_within_seconds(spark):

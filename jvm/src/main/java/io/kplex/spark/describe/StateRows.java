@@ -34,6 +34,19 @@ public final class StateRows {
 
   private StateRows() {}
 
+  /** The topic's id, and whether it is the topic kplex's writes went to. */
+  private static Row topicId(JsonNode s) {
+    String id = s.path("topic_id").asText();
+    String wrote = s.path("written_topic_id").asText("");
+    if (wrote.isEmpty() || wrote.equals(id)) {
+      return new Row("topic id", id, wrote.isEmpty() ? "" : "the topic kplex's writes went to");
+    }
+    boolean written = s.path("high_order_per_virtual_partition").size() > 0;
+    return new Row("topic id", id, "kplex wrote to topic id " + wrote + ", deleted since outside kplex: " + (written
+        ? "what it wrote is gone, and the next write fails (DROP TABLE, then CREATE TABLE, starts the table over)"
+        : "nothing it committed is marked, and the next write takes this topic as the table's"));
+  }
+
   /** The rows of {@code kplex status}'s JSON. */
   public static List<Row> of(String statusJson) {
     JsonNode s;
@@ -49,6 +62,7 @@ public final class StateRows {
       return out;
     }
     out.add(new Row("topic", s.path("topic").asText(), ""));
+    if (s.has("topic_id")) out.add(topicId(s));
     for (JsonNode p : s.path("partitions")) {
       out.add(new Row("partition " + p.path("partition").asInt() + " offsets",
           p.path("start_offset").asLong() + ".." + p.path("end_offset").asLong(),

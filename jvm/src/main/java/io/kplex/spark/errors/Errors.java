@@ -214,6 +214,17 @@ public final class Errors {
     return error("DATA_LOSS.TABLE_TOPIC_RECREATED", "table", table, "topic", topic, "vp", vp, "order_value", order);
   }
 
+  /**
+   * The topic named as {@code table}'s is not the one kplex committed order values up to
+   * {@code order} (in virtual partition {@code vp}) to: its id is {@code topicId}, and the
+   * writes went to the topic of id {@code writtenTopicId}, deleted since.
+   */
+  public static KplexException tableTopicReplaced(String table, String topic, int vp, long order,
+      String writtenTopicId, String topicId) {
+    return error("DATA_LOSS.TABLE_TOPIC_REPLACED", "table", table, "topic", topic, "vp", vp, "order_value", order,
+        "written_topic_id", writtenTopicId, "topic_id", topicId);
+  }
+
   public static KplexException notAKplexTable(String topic) {
     return error("NOT_A_KPLEX_TABLE.WRITE", "topic", topic);
   }
@@ -632,7 +643,7 @@ public final class Errors {
 
   /** The kinds of record of kplex's metadata topic, each with its sub-class of {@code METADATA}. */
   public enum MetadataRecord {
-    EPOCH_RECORD, PENDING_COMMIT, PARTIAL_COMMIT
+    EPOCH_RECORD, PENDING_COMMIT, PARTIAL_COMMIT, TOPIC_ID_RECORD
   }
 
   /** A record of kplex's metadata topic {@code topic} that cannot be read ({@code kind}: which kind). */

@@ -182,9 +182,22 @@ public class KafkaTopics implements AutoCloseable {
     });
   }
 
+  /**
+   * The topic's id as text, or null where the cluster gives none (a broker before topic ids,
+   * KIP-516). A topic deleted and created again under its name gets a new one.
+   */
+  public static String topicId(TopicDescription described) {
+    org.apache.kafka.common.Uuid id = described.topicId();
+    return id == null || org.apache.kafka.common.Uuid.ZERO_UUID.equals(id) ? null : id.toString();
+  }
+
   /** The end offset (the offset the next record gets) of each partition of {@code topic}. */
   public Map<Integer, Long> endOffsets(String topic) {
-    int partitions = partitionCount(topic).orElse(0);
+    return endOffsets(topic, partitionCount(topic).orElse(0));
+  }
+
+  /** As {@link #endOffsets(String)}, for a topic of {@code partitions} partitions, as described already. */
+  public Map<Integer, Long> endOffsets(String topic, int partitions) {
     Map<TopicPartition, OffsetSpec> ask = new HashMap<>();
     for (int p = 0; p < partitions; p++) ask.put(new TopicPartition(topic, p), OffsetSpec.latest());
     Map<Integer, Long> out = new TreeMap<>();

@@ -407,11 +407,42 @@ public final class CommitLog {
     return null;
   }
 
-  /** Removes every epoch mark of {@code table} (it was dropped). */
+  /**
+   * The key of the record that names, by its topic id, the topic {@code table}'s writes went to:
+   * {@code topic/<table>/id}, in the table's scope. A topic deleted and created again keeps its
+   * name and gets a new id, so marks of records written to the old one are told apart from the
+   * topic that holds the table's name now ({@link ExactlyOnceCommitter#requireTopicHoldsWritten}).
+   */
+  static String topicIdKey(String table) {
+    return "topic/" + table + "/id";
+  }
+
+  /** The id of the topic {@code table}'s writes went to, as the log recorded it; empty before its first write. */
+  public Optional<String> writtenTopicId(String table) {
+    return topic.latest(topicIdKey(table)).map(e -> topicIdOf(e.getValue()));
+  }
+
+  /** The topic id in a {@link #topicIdKey} record's JSON. */
+  static String topicIdOf(byte[] json) {
+    try {
+      return JSON.readTree(json).path("topic_id").asText();
+    } catch (IOException e) {
+      throw Errors.unreadableMetadata(Errors.MetadataRecord.TOPIC_ID_RECORD, TOPIC, e);
+    }
+  }
+
+  /** Records that {@code table}'s writes go to {@code topicName}, whose topic id is {@code id}. */
+  public void recordTopicId(String table, String topicName, String id, long atMs) {
+    ObjectNode node = JSON.createObjectNode();
+    node.put("table", table).put("topic", topicName).put("topic_id", id).put("at_ms", atMs);
+    topic.put(topicIdKey(table), node.toString().getBytes(StandardCharsets.UTF_8));
+  }
+
+  /** Removes every epoch mark of {@code table}, and the topic id its writes went to (it was dropped). */
   public void forgetMarks(String table) {
     String prefix = EpochMark.key(table, "");
     Map<String, byte[]> gone = new LinkedHashMap<>();
-    topic.readPrefixes(prefix, PartialCommit.prefix(table)).forEach((key, json) -> {
+    topic.readPrefixes(prefix, PartialCommit.prefix(table), topicIdKey(table)).forEach((key, json) -> {
       if (json != null) gone.put(key, null);
     });
     if (!gone.isEmpty()) topic.putAll(gone);

@@ -242,22 +242,49 @@ public final class ExactlyOnceCommitter {
 
   /**
    * Refuses to write under marks of a topic that is no longer there: kplex committed records to
-   * this table ({@code written}: the largest order value per virtual partition) but its topic
-   * holds none and never held any, every partition ending at offset 0, which only a topic deleted
-   * and created again outside kplex does. The marks would otherwise judge every record late
-   * against records that are gone. (Marks for every virtual partition at once, a stream's
-   * published watermark, are left out: they need no record in the topic.)
+   * this table ({@code written}: the largest order value per virtual partition, every writer's
+   * marks, as {@link #lastEpoch} and the INSERTs' start give them) in a topic that
+   * was deleted since and created again outside kplex. The marks would otherwise judge every
+   * record late against records that are gone. Told by the topic's id (KIP-516), which the
+   * commit log records at the table's first write ({@link CommitLog#topicIdKey}); for a table
+   * first written by a kplex before that record, or a cluster without topic ids, by the topic
+   * holding no record and never having held any (every partition ending at offset 0). A topic
+   * replaced before kplex committed anything to the table is taken as the table's from then on.
+   * (Marks for every virtual partition at once, a stream's published watermark, are left out:
+   * they need no record in the topic.)
    */
   public void requireTopicHoldsWritten(Map<Integer, Long> written) {
+    withKafka(admin -> {
+      org.apache.kafka.clients.admin.TopicDescription described = admin.describe(topic).orElse(null);
+      if (described == null) return null;  // the write's own check names a topic deleted outside kplex
+      String id = KafkaTopics.topicId(described);
+      CommitLog log = new CommitLog(admin);
+      String wrote = log.writtenTopicId(table).filter(w -> !w.isEmpty()).orElse(null);
+      if (id != null && id.equals(wrote)) return null;
+      if (id != null && wrote != null) {
+        Map.Entry<Integer, Long> highest = highestWritten(written);
+        if (highest != null) {
+          throw Errors.tableTopicReplaced(table, topic, highest.getKey(), highest.getValue(), wrote, id);
+        }
+      } else {
+        Map.Entry<Integer, Long> highest = highestWritten(written);
+        Map<Integer, Long> ends = highest == null ? Map.of() : admin.endOffsets(topic, described.partitions().size());
+        if (!ends.isEmpty() && ends.values().stream().allMatch(end -> end == 0)) {
+          throw Errors.tableTopicRecreated(table, topic, highest.getKey(), highest.getValue());
+        }
+      }
+      if (id != null) log.recordTopicId(table, topic, id, clock.millis());
+      return null;
+    });
+  }
+
+  /** The virtual partition with the largest mark, and that mark (the every-partition floor left out); null if none. */
+  private static Map.Entry<Integer, Long> highestWritten(Map<Integer, Long> written) {
     Map.Entry<Integer, Long> highest = null;
     for (Map.Entry<Integer, Long> e : written.entrySet()) {
       if (e.getKey() >= 0 && (highest == null || e.getValue() > highest.getValue())) highest = e;
     }
-    if (highest == null) return;
-    Map<Integer, Long> ends = withKafka(admin -> admin.endOffsets(topic));
-    if (!ends.isEmpty() && ends.values().stream().allMatch(end -> end == 0)) {
-      throw Errors.tableTopicRecreated(table, topic, highest.getKey(), highest.getValue());
-    }
+    return highest;
   }
 
   /** Where INSERT {@code query} from {@code source} (null: unknown) starts ({@link CommitLog#insertsStart}). */

@@ -57,6 +57,11 @@ public final class TableState {
     CompactedTopic commits = log.topic();
     Map<String, byte[]> all = commits.readScope(table);
     partitions(kafka, topic, out.putArray("partitions"));
+    // The topic's id now, and the one the table's writes went to: they differ once the topic was
+    // deleted and created again outside kplex.
+    kafka.describe(topic).map(KafkaTopics::topicId).ifPresent(id -> out.put("topic_id", id));
+    byte[] wrote = all.get(CommitLog.topicIdKey(table));
+    if (wrote != null) out.put("written_topic_id", CommitLog.topicIdOf(wrote));
     ObjectNode highs = out.putObject("high_order_per_virtual_partition");
     Map<Integer, Long> written = new TreeMap<>(CommitLog.writtenHighs(all, table, null));
     Long floor = written.remove(io.kplex.spark.time.EventTime.Marks.EVERY_VP);

@@ -10,7 +10,7 @@ import org.junit.Test;
 public class StateRowsTest {
   private static final String BUSY = """
       {"definition":{"kplex.virtual_partitions":"3"},"kind":"kplex-written","table":"t","topic":"t_topic",
-       "virtual_partitions":3,
+       "topic_id":"k3pTDmxrQnmFvOGmLGTvyg","written_topic_id":"k3pTDmxrQnmFvOGmLGTvyg","virtual_partitions":3,
        "partitions":[{"partition":0,"start_offset":0,"end_offset":12,"last_stable_offset":10}],
        "high_order_per_virtual_partition":{"0":1700000000123,"2":-5},
        "writer_claim":{"claimed_at_ms":1700000000000,"renewed_at_ms":1700000001000,"age_ms":9000,"stale":true,"query":"q1"},
@@ -34,6 +34,7 @@ public class StateRowsTest {
         "# kplex state |  | ",
         "kind | kplex-written | ",
         "topic | t_topic | ",
+        "topic id | k3pTDmxrQnmFvOGmLGTvyg | the topic kplex's writes went to",
         "partition 0 offsets | 0..12 | last stable offset 10",
         "vp 0 high order | 1700000000123 | highest order value written",
         "vp 1 high order | none | nothing written",
@@ -60,6 +61,23 @@ public class StateRowsTest {
         """));
     assertEquals(List.of("writer claim | free | ", "pending commit | none | ",
         "open transactions | unknown | cannot list transactions (no ACL)"), got.subList(6, 9));
+  }
+
+  @Test
+  public void aTopicCreatedAgainOutsideKplexIsNotTheOneWrittenTo() {
+    String state = """
+        {"kind":"kplex-written","table":"t","topic":"t","topic_id":"NEW","written_topic_id":"OLD",
+         "virtual_partitions":1,"partitions":[],"high_order_per_virtual_partition":%s,"writer_claim":null,
+         "pending_commit":null,"partial_commits":[],"open_transactions":[],"streams":[]}
+        """;
+    assertEquals("topic id | NEW | kplex wrote to topic id OLD, deleted since outside kplex: what it wrote is gone,"
+        + " and the next write fails (DROP TABLE, then CREATE TABLE, starts the table over)",
+        rows(StateRows.of(state.formatted("{\"0\":7}"))).get(4));
+    assertEquals("topic id | NEW | kplex wrote to topic id OLD, deleted since outside kplex: nothing it committed is"
+        + " marked, and the next write takes this topic as the table's",
+        rows(StateRows.of(state.formatted("{}"))).get(4));
+    assertEquals("topic id | NEW | ", rows(StateRows.of(state.replace(",\"written_topic_id\":\"OLD\"", "")
+        .formatted("{}"))).get(4));
   }
 
   @Test
