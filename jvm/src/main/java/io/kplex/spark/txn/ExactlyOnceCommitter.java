@@ -261,14 +261,12 @@ public final class ExactlyOnceCommitter {
       CommitLog log = new CommitLog(admin);
       String wrote = log.writtenTopicId(table).filter(w -> !w.isEmpty()).orElse(null);
       if (id != null && id.equals(wrote)) return null;
-      if (id != null && wrote != null) {
-        Map.Entry<Integer, Long> highest = highestWritten(written);
-        if (highest != null) {
-          throw Errors.tableTopicReplaced(table, topic, highest.getKey(), highest.getValue(), wrote, id);
-        }
-      } else {
-        Map.Entry<Integer, Long> highest = highestWritten(written);
-        Map<Integer, Long> ends = highest == null ? Map.of() : admin.endOffsets(topic, described.partitions().size());
+      Map.Entry<Integer, Long> highest = highestWritten(written);
+      if (highest != null && id != null && wrote != null) {
+        throw Errors.tableTopicReplaced(table, topic, highest.getKey(), highest.getValue(), wrote, id);
+      }
+      if (highest != null) {  // no id to compare with: an emptied topic is what tells
+        Map<Integer, Long> ends = admin.endOffsets(topic, described.partitions().size());
         if (!ends.isEmpty() && ends.values().stream().allMatch(end -> end == 0)) {
           throw Errors.tableTopicRecreated(table, topic, highest.getKey(), highest.getValue());
         }

@@ -6,6 +6,7 @@ import static org.junit.Assert.assertThrows;
 import static org.junit.Assert.assertTrue;
 
 import io.kplex.spark.errors.KplexException;
+import io.kplex.spark.kafka.KafkaTopics;
 import io.kplex.spark.time.EventTime;
 import io.kplex.spark.time.ManualClock;
 import java.util.List;
@@ -260,5 +261,46 @@ public class ExactlyOnceCommitterTest {
   /** The taker's own claim (the taken one is gone from the log), held for this thread: the test's claims end it. */
   private WriterLease taker() {
     return claims.acquire(FakeKafka.CONF, TABLE, "query-2", Thread.currentThread(), 30_000);
+  }
+
+  /**
+   * A table's topic deleted and created again outside kplex: told by its id once kplex recorded
+   * the one its writes went to; by an emptied topic where there is no id to compare.
+   */
+  @Test
+  public void aTopicCreatedAgainUnderTheTableIsToldByItsId() {
+    KafkaTopics admin = new KafkaTopics(FakeKafka.CONF, kafka, clock);
+    admin.createTopic(TABLE, 4, (short) 1, Map.of());
+    ExactlyOnceCommitter committer = committer(t -> committed.add(t.id()));
+    CommitLog log = new CommitLog(admin);
+    org.apache.kafka.common.Uuid first = org.apache.kafka.common.Uuid.randomUuid();
+    kafka.topicIds.put(TABLE, first);
+
+    committer.requireTopicHoldsWritten(Map.of());  // the table's first write: the id is recorded
+    assertEquals(first.toString(), log.writtenTopicId(TABLE).orElseThrow());
+    kafka.offsetsAsked.clear();
+    committer.requireTopicHoldsWritten(Map.of(2, 20L));  // the same topic: nothing more to ask
+    assertFalse(kafka.offsetsAsked.contains(TABLE));
+
+    org.apache.kafka.common.Uuid second = org.apache.kafka.common.Uuid.randomUuid();
+    kafka.topicIds.put(TABLE, second);
+    KplexException replaced = assertThrows(KplexException.class,
+        () -> committer.requireTopicHoldsWritten(Map.of(EventTime.Marks.EVERY_VP, 90L, 1, 11L, 2, 20L)));
+    assertEquals("KPLEX_DATA_LOSS.TABLE_TOPIC_REPLACED", replaced.getErrorClass());
+    assertEquals(Map.of("table", TABLE, "topic", TABLE, "vp", "2", "order_value", "20",
+        "written_topic_id", first.toString(), "topic_id", second.toString()), replaced.getMessageParameters());
+    assertEquals("nothing recorded by a refused write", first.toString(), log.writtenTopicId(TABLE).orElseThrow());
+
+    // Only a stream's published watermark (no record in the topic), or nothing: the new topic is the table's.
+    committer.requireTopicHoldsWritten(Map.of(EventTime.Marks.EVERY_VP, 90L));
+    assertEquals(second.toString(), log.writtenTopicId(TABLE).orElseThrow());
+    committer.requireTopicHoldsWritten(Map.of(2, 20L));
+
+    // No id to compare with (a cluster before topic ids): an empty topic under marks is one created again.
+    kafka.topicIds.remove(TABLE);
+    KplexException emptied = assertThrows(KplexException.class,
+        () -> committer.requireTopicHoldsWritten(Map.of(2, 20L)));
+    assertEquals("KPLEX_DATA_LOSS.TABLE_TOPIC_RECREATED", emptied.getErrorClass());
+    assertTrue(kafka.offsetsAsked.contains(TABLE));
   }
 }

@@ -73,6 +73,13 @@ final class FakeKafka implements KafkaClients {
   final AtomicInteger recordsRead = new AtomicInteger();
   /** Topic descriptions asked of the admin client. */
   final AtomicInteger descriptions = new AtomicInteger();
+  /** The topics the admin client was asked offsets of, one entry per topic a request named. */
+  final List<String> offsetsAsked = new java.util.concurrent.CopyOnWriteArrayList<>();
+  /**
+   * The topic ids descriptions give, by topic; a topic not here has none (as a broker before
+   * KIP-516). A new id for a name is that topic deleted and created again.
+   */
+  final Map<String, org.apache.kafka.common.Uuid> topicIds = new ConcurrentHashMap<>();
   private final FakeAdmin admin = new FakeAdmin();
   private final Map<String, Runnable> hooks = new ConcurrentHashMap<>();
 
@@ -284,7 +291,8 @@ final class FakeKafka implements KafkaClients {
       if (described.topicNameValues() == null) return described;
       Map<String, KafkaFuture<org.apache.kafka.clients.admin.TopicDescription>> open = new HashMap<>();
       described.topicNameValues().forEach((name, f) -> open.put(name, f.thenApply(d ->
-          new org.apache.kafka.clients.admin.TopicDescription(d.name(), d.isInternal(), d.partitions(), null))));
+          new org.apache.kafka.clients.admin.TopicDescription(d.name(), d.isInternal(), d.partitions(), null,
+              topicIds.getOrDefault(name, org.apache.kafka.common.Uuid.ZERO_UUID)))));
       return new org.apache.kafka.clients.admin.DescribeTopicsResult(null, open) { };
     }
 
@@ -303,6 +311,7 @@ final class FakeKafka implements KafkaClients {
     @Override
     public synchronized ListOffsetsResult listOffsets(Map<TopicPartition, OffsetSpec> specs,
         ListOffsetsOptions options) {
+      specs.keySet().stream().map(TopicPartition::topic).distinct().forEach(offsetsAsked::add);
       Map<TopicPartition, List<ConsumerRecord<byte[], byte[]>>> now = snapshot();
       Map<TopicPartition, KafkaFuture<ListOffsetsResult.ListOffsetsResultInfo>> out = new HashMap<>();
       for (Map.Entry<TopicPartition, OffsetSpec> e : specs.entrySet()) {
