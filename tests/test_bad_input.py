@@ -16,11 +16,12 @@ from pathlib import Path
 import pytest
 from confluent_kafka import KafkaException, Producer, TopicCollection
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+from test_streaming import create, stream, wait_for
 
 from kplex import errors, status
 from kplex.errors import translated
 from kplex.settings import session_setting_problem
-from kplex.testing import verify
+from kplex.testing import datagen, verify
 
 GOOD_KEY = "kplex_key(CAST(id AS STRING))"
 GOOD_ORDER = "kplex_order(CAST(id AS BIGINT))"
@@ -448,6 +449,35 @@ def test_a_table_whose_topic_was_recreated_and_written_by_others_is_told_apart_b
     assert status.status(bootstrap, unwritten)["written_topic_id"] == now
     assert sorted(r.key.decode() for r in verify.read_topic(bootstrap, unwritten)) == sorted(
         [str(i) for i in range(10)] + [f"other-{i}" for i in range(4)])
+
+
+def test_a_running_stream_whose_table_topic_is_created_again_fails_before_writing_to_it(
+        spark, bootstrap, fresh_name, tmp_path):
+    # The topic is replaced between two micro-batches of a running query, not before a run:
+    # the next micro-batch checks it before its tasks send anything.
+    source, target = fresh_name("views_running"), fresh_name("by_user_running")
+    datagen.generate_pageviews(bootstrap, source, 300, partitions=3, users=15, seed=41)
+    create(spark, target, delay_ms=0)
+    query = (stream(spark, source, target, tmp_path / "chk", idleReleaseMs="2000")
+             .trigger(processingTime="1 second").start())
+    try:
+        assert wait_for(300, bootstrap, target) == 300
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        wrote = topic_id(admin, target)
+        admin.delete_topics([target])[target].result()
+        create_again(admin, target)
+        now = topic_id(admin, target)
+        datagen.generate_pageviews(bootstrap, source, 300, partitions=3, users=15, seed=42, create=False,
+                                   start_ms=datagen.ARTICLE_START_MS + 10_000_000)
+        with pytest.raises(errors.DataLossError) as raised, translated():
+            query.awaitTermination(120)
+    finally:
+        query.stop()
+    message = str(raised.value)
+    assert message.startswith(f"[KPLEX_DATA_LOSS] table {target}'s topic '{target}' is not the topic kplex committed"
+                              " records to"), message
+    assert f"kplex wrote to the topic of id {wrote}, and the topic of that name now has id {now}." in message
+    assert verify.read_topic(bootstrap, target, isolation="read_uncommitted") == [], "nothing sent to the new topic"
 
 
 def test_an_unreachable_broker_is_an_error_within_seconds(spark):

@@ -251,16 +251,16 @@ public final class ExactlyOnceCommitter {
    * holding no record and never having held any (every partition ending at offset 0). A topic
    * replaced before kplex committed anything to the table is taken as the table's from then on.
    * (Marks for every virtual partition at once, a stream's published watermark, are left out:
-   * they need no record in the topic.)
+   * they need no record in the topic.) Returns the topic's id (null: none known).
    */
-  public void requireTopicHoldsWritten(Map<Integer, Long> written) {
-    withKafka(admin -> {
+  public String requireTopicHoldsWritten(Map<Integer, Long> written) {
+    return withKafka(admin -> {
       org.apache.kafka.clients.admin.TopicDescription described = admin.describe(topic).orElse(null);
       if (described == null) return null;  // the write's own check names a topic deleted outside kplex
       String id = KafkaTopics.topicId(described);
       CommitLog log = new CommitLog(admin);
       String wrote = log.writtenTopicId(table).filter(w -> !w.isEmpty()).orElse(null);
-      if (id != null && id.equals(wrote)) return null;
+      if (id != null && id.equals(wrote)) return id;
       Map.Entry<Integer, Long> highest = highestWritten(written);
       if (highest != null && id != null && wrote != null) {
         throw Errors.tableTopicReplaced(table, topic, highest.getKey(), highest.getValue(), wrote, id);
@@ -272,8 +272,22 @@ public final class ExactlyOnceCommitter {
         }
       }
       if (id != null) log.recordTopicId(table, topic, id, clock.millis());
-      return null;
+      return id;
     });
+  }
+
+  /**
+   * Before a streaming run's next epoch: the table's topic is still the one of id {@code id}
+   * that {@link #requireTopicHoldsWritten} found at the run's start (null: none known, only its
+   * being there is checked). A topic deleted since fails naming it; one created again is
+   * judged as at a run's start, under {@code written}. One description of the topic. Returns
+   * the topic's id.
+   */
+  public String requireSameTopic(String id, Map<Integer, Long> written) {
+    org.apache.kafka.clients.admin.TopicDescription described = withKafka(admin -> admin.describe(topic).orElse(null));
+    if (described == null) throw Errors.tableTopicDeleted(table, topic);
+    String now = KafkaTopics.topicId(described);
+    return now == null || now.equals(id) ? now : requireTopicHoldsWritten(written);
   }
 
   /** The virtual partition with the largest mark, and that mark (the every-partition floor left out); null if none. */

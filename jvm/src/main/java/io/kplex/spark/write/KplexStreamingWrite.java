@@ -97,7 +97,7 @@ final class KplexStreamingWrite implements StreamingWrite {
         // query's stream from the same source committed after this one stopped, it may have
         // written them already, or beyond them in their virtual partitions.
         EpochMark mine = committer.lastEpoch(queryId);
-        committer.requireTopicHoldsWritten(mine.marks().written());
+        run.topicId = committer.requireTopicHoldsWritten(mine.marks().written());
         if (mine.heldRecords() != 0 && mine.lineage() != null) {
           EpochMark other = committer.overtaken(mine).orElse(null);
           if (other != null) {
@@ -109,6 +109,9 @@ final class KplexStreamingWrite implements StreamingWrite {
         run.last = mine;  // read once per run, after the recovery
       }
       if (run.last == null) run.last = committer.lastEpoch(queryId);
+      // The topic the run's epochs went to is still the table's: one deleted, or deleted and
+      // created again, outside kplex while the query ran fails it before its tasks send anything.
+      if (!firstOfRun) run.topicId = committer.requireSameTopic(run.topicId, run.last.marks().written());
       last = run.last;
     }
     HeldRelease.Signal signal = HeldRelease.take();

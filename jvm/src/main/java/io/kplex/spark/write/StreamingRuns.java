@@ -64,6 +64,8 @@ final class StreamingRuns {
     }
     boolean recovered;
     EpochMark last;
+    /** The id of the table's topic the run writes to (checked before each epoch); null: not known. */
+    String topicId;
     /** This query's epochs that Kafka cut short (their rerun commits only what was lost), by epoch. */
     private Map<Long, PartialCommit> partials = Map.of();
     /**

@@ -296,11 +296,19 @@ public class ExactlyOnceCommitterTest {
     assertEquals(second.toString(), log.writtenTopicId(TABLE).orElseThrow());
     committer.requireTopicHoldsWritten(Map.of(2, 20L));
 
+    // Between a running stream's epochs: the same topic passes, another one under marks does not.
+    assertEquals(second.toString(), committer.requireSameTopic(second.toString(), Map.of(2, 20L)));
+    kafka.topicIds.put(TABLE, org.apache.kafka.common.Uuid.randomUuid());
+    assertEquals("KPLEX_DATA_LOSS.TABLE_TOPIC_REPLACED", assertThrows(KplexException.class,
+        () -> committer.requireSameTopic(second.toString(), Map.of(2, 20L))).getErrorClass());
+    kafka.topicIds.put(TABLE, second);
+
     // No id to compare with (a cluster before topic ids): an empty topic under marks is one created again.
     kafka.topicIds.remove(TABLE);
     KplexException emptied = assertThrows(KplexException.class,
         () -> committer.requireTopicHoldsWritten(Map.of(2, 20L)));
     assertEquals("KPLEX_DATA_LOSS.TABLE_TOPIC_RECREATED", emptied.getErrorClass());
     assertTrue(kafka.offsetsAsked.contains(TABLE));
+    assertEquals(null, committer.requireSameTopic(second.toString(), Map.of(2, 20L)));  // nothing to compare
   }
 }
