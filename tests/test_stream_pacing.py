@@ -1,7 +1,8 @@
 """Streams keep every on-time record, in order, however the input is paced.
 
 The invariant: one source, written by a batch INSERT, by Trigger.AvailableNow in one
-micro-batch or cut by maxOffsetsPerTrigger into many, by scheduled AvailableNow runs with
+micro-batch or cut by maxOffsetsPerTrigger into many (each read by 2 tasks, or by 7 that
+split every partition), by scheduled AvailableNow runs with
 the source appended between them, or by a running query, gives the same records in the
 same order per virtual partition, and finds the same late ones (here: none). Every check
 reads the derived topic back with a plain read_committed consumer.
@@ -68,7 +69,8 @@ def test_every_pacing_of_the_same_source_writes_what_the_batch_insert_writes(
     per_partition, slices = 300, 5
     source = fresh_name("views_paced")
     datagen.ensure_topic(bootstrap, source, 3)
-    targets = {name: fresh_name(f"by_user_{name}") for name in ("insert", "whole", "limited", "runs", "live")}
+    targets = {name: fresh_name(f"by_user_{name}")
+               for name in ("insert", "whole", "limited", "split", "runs", "live")}
     for target in targets.values():
         create(spark, target, delay_ms=DELAY_MS)
     total = 3 * per_partition
@@ -104,11 +106,15 @@ def test_every_pacing_of_the_same_source_writes_what_the_batch_insert_writes(
                             maxOffsetsPerTrigger="60", releaseAtEnd="true")
     lates["limited"] = late(limited)
     assert len([p for p in recent_progress(limited) if p.numInputRows > 0]) >= 10
+    # Each micro-batch's ranges cut over 7 tasks: every source partition read by several at once.
+    split = available_now(spark, source, targets["split"], tmp_path / "split",
+                          maxOffsetsPerTrigger="300", minPartitions="7", releaseAtEnd="true")
+    lates["split"] = late(split)
     # The input has ended: one last run of the scheduled job and of the live query releases the rest.
     for name in ("runs", "live"):
         lates[name] += late(available_now(spark, source, targets[name], tmp_path / name, releaseAtEnd="true"))
 
-    assert lates == {"runs": 0, "live": 0, "whole": 0, "limited": 0}
+    assert lates == {"runs": 0, "live": 0, "whole": 0, "limited": 0, "split": 0}
     expected = sequences(bootstrap, targets["insert"])
     assert sum(len(v) for v in expected.values()) == total
     for name, target in targets.items():

@@ -59,6 +59,9 @@ import org.slf4j.LoggerFactory;
  *       would), unless {@code releaseAtEnd} is true: then one more micro-batch, without
  *       records, releases everything held (the input has ended);</li>
  *   <li>partitions added to the topic are read from their beginning;</li>
+ *   <li>{@code minPartitions}: the tasks a micro-batch reads in, its ranges cut evenly over
+ *       them (default: Spark's default parallelism; Spark's Kafka source reads one task per
+ *       partition, which on fewer cores than partitions runs in waves);</li>
  *   <li>{@code idleTimeoutMs} (default 30 s; -1: never): a partition of a plain topic
  *       read to its end that is empty, or has had no new record for this long, is idle: it
  *       stops holding a kplex sink's watermark until its next record (the idle partitions are
@@ -808,13 +811,14 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
   }
 
   /**
-   * The input partitions of the batch (start, end): one range per partition with records,
-   * and where each partition's range starts (what the sink checks its rows against).
+   * The input partitions of the batch (start, end): its ranges, one per partition, cut into
+   * {@link #readTasks} chains ({@link RangeChain}), and where each partition's range starts
+   * (what the sink checks its rows against).
    */
   private Planned plan(SourceOffset start, SourceOffset end) {
     Map<Integer, Long> starts = new TreeMap<>();
     Map<Integer, Long> begin = earliestOfThisBatch();
-    List<InputPartition> parts = new ArrayList<>();
+    List<OffsetRange> ranges = new ArrayList<>();
     for (Map.Entry<Integer, Long> e : end.next.entrySet()) {
       int p = e.getKey();
       long from = start.next.containsKey(p) ? start.next.get(p) : begin.getOrDefault(p, 0L);
@@ -832,15 +836,22 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
         from = Math.min(until, begin.get(p));
       }
       starts.put(p, from);
-      if (until > from) {
-        if (conf.kind == ReadConf.Kind.DERIVED) {
-          parts.add(new VirtualRange(VirtualRange.ALL, new OffsetRange[] {new OffsetRange(conf.topic, p, from, until)}));
-        } else {
-          parts.add(new OffsetRange(conf.topic, p, from, until));
-        }
-      }
+      ranges.add(new OffsetRange(conf.topic, p, from, until));
     }
+    int vp = conf.kind == ReadConf.Kind.DERIVED ? VirtualRange.ALL : -1;
+    List<InputPartition> parts = new ArrayList<>();
+    for (OffsetRange[] chain : RangeChain.cut(ranges, readTasks())) parts.add(new RangeChain(vp, chain));
     return new Planned(start, end, parts.toArray(new InputPartition[0]), starts);
+  }
+
+  /**
+   * The tasks a micro-batch reads in: the read option {@code minPartitions}, else Spark's
+   * default parallelism (what runs at once; more would only add fixed cost per micro-batch).
+   */
+  private int readTasks() {
+    ConfParser settings = settings(options);
+    if (settings.isSet(KplexOptions.MIN_PARTITIONS)) return settings.intConf(KplexOptions.MIN_PARTITIONS);
+    return org.apache.spark.SparkContext.getOrCreate().defaultParallelism();
   }
 
   /**

@@ -98,6 +98,11 @@ final class KplexPartitionReader implements PartitionReader<InternalRow> {
     return ReadMetrics.values(read, 0, 0);
   }
 
+  /** The records this reader returned. */
+  long read() {
+    return read;
+  }
+
   /** Closed once: a second close must not give the consumer back to the pool a second time. */
   private boolean closed;
 

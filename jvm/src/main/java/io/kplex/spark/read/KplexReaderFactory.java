@@ -7,7 +7,10 @@ import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 
-/** Picks the reader of an input partition: a physical range, a source partition, or one virtual partition. */
+/**
+ * Picks the reader of an input partition: a physical range, a source partition, one virtual
+ * partition, or a stream task's chain of ranges.
+ */
 final class KplexReaderFactory implements PartitionReaderFactory {
   private final ReadConf conf;
   private final int[] columns;
@@ -25,6 +28,9 @@ final class KplexReaderFactory implements PartitionReaderFactory {
 
   @Override
   public PartitionReader<InternalRow> createReader(InputPartition partition) {
+    if (partition instanceof RangeChain) {
+      return new ChainedReader(conf, (RangeChain) partition, columns);
+    }
     if (partition instanceof OffsetRange && conf.kind == ReadConf.Kind.READ_TIME) {
       return new SourcePartitionReader(conf, (OffsetRange) partition, vps);
     }

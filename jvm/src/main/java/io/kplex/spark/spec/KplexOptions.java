@@ -61,7 +61,7 @@ public final class KplexOptions {
   public static final String ENDING_OFFSETS = "endingOffsets";
   public static final String STARTING_TIMESTAMP = "startingTimestamp";
   public static final String ENDING_TIMESTAMP = "endingTimestamp";
-  /** The fewest read tasks of a plain topic (Spark's Kafka source's name). */
+  /** The fewest read tasks of a plain topic; a stream's tasks per micro-batch (Spark's Kafka source's name). */
   public static final String MIN_PARTITIONS = "minPartitions";
   // Options of a streaming read (see read/KplexMicroBatchStream).
   public static final String MAX_OFFSETS_PER_TRIGGER = "maxOffsetsPerTrigger";

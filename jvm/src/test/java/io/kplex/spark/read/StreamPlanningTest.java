@@ -12,8 +12,10 @@ import io.kplex.spark.kafka.KafkaTopics;
 import io.kplex.spark.time.ManualClock;
 import io.kplex.spark.txn.FakeKafkaAccess;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
@@ -28,8 +30,8 @@ import org.junit.Test;
 /**
  * The stream's planning through the read side's seam (its consumer and admin from
  * {@code KafkaClients}, its time from {@code Clock}), against the in-memory Kafka: what a
- * micro-batch reads (the rate limit, partitions added), what it plans (one range per
- * partition with records), data loss, the release at the end of the input, idleness.
+ * micro-batch reads (the rate limit, partitions added), what it plans (its ranges cut
+ * evenly over its tasks), data loss, the release at the end of the input, idleness.
  */
 public class StreamPlanningTest {
   private static final String TOPIC = "views";
@@ -71,19 +73,24 @@ public class StreamPlanningTest {
   }
 
   @Test
-  public void aMicroBatchReadsUpToEachPartitionsEndAndPlansOneRangePerPartitionWithRecords() {
+  public void aMicroBatchReadsUpToEachPartitionsEndAndCutsItsRangesEvenlyOverItsTasks() {
     produce(0, 20);
     produce(1, 5);
-    KplexMicroBatchStream s = stream();
+    KplexMicroBatchStream s = stream("minPartitions", "2");
     SourceOffset end = (SourceOffset) s.latestOffset(at(0, 0, 0), ReadLimit.allAvailable());
     assertArrayEquals(new long[] {20, 5, 0}, offsets(end));
     InputPartition[] planned = s.planInputPartitions(at(2, 0, 0), end);
-    assertEquals("partition 2 holds nothing to read: no task", 2, planned.length);
-    OffsetRange first = (OffsetRange) planned[0];
-    assertEquals(0, first.partition);
-    assertEquals(2, first.from);
-    assertEquals(20, first.until);
+    assertEquals("23 offsets over 2 tasks; partition 2 holds nothing to read", List.of(
+        "[views-0[2, 13)]", "[views-0[13, 20), views-1[0, 5)]"), chains(planned));
     assertSame("planned once per (start, end)", planned[0], s.planInputPartitions(at(2, 0, 0), end)[0]);
+    assertEquals("fewer offsets than tasks: a task per offset", 3,
+        stream("minPartitions", "8").planInputPartitions(at(0, 0, 0), at(1, 1, 1)).length);
+  }
+
+  private static List<String> chains(InputPartition[] planned) {
+    List<String> out = new ArrayList<>();
+    for (InputPartition p : planned) out.add(p.toString());
+    return out;
   }
 
   @Test
@@ -119,11 +126,9 @@ public class StreamPlanningTest {
   public void withoutFailOnDataLossWhatIsLeftIsRead() {
     produce(1, 20);
     kafka.deleteBefore(TOPIC, 1, 15);
-    KplexMicroBatchStream s = stream("failOnDataLoss", "false");
+    KplexMicroBatchStream s = stream("failOnDataLoss", "false", "minPartitions", "2");
     InputPartition[] planned = s.planInputPartitions(at(0, 5, 0), at(0, 20, 0));
-    assertEquals(1, planned.length);
-    assertEquals(15, ((OffsetRange) planned[0]).from);
-    assertEquals(20, ((OffsetRange) planned[0]).until);
+    assertEquals(List.of("[views-1[15, 17)]", "[views-1[17, 20)]"), chains(planned));
     assertEquals("1", s.metrics(Optional.empty()).get("dataLossEvents"));
     assertEquals("10", s.metrics(Optional.empty()).get("offsetsLost"));
   }
