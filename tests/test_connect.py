@@ -88,6 +88,7 @@ def test_a_local_connect_servers_jvm_is_started_with_the_parallel_collector(conn
     assert len(jvms) == 1, f"{len(jvms)} JVMs serve port {port}"
     assert b"-XX:+UseParallelGC" in jvms[0]
     assert b"-XX:FreqInlineSize=120" in jvms[0]
+    assert b"-XX:Tier4InvocationThreshold=50000" in jvms[0]
 
 
 def test_the_python_surface_works_over_spark_connect_without_py4j(connect_url, bootstrap, fresh_name, tmp_path):

@@ -94,9 +94,9 @@ def test_a_cluster_and_a_users_own_checkpoint_manager_keep_their_choice():
 
 
 def test_a_local_sessions_jvm_runs_the_parallel_collector_and_kplexs_inlining_limit(spark):
-    """On a local master kplex's session starts its JVM with the parallel collector and C2's
-    smaller inlining limit (``session.local_java_options``); the JVM itself names the
-    collectors it runs and the value of its flag."""
+    """On a local master kplex's session starts its JVM with the parallel collector, C2's
+    smaller inlining limit and its higher thresholds (``session.local_java_options``); the JVM
+    itself names the collectors it runs and the values of its flags."""
     if not session._local(spark.sparkContext.master):
         pytest.skip(f"{spark.sparkContext.master}: the executors' JVMs are the cluster's")
     management = spark._jvm.java.lang.management.ManagementFactory
@@ -105,6 +105,8 @@ def test_a_local_sessions_jvm_runs_the_parallel_collector_and_kplexs_inlining_li
     hotspot = management.getPlatformMXBean(spark._jvm.java.lang.Class.forName(
         "com.sun.management.HotSpotDiagnosticMXBean"))
     assert hotspot.getVMOption("FreqInlineSize").getValue() == "120"
+    assert hotspot.getVMOption("Tier4InvocationThreshold").getValue() == "50000"
+    assert hotspot.getVMOption("Tier4BackEdgeThreshold").getValue() == "400000"
 
 
 def test_a_collector_or_inlining_limit_chosen_anywhere_keeps_its_place(monkeypatch, tmp_path):
@@ -114,8 +116,11 @@ def test_a_collector_or_inlining_limit_chosen_anywhere_keeps_its_place(monkeypat
     Java options are kept in front of them."""
     from pyspark.sql import SparkSession
 
-    both = f"{session.LOCAL_COLLECTOR} {session.LOCAL_INLINING}"
-    assert both == "-XX:+UseParallelGC -XX:FreqInlineSize=120"
+    both = f"{session.LOCAL_COLLECTOR} {session.LOCAL_INLINING} {session.LOCAL_TIERS}"
+    assert both == ("-XX:+UseParallelGC -XX:FreqInlineSize=120 -XX:Tier4InvocationThreshold=50000"
+                    " -XX:Tier4MinInvocationThreshold=6000 -XX:Tier4CompileThreshold=150000"
+                    " -XX:Tier4BackEdgeThreshold=400000")
+    jit = f"{session.LOCAL_INLINING} {session.LOCAL_TIERS}"
     for name in session._JAVA_OPTION_SOURCES:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
@@ -124,27 +129,28 @@ def test_a_collector_or_inlining_limit_chosen_anywhere_keeps_its_place(monkeypat
     assert session.local_java_options("local[2]", {}) == both
     assert session.local_java_options("local", {session.DEFAULT_JAVA_OPTIONS_KEY: "-Dadmin=1"}) == \
         f"-Dadmin=1 {both}"
-    assert session.local_java_options("local[2]", {"spark.driver.extraJavaOptions": "-Xss4m -XX:+UseZGC"}) == \
-        session.LOCAL_INLINING
+    assert session.local_java_options("local[2]", {"spark.driver.extraJavaOptions": "-Xss4m -XX:+UseZGC"}) == jit
     assert session.local_java_options("local[2]", {session.DEFAULT_JAVA_OPTIONS_KEY: "-XX:-UseG1GC"}) == \
-        f"-XX:-UseG1GC {session.LOCAL_INLINING}"
+        f"-XX:-UseG1GC {jit}"
     assert session.local_java_options("local[2]", {"spark.driver.extraJavaOptions": "-XX:FreqInlineSize=325"}) == \
-        session.LOCAL_COLLECTOR
-    mine = {"spark.driver.extraJavaOptions": "-XX:+UseG1GC -XX:FreqInlineSize=200"}
+        f"{session.LOCAL_COLLECTOR} {session.LOCAL_TIERS}"
+    assert session.local_java_options("local[2]", {"spark.driver.extraJavaOptions": "-XX:Tier4CompileThreshold=9"}) == \
+        f"{session.LOCAL_COLLECTOR} {session.LOCAL_INLINING}"
+    mine = {"spark.driver.extraJavaOptions": "-XX:+UseG1GC -XX:FreqInlineSize=200 -XX:Tier4InvocationThreshold=7"}
     assert session.local_java_options("local[2]", mine) is None
     for name in ("PYSPARK_SUBMIT_ARGS", "JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS"):
         monkeypatch.setenv(name, "--driver-java-options -XX:+UseSerialGC pyspark-shell")
-        assert session.local_java_options("local[2]", {}) == session.LOCAL_INLINING, name
+        assert session.local_java_options("local[2]", {}) == jit, name
         monkeypatch.delenv(name)
     (tmp_path / "spark-defaults.conf").write_text(
-        "spark.driver.extraJavaOptions -XX:+UseShenandoahGC -XX:FreqInlineSize=325\n")
+        "spark.driver.extraJavaOptions -XX:+UseShenandoahGC -XX:FreqInlineSize=325 -XX:Tier4BackEdgeThreshold=1\n")
     assert session.local_java_options("local[2]", {}) is None
     (tmp_path / "spark-defaults.conf").write_text("spark.driver.memory 2g\n")
     builder = session.configure_spark_with_kplex(SparkSession.builder.master("local[3]"), "127.0.0.1:9092")
     assert builder._options[session.DEFAULT_JAVA_OPTIONS_KEY] == both
     mine = SparkSession.builder.master("local[3]").config("spark.driver.extraJavaOptions", "-XX:+UseG1GC")
     assert session.configure_spark_with_kplex(mine, "127.0.0.1:9092")._options[
-        session.DEFAULT_JAVA_OPTIONS_KEY] == session.LOCAL_INLINING
+        session.DEFAULT_JAVA_OPTIONS_KEY] == jit
 
 
 def test_a_users_own_collector_starts_a_local_session_that_runs_it(bootstrap, tmp_path):

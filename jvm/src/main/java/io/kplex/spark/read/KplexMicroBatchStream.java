@@ -453,8 +453,10 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
    */
   private Idleness idle(Map<Integer, Long> until, SourceOffset now) {
     long at = conf.clock.millis();
+    java.util.Set<Integer> moved = new java.util.HashSet<>();
     now.next.forEach((p, end) -> {
       long[] seen = lastMoved.get(p);
+      if (seen != null && seen[0] != end) moved.add(p);
       if (seen == null || seen[0] != end) lastMoved.put(p, new long[] {end, at});
     });
     if (idleTimeoutMs < 0) return Idleness.NONE;
@@ -463,14 +465,23 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
       if (until.getOrDefault(e.getKey(), -1L) >= e.getValue()) atEnd.add(e.getKey());
     }
     if (atEnd.isEmpty()) return Idleness.NONE;
-    List<TopicPartition> tps = new ArrayList<>();
-    for (int p : atEnd) tps.add(new TopicPartition(conf.topic, p));
-    Map<Integer, Long> begin = earliest(tps);
     java.util.Set<Integer> idle = new java.util.TreeSet<>();
+    // Whether a partition is empty is asked only where it decides: not for one idle by the
+    // timeout, nor for one whose end moved since the last call (records came, so it holds
+    // some; one the broker emptied meanwhile is found by the next call). A live stream asks
+    // nothing here.
+    List<TopicPartition> tps = new ArrayList<>();
     for (int p : atEnd) {
-      boolean empty = begin.getOrDefault(p, 0L) >= now.next.get(p);
-      if (empty || at - lastMoved.get(p)[1] >= idleTimeoutMs) idle.add(p);
+      if (at - lastMoved.get(p)[1] >= idleTimeoutMs) {
+        idle.add(p);
+      } else if (!moved.contains(p)) {
+        tps.add(new TopicPartition(conf.topic, p));
+      }
     }
+    Map<Integer, Long> begin = tps.isEmpty() ? Map.of() : earliest(tps);
+    begin.forEach((p, first) -> {
+      if (first >= now.next.get(p)) idle.add(p);
+    });
     if (conf.kind != ReadConf.Kind.DERIVED) return new Idleness(idle, java.util.Set.of());
     java.util.Set<Integer> idleVps = new java.util.TreeSet<>();
     java.util.Set<Integer> drained = new java.util.TreeSet<>();

@@ -174,6 +174,38 @@ public class StreamPlanningTest {
   }
 
   @Test
+  public void aLiveStreamAsksNoBeginningsAndAPartitionEmptiedAsItMovedIsIdleByTheNextCall() {
+    produce(0, 10);
+    produce(1, 10);
+    produce(2, 10);
+    KplexMicroBatchStream s = stream("idleTimeoutMs", "30000");
+    SourceOffset first = (SourceOffset) s.latestOffset(at(0, 0, 0), ReadLimit.allAvailable());
+    assertEquals(Set.of(), first.idle);
+    int asked = kafka.beginnings();
+    SourceOffset current = first;
+    for (int i = 0; i < 5; i++) {
+      produce(0, 3);
+      produce(1, 3);
+      produce(2, 3);
+      clock.advance(1_000);
+      current = (SourceOffset) s.latestOffset(current, ReadLimit.allAvailable());
+      assertEquals(Set.of(), current.idle);
+    }
+    assertEquals("every partition moved: none can be empty", asked, kafka.beginnings());
+    // Partition 2 moves and the broker deletes all of it meanwhile: it holds no record, and is
+    // idle once a call finds its end where it was (without waiting for the timeout).
+    produce(0, 1);
+    produce(2, 1);
+    kafka.deleteBefore(TOPIC, 2, 26);
+    current = (SourceOffset) s.latestOffset(current, ReadLimit.allAvailable());
+    assertEquals(Set.of(), current.idle);
+    produce(0, 1);
+    current = (SourceOffset) s.latestOffset(current, ReadLimit.allAvailable());
+    assertEquals("2 is empty; 1 holds records, within the timeout", Set.of(2), current.idle);
+    assertEquals("asked only for the unmoved: 1, then 1 and 2", asked + 2, kafka.beginnings());
+  }
+
+  @Test
   public void availableNowStopsAtTheEndsTheQueryStartedWith() {
     produce(0, 10);
     KplexMicroBatchStream s = stream();

@@ -73,6 +73,8 @@ final class FakeKafka implements KafkaClients {
   final AtomicInteger recordsRead = new AtomicInteger();
   /** Topic descriptions asked of the admin client. */
   final AtomicInteger descriptions = new AtomicInteger();
+  /** How many times a consumer was asked for partitions' beginning offsets. */
+  final AtomicInteger beginnings = new AtomicInteger();
   /** The topics the admin client was asked offsets of, one entry per topic a request named. */
   final List<String> offsetsAsked = new java.util.concurrent.CopyOnWriteArrayList<>();
   /**
@@ -227,6 +229,7 @@ final class FakeKafka implements KafkaClients {
 
     @Override
     public synchronized Map<TopicPartition, Long> beginningOffsets(java.util.Collection<TopicPartition> partitions) {
+      beginnings.incrementAndGet();
       refresh();
       return super.beginningOffsets(partitions);
     }

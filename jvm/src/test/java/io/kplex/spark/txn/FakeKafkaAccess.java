@@ -29,6 +29,11 @@ public final class FakeKafkaAccess {
     return kafka.recordsRead.get();
   }
 
+  /** Times a consumer was asked for beginning offsets so far. */
+  public int beginnings() {
+    return kafka.beginnings.get();
+  }
+
   /** Topic descriptions asked of the admin client so far. */
   public int descriptions() {
     return kafka.descriptions.get();
