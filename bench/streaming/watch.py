@@ -7,11 +7,17 @@ every contender passes the value through unchanged, so its latency is the time i
 visible to a read_committed consumer minus that ``viewtime``, both taken by this process's
 clock. Backlog records (from kplex.testing.datagen) carry 2019 viewtimes, far below any
 live one.
+
+The harness shares the machine with the contender it measures, so both threads do as little
+as they can while it runs: the watcher stamps, counts and keeps what it read, and checks it
+(every value, every virtual partition's order) once it is stopped; the producer draws a
+tick's pages and users at once and counts its values afterwards. At 44,000 records/s the
+two took 70% of a core with the checks done as records arrived (``bench/streaming/harness_cost.py``).
 """
 from __future__ import annotations
 
-import queue
 import random
+import re
 import threading
 import time
 import uuid
@@ -23,7 +29,7 @@ from confluent_kafka.admin import AdminClient
 
 from kplex.testing.datagen import partition_of
 
-_VIEWTIME = b'"viewtime":'
+_VIEWTIME = re.compile(rb'"viewtime":(\d+)')
 #: Viewtimes at or above this (2020-01-01 UTC) are live records' produce times.
 LIVE_SINCE_MS = 1_577_836_800_000
 #: The watcher's longest wait in one consume(): a visible record is stamped at most this late.
@@ -36,14 +42,8 @@ def viewtime(value: bytes) -> int:
     >>> viewtime(b'{"viewtime":1565606197468,"userid":"User_6","pageid":"Page_62"}')
     1565606197468
     """
-    start = value.find(_VIEWTIME)
-    if start < 0:
-        return -1
-    start += len(_VIEWTIME)
-    end = start
-    while end < len(value) and 48 <= value[end] <= 57:
-        end += 1
-    return int(value[start:end]) if end > start else -1
+    found = _VIEWTIME.search(value)
+    return int(found.group(1)) if found else -1
 
 
 def now_ms() -> float:
@@ -94,7 +94,7 @@ class OutputWatcher(threading.Thread):
         while time.monotonic() - self._last_message_at < quiet_s and time.monotonic() < deadline:
             time.sleep(0.2)
         self._stop_requested.set()
-        self.join(timeout=30)
+        self.join(timeout=600)  # the checks of everything read (about 3 s a million records)
 
     def snapshot(self) -> tuple[int, int]:
         with self.lock:
@@ -130,14 +130,9 @@ class OutputWatcher(threading.Thread):
             "fetch.wait.max.ms": 25,
         })
         consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in partitions])
-        # This thread only reads and stamps; another checks what it read. Checking costs
-        # microseconds a record in Python: done here, a commit's burst of ten thousand records
-        # kept the next consume() waiting, and the records it then got were stamped that much late.
-        read: queue.SimpleQueue = queue.SimpleQueue()
-        checker = threading.Thread(target=self._check_all, args=(read,), name=f"check-{self.topic}", daemon=True)
-        checker.start()
+        read: list[list] = []  # what consume() returned, in order: checked once stopped
         try:
-            while not self._stop_requested.is_set() and self.error is None:
+            while not self._stop_requested.is_set():
                 # consume() returns when it has all it asked for or when its timeout is up,
                 # whichever comes first: the timeout bounds how late a record that became
                 # visible is stamped (with 0.1 s, records were seen 50 ms late on average).
@@ -145,44 +140,50 @@ class OutputWatcher(threading.Thread):
                 seen_at = time.time()
                 if messages:
                     self._last_message_at = time.monotonic()
-                    read.put((messages, seen_at))
+                    self._stamp(messages, seen_at)
+                    read.append(messages)
+            self._check(read)
         finally:
-            read.put(None)
-            checker.join()
             consumer.close()
-        if self.error is not None:
-            raise self.error
 
-    def _check_all(self, read: queue.SimpleQueue) -> None:
-        """Checks what the reading thread stamped, in the order it read it, until it puts None."""
-        while (item := read.get()) is not None:
-            if self.error is None:
-                try:
-                    self._record(*item)
-                except BaseException as e:  # reported by the harness
-                    self.error = e
-
-    def _record(self, messages: list, seen_at: float) -> None:
+    def _stamp(self, messages: list, seen_at: float) -> None:
+        """Counts and latencies, as records arrive (a microsecond a record)."""
         obs = self.observed
+        seen_ms = seen_at * 1000.0
+        live = backlog = 0
+        latencies = []
+        for m in messages:
+            if m.error() is not None:
+                continue  # raised by _check
+            stamp = viewtime(m.value() or b"")
+            if stamp >= LIVE_SINCE_MS:
+                live += 1
+                latencies.append(seen_ms - stamp)
+            else:
+                backlog += 1
         with self.lock:
-            for m in messages:
-                if m.error() is not None:
-                    if m.error().code() == KafkaError._PARTITION_EOF:
-                        continue
-                    raise KafkaException(m.error())
-                value = m.value() or b""
-                obs.values[hash(value)] += 1
-                stamp = viewtime(value)
-                if stamp >= LIVE_SINCE_MS:
-                    obs.live += 1
-                    obs.latencies_ms.append(seen_at * 1000.0 - stamp)
-                else:
-                    obs.backlog += 1
-                self._check_order(m)
+            obs.live += live
+            obs.backlog += backlog
+            obs.latencies_ms.extend(latencies)
             if obs.first_at is None:
                 obs.first_at, obs.first_backlog = seen_at, obs.backlog
             if obs.backlog_done_at is None and obs.backlog >= self.expected_backlog:
                 obs.backlog_done_at = seen_at
+
+    def _check(self, read: list[list]) -> None:
+        """Every value counted and every virtual partition's order checked, in the order read."""
+        obs = self.observed
+        hashes = []
+        with self.lock:
+            for messages in read:
+                for m in messages:
+                    if m.error() is not None:
+                        if m.error().code() == KafkaError._PARTITION_EOF:
+                            continue
+                        raise KafkaException(m.error())
+                    hashes.append(hash(m.value() or b""))
+                    self._check_order(m)
+            obs.values.update(hashes)
 
     def _check_order(self, message: object) -> None:
         headers = dict(message.headers() or ())  # type: ignore[attr-defined]
@@ -212,7 +213,9 @@ class RateProducer(threading.Thread):
         self.topic, self.rate, self.seconds = topic, rate, seconds
         self.users, self.pages = users, pages
         self.rng = random.Random(seed)
-        self.values: Counter[int] = Counter()  # hash(value) -> times produced
+        self._pages = [f"Page_{i}" for i in range(1, pages + 1)]
+        self._users = [f"User_{i}" for i in range(1, users + 1)]
+        self._hashes: list[int] = []  # hash(value) of every record produced, counted by ``values``
         self.produced = 0
         self.error: BaseException | None = None
         self.producer = Producer({
@@ -228,32 +231,38 @@ class RateProducer(threading.Thread):
         except BaseException as e:
             self.error = e
 
+    @property
+    def values(self) -> Counter[int]:
+        """hash(value) -> times produced."""
+        return Counter(self._hashes)
+
     def _produce(self) -> None:
         """Keep up with the schedule (record i is due at i / rate s), checking every 10 ms."""
         total = round(self.seconds * self.rate)
         started = time.monotonic()
         while self.produced < total:
             due = min(int((time.monotonic() - started) * self.rate) + 1, total)
-            while self.produced < due:
-                self._send_one()
+            if due > self.produced:
+                self._send(due - self.produced)
             self.producer.poll(0)
             time.sleep(0.01)
         if self.producer.flush(60) != 0:
             raise TimeoutError(f"live records to {self.topic} were still undelivered after 60 s")
 
-    def _send_one(self) -> None:
-        page = f"Page_{self.rng.randint(1, self.pages)}"
-        user = f"User_{self.rng.randint(1, self.users)}"
-        value = f'{{"viewtime":{int(now_ms())},"userid":"{user}","pageid":"{page}"}}'.encode()
-        while True:
-            try:
-                if self.write_partitions is None:
-                    self.producer.produce(self.topic, key=page.encode(), value=value)
-                else:
-                    self.producer.produce(self.topic, key=page.encode(), value=value,
-                                          partition=partition_of(page.encode(), self.write_partitions))
-                break
-            except BufferError:
-                self.producer.poll(0.05)
-        self.values[hash(value)] += 1
-        self.produced += 1
+    def _send(self, count: int) -> None:
+        """``count`` records, each value's viewtime the wall-clock ms just before its produce call."""
+        pages = self.rng.choices(self._pages, k=count)
+        users = self.rng.choices(self._users, k=count)
+        produce, hashes = self.producer.produce, self._hashes
+        for page, user in zip(pages, users):
+            value = f'{{"viewtime":{time.time_ns() // 1_000_000},"userid":"{user}","pageid":"{page}"}}'.encode()
+            key = page.encode()
+            partition = -1 if self.write_partitions is None else partition_of(key, self.write_partitions)
+            while True:
+                try:
+                    produce(self.topic, key=key, value=value, partition=partition)
+                    break
+                except BufferError:
+                    self.producer.poll(0.05)
+            hashes.append(hash(value))
+            self.produced += 1

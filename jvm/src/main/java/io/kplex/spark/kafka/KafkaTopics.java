@@ -183,6 +183,25 @@ public class KafkaTopics implements AutoCloseable {
   }
 
   /**
+   * As {@link #describe}, asked of the broker now and answered by the returned call, which
+   * waits for the answer (the error handling is {@link #describe}'s, at that call).
+   */
+  public java.util.function.Supplier<Optional<TopicDescription>> describeSoon(String topic) {
+    org.apache.kafka.common.KafkaFuture<Map<String, TopicDescription>> asked =
+        admin().describeTopics(List.of(topic)).allTopicNames();
+    return () -> call("DESCRIBE", Errors.Resource.topic(topic), () -> {
+      try {
+        return Optional.of(asked.get(TIMEOUT_MS, TimeUnit.MILLISECONDS).get(topic));
+      } catch (ExecutionException e) {
+        if (e.getCause() instanceof UnknownTopicOrPartitionException) {
+          return Optional.empty();
+        }
+        throw e;
+      }
+    });
+  }
+
+  /**
    * The topic's id as text, or null where the cluster gives none (a broker before topic ids,
    * KIP-516). A topic deleted and created again under its name gets a new one.
    */

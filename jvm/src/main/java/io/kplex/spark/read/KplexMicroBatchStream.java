@@ -198,15 +198,41 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     return out;
   }
 
+  /**
+   * How often a running stream describes its topic again: partitions added meanwhile are read
+   * at most this late. A live stream's calls come a few hundred milliseconds apart, and the
+   * description (a round trip through the Admin client's thread) cost more than the end offsets.
+   */
+  static final long DESCRIBE_EVERY_MS = 1_000;
+  /** The partitions {@link #latest} last described, and when (driver clock, ms). */
+  private List<TopicPartition> knownPartitions;
+  private long knownAt;
+
   /** The last stable offset of every partition now. */
   private SourceOffset latest() {
     Consumer<byte[], byte[]> c = consumer();
-    List<TopicPartition> tps = partitions();
-    described = tps;
-    describedEarliest = null;
+    long now = conf.clock.millis();
+    boolean reused = knownPartitions != null && now - knownAt < DESCRIBE_EVERY_MS;
+    if (!reused) {
+      knownPartitions = partitions();
+      knownAt = now;
+    }
+    List<TopicPartition> known = knownPartitions;
     io.kplex.spark.stream.StreamingBatch batch = io.kplex.spark.stream.StreamingBatch.current();
     if (batch != null) queryId = batch.queryId();
-    Map<TopicPartition, Long> end = store.call("READ", Errors.Resource.topic(conf.topic), () -> c.endOffsets(tps));
+    Map<TopicPartition, Long> end;
+    try {
+      end = store.call("READ", Errors.Resource.topic(conf.topic), () -> c.endOffsets(known));
+    } catch (RuntimeException e) {
+      if (!reused) throw e;
+      // The topic may have changed since it was described (deleted: the description says so).
+      knownPartitions = partitions();
+      knownAt = conf.clock.millis();
+      end = store.call("READ", Errors.Resource.topic(conf.topic), () -> c.endOffsets(knownPartitions));
+    }
+    List<TopicPartition> tps = knownPartitions;
+    described = tps;
+    describedEarliest = null;
     Map<Integer, Long> next = new TreeMap<>();
     end.forEach((tp, o) -> next.put(tp.partition(), o));
     if (!next.equals(lastEnds)) {

@@ -284,10 +284,30 @@ public final class ExactlyOnceCommitter {
    * the topic's id.
    */
   public String requireSameTopic(String id, Map<Integer, Long> written) {
-    org.apache.kafka.clients.admin.TopicDescription described = withKafka(admin -> admin.describe(topic).orElse(null));
+    return requireSameTopic(id, written, null);
+  }
+
+  /**
+   * As {@link #requireSameTopic(String, Map)}, with the description {@link #describeTopicSoon}
+   * asked for already (null: described now).
+   */
+  public String requireSameTopic(String id, Map<Integer, Long> written,
+      java.util.function.Supplier<java.util.Optional<org.apache.kafka.clients.admin.TopicDescription>> asked) {
+    org.apache.kafka.clients.admin.TopicDescription described = asked != null ? asked.get().orElse(null)
+        : withKafka(admin -> admin.describe(topic).orElse(null));
     if (described == null) throw Errors.tableTopicDeleted(table, topic);
     String now = KafkaTopics.topicId(described);
     return now == null || now.equals(id) ? now : requireTopicHoldsWritten(written);
+  }
+
+  /**
+   * The table's topic described by the run's shared clients, asked now for {@link
+   * #requireSameTopic(String, Map, java.util.function.Supplier)} to take later; null without
+   * shared clients (each call connects: nothing to ask ahead with).
+   */
+  public java.util.function.Supplier<java.util.Optional<org.apache.kafka.clients.admin.TopicDescription>>
+      describeTopicSoon() {
+    return shared == null ? null : shared.get().describeSoon(topic);
   }
 
   /** The virtual partition with the largest mark, and that mark (the every-partition floor left out); null if none. */

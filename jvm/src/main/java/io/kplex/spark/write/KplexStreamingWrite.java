@@ -49,6 +49,14 @@ final class KplexStreamingWrite implements StreamingWrite {
   private WriterLease lease;
   /** Whether the epoch being planned is the first of this run of the query. */
   private boolean firstOfRun;
+  /**
+   * The table's topic as described when Spark planned this micro-batch's write, for the check
+   * before its tasks (null: described then). Asked while Spark plans the rest of the write and
+   * runs the map stage's set-up, so the check waits for no round trip of its own. Taken once:
+   * a later epoch through this same write (none in the Spark versions kplex runs on) describes.
+   */
+  private java.util.function.Supplier<java.util.Optional<org.apache.kafka.clients.admin.TopicDescription>>
+      topicAsked;
   /** Epoch -> how its write started (below); removed once it is committed or aborted. */
   private final Map<Long, Started> epochs = new ConcurrentHashMap<>();
 
@@ -70,6 +78,11 @@ final class KplexStreamingWrite implements StreamingWrite {
     io.kplex.spark.stream.QuerySinks.DRIVER.writes(queryId, conf.table);
     this.committer = new ExactlyOnceCommitter(conf.kafka, conf.table, conf.topic, conf.virtualPartitions, conf.faults,
         run.runId == null ? null : () -> run.clients(conf.kafka));
+    boolean recovered;
+    synchronized (run) {
+      recovered = run.recovered;
+    }
+    this.topicAsked = recovered ? committer.describeTopicSoon() : null;
   }
 
   @Override
@@ -111,7 +124,9 @@ final class KplexStreamingWrite implements StreamingWrite {
       if (run.last == null) run.last = committer.lastEpoch(queryId);
       // The topic the run's epochs went to is still the table's: one deleted, or deleted and
       // created again, outside kplex while the query ran fails it before its tasks send anything.
-      if (!firstOfRun) run.topicId = committer.requireSameTopic(run.topicId, run.last.marks().written());
+      var asked = topicAsked;
+      topicAsked = null;
+      if (!firstOfRun) run.topicId = committer.requireSameTopic(run.topicId, run.last.marks().written(), asked);
       last = run.last;
     }
     HeldRelease.Signal signal = HeldRelease.take();

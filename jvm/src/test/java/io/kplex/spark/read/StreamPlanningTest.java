@@ -206,6 +206,26 @@ public class StreamPlanningTest {
   }
 
   @Test
+  public void aLiveStreamDescribesItsTopicOnceASecondAndStillReadsEveryPartitionsEnd() {
+    produce(0, 10);
+    KplexMicroBatchStream s = stream();
+    SourceOffset current = (SourceOffset) s.latestOffset(at(0, 0, 0), ReadLimit.allAvailable());
+    int described = kafka.descriptions();
+    for (int i = 1; i <= 9; i++) {
+      produce(i % 3, 2);
+      clock.advance(100);
+      current = (SourceOffset) s.latestOffset(current, ReadLimit.allAvailable());
+    }
+    assertEquals("nine calls within the second: no description", described, kafka.descriptions());
+    assertArrayEquals("every partition's end, as produced", new long[] {16, 6, 6}, offsets(current));
+    clock.advance(100);
+    produce(2, 1);
+    current = (SourceOffset) s.latestOffset(current, ReadLimit.allAvailable());
+    assertEquals("a second after the last: described again", described + 1, kafka.descriptions());
+    assertArrayEquals(new long[] {16, 6, 7}, offsets(current));
+  }
+
+  @Test
   public void availableNowStopsAtTheEndsTheQueryStartedWith() {
     produce(0, 10);
     KplexMicroBatchStream s = stream();

@@ -302,6 +302,14 @@ public class ExactlyOnceCommitterTest {
     assertEquals("KPLEX_DATA_LOSS.TABLE_TOPIC_REPLACED", assertThrows(KplexException.class,
         () -> committer.requireSameTopic(second.toString(), Map.of(2, 20L))).getErrorClass());
     kafka.topicIds.put(TABLE, second);
+    // The description asked for while Spark planned the micro-batch is the one checked.
+    var asked = admin.describeSoon(TABLE);
+    assertEquals(second.toString(), committer.requireSameTopic(second.toString(), Map.of(2, 20L), asked));
+    kafka.topicIds.put(TABLE, org.apache.kafka.common.Uuid.randomUuid());
+    var askedAfter = admin.describeSoon(TABLE);
+    assertEquals("KPLEX_DATA_LOSS.TABLE_TOPIC_REPLACED", assertThrows(KplexException.class,
+        () -> committer.requireSameTopic(second.toString(), Map.of(2, 20L), askedAfter)).getErrorClass());
+    kafka.topicIds.put(TABLE, second);
 
     // No id to compare with (a cluster before topic ids): an empty topic under marks is one created again.
     kafka.topicIds.remove(TABLE);
