@@ -15,18 +15,16 @@ from collections import Counter
 from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench" / "streaming"))
 
 from watch import LIVE_SINCE_MS, OutputWatcher, RateProducer, viewtime  # noqa: E402
 
-from kplex.testing.datagen import partition_of  # noqa: E402
+from kplex.testing.datagen import ensure_topic, partition_of  # noqa: E402
 
 
 def _topic(bootstrap: str, name: str, partitions: int) -> str:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(30)
+    ensure_topic(bootstrap, name, partitions)
     return name
 
 

@@ -24,8 +24,7 @@ from types import ModuleType
 
 HERE = Path(__file__).resolve().parent
 
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
-
+from kplex.testing.datagen import ensure_topic  # noqa: E402
 from kplex.testing.local_kafka import LocalKafka  # noqa: E402
 
 
@@ -40,8 +39,7 @@ def load_watch(path: Path, name: str) -> ModuleType:
 
 def new_topic(bootstrap: str, stem: str) -> str:
     name = f"{stem}_{uuid.uuid4().hex[:8]}"
-    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept until the topic is there
-    admin.create_topics([NewTopic(name, 3, 1)])[name].result(30)
+    ensure_topic(bootstrap, name, 3)
     return name
 
 
