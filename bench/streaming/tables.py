@@ -173,6 +173,86 @@ def breakdown_table(results: Sequence[Result]) -> str:
     return markdown(header, rows, right=tuple(range(2, len(header))))
 
 
+def _read_at(progress: dict[str, Any]) -> float | None:
+    """When the kplex source fixed the micro-batch's end offsets (epoch ms; its ``kplex.at``)."""
+    for source in progress.get("sources") or []:
+        end = source.get("endOffset")
+        at = end.get("kplex.at") if isinstance(end, dict) else None
+        if at is not None:
+            return float(at)
+    return None
+
+
+#: How far before the live phase's start a watermark may be and still be the live records' (a
+#: record produced just before the harness marked the start).
+LIVE_SLACK_MS = 60_000
+
+
+def released_p50(batches: Sequence[tuple[float, float, float]]) -> float | None:
+    """The p50 visibility the micro-batches alone give, from ``(end, watermark before,
+    watermark after)`` per live micro-batch (epoch ms): each releases the records between the
+    two watermarks (as many per ms of event time, the live rate being fixed), visible at its
+    end, so their latencies spread evenly from ``end - after`` to ``end - before``. The median
+    of that mixture, by bisection."""
+    spans = [(end - after, end - before) for end, before, after in batches if after > before]
+    if not spans:
+        return None
+    total = sum(hi - lo for lo, hi in spans)
+
+    def below(x: float) -> float:
+        return sum(min(max(x - lo, 0.0), hi - lo) for lo, hi in spans) / total
+
+    lo, hi = min(s[0] for s in spans), max(s[1] for s in spans)
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if below(mid) < 0.5 else (lo, mid)
+    return hi
+
+
+def visibility_row(r: Result) -> tuple[str, ...] | None:
+    """Where a kplex query's p50 goes, from its live micro-batches alone: a record becomes
+    visible at the end of the micro-batch whose watermark passes it, so for the median record
+    that is (1) how far the watermark trails the newest record read (its ``kplex.at`` less its
+    *watermark* metric: ``max_delay_ms`` and the way from the producer to the read), (2) about
+    half a micro-batch (the wait until the next one reads the record that moves the watermark
+    past it) and (3) that micro-batch's time from the read to its end, its commit included.
+    *expected p50*: the median of what the micro-batches released, each record at its
+    micro-batch's end (``released_p50``); the measured p50 less it is the rest: the broker
+    making the commit visible and the watcher's read. None without the kplex sink's metrics."""
+    lag, to_end, whole, released = [], [], [], []
+    before = None
+    for p in r.progress:
+        at, watermark = _read_at(p), _sink_metrics(p).get("watermark")
+        if at is None or not watermark:
+            continue
+        end = _triggered_at(p) * 1000 + p["durationMs"]["triggerExecution"]
+        live = _phase(p, r.live_started_at) == "live"
+        if live and _busy(p):
+            lag.append(at - float(watermark))
+            to_end.append(end - at)
+            whole.append(p["durationMs"]["triggerExecution"])
+            # The live records' viewtimes are their produce times (the backlog's are years older): a
+            # watermark still in the backlog's time releases no live record.
+            if before is not None and before >= r.live_started_at * 1000 - LIVE_SLACK_MS:
+                released.append((end, before, float(watermark)))
+        before = float(watermark) if live else None
+    if not whole:
+        return None
+    expected = released_p50(released)
+    measured = r.percentile(50)
+    rest = None if measured is None or expected is None else measured - expected
+    half = len(whole) // 2
+    return (r.contender.name, f"{len(whole):,}", _median(lag), _median(whole), _median(to_end), _num(expected),
+            _num(measured), _num(rest), f"{_median(whole[:half])} / {_median(whole[half:])}")
+
+
+def visibility_table(results: Sequence[Result]) -> str:
+    header = ("query", "live batches", "watermark behind the read ms", "micro-batch ms", "read to end ms",
+              "expected p50 ms", "measured p50 ms", "rest ms", "micro-batch ms, first / second half of the live phase")
+    rows = [row for r in results if r.contender.reports_progress for row in [visibility_row(r)] if row]
+    return markdown(header, rows, right=tuple(range(1, len(header) - 1))) if rows else ""
+
+
 #: The steps of a Spark contender's start-up, each from the end of the one before (the first
 #: from the process's launch), as bench/streaming/spark_query.py marks them: the key of its
 #: mark, the column. The kplex table's step is the sink's alone.
@@ -289,6 +369,18 @@ def results_document(results: Sequence[Result], baseline: str, *, command: str, 
                   "flushing); *driver commit* the commit of the micro-batch. What *addBatch* has beyond these is "
                   "mostly the map stage: reading the source, evaluating key and order, the shuffle write):",
                   "", breakdown]
+    visibility = visibility_table(results)
+    if visibility:
+        parts += ["", "Where the p50 goes, from the live micro-batches (medians): a record is visible at the end of the "
+                  "micro-batch whose watermark passes it, so the median one waits for how far the watermark trails "
+                  "the newest record read (*watermark behind the read*: `kplex.max_delay_ms` and the way from the "
+                  "producer to the read), half a micro-batch (until the next one reads what moves the watermark "
+                  "past it) and that micro-batch from its read to its end, its commit included (*read to end*). "
+                  "*expected p50*: the median of what the micro-batches released, each record visible at its "
+                  "micro-batch's end (a slow micro-batch releases more records); *rest*: the measured p50 less it "
+                  "(the broker making the commit visible, the watcher's read). A micro-batch's time grows with the "
+                  "records it reads, so the lever is its fixed cost:",
+                  "", visibility]
     parts += ["", f"Start-up, {'medians over the rounds' if len(rounds) > 1 else 'seconds'}: each step from the "
               "end of the one before, as the Spark query marks them (bench/streaming/spark_query.py; its "
               "Python imports from the process's launch); *micro-batch 0* from `start()` returning to its end, "
