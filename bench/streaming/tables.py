@@ -246,11 +246,15 @@ def visibility_row(r: Result) -> tuple[str, ...] | None:
             _num(measured), _num(rest), f"{_median(whole[:half])} / {_median(whole[half:])}")
 
 
+#: The columns of ``visibility_row``.
+VISIBILITY_HEADER = ("query", "live batches", "watermark behind the read ms", "micro-batch ms", "read to end ms",
+                     "expected p50 ms", "measured p50 ms", "rest ms",
+                     "micro-batch ms, first / second half of the live phase")
+
+
 def visibility_table(results: Sequence[Result]) -> str:
-    header = ("query", "live batches", "watermark behind the read ms", "micro-batch ms", "read to end ms",
-              "expected p50 ms", "measured p50 ms", "rest ms", "micro-batch ms, first / second half of the live phase")
     rows = [row for r in results if r.contender.reports_progress for row in [visibility_row(r)] if row]
-    return markdown(header, rows, right=tuple(range(1, len(header) - 1))) if rows else ""
+    return markdown(VISIBILITY_HEADER, rows, right=tuple(range(1, len(VISIBILITY_HEADER) - 1))) if rows else ""
 
 
 #: The steps of a Spark contender's start-up, each from the end of the one before (the first
