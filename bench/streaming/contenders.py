@@ -43,6 +43,7 @@ class Settings:
     memory: str = "1g"
     streams_threads: int = 2
     empty_partitions: int = 0  # the source's last partitions that no record goes to
+    profile_live: bool = False  # a CPU profile of each contender's JVM during the live phase (live_profile.py)
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from contenders import Contender, Settings, Slot
+from live_profile import LiveProfile
 from watch import OutputWatcher, RateProducer
 
 from kplex.testing.datagen import ensure_topic, generate_pageviews
@@ -76,6 +77,7 @@ class Result:
     phases: dict[str, float] = field(default_factory=dict)  # start-up step -> when it ended (epoch s)
     problems: list[str] = field(default_factory=list)  # each one fails the run
     notes: list[str] = field(default_factory=list)  # worth knowing, not a failure
+    live_cpu: list[tuple[str, float, float]] = field(default_factory=list)  # --profile-live: kind, CPU s, share
     log: Path | None = None
 
     @property
@@ -220,10 +222,17 @@ def live_phase(settings: Settings, slot: Slot, load: Load, result: Result, watch
         f" for {load.duration_s:.0f} s")
     producer = RateProducer(settings.bootstrap, slot.source, result.rate, load.duration_s, users=load.users,
                             write_partitions=settings.p if settings.empty_partitions else None)
+    profile = LiveProfile(process.proc.pid, slot.directory / "live.collapsed") if settings.profile_live else None
+    if profile is not None:
+        profile.start()
     result.live_started_at = time.time()
     producer.start()
     while producer.is_alive() and process.alive():
         producer.join(timeout=0.5)
+    if profile is not None:
+        result.live_cpu = (profile.stop() if process.alive() else None) or []
+        if profile.problem is not None:
+            result.notes.append(profile.problem)
     if producer.error is not None:
         result.problems.append(f"the live producer failed: {producer.error}")
         return producer

@@ -6,6 +6,7 @@ local broker and the same generated pageviews. Prints a table; never asserts a t
     python bench/streaming/run.py --smoke             # 5k backlog, 10 s at 200/s: exit 0 when all passed
     python bench/streaming/run.py --records 1000000 --rate 2000 --only kplex_eo,kstreams_eos
     python bench/streaming/run.py --repeat 3          # three rounds at one rate: medians beside each round's
+    python bench/streaming/run.py --only kplex_eo --profile-live   # and each JVM's CPU by thread, live phase only
 
 Each contender, one after another and each in its own process, gets a fresh source topic
 holding the same N-record backlog (kplex.testing.datagen, 3 partitions keyed by page) and
@@ -58,6 +59,7 @@ from kstreams import build_rekey_streams  # noqa: E402
 from prepare import connector_jars, kplex_snapshot, machine  # noqa: E402
 from tables import (  # noqa: E402
     breakdown_table,
+    live_cpu_table,
     problems,
     results_document,
     results_table,
@@ -109,6 +111,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--empty-partition", action="store_true",
                    help="then run the kplex contenders again on a source with one more partition that no"
                         " record goes to, at the same live rate, and report their latency beside the (last) run")
+    p.add_argument("--profile-live", action="store_true",
+                   help="attach async-profiler (CPU, every 5 ms, per thread) to each contender's JVM for the live"
+                        " phase only: <workdir>/<contender>/live.collapsed, and a CPU table by kind of thread")
     p.add_argument("--workdir", type=Path, help="broker data, checkpoints, logs (default: a new dir in /tmp)")
     p.add_argument("--out", type=Path, help="results file (default bench/streaming/RESULTS.md;"
                                             " with --smoke, RESULTS-smoke.md in the work dir)")
@@ -154,7 +159,7 @@ def settings(args: argparse.Namespace, workdir: Path, bootstrap: str) -> Setting
                     spark_kafka_jars=spark_kafka_jars(kplex_python), streams=build_rekey_streams(say),
                     v=args.v, p=args.p, max_delay_ms=args.max_delay_ms, idle_release_ms=args.idle_release_ms,
                     trigger=args.trigger, max_offsets_per_trigger=args.max_offsets_per_trigger,
-                    memory=args.memory, streams_threads=args.streams_threads)
+                    memory=args.memory, streams_threads=args.streams_threads, profile_live=args.profile_live)
 
 
 #: The backlog of the untimed run that writes the kplex sessions' JVM class archive.
@@ -174,7 +179,7 @@ def write_class_archive(chosen: Sequence[Contender], setup: Settings, args: argp
                  drain_timeout_s=args.drain_timeout, tail_timeout_s=args.tail_timeout,
                  backlog_values=Counter(hash(value) for _, value in
                                         pageview_records(WARMUP_RECORDS, users=args.users, seed=args.seed + 1)))
-    run_contender(first, dataclasses.replace(setup, workdir=setup.workdir / "class-archive"), small,
+    run_contender(first, dataclasses.replace(setup, workdir=setup.workdir / "class-archive", profile_live=False), small,
                   uuid.uuid4().hex[:8] + "w", lambda _: RATE_FLOOR)
     return True
 
@@ -282,6 +287,9 @@ def main(argv: list[str] | None = None) -> int:
           startup_table(rounds), sep="\n")
     if empty:
         print("", empty_partition_section(empty, args.p), sep="\n")
+    cpu = live_cpu_table(results)
+    if cpu:
+        print("", "CPU during the live phase (--profile-live):", "", cpu, sep="\n")
     trouble = "\n".join(filter(None, (rounds_problems(rounds), problems([e for _, e in empty]))))
     if trouble:
         print("", trouble, sep="\n")

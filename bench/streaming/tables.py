@@ -385,6 +385,12 @@ def results_document(results: Sequence[Result], baseline: str, *, command: str, 
                   "(the broker making the commit visible, the watcher's read). A micro-batch's time grows with the "
                   "records it reads, so the lever is its fixed cost:",
                   "", visibility]
+    cpu = live_cpu_table(results)
+    if cpu:
+        parts += ["", "CPU during the live phase (`--profile-live`: async-profiler attached to each contender's JVM "
+                  "from the live producer's start to its end, CPU time sampled every 5 ms per thread; the stacks "
+                  "are in the contender's `live.collapsed`, for `bench/collapsed_tree.py`; the profiler's own cost is in this "
+                  "run's timings, so compare those with a run without it):", "", cpu]
     parts += ["", f"Start-up, {'medians over the rounds' if len(rounds) > 1 else 'seconds'}: each step from the "
               "end of the one before, as the Spark query marks them (bench/streaming/spark_query.py; its "
               "Python imports from the process's launch); *micro-batch 0* from `start()` returning to its end, "
@@ -394,3 +400,13 @@ def results_document(results: Sequence[Result], baseline: str, *, command: str, 
     if trouble:
         parts += ["", "Problems and notes:", "", trouble]
     return "\n".join(parts) + "\n"
+
+
+def live_cpu_table(results: Sequence[Result]) -> str:
+    """Per contender profiled with ``--profile-live``: each kind of thread's CPU seconds in the
+    live phase and its share of the JVM's; empty when none was."""
+    rows = [f"| {r.contender.name} | {kind} | {cpu_s:,.1f} | {share:.0%} |"
+            for r in results for kind, cpu_s, share in r.live_cpu]
+    if not rows:
+        return ""
+    return "\n".join(["| contender | threads | CPU s | share of the JVM's CPU |", "| --- | --- | ---: | ---: |", *rows])
