@@ -56,6 +56,7 @@ sys.path.append(str(HERE.parent))  # bench/prepare.py: Spark's Kafka connector, 
 from contenders import BASELINE, RATE_SETTER, Contender, Settings, select  # noqa: E402
 from harness import Load, Result, run_contender, say  # noqa: E402
 from kstreams import build_rekey_streams  # noqa: E402
+from live_profile import INTERVAL_MS  # noqa: E402
 from prepare import connector_jars, kplex_snapshot, machine  # noqa: E402
 from tables import (  # noqa: E402
     breakdown_table,
@@ -112,7 +113,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="then run the kplex contenders again on a source with one more partition that no"
                         " record goes to, at the same live rate, and report their latency beside the (last) run")
     p.add_argument("--profile-live", action="store_true",
-                   help="attach async-profiler (CPU, every 5 ms, per thread) to each contender's JVM for the live"
+                   help=f"attach async-profiler (CPU, every {INTERVAL_MS} ms, per thread) to each contender's JVM for the live"
                         " phase only: <workdir>/<contender>/live.collapsed, and a CPU table by kind of thread")
     p.add_argument("--workdir", type=Path, help="broker data, checkpoints, logs (default: a new dir in /tmp)")
     p.add_argument("--out", type=Path, help="results file (default bench/streaming/RESULTS.md;"

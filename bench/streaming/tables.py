@@ -9,6 +9,7 @@ import statistics
 from typing import Any, Iterable, Sequence
 
 from harness import Result
+from live_profile import INTERVAL_MS
 
 #: StreamingQueryProgress.durationMs keys, in the order a micro-batch spends them.
 DURATIONS = ("latestOffset", "getBatch", "queryPlanning", "walCommit", "addBatch", "commitOffsets",
@@ -388,7 +389,7 @@ def results_document(results: Sequence[Result], baseline: str, *, command: str, 
     cpu = live_cpu_table(results)
     if cpu:
         parts += ["", "CPU during the live phase (`--profile-live`: async-profiler attached to each contender's JVM "
-                  "from the live producer's start to its end, CPU time sampled every 5 ms per thread; the stacks "
+                  f"from the live producer's start to its end, CPU time sampled every {INTERVAL_MS} ms per thread; the stacks "
                   "are in the contender's `live.collapsed`, for `bench/collapsed_tree.py`; the profiler's own cost is in this "
                   "run's timings, so compare those with a run without it):", "", cpu]
     parts += ["", f"Start-up, {'medians over the rounds' if len(rounds) > 1 else 'seconds'}: each step from the "
