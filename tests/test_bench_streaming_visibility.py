@@ -114,3 +114,37 @@ def test_results_document_shows_the_table_under_the_per_batch_breakdown():
                            parameters={}, machine={})
     assert "Where the p50 goes" in doc
     assert "| kplex streaming, exactly once | 20 | 1,020 | 400 | 390 | 1,610 | 1,700 | 90 |" in doc
+
+
+def test_with_settling_seconds_only_the_micro_batches_after_them_are_measured_and_both_are_shown():
+    """``--settle``: the live phase's first micro-batches (slow, 800 ms) are the settling ones; the
+    visibility row reads only the later ones (400 ms), the breakdown shows both phases, and the
+    results table gives the settling records' p50 beside the measured one."""
+    settling, measured = steady([800] * 10), steady([400] * 20)
+    for p in measured:  # after the settling ones
+        p["timestamp"] = (dt.datetime.fromisoformat(p["timestamp"].replace("Z", "+00:00"))
+                          + dt.timedelta(seconds=8)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        p["sources"][0]["endOffset"]["kplex.at"] += 8000
+        p["sink"]["metrics"]["watermark"] = str(int(p["sink"]["metrics"]["watermark"]) + 8000)
+    r = result(settling + measured, 1_700)
+    r.backlog_seen, r.measured_from, r.settling_latencies_ms = r.backlog, LIVE_AT + 8, [2_400.0]
+    row = cells(visibility_row(r))
+    assert row["live batches"] == "20"
+    assert row["micro-batch ms"] == "400"
+    assert row["expected p50 ms"] == "1,610"
+    doc = results_document([r], "kstreams_eos", command="python bench/streaming/run.py", started=dt.datetime(2026, 12, 2),
+                           parameters={}, machine={})
+    assert "| p50 ms | p99 ms | p50 ms while settling |" in doc
+    assert "| 1,700 | 1,700 | 2,400 |" in doc
+    phases = [line.split(" | ")[1] for line in doc.splitlines() if line.startswith("| kplex streaming, exactly once | ")
+              and line.split(" | ")[1] in ("backlog", "settling", "live")]
+    assert phases == ["settling", "live"]
+
+
+def test_without_settling_seconds_the_table_has_no_settling_column():
+    r = result(steady([400] * 20), 1_700)
+    r.backlog_seen = r.backlog
+    doc = results_document([r], "kstreams_eos", command="python bench/streaming/run.py", started=dt.datetime(2026, 12, 2),
+                           parameters={}, machine={})
+    header = next(line for line in doc.splitlines() if line.startswith("| contender | guarantee |"))
+    assert "| p50 ms | p99 ms | start-up s |" in header

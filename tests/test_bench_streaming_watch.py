@@ -110,3 +110,25 @@ def test_the_rate_producer_writes_only_the_first_partitions_when_asked(bootstrap
     assert len(read) == 500
     assert all(m.partition() == partition_of(m.key(), 2) for m in read)
     assert {m.partition() for m in read} == {0, 1}
+
+
+def test_live_records_produced_before_the_measured_span_count_apart(bootstrap, fresh_name):
+    """``--settle``: a live record whose viewtime is before ``measure_from_ms`` is the stream
+    settling; its latency is kept apart from the measured ones."""
+    topic = _topic(bootstrap, fresh_name("settling"), 1)
+    now = int(time.time() * 1000)
+    watcher = OutputWatcher(bootstrap, topic, expected_backlog=0)
+    watcher.measure_from_ms = now - 150
+    watcher.start()
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for stamp, user in ((now - 300, "User_a"), (now - 200, "User_b"), (now - 100, "User_c")):
+        producer.produce(topic, value=_value(stamp, user), partition=0)
+    assert producer.flush(30) == 0
+    deadline = time.monotonic() + 30
+    while watcher.snapshot() != (0, 3) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    watcher.stop(quiet_s=0.5)
+    assert watcher.error is None
+    obs = watcher.observed
+    assert (obs.live, len(obs.settling_latencies_ms), len(obs.latencies_ms)) == (3, 2, 1)
+    assert min(obs.settling_latencies_ms) > max(obs.latencies_ms)  # the older records waited longer

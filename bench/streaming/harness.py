@@ -44,10 +44,11 @@ class Load:
     records: int
     users: int
     seed: int
-    duration_s: float
+    duration_s: float  # the live phase's measured seconds, after ``settle_s``
     drain_timeout_s: float
     tail_timeout_s: float
     backlog_values: Counter[int]  # hash(value) -> count, of the generated backlog
+    settle_s: float = 0.0  # live seconds before the measured ones (their latencies kept apart)
 
 
 @dataclass
@@ -63,7 +64,8 @@ class Result:
     rate: float = 0.0  # live records/s asked for
     live_produced: int = 0
     live_seen: int = 0
-    latencies_ms: list[float] = field(default_factory=list)
+    latencies_ms: list[float] = field(default_factory=list)  # of the measured live records
+    settling_latencies_ms: list[float] = field(default_factory=list)  # of the live records before them
     missing: int = 0
     extra: int = 0
     order_checked: int = 0
@@ -73,6 +75,7 @@ class Result:
     died_early: bool = False
     started_at: float | None = None  # when the process was launched
     live_started_at: float | None = None
+    measured_from: float | None = None  # the live phase's start plus its settling seconds
     progress: list[dict[str, Any]] = field(default_factory=list)
     phases: dict[str, float] = field(default_factory=dict)  # start-up step -> when it ended (epoch s)
     problems: list[str] = field(default_factory=list)  # each one fails the run
@@ -94,11 +97,12 @@ class Result:
         return self.backlog / self.drain_s if self.drain_s else None
 
     def percentile(self, q: float) -> float | None:
-        """Nearest-rank percentile of the live records' latencies."""
-        if not self.latencies_ms:
-            return None
-        ordered = sorted(self.latencies_ms)
-        return ordered[min(len(ordered), max(1, math.ceil(q / 100 * len(ordered)))) - 1]
+        """Nearest-rank percentile of the measured live records' latencies."""
+        return _percentile(self.latencies_ms, q)
+
+    def settling_percentile(self, q: float) -> float | None:
+        """The same of the live records produced while the stream settled (``--settle``)."""
+        return _percentile(self.settling_latencies_ms, q)
 
     @property
     def ok(self) -> bool:
@@ -108,6 +112,14 @@ class Result:
                 and (self.extra == 0 or not self.contender.exactly_once)
                 and (self.order_violations == 0 or not self.contender.keeps_order)
                 and (self.order_checked > 0 or not self.contender.keeps_order))
+
+
+def _percentile(values: list[float], q: float) -> float | None:
+    """Nearest-rank percentile, None of nothing."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered), max(1, math.ceil(q / 100 * len(ordered)))) - 1]
 
 
 class Process:
@@ -215,21 +227,28 @@ def _drain_figures(result: Result, watcher: OutputWatcher) -> Result:
 
 def live_phase(settings: Settings, slot: Slot, load: Load, result: Result, watcher: OutputWatcher,
                process: Process) -> RateProducer | None:
-    """Produce at ``result.rate`` for the load's duration, then wait for the last record."""
+    """Produce at ``result.rate`` for the load's settling and measured seconds, then wait for
+    the last record. Latencies count the records produced in the measured seconds; the
+    profiler (``--profile-live``) samples those seconds only."""
     if load.duration_s <= 0 or result.rate <= 0:
         return None
+    settling = f", the first {load.settle_s:.0f} s to settle" if load.settle_s > 0 else ""
     say(f"  backlog drained in {result.drain_s:.1f} s; live phase: {result.rate:,.0f} records/s"
-        f" for {load.duration_s:.0f} s")
-    producer = RateProducer(settings.bootstrap, slot.source, result.rate, load.duration_s, users=load.users,
-                            write_partitions=settings.p if settings.empty_partitions else None)
+        f" for {load.settle_s + load.duration_s:.0f} s{settling}")
+    producer = RateProducer(settings.bootstrap, slot.source, result.rate, load.settle_s + load.duration_s,
+                            users=load.users, write_partitions=settings.p if settings.empty_partitions else None)
     profile = LiveProfile(process.proc.pid, slot.directory / "live.collapsed") if settings.profile_live else None
-    if profile is not None:
-        profile.start()
     result.live_started_at = time.time()
+    result.measured_from = result.live_started_at + load.settle_s
+    watcher.measure_from_ms = result.measured_from * 1000.0
     producer.start()
+    profiling = False
     while producer.is_alive() and process.alive():
+        if profile is not None and not profiling and time.time() >= result.measured_from:
+            profile.start()
+            profiling = True
         producer.join(timeout=0.5)
-    if profile is not None:
+    if profile is not None and profiling:
         result.live_cpu = (profile.stop() if process.alive() else None) or []
         if profile.problem is not None:
             result.notes.append(profile.problem)
@@ -261,6 +280,7 @@ def collect(result: Result, watcher: OutputWatcher, producer: RateProducer | Non
         obs = watcher.observed
         result.backlog_seen, result.live_seen = obs.backlog, obs.live
         result.latencies_ms = list(obs.latencies_ms)
+        result.settling_latencies_ms = list(obs.settling_latencies_ms)
         result.missing = sum((expected - obs.values).values())
         result.extra = sum((obs.values - expected).values())
         result.order_checked, result.order_violations = obs.order_checked, obs.order_violations

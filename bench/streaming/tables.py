@@ -61,17 +61,20 @@ def results_table(results: Sequence[Result], baseline: str) -> str:
     """contender | guarantee | sustained rec/s | ratio | with start-up | ratio | drain | p50 | p99 |
     start-up | G2 | records."""
     base = _find(results, baseline)
+    settled = any(r.settling_latencies_ms for r in results)
     header = ("contender", "guarantee", "sustained rec/s", "ratio to Kafka Streams EOS", "rec/s with start-up",
-              "ratio", "drain s", "p50 ms", "p99 ms", "start-up s", "G2 order checked?", "records out")
+              "ratio", "drain s", "p50 ms", "p99 ms", *(("p50 ms while settling",) if settled else ()), "start-up s",
+              "G2 order checked?", "records out")
     rows = []
     for r in results:
         ratio = _ratio(r.sustained, base.sustained if base else None)
         cold = _ratio(r.with_startup, base.with_startup if base else None)
         rows.append((r.contender.name + ("" if r.ok else " (**failed**)"), r.contender.guarantee,
                      _num(r.sustained), _num(ratio, 2), _num(r.with_startup), _num(cold, 2), _num(r.drain_s, 1),
-                     _num(r.percentile(50)), _num(r.percentile(99)), _num(r.startup_s, 1), _order_cell(r),
+                     _num(r.percentile(50)), _num(r.percentile(99)),
+                     *((_num(r.settling_percentile(50)),) if settled else ()), _num(r.startup_s, 1), _order_cell(r),
                      _records_cell(r)))
-    return markdown(header, rows, right=(2, 3, 4, 5, 6, 7, 8, 9))
+    return markdown(header, rows, right=tuple(range(2, 10 + settled)))
 
 
 def _round_figures(r: Result | None, base: Result | None) -> tuple[float | None, ...]:
@@ -122,10 +125,14 @@ def _triggered_at(progress: dict[str, Any]) -> float:
     return dt.datetime.fromisoformat(progress["timestamp"].replace("Z", "+00:00")).timestamp()
 
 
-def _phase(progress: dict[str, Any], live_started_at: float | None) -> str:
-    if live_started_at is None:
+def _phase(progress: dict[str, Any], r: Result) -> str:
+    """backlog, settling (the live phase's first ``--settle`` seconds) or live (measured)."""
+    if r.live_started_at is None:
         return "backlog"
-    return "live" if _triggered_at(progress) >= live_started_at else "backlog"
+    at = _triggered_at(progress)
+    if at < r.live_started_at:
+        return "backlog"
+    return "settling" if r.measured_from is not None and at < r.measured_from else "live"
 
 
 def _median(values: list[float], digits: int = 0) -> str:
@@ -150,8 +157,8 @@ def _busy(progress: dict[str, Any]) -> bool:
 def breakdown_rows(r: Result) -> list[tuple[str, ...]]:
     """One row per phase: medians over the micro-batches that read or wrote records."""
     rows = []
-    for phase in ("backlog", "live"):
-        batches = [p for p in r.progress if _busy(p) and _phase(p, r.live_started_at) == phase]
+    for phase in ("backlog", "settling", "live"):
+        batches = [p for p in r.progress if _busy(p) and _phase(p, r) == phase]
         if not batches:
             continue
         written = [w for w in map(_rows_written, batches) if w is not None]
@@ -227,7 +234,7 @@ def visibility_row(r: Result) -> tuple[str, ...] | None:
         if at is None or not watermark:
             continue
         end = _triggered_at(p) * 1000 + p["durationMs"]["triggerExecution"]
-        live = _phase(p, r.live_started_at) == "live"
+        live = _phase(p, r) == "live"
         if live and _busy(p):
             lag.append(at - float(watermark))
             to_end.append(end - at)
@@ -361,8 +368,9 @@ def results_document(results: Sequence[Result], baseline: str, *, command: str, 
         "(start-up excluded). *rec/s with start-up*: all backlog records / seconds from launching the "
         "contender's process until the last one is visible (*drain s*: JVM and session start-up included). "
         "*start-up s*: until the first output record is visible. *p50/p99 ms*: for the records produced "
-        "at the fixed rate after the drain, visible time minus produce time. Ratios are to Kafka "
-        "Streams EOS of the same run.",
+        "at the fixed rate after the drain (with `--settle S`, in the live phase's measured seconds, after "
+        "its first S; *p50 ms while settling* is the same of the records of those S seconds), visible time "
+        "minus produce time. Ratios are to Kafka Streams EOS of the same run.",
     ]
     breakdown = breakdown_table(results)
     if breakdown:
@@ -389,7 +397,7 @@ def results_document(results: Sequence[Result], baseline: str, *, command: str, 
     cpu = live_cpu_table(results)
     if cpu:
         parts += ["", "CPU during the live phase (`--profile-live`: async-profiler attached to each contender's JVM "
-                  f"from the live producer's start to its end, CPU time sampled every {INTERVAL_MS} ms per thread; the stacks "
+                  f"for the live phase's measured seconds (after its settling ones), CPU time sampled every {INTERVAL_MS} ms per thread; the stacks "
                   "are in the contender's `live.collapsed`, for `bench/collapsed_tree.py`; the profiler's own cost is in this "
                   "run's timings, so compare those with a run without it):", "", cpu]
     parts += ["", f"Start-up, {'medians over the rounds' if len(rounds) > 1 else 'seconds'}: each step from the "

@@ -59,7 +59,8 @@ class Observed:
     first_at: float | None = None  # wall-clock s of the first visible record
     first_backlog: int = 0  # backlog records visible at ``first_at`` (the contender's first commit)
     backlog_done_at: float | None = None  # wall-clock s when ``backlog`` reached the expected count
-    latencies_ms: list[float] = field(default_factory=list)
+    latencies_ms: list[float] = field(default_factory=list)  # live records produced from ``measure_from_ms`` on
+    settling_latencies_ms: list[float] = field(default_factory=list)  # live records produced before it
     values: Counter[int] = field(default_factory=Counter)  # hash(value) -> times seen
     order_checked: int = 0  # records that carried kplex.vp and kplex.order headers
     order_violations: int = 0
@@ -87,6 +88,8 @@ class OutputWatcher(threading.Thread):
         self._stop_requested = threading.Event()
         self._last_order: dict[int, int] = {}
         self._last_message_at = time.monotonic()
+        #: Live records produced (their viewtime) before this epoch ms count as the stream settling.
+        self.measure_from_ms = 0.0
 
     def stop(self, quiet_s: float = 2.0, timeout: float = 30.0) -> None:
         """Stop once nothing new arrived for ``quiet_s`` (or ``timeout``), then join."""
@@ -151,20 +154,22 @@ class OutputWatcher(threading.Thread):
         obs = self.observed
         seen_ms = seen_at * 1000.0
         live = backlog = 0
-        latencies = []
+        latencies, settling = [], []
+        measure_from = self.measure_from_ms
         for m in messages:
             if m.error() is not None:
                 continue  # raised by _check
             stamp = viewtime(m.value() or b"")
             if stamp >= LIVE_SINCE_MS:
                 live += 1
-                latencies.append(seen_ms - stamp)
+                (latencies if stamp >= measure_from else settling).append(seen_ms - stamp)
             else:
                 backlog += 1
         with self.lock:
             obs.live += live
             obs.backlog += backlog
             obs.latencies_ms.extend(latencies)
+            obs.settling_latencies_ms.extend(settling)
             if obs.first_at is None:
                 obs.first_at, obs.first_backlog = seen_at, obs.backlog
             if obs.backlog_done_at is None and obs.backlog >= self.expected_backlog:
