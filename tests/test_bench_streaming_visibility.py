@@ -14,10 +14,13 @@ import random
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench" / "streaming"))
 
 from contenders import select  # noqa: E402
 from harness import Result  # noqa: E402
+from run import SETTLE_S, parse_args  # noqa: E402
 from tables import VISIBILITY_HEADER, released_p50, results_document, visibility_row  # noqa: E402
 
 (KPLEX_EO,) = select("kplex_eo")
@@ -148,3 +151,11 @@ def test_without_settling_seconds_the_table_has_no_settling_column():
                            parameters={}, machine={})
     header = next(line for line in doc.splitlines() if line.startswith("| contender | guarantee |"))
     assert "| p50 ms | p99 ms | start-up s |" in header
+
+
+def test_settling_seconds_default_to_90_smoke_runs_none_and_a_negative_count_is_refused(capsys):
+    assert parse_args([]).settle == SETTLE_S == 90.0
+    assert parse_args(["--smoke"]).settle == 0.0
+    with pytest.raises(SystemExit):
+        parse_args(["--settle", "-1"])
+    assert "--settle: at least 0 seconds, not -1" in capsys.readouterr().err

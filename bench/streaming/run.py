@@ -132,6 +132,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.repeat < 1:
         p.error("--repeat: at least 1")
+    if args.settle < 0:
+        p.error(f"--settle: at least 0 seconds, not {args.settle:g}")
     if args.smoke:
         args.records, args.rate, args.duration, args.settle = 5_000, 200.0, 10.0, 0.0
         args.drain_timeout = min(args.drain_timeout, 300.0)
