@@ -109,6 +109,7 @@ def test_the_article_job_runs_through_spark_sql_cli(bootstrap, messy_pageviews, 
          "--conf", "spark.sql.extensions=io.kplex.spark.KplexExtensions",
          "--conf", "spark.sql.catalog.kplex=io.kplex.spark.KplexCatalog",
          "--conf", f"spark.sql.catalog.kplex.kafka.bootstrap.servers={bootstrap}",
+         "--conf", "spark.plugins=io.kplex.spark.KplexPlugin",
          "--conf", "spark.sql.shuffle.partitions=4", "--conf", "spark.ui.enabled=false",
          "-f", str(job)],
         capture_output=True, text=True, timeout=300, cwd=tmp_path)

@@ -28,6 +28,7 @@ from kplex.session import (
     REDACTION_REGEX,
     jars,
     local_java_options,
+    with_plugin,
 )
 
 __all__ = ["KINDS", "command", "free_port", "running_server", "spark_home"]
@@ -72,6 +73,7 @@ def command(kind: str, bootstrap: str, port: int | None = None, host: str = "127
         settings["spark.connect.grpc.binding.port"] = str(port)
         settings["spark.connect.grpc.binding.address"] = host
     settings.update(conf or {})
+    settings["spark.plugins"] = with_plugin(settings.get("spark.plugins"))
     java_options = local_java_options(master, settings)  # the JVM's options, as kplex_session picks them
     if java_options:
         settings[DEFAULT_JAVA_OPTIONS_KEY] = java_options

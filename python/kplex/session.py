@@ -29,6 +29,10 @@ REDACTION_REGEX = "(?i)secret|password|token|access[.]?key|jaas|ssl[.]keystore[.
 
 CATALOG_CLASS = "io.kplex.spark.KplexCatalog"
 EXTENSIONS_CLASS = "io.kplex.spark.KplexExtensions"
+#: The driver plugin that makes kplex's first contact with the catalog's brokers while Spark
+#: builds its context and session (``io.kplex.spark.KplexPlugin``): the first statement then
+#: finds Kafka's classes loaded, the Admin client connected and the table definitions read.
+PLUGIN_CLASS = "io.kplex.spark.KplexPlugin"
 JARS_DIR = Path(__file__).resolve().parent / "jars"
 #: Where kafka-clients' classes are inside kplex's jar (relocated by build.gradle, so that they
 #: never clash with the kafka-clients of Spark's Kafka connector or of a user's job): e.g.
@@ -294,7 +298,8 @@ def configure_spark_with_kplex(
     """Set the configuration that kplex needs on a session builder, and return it.
 
     Adds the bundled jars to ``spark.jars``, the SQL extension that registers
-    ``kplex_key``, ``kplex_order``, ``kplex_vpartition`` and ``kplex_json``, the ``kplex``
+    ``kplex_key``, ``kplex_order``, ``kplex_vpartition`` and ``kplex_json``, the driver
+    plugin that connects to the catalog's brokers while Spark starts (:data:`PLUGIN_CLASS`), the ``kplex``
     catalog pointing at ``bootstrap`` (default: ``$KPLEX_BOOTSTRAP``), and a
     ``spark.redaction.regex`` that also hides Kafka credentials (:data:`REDACTION_REGEX`),
     and, on a local master, Spark's FileSystem-based checkpoint manager
@@ -317,7 +322,8 @@ def configure_spark_with_kplex(
         extensions = builder._options.get("spark.sql.extensions", "")  # noqa: SLF001
         ext_list = ",".join(e for e in [extensions, EXTENSIONS_CLASS] if e and EXTENSIONS_CLASS not in extensions)
         builder = (builder.config("spark.jars", jar_list)
-                   .config("spark.sql.extensions", ext_list or EXTENSIONS_CLASS))
+                   .config("spark.sql.extensions", ext_list or EXTENSIONS_CLASS)
+                   .config("spark.plugins", with_plugin(builder._options.get("spark.plugins"))))  # noqa: SLF001
         redaction = builder._options.get("spark.redaction.regex")  # noqa: SLF001
         builder = builder.config("spark.redaction.regex",
                                  REDACTION_REGEX if not redaction else f"{redaction}|{REDACTION_REGEX}")
@@ -336,6 +342,16 @@ def configure_spark_with_kplex(
     for key, value in (kafka_options or {}).items():
         builder = builder.config(f"spark.sql.catalog.{catalog}.kafka.{key}", value)
     return builder
+
+
+def with_plugin(plugins: str | None) -> str:
+    """``spark.plugins`` with kplex's driver plugin added to what it lists already.
+
+    >>> with_plugin("com.example.Metrics")
+    'com.example.Metrics,io.kplex.spark.KplexPlugin'
+    """
+    listed = [p.strip() for p in (plugins or "").split(",") if p.strip()]
+    return ",".join(listed if PLUGIN_CLASS in listed else [*listed, PLUGIN_CLASS])
 
 
 def kplex_session(
