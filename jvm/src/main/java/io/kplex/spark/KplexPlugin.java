@@ -80,7 +80,7 @@ public final class KplexPlugin implements SparkPlugin {
     try (TableStore store = new TableStore(KafkaConf.from(options), KplexOptions.metadataTopic(options))) {
       store.definitions();
       store.describe(CommitLog.TOPIC);
-    } catch (RuntimeException e) {
+    } catch (RuntimeException | LinkageError e) {
       LoggerFactory.getLogger(KplexPlugin.class).debug("kplex: warming up the catalog failed: {}", e.toString());
     }
   }
