@@ -62,8 +62,8 @@ public final class KplexPlugin implements SparkPlugin {
     }
     List<Map<String, String>> found = new ArrayList<>();
     all.forEach((key, value) -> {
-      String name = key.substring(Math.min(key.length(), CATALOG_PREFIX.length()));
-      if (key.startsWith(CATALOG_PREFIX) && !name.contains(".") && KplexCatalog.class.getName().equals(value)) {
+      boolean catalog = key.startsWith(CATALOG_PREFIX) && key.indexOf('.', CATALOG_PREFIX.length()) < 0;
+      if (catalog && KplexCatalog.class.getName().equals(value)) {
         String prefix = key + ".";
         Map<String, String> options = new HashMap<>();
         all.forEach((k, v) -> {
