@@ -29,7 +29,8 @@ The Spark queries (kplex source, the next micro-batch as soon as the last one is
 are checked: every record there (once, for the exactly-once contenders), and for kplex each
 virtual partition in order (``kplex.vp``/``kplex.order`` headers, G2). The table and the
 breakdown go to stdout and to bench/streaming/RESULTS.md (``--smoke``: into the work dir),
-with the command and the date. Contenders' logs stay in the work dir.
+with the command and the date, and the same figures as data to the ``.json`` beside it (which
+bench/targets.py reads). Contenders' logs stay in the work dir.
 
 One run's sustained rate swings by about ±10% from one run to the next. ``--repeat N`` runs
 every chosen contender N times, round after round on the one broker, each round with its own
@@ -43,6 +44,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime as dt
+import json
 import os
 import shlex
 import signal
@@ -66,6 +68,7 @@ from tables import (  # noqa: E402
     live_cpu_table,
     problems,
     results_document,
+    results_summary,
     results_table,
     rounds_problems,
     rounds_table,
@@ -294,6 +297,9 @@ def main(argv: list[str] | None = None) -> int:
     if empty:
         document += "\n" + empty_partition_section(empty, args.p) + "\n"
     out.write_text(document)
+    summary = results_summary(rounds, BASELINE, command=command, started=started,
+                              parameters=parameters(args, rate.rate, archived), machine=machine())
+    out.with_suffix(".json").write_text(json.dumps(summary, indent=1) + "\n")
     if len(rounds) > 1:
         print("", f"Medians over {len(rounds)} rounds (ratios within a round):", "", rounds_table(rounds, BASELINE),
               sep="\n")

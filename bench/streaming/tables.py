@@ -411,6 +411,32 @@ def results_document(results: Sequence[Result], baseline: str, *, command: str, 
     return "\n".join(parts) + "\n"
 
 
+def results_summary(rounds: Sequence[Sequence[Result]], baseline: str, *, command: str, started: dt.datetime,
+                    parameters: dict[str, str], machine: dict[str, str]) -> dict[str, Any]:
+    """What RESULTS.md says, as data (``RESULTS.json`` beside it, which bench/targets.py reads):
+    per round and contender its figures and ratio to ``baseline`` of the same round, their medians
+    over the rounds (as :func:`rounds_table` takes them) and, as Markdown, the last round's
+    per-batch breakdown and where its p50 goes, and the start-up steps over the rounds."""
+    def figures(r: Result, base: Result | None) -> dict[str, Any]:
+        ratio, p50, p99, sustained = _round_figures(r, base)
+        return {"name": r.contender.name, "ok": r.ok, "ratio": ratio, "p50_ms": p50, "p99_ms": p99,
+                "sustained": sustained, "visible_s": r.startup_s}
+
+    per_round = [{r.contender.slug: figures(r, _find(results, baseline)) for r in results} for results in rounds]
+    medians: dict[str, dict[str, Any]] = {}
+    for slug in dict.fromkeys(slug for each in per_round for slug in each):
+        mine = [each[slug] for each in per_round if slug in each]
+        medians[slug] = {"name": mine[0]["name"], "ok": all(f["ok"] for f in mine) and len(mine) == len(rounds)}
+        for key in ("ratio", "p50_ms", "p99_ms", "sustained", "visible_s"):
+            values = [f[key] for f in mine if f[key] is not None]
+            medians[slug][key] = statistics.median(values) if values else None
+    last = rounds[-1] if rounds else []
+    return {"command": command, "started": started.isoformat(), "parameters": parameters, "machine": machine,
+            "baseline": baseline, "rounds": per_round, "medians": medians,
+            "tables": {"breakdown": breakdown_table(last), "visibility": visibility_table(last),
+                       "startup": startup_table(rounds) if rounds else ""}}
+
+
 def live_cpu_table(results: Sequence[Result]) -> str:
     """Per contender profiled with ``--profile-live``: each kind of thread's CPU seconds in the
     live phase and its share of the JVM's; empty when none was."""

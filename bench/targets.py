@@ -1,0 +1,252 @@
+"""Issue #37's side-by-side targets, measured by one command, in one table.
+
+    python bench/targets.py              # three rounds of each comparison: about 35 minutes on 2 cores
+    python bench/targets.py --repeat 1   # one round of each
+    python bench/targets.py --smoke      # small inputs: that the command works (its figures judge nothing)
+
+Runs, one after the other and each on a local broker of its own (the machine is never shared
+between the two):
+
+1. the batch comparison, ``bench/run.py --sizes 3000000 --vs 9 --warm --only ... --repeat N``:
+   Kafka's ``ProducerPerformance`` (plain and in one transaction), the producer alone sending
+   kplex's records, Spark's Kafka sink, kplex at least once and exactly once (each in a fresh
+   JVM, as a ``spark-submit`` runs), and exactly once as the second INSERT of its session (a
+   long-lived session: the Thrift or Connect server, a notebook);
+2. the streaming comparison, ``bench/streaming/run.py --only kplex_eo,kstreams_eos --repeat N``:
+   a 1M-record backlog, then 120 s at half kplex's rate with ``kplex.max_delay_ms`` 1000, the
+   p50 and p99 of the last 30 s.
+
+Then it writes ``bench/RESULTS-targets.md``: each target with this run's figure (the median over
+the rounds of the ratio taken within each round), each round's, and whether it is met; then the
+live micro-batch's breakdown, where the p50 goes, and the start-up steps. The two runs' own
+results are beside it (``bench/RESULTS-targets-batch.md`` and ``.json``,
+``bench/streaming/RESULTS-targets.md`` and ``.json``); ``--smoke`` puts everything in the work dir.
+It never asserts a time: it exits 0 when both runs ran and every output passed its checks.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+BENCH = Path(__file__).resolve().parent
+
+#: The batch rows, as bench/run.py's --only names them (=NAME: exactly that contender).
+BATCH_ROWS = ("ceiling", "=spark-sink", "=kplex at_least_once", "=kplex exactly_once",
+              "=kplex exactly_once (warm session)")
+BATCH_RECORDS = 3_000_000
+V = 9
+#: The streaming contenders (bench/streaming/contenders.py) and the baseline of their ratios.
+STREAM_ROWS = ("kplex_eo", "kstreams_eos")
+STREAM_BASELINE = "kstreams_eos"
+MAX_DELAY_MS = 1000
+
+#: Issue #37's targets.
+MIN_STREAM_VS_KSTREAMS = 1.5
+MAX_P50_MS = MAX_DELAY_MS + 500
+MIN_EOS_VS_ALO = 0.97
+MIN_ALO_VS_SPARK = 2.5
+MIN_EOS_VS_PRODUCER = 0.5
+
+
+@dataclass(frozen=True)
+class Target:
+    """One line of the table: what is measured, the run's figure (the median over the rounds),
+    each round's, and the bound (None: shown beside the targets, not one of them)."""
+
+    what: str
+    value: float | None
+    per_round: tuple[float | None, ...]
+    bound: float | None = None
+    at_most: bool = False  # the figure must stay at or below the bound
+    unit: str = "x"
+    note: str = ""
+
+    @property
+    def met(self) -> bool | None:
+        if self.bound is None or self.value is None:
+            return None
+        return self.value <= self.bound if self.at_most else self.value >= self.bound
+
+    def cell(self, value: float | None) -> str:
+        if value is None:
+            return "–"
+        return f"{value:,.0f} ms" if self.unit == "ms" else f"{value:.2f}x"
+
+    def row(self, judged: bool) -> str:
+        bound = "–" if self.bound is None else ("≤ " if self.at_most else "≥ ") + self.cell(self.bound)
+        met = "–" if self.met is None or not judged else ("yes" if self.met else "**no**")
+        rounds = " / ".join(self.cell(v) for v in self.per_round)
+        return f"| {self.what} | {self.cell(self.value)} | {rounds} | {bound} | {met} | {self.note} |"
+
+
+def _median(values: Sequence[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.median(present) if present else None
+
+
+def _batch_row(rows: list[dict[str, Any]], name: str) -> dict[str, Any] | None:
+    """The contender's row at the run's size (its largest), if it ran."""
+    size = max(r["size"] for r in rows)
+    return next((r for r in rows if r["name"] == name and r["size"] == size and r["ok_run"]
+                 and r["v"] in (None, V)), None)
+
+
+def batch_ratio(rows: list[dict[str, Any]], what: str, top: str, bottom: str, bound: float | None,
+                note: str = "") -> Target:
+    """``top``'s records/s over ``bottom``'s: round by round (bench/run.py goes round all its
+    contenders before the next round, so the i-th runs of two contenders ran side by side), and
+    the median of those ratios."""
+    a, b = _batch_row(rows, top), _batch_row(rows, bottom)
+    if not (a and b):
+        return Target(what, None, (), bound, note=note or "did not run")
+    tops, bottoms = a["runs"] or [a["records_per_s"]], b["runs"] or [b["records_per_s"]]
+    if len(tops) != len(bottoms):  # a run that did not finish leaves the rounds unpaired
+        return Target(what, a["records_per_s"] / b["records_per_s"], (), bound,
+                      note="; ".join(filter(None, (note, "the ratio of the medians: the rounds do not pair up"))))
+    per_round = tuple(x / y for x, y in zip(tops, bottoms))
+    return Target(what, _median(per_round), per_round, bound, note=note)
+
+
+def batch_targets(rows: list[dict[str, Any]]) -> list[Target]:
+    return [
+        batch_ratio(rows, "batch, exactly once / at least once", "kplex exactly_once", "kplex at_least_once",
+                    MIN_EOS_VS_ALO),
+        batch_ratio(rows, "batch, at least once / Spark's Kafka sink", "kplex at_least_once", "spark-sink",
+                    MIN_ALO_VS_SPARK),
+        batch_ratio(rows, "batch, exactly once / Kafka's `ProducerPerformance`", "kplex exactly_once",
+                    "ceiling (ProducerPerformance)", MIN_EOS_VS_PRODUCER, "a fresh JVM, as `spark-submit` runs"),
+        batch_ratio(rows, "batch, exactly once, second INSERT of a session / `ProducerPerformance`",
+                    "kplex exactly_once (warm session)", "ceiling (ProducerPerformance)", MIN_EOS_VS_PRODUCER,
+                    "a long-lived session (Thrift, Connect, a notebook): the JIT compiler's work done"),
+        batch_ratio(rows, "the producer alone with kplex's records / `ProducerPerformance`, both one transaction",
+                    "ceiling (kplex's records, one transaction)", "ceiling (ProducerPerformance, one transaction)",
+                    None, "what the wire format's key and two headers cost the producer"),
+        batch_ratio(rows, "batch, exactly once / the producer alone with kplex's records", "kplex exactly_once",
+                    "ceiling (kplex's records, one transaction)", None,
+                    "what reading, parsing, the shuffle, the sort and a fresh JVM's compiler cost"),
+    ]
+
+
+def stream_targets(summary: dict[str, Any]) -> list[Target]:
+    def per_round(slug: str, key: str) -> tuple[float | None, ...]:
+        return tuple(each.get(slug, {}).get(key) for each in summary["rounds"])
+
+    kplex, peer = per_round("kplex_eo", "visible_s"), per_round(STREAM_BASELINE, "visible_s")
+    return [
+        Target("streaming, exactly once, sustained / Kafka Streams EOS v2", _median(per_round("kplex_eo", "ratio")),
+               per_round("kplex_eo", "ratio"), MIN_STREAM_VS_KSTREAMS),
+        Target(f"streaming p50 visibility at half rate, `max_delay_ms` {MAX_DELAY_MS}",
+               _median(per_round("kplex_eo", "p50_ms")), per_round("kplex_eo", "p50_ms"), MAX_P50_MS, at_most=True,
+               unit="ms", note=f"Kafka Streams EOS: {_ms(_median(per_round(STREAM_BASELINE, 'p50_ms')))}"),
+        Target("streaming start-up, first record visible / Kafka Streams'",
+               _median(tuple(a / b for a, b in zip(kplex, peer) if a and b)),
+               tuple(a / b if a and b else None for a, b in zip(kplex, peer)),
+               note=f"kplex {_s(_median(kplex))}, Kafka Streams {_s(_median(peer))}, from the process's launch"),
+    ]
+
+
+def _ms(value: float | None) -> str:
+    return "–" if value is None else f"{value:,.0f} ms"
+
+
+def _s(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1f} s"
+
+
+def document(command: str, started: dt.datetime, minutes: float, batch: dict[str, Any], stream: dict[str, Any],
+             batch_md: str, stream_md: str, smoke: bool) -> str:
+    """RESULTS-targets.md from the two runs' results (bench/run.py's JSON and
+    bench/streaming/run.py's)."""
+    targets = stream_targets(stream) + batch_targets(batch["rows"])
+    machine = "; ".join(f"{k} {v}" for k, v in batch["meta"]["info"].items())
+    rounds = len(stream["rounds"])
+    lines = [
+        "# Issue #37's targets, side by side, in one run",
+        "",
+        f"`{command}`: {started:%Y-%m-%d %H:%M} UTC, {minutes:.0f} minutes.  ",
+        f"Machine: {machine}.",
+        "",
+        f"Batch: `{batch['meta']['command']}`, its results in [{batch_md}]({batch_md}): "
+        f"{max(r['size'] for r in batch['rows']):,} records, V = {V}, each contender in a fresh process, round-robin. "
+        f"Streaming: `{stream['command']}`, its results in [{stream_md}]({stream_md}): "
+        + ", ".join(f"{k} {v}" for k, v in stream["parameters"].items()) + ".",
+        "",
+        ("Each ratio is taken within a round (the runs that ran side by side), and the figure is the median "
+         f"of the {rounds} rounds'; the rounds' own are beside it." if rounds > 1 else
+         "One round: each ratio is of runs that ran side by side.")
+        + (" A smoke run: its inputs are too small for its figures to judge the targets." if smoke else ""),
+        "",
+        "| measured | this run | per round | target | met | |",
+        "| --- | ---: | ---: | ---: | --- | --- |",
+        *(t.row(judged=not smoke) for t in targets),
+        "",
+    ]
+    tables = stream["tables"]
+    if tables.get("visibility"):
+        lines += ["A live exactly-once micro-batch, the last round (medians over its live micro-batches; "
+                  "[bench/streaming/run.py](streaming/run.py) explains each column). Where the p50 goes:", "",
+                  tables["visibility"], ""]
+    if tables.get("breakdown"):
+        lines += ["What a micro-batch spends, by phase of the stream:", "", tables["breakdown"], ""]
+    if tables.get("startup"):
+        lines += ["Start-up, each step from the end of the one before, medians over the rounds:", "",
+                  tables["startup"], ""]
+    failed = [r["name"] for r in batch["rows"] if not r["ok_run"]]
+    failed += [m["name"] for m in stream["medians"].values() if not m["ok"]]
+    if failed:
+        lines += ["**Failed** (see the runs' own results): " + ", ".join(failed), ""]
+    return "\n".join(lines)
+
+
+def run(command: list[str]) -> int:
+    print("targets: " + shlex.join(command), flush=True)
+    return subprocess.call(command)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--repeat", type=int, default=3, metavar="N", help="rounds of each comparison (3)")
+    p.add_argument("--smoke", action="store_true", help="small inputs, one round: that the command works")
+    p.add_argument("--workdir", type=Path, help="the two runs' brokers and logs (default: a new dir in /tmp)")
+    p.add_argument("--out", type=Path, help="the targets' table (default bench/RESULTS-targets.md; "
+                                            "with --smoke, in the work dir)")
+    args = p.parse_args(argv)
+    if args.repeat < 1:
+        p.error(f"--repeat: at least 1, not {args.repeat}")
+    command = "python bench/targets.py " + shlex.join(argv if argv is not None else sys.argv[1:])
+    started = dt.datetime.now(dt.timezone.utc)
+    workdir = (args.workdir or Path(tempfile.mkdtemp(prefix="kplex-targets-"))).resolve()
+    out = args.out or (workdir / "RESULTS-targets.md" if args.smoke else BENCH / "RESULTS-targets.md")
+    batch_out = workdir / "batch.md" if args.smoke else BENCH / "RESULTS-targets-batch.md"
+    stream_out = workdir / "streaming.md" if args.smoke else BENCH / "streaming" / "RESULTS-targets.md"
+    repeat = ["--repeat", str(1 if args.smoke else args.repeat)]
+    size = ["--smoke"] if args.smoke else ["--sizes", str(BATCH_RECORDS), "--vs", str(V)]
+    batch_rc = run([sys.executable, str(BENCH / "run.py"), *size, "--warm", "--only", ",".join(BATCH_ROWS),
+                    *repeat, "--workdir", str(workdir / "batch"), "--out", str(batch_out)])
+    stream_rc = run([sys.executable, str(BENCH / "streaming" / "run.py"), *(["--smoke"] if args.smoke else []),
+                     "--only", ",".join(STREAM_ROWS), "--max-delay-ms", str(MAX_DELAY_MS), *repeat,
+                     "--workdir", str(workdir / "streaming"), "--out", str(stream_out)])
+    batch, stream = (json.loads(path.with_suffix(".json").read_text()) for path in (batch_out, stream_out))
+    minutes = (dt.datetime.now(dt.timezone.utc) - started).total_seconds() / 60
+
+    def shown(path: Path) -> str:
+        return str(path.relative_to(out.parent)) if path.is_relative_to(out.parent) else str(path)
+
+    out.write_text(document(command, started, minutes, batch, stream, shown(batch_out), shown(stream_out),
+                            args.smoke))
+    print(out.read_text())
+    print(f"targets: results in {out}")
+    return 0 if batch_rc == 0 and stream_rc == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,122 @@
+"""bench/targets.py: issue #37's targets table from the two benchmarks' results, fabricated here
+(no Spark, no broker: nothing is run). Each ratio is taken within a round and the figure is the
+median of the rounds' ratios; a figure on the wrong side of its bound reads **no**."""
+from __future__ import annotations
+
+import datetime as dt
+import importlib.util
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+sys.path.insert(0, str(BENCH / "streaming"))  # its contenders.py, not bench/contenders/
+
+
+def _load(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+targets = _load("bench_targets", BENCH / "targets.py")
+from contenders import select  # noqa: E402
+from harness import Result  # noqa: E402
+from tables import results_summary, rounds_table  # noqa: E402
+
+KPLEX_EO, KSTREAMS = select("kplex_eo,kstreams_eos")
+STARTED = dt.datetime(2026, 12, 3, 8, 0, tzinfo=dt.timezone.utc)
+
+
+def batch_row(name: str, runs: list[float], v: int | None = 9, ok: bool = True) -> dict:
+    return {"size": 3_000_000, "name": name, "v": v, "ok_run": ok, "runs": runs,
+            "records_per_s": sorted(runs)[(len(runs) - 1) // 2]}
+
+
+def batch(*rows: dict) -> dict:
+    return {"meta": {"command": "python bench/run.py ...", "info": {"cpu": "2 x test"}}, "rows": list(rows)}
+
+
+def stream_result(contender, sustained: float, p50: float, visible_s: float = 1.0) -> Result:
+    backlog = 1_000_000
+    return Result(contender, backlog=backlog, backlog_seen=backlog, startup_s=visible_s,
+                  drain_s=visible_s + backlog / sustained, latencies_ms=[p50] * 60 + [p50 * 2] * 40,
+                  order_checked=backlog if contender.keeps_order else 0)
+
+
+def stream_summary(rounds: list[list[Result]]) -> dict:
+    return results_summary(rounds, KSTREAMS.slug, command="python bench/streaming/run.py ...", started=STARTED,
+                           parameters={"backlog": "1,000,000 records"}, machine={"cpu": "2 x test"})
+
+
+def rows_of(text: str) -> dict[str, list[str]]:
+    return {cells[0]: cells for cells in ([c.strip() for c in line.strip("|").split(" | ")]
+                                          for line in text.splitlines() if line.startswith("| "))}
+
+
+def test_a_batch_ratio_pairs_the_runs_of_one_round_and_takes_the_median_of_the_pairs():
+    rows = [batch_row("kplex exactly_once", [300_000, 200_000, 260_000]),
+            batch_row("ceiling (ProducerPerformance)", [500_000, 500_000, 700_000], v=None)]
+    target = targets.batch_ratio(rows, "eo / producer", "kplex exactly_once", "ceiling (ProducerPerformance)", 0.5)
+    assert target.per_round == (0.6, 0.4, 260_000 / 700_000)
+    # the median of the three rounds' ratios, not 260,000 / 500,000 (the medians' ratio, 0.52)
+    assert target.value == 0.4 and target.met is False
+
+
+def test_unpaired_rounds_fall_back_to_the_medians_and_say_so():
+    rows = [batch_row("kplex exactly_once", [300_000, 200_000]),
+            batch_row("kplex at_least_once", [250_000, 210_000, 260_000])]
+    target = targets.batch_ratio(rows, "eo / alo", "kplex exactly_once", "kplex at_least_once", 0.97)
+    assert target.value == 200_000 / 250_000 and target.per_round == ()
+    assert "do not pair up" in target.note
+
+
+def test_a_contender_that_did_not_run_leaves_its_target_unjudged():
+    target = targets.batch_ratio([batch_row("kplex exactly_once", [300_000])], "eo / alo", "kplex exactly_once",
+                                 "kplex at_least_once", 0.97)
+    assert target.value is None and target.met is None and "did not run" in target.row(judged=True)
+
+
+def test_the_p50_target_is_a_bound_from_above():
+    def p50_target(p50: float) -> targets.Target:
+        summary = stream_summary([[stream_result(KPLEX_EO, 100_000, p50), stream_result(KSTREAMS, 50_000, 200)]])
+        return next(t for t in targets.stream_targets(summary) if "p50" in t.what)
+
+    assert p50_target(1_500).met is True
+    assert p50_target(1_501).met is False
+    assert "**no**" in p50_target(1_501).row(judged=True)
+
+
+def test_the_summary_keeps_the_medians_rounds_table_prints():
+    rounds = [[stream_result(KPLEX_EO, 90_000, 1_500), stream_result(KSTREAMS, 75_000, 250)],
+              [stream_result(KPLEX_EO, 90_000, 2_000), stream_result(KSTREAMS, 60_000, 300)],
+              [stream_result(KPLEX_EO, 100_000, 1_600), stream_result(KSTREAMS, 80_000, 200)]]
+    summary = stream_summary(rounds)
+    printed = rows_of(rounds_table(rounds, KSTREAMS.slug))["kplex streaming, exactly once"]
+    assert f"{summary['medians']['kplex_eo']['ratio']:.2f}" == printed[1] == "1.25"
+    assert f"{summary['medians']['kplex_eo']['p50_ms']:,.0f}" == printed[2] == "1,600"
+    assert [round(r["kplex_eo"]["ratio"], 6) for r in summary["rounds"]] == [1.2, 1.5, 1.25]
+
+
+def test_the_document_judges_each_target_and_a_smoke_run_judges_none():
+    rounds = [[stream_result(KPLEX_EO, 120_000, 1_300, visible_s=8.0), stream_result(KSTREAMS, 50_000, 200, 3.0)]]
+    results = batch(batch_row("kplex exactly_once", [240_000]), batch_row("kplex at_least_once", [235_000]),
+                    batch_row("spark-sink", [90_000]), batch_row("ceiling (ProducerPerformance)", [670_000], v=None),
+                    batch_row("kplex exactly_once (warm session)", [420_000]))
+    text = targets.document("python bench/targets.py", STARTED, 30, results, stream_summary(rounds), "b.md", "s.md",
+                            smoke=False)
+    table = rows_of(text)
+    assert table["streaming, exactly once, sustained / Kafka Streams EOS v2"][1:5] == ["2.40x", "2.40x", "≥ 1.50x",
+                                                                                      "yes"]
+    assert table["streaming p50 visibility at half rate, `max_delay_ms` 1000"][1:5] == ["1,300 ms", "1,300 ms",
+                                                                                       "≤ 1,500 ms", "yes"]
+    assert table["batch, exactly once / at least once"][4] == "yes"
+    assert table["batch, at least once / Spark's Kafka sink"][1:5] == ["2.61x", "2.61x", "≥ 2.50x", "yes"]
+    assert table["batch, exactly once / Kafka's `ProducerPerformance`"][1:5] == ["0.36x", "0.36x", "≥ 0.50x",
+                                                                                 "**no**"]
+    assert table["batch, exactly once, second INSERT of a session / `ProducerPerformance`"][4] == "yes"
+    assert table["streaming start-up, first record visible / Kafka Streams'"][1] == "2.67x"
+    smoke = rows_of(targets.document("python bench/targets.py --smoke", STARTED, 5, results,
+                                     stream_summary(rounds), "b.md", "s.md", smoke=True))
+    assert {cells[4] for name, cells in smoke.items() if name.startswith(("batch", "streaming"))} == {"–"}
