@@ -84,6 +84,55 @@ def stage_tasks(lines: list[str]) -> list[dict[str, object]]:
     return sorted(rows, key=lambda r: r["from s"])
 
 
+def insert_phases(lines: list[str]) -> dict[str, float] | None:
+    """Where a batch INSERT's time went (ms), from its event log: the last SQL execution that ran
+    jobs (a session's timed INSERT comes after any untimed one). *before the first job*: planning,
+    and for kplex the writer's claim, recovery and the table's state read; *map stage* and *write
+    stage*: the first and the last stage that ran tasks, from submission to completion; *between
+    the stages*: adaptive execution re-planning the write; *after the last job*: the write's commit
+    on the driver. None: no such execution in the log."""
+    executions: dict[int, list[int]] = {}
+    jobs_of: dict[int, list[int]] = {}
+    job_end: dict[int, int] = {}
+    stages: dict[int, dict] = {}
+    stage_job: dict[int, int] = {}
+    for line in lines:
+        e = json.loads(line)
+        kind = e["Event"]
+        if kind.endswith("SQLExecutionStart"):
+            executions[e["executionId"]] = [e["time"], 0]
+        elif kind.endswith("SQLExecutionEnd") and e["executionId"] in executions:
+            executions[e["executionId"]][1] = e["time"]
+        elif kind == "SparkListenerJobStart":
+            execution = (e.get("Properties") or {}).get("spark.sql.execution.id")
+            if execution is not None:
+                jobs_of.setdefault(int(execution), []).append(e["Job ID"])
+                for stage in e["Stage IDs"]:
+                    stage_job[stage] = e["Job ID"]
+        elif kind == "SparkListenerJobEnd":
+            job_end[e["Job ID"]] = e["Completion Time"]
+        elif kind == "SparkListenerStageCompleted":
+            stages[e["Stage Info"]["Stage ID"]] = e["Stage Info"]
+    ran = [x for x in sorted(executions) if x in jobs_of and executions[x][1]]
+    if not ran:
+        return None
+    execution = ran[-1]
+    start, end = executions[execution]
+    mine = set(jobs_of[execution])
+    ran_stages = sorted((info for sid, info in stages.items() if stage_job.get(sid) in mine
+                         and info.get("Submission Time") and info.get("Completion Time")),
+                        key=lambda info: info["Submission Time"])
+    if not ran_stages:
+        return None
+    first, last = ran_stages[0], ran_stages[-1]
+    return {"total": end - start,
+            "before the first job": first["Submission Time"] - start,
+            "map stage": first["Completion Time"] - first["Submission Time"],
+            "between the stages": max(0, last["Submission Time"] - first["Completion Time"]),
+            "write stage": last["Completion Time"] - last["Submission Time"],
+            "after the last job": end - max(job_end.get(j, 0) for j in mine)}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("event_log", type=Path)

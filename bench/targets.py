@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import importlib.util
 import json
 import shlex
 import statistics
@@ -154,6 +155,39 @@ def stream_targets(summary: dict[str, Any]) -> list[Target]:
     ]
 
 
+#: The kplex rows whose INSERT is broken into phases, and the phases (bench/eventlog_stages.py).
+PHASED_ROWS = ("kplex at_least_once", "kplex exactly_once", "kplex exactly_once (warm session)")
+PHASES = ("before the first job", "map stage", "between the stages", "write stage", "after the last job", "total")
+
+
+def _insert_phases():
+    """bench/eventlog_stages.py's insert_phases, loaded by path (bench/ on sys.path would shadow
+    bench/streaming's modules of the same names)."""
+    spec = importlib.util.spec_from_file_location("kplex_bench_eventlog_stages", BENCH / "eventlog_stages.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.insert_phases
+
+
+def batch_phases(rows: list[dict[str, Any]]) -> str:
+    """Where each kplex row's INSERT spent its time, in its median run, from the event log that
+    bench/run.py keeps beside the run's log (``eventlog-<contender>-<output topic>``)."""
+    insert_phases = _insert_phases()
+    lines = ["| INSERT (its median run) | " + " | ".join(f"{phase} ms" for phase in PHASES) + " |",
+             "| --- |" + " ---: |" * len(PHASES)]
+    for name in PHASED_ROWS:
+        row = _batch_row(rows, name)
+        if not row or not row.get("log"):
+            continue
+        log = Path(row["log"])
+        events = sorted(log.parent.glob(f"eventlog-*-{log.stem}/*/events_*")) or sorted(
+            log.parent.glob(f"eventlog-*-{log.stem}/*"))
+        phases = insert_phases([line for f in events if f.is_file() for line in f.read_text().splitlines()])
+        if phases:
+            lines.append(f"| {name} | " + " | ".join(f"{phases[phase]:,}" for phase in PHASES) + " |")
+    return "\n".join(lines) if len(lines) > 2 else ""
+
+
 def _ms(value: float | None) -> str:
     return "–" if value is None else f"{value:,.0f} ms"
 
@@ -190,6 +224,13 @@ def document(command: str, started: dt.datetime, minutes: float, batch: dict[str
         *(t.row(judged=not smoke) for t in targets),
         "",
     ]
+    phases = batch_phases(batch["rows"])
+    if phases:
+        lines += ["Where a batch INSERT's time goes, in each kplex row's median run, from its Spark event log: "
+                  "*before the first job* is planning and, for kplex, the writer's claim, recovery and the "
+                  "table's state; *between the stages* adaptive execution re-planning the write; *after the last "
+                  "job* the write's commit on the driver (for exactly once: the commit record, committing the "
+                  "tasks' transactions, waiting until they are visible):", "", phases, ""]
     tables = stream["tables"]
     if tables.get("visibility"):
         lines += ["A live exactly-once micro-batch, the last round (medians over its live micro-batches; "
@@ -207,6 +248,17 @@ def document(command: str, started: dt.datetime, minutes: float, batch: dict[str
     return "\n".join(lines)
 
 
+def render(record_path: Path) -> int:
+    """RESULTS-targets.md from a run's record (``RESULTS-targets.json``: the command, when it
+    ran, where the two runs' results are) and those results."""
+    record = json.loads(record_path.read_text())
+    out, batch_out, stream_out = (record_path.parent / record[key] for key in ("out", "batch", "streaming"))
+    batch, stream = (json.loads(path.with_suffix(".json").read_text()) for path in (batch_out, stream_out))
+    out.write_text(document(record["command"], dt.datetime.fromisoformat(record["started"]), record["minutes"],
+                            batch, stream, record["batch"], record["streaming"], record["smoke"]))
+    return 0
+
+
 def run(command: list[str]) -> int:
     print("targets: " + shlex.join(command), flush=True)
     return subprocess.call(command)
@@ -219,7 +271,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workdir", type=Path, help="the two runs' brokers and logs (default: a new dir in /tmp)")
     p.add_argument("--out", type=Path, help="the targets' table (default bench/RESULTS-targets.md; "
                                             "with --smoke, in the work dir)")
+    p.add_argument("--render", type=Path, metavar="RESULTS-targets.json",
+                   help="write the table again from an earlier run's results (after a change to it), running nothing")
     args = p.parse_args(argv)
+    if args.render:
+        return render(args.render)
     if args.repeat < 1:
         p.error(f"--repeat: at least 1, not {args.repeat}")
     command = "python bench/targets.py " + shlex.join(argv if argv is not None else sys.argv[1:])
@@ -235,14 +291,20 @@ def main(argv: list[str] | None = None) -> int:
     stream_rc = run([sys.executable, str(BENCH / "streaming" / "run.py"), *(["--smoke"] if args.smoke else []),
                      "--only", ",".join(STREAM_ROWS), "--max-delay-ms", str(MAX_DELAY_MS), *repeat,
                      "--workdir", str(workdir / "streaming"), "--out", str(stream_out)])
-    batch, stream = (json.loads(path.with_suffix(".json").read_text()) for path in (batch_out, stream_out))
+    missing = [str(path.with_suffix(".json")) for path in (batch_out, stream_out)
+               if not path.with_suffix(".json").is_file()]
+    if missing:
+        print(f"targets: no results in {', '.join(missing)}: see the run's output above", file=sys.stderr)
+        return 1
     minutes = (dt.datetime.now(dt.timezone.utc) - started).total_seconds() / 60
 
-    def shown(path: Path) -> str:
+    def kept(path: Path) -> str:  # beside the record, relative, so a clone can --render it
         return str(path.relative_to(out.parent)) if path.is_relative_to(out.parent) else str(path)
 
-    out.write_text(document(command, started, minutes, batch, stream, shown(batch_out), shown(stream_out),
-                            args.smoke))
+    run_record = {"command": command, "started": started.isoformat(), "minutes": minutes, "smoke": args.smoke,
+                  "batch": kept(batch_out), "streaming": kept(stream_out), "out": out.name}
+    out.with_suffix(".json").write_text(json.dumps(run_record, indent=1) + "\n")
+    render(out.with_suffix(".json"))
     print(out.read_text())
     print(f"targets: results in {out}")
     return 0 if batch_rc == 0 and stream_rc == 0 else 1

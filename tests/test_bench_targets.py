@@ -120,3 +120,36 @@ def test_the_document_judges_each_target_and_a_smoke_run_judges_none():
     smoke = rows_of(targets.document("python bench/targets.py --smoke", STARTED, 5, results,
                                      stream_summary(rounds), "b.md", "s.md", smoke=True))
     assert {cells[4] for name, cells in smoke.items() if name.startswith(("batch", "streaming"))} == {"–"}
+
+
+def test_insert_phases_split_the_last_insert_of_a_log_at_its_stages():
+    """Two executions with jobs (an untimed INSERT, then the timed one) and a CREATE TABLE
+    without: the phases are the last one's."""
+    import json
+
+    eventlog_stages = _load("bench_eventlog_stages", BENCH / "eventlog_stages.py")
+
+    def ev(kind: str, **fields) -> str:
+        return json.dumps({"Event": kind, **fields})
+
+    def insert(execution: int, t0: int, job: int, stage: int) -> list[str]:
+        props = {"spark.sql.execution.id": str(execution)}
+        return [ev("org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart", executionId=execution, time=t0),
+                ev("SparkListenerJobStart", **{"Job ID": job, "Stage IDs": [stage], "Properties": props}),
+                ev("SparkListenerStageCompleted", **{"Stage Info": {"Stage ID": stage, "Submission Time": t0 + 600,
+                                                                   "Completion Time": t0 + 4_600}}),
+                ev("SparkListenerJobEnd", **{"Job ID": job, "Completion Time": t0 + 4_610}),
+                ev("SparkListenerJobStart", **{"Job ID": job + 1, "Stage IDs": [stage + 1], "Properties": props}),
+                ev("SparkListenerStageCompleted", **{"Stage Info": {"Stage ID": stage + 1,
+                                                                   "Submission Time": t0 + 4_900,
+                                                                   "Completion Time": t0 + 10_400}}),
+                ev("SparkListenerJobEnd", **{"Job ID": job + 1, "Completion Time": t0 + 10_410}),
+                ev("org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionEnd", executionId=execution,
+                   time=t0 + 10_580)]
+
+    create = [ev("org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart", executionId=0, time=0),
+              ev("org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionEnd", executionId=0, time=300)]
+    phases = eventlog_stages.insert_phases(create + insert(1, 1_000, 0, 0) + insert(2, 20_000, 2, 2))
+    assert phases == {"total": 10_580, "before the first job": 600, "map stage": 4_000, "between the stages": 300,
+                      "write stage": 5_500, "after the last job": 170}
+    assert eventlog_stages.insert_phases(create) is None
