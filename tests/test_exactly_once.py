@@ -332,6 +332,28 @@ def test_an_exactly_once_insert_returns_only_once_its_records_are_visible(spark,
             assert stable[tp].result().offset == high[tp].result().offset > 0
 
 
+def test_the_producers_an_insert_prepares_for_its_commit_are_all_closed_after_it(spark, bootstrap, fresh_name):
+    # The driver makes a producer per writer task while the tasks write (PreparedCommitters),
+    # commits in them, then closes them in the background, and those no task used too: once
+    # the INSERT returned, no producer thread of the table's transactional ids stays.
+    table = fresh_name("prepared")
+    spark.sql(f"CREATE TABLE kplex.{table} TBLPROPERTIES ('kplex.virtual_partitions' = '6',"
+              " 'kplex.physical_partitions' = '3')")
+    spark.sql(f"INSERT INTO kplex.{table} SELECT kplex_key(CAST(id % 50 AS STRING)), kplex_order(id),"
+              " CAST(CAST(id AS STRING) AS BINARY) AS value FROM range(3000)")
+    threads = spark._jvm.java.lang.Thread
+
+    def left() -> list[str]:
+        return sorted(t.getName() for t in threads.getAllStackTraces().keySet()
+                      if f"kplex.{table}." in t.getName() or t.getName().startswith("kplex-prepared-committer"))
+
+    deadline = time.monotonic() + 20
+    while left() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert left() == []
+    assert len(verify.read_topic(bootstrap, table)) == 3000
+
+
 def test_a_driver_dead_between_two_commits_is_finished_by_the_next_read(spark, bootstrap, source, fresh_name):
     target = fresh_name("halfcommit")
     create(spark, target)

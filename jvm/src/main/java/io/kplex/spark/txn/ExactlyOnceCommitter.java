@@ -80,7 +80,17 @@ public final class ExactlyOnceCommitter {
   public ExactlyOnceCommitter(KafkaConf kafka, String table, String topic, int virtualPartitions,
       FaultInjection faults, Supplier<KafkaTopics> shared, KafkaClients clients, Clock clock) {
     this(kafka, table, topic, virtualPartitions, faults, shared, clients, clock,
-        ResumedCommit.withProducers(kafka, clients, shared));
+        ResumedCommit.withProducers(kafka, clients, shared, null));
+  }
+
+  /**
+   * A batch write's: its tasks' transactions are resumed in the producers {@code prepared}
+   * made for them while the tasks wrote (those it has not made are made at the commit).
+   */
+  public static ExactlyOnceCommitter withPrepared(KafkaConf kafka, String table, String topic,
+      int virtualPartitions, FaultInjection faults, PreparedCommitters prepared) {
+    return new ExactlyOnceCommitter(kafka, table, topic, virtualPartitions, faults, null, KafkaClients.REAL,
+        Clock.SYSTEM, ResumedCommit.withProducers(kafka, KafkaClients.REAL, null, prepared));
   }
 
   ExactlyOnceCommitter(KafkaConf kafka, String table, String topic, int virtualPartitions,
@@ -138,10 +148,12 @@ public final class ExactlyOnceCommitter {
     Uninterruptibly.call("kplex-commit " + table, () -> withKafka(admin -> {
       // The open transactions to fence, asked while the commit is recorded and the claim
       // checked (read only; fenced once the claim is known to hold).
+      long t0 = System.nanoTime();
       var open = TransactionFencer.listOpen(admin);
       CommitLog log = new CommitLog(admin);
       String claim = lease == null ? null : lease.key();
       long recorded = log.begin(table, queryId, txns, mark, completes, claim);
+      long t1 = System.nanoTime();
       if (lease != null) {
         long takenAt = lease.takenAt(log.topic());
         if (takenAt >= 0) {
@@ -149,7 +161,9 @@ public final class ExactlyOnceCommitter {
           throw Errors.claimTaken(table, lease.takenBy(log.topic()), recorded < takenAt);
         }
       }
+      long t2 = System.nanoTime();
       List<TaskTransaction> lost = finish(admin, txns, open);
+      long t3 = System.nanoTime();
       if (!lost.isEmpty()) {
         CommitLog.Pending pending = new CommitLog.Pending(table, queryId, txns, mark, completes, true, claim, recorded);
         throw settle(log, pending, lost);
@@ -157,9 +171,19 @@ public final class ExactlyOnceCommitter {
       // The log's end first: by its answer the commit markers are usually on the partitions,
       // so the wait below asks once (asked at once, it mostly found them not there yet).
       log.end(new CommitLog.Pending(table, queryId, txns, mark, completes, true, claim, recorded));
+      long t4 = System.nanoTime();
       CommitVisibility.await(admin, table, topic, lastOffsets);
+      if (LOG.isDebugEnabled()) {
+        LOG.debug("kplex: committed {} transactions of table {} (ms): record {}, claim {}, transactions {},"
+            + " log end {}, visible {}", txns.size(), table, ms(t1 - t0), ms(t2 - t1), ms(t3 - t2), ms(t4 - t3),
+            ms(System.nanoTime() - t4));
+      }
       return null;
     }));
+  }
+
+  private static long ms(long nanos) {
+    return nanos / 1_000_000;
   }
 
   /** The time this committer reads: a write's start is measured on it, so that its age is one clock's. */

@@ -27,19 +27,22 @@ interface ResumedCommit {
    * {@link TransactionResumer} sets), closed after each attempt.
    */
   static ResumedCommit withProducers(KafkaConf kafka, KafkaClients clients) {
-    return withProducers(kafka, clients, null);
+    return withProducers(kafka, clients, null, null);
   }
 
   /**
    * As {@link #withProducers(KafkaConf, KafkaClients)}; with {@code kept} (a streaming run's
    * clients), a producer that committed is kept there for the next commit of its
-   * transactional id, instead of a new producer for every commit of every micro-batch.
+   * transactional id, instead of a new producer for every commit of every micro-batch; with
+   * {@code prepared} (a batch write's), the producer made for the id while the tasks wrote is
+   * used, and closed in the background once it committed.
    */
-  static ResumedCommit withProducers(KafkaConf kafka, KafkaClients clients, Supplier<KafkaTopics> kept) {
+  static ResumedCommit withProducers(KafkaConf kafka, KafkaClients clients, Supplier<KafkaTopics> kept,
+      PreparedCommitters prepared) {
     return t -> {
-      Map<String, Object> props = kafka.producer();
-      props.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, t.id());
+      Map<String, Object> props = settings(kafka, t.id());
       Producer<byte[], byte[]> producer = kept == null ? null : kept.get().takeCommitter(t.id(), props);
+      if (producer == null && prepared != null) producer = prepared.take(t.id());
       if (producer == null) producer = clients.producer(props);
       boolean committed = false;
       try {
@@ -49,6 +52,8 @@ interface ResumedCommit {
       } finally {
         if (committed && kept != null) {
           kept.get().keepCommitter(t.id(), props, producer);
+        } else if (committed && prepared != null) {
+          prepared.closeLater(producer, Duration.ofSeconds(30));
         } else {
           // After a failure, close at once: a graceful close would abort the transaction that
           // the next attempt is to commit.
@@ -56,5 +61,12 @@ interface ResumedCommit {
         }
       }
     };
+  }
+
+  /** The settings of the producer that commits {@code transactionalId}'s transactions. */
+  static Map<String, Object> settings(KafkaConf kafka, String transactionalId) {
+    Map<String, Object> props = kafka.producer();
+    props.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, transactionalId);
+    return props;
   }
 }

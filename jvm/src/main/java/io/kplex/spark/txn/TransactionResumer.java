@@ -23,6 +23,7 @@ public final class TransactionResumer {
 
   private static final String MANAGER = "org.apache.kafka.clients.producer.internals.TransactionManager";
   private static final String STATE = MANAGER + "$State";
+  private static final String COORDINATOR_TYPE = "org.apache.kafka.common.requests.FindCoordinatorRequest$CoordinatorType";
 
   private static Field field(Class<?> owner, String name) throws ReflectiveOperationException {
     Field f = owner.getDeclaredField(name);
@@ -74,6 +75,46 @@ public final class TransactionResumer {
   }
 
   /**
+   * Has a fresh producer (same transactional.id, no initTransactions) look up its
+   * transaction coordinator now, in the background, as {@code initTransactions} would first
+   * do, without asking the coordinator anything about the id: a transaction resumed in it
+   * later ({@link #resume}) is committed in one request instead of a lookup, a back-off and
+   * the request.
+   */
+  public static void findCoordinator(KafkaProducer<?, ?> producer, String transactionalId) {
+    try {
+      Object manager = manager(producer);
+      Class<?> types = Class.forName(COORDINATOR_TYPE, true, manager.getClass().getClassLoader());
+      Method lookup = manager.getClass().getDeclaredMethod("lookupCoordinator", types, String.class);
+      lookup.setAccessible(true);
+      synchronized (manager) {
+        lookup.invoke(manager, transactionCoordinatorType(types), transactionalId);
+      }
+      Object sender = field(KafkaProducer.class, "sender").get(producer);
+      sender.getClass().getMethod("wakeup").invoke(sender);
+    } catch (ReflectiveOperationException e) {
+      throw incompatible(e);
+    }
+  }
+
+  /** Whether the producer's transaction state is an error (a failed lookup): it can resume nothing. */
+  public static boolean failed(KafkaProducer<?, ?> producer) {
+    try {
+      Object manager = manager(producer);
+      synchronized (manager) {
+        return String.valueOf(field(manager.getClass(), "currentState").get(manager)).endsWith("ERROR");
+      }
+    } catch (ReflectiveOperationException e) {
+      throw incompatible(e);
+    }
+  }
+
+  @SuppressWarnings({"unchecked", "rawtypes"})
+  private static Object transactionCoordinatorType(Class<?> types) {
+    return Enum.valueOf((Class<? extends Enum>) types, "TRANSACTION");
+  }
+
+  /**
    * Makes a task's producer, whose transaction the driver committed by resuming it in
    * another producer, ready for its next transaction under the same producer id and epoch:
    * what the producer does itself once its own commit is answered (it goes through
@@ -116,6 +157,10 @@ public final class TransactionResumer {
       Class<?> states = Class.forName(STATE);
       manager.getDeclaredMethod("transitionTo", states);
       manager.getDeclaredMethod("completeTransaction");
+      Class<?> types = Class.forName(COORDINATOR_TYPE);
+      manager.getDeclaredMethod("lookupCoordinator", types, String.class);
+      transactionCoordinatorType(types);
+      field(KafkaProducer.class, "sender").getType().getMethod("wakeup");
       for (String s : new String[] {"UNINITIALIZED", "INITIALIZING", "READY", "IN_TRANSACTION",
           "COMMITTING_TRANSACTION"}) {
         boolean found = false;

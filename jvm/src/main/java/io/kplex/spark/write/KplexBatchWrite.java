@@ -1,12 +1,15 @@
 package io.kplex.spark.write;
 
 import io.kplex.spark.conf.WriteConf;
+import io.kplex.spark.kafka.KafkaClients;
 import io.kplex.spark.time.EventTime;
 import io.kplex.spark.txn.CommitLog;
 import io.kplex.spark.txn.EpochMark;
 import io.kplex.spark.txn.ExactlyOnceCommitter;
 import io.kplex.spark.txn.OffsetRanges;
+import io.kplex.spark.txn.PreparedCommitters;
 import io.kplex.spark.txn.TaskTransaction;
+import io.kplex.spark.txn.TransactionalIds;
 import io.kplex.spark.txn.WriterLease;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -19,6 +22,9 @@ import org.apache.spark.sql.connector.write.WriterCommitMessage;
 
 /** The driver side of a kplex write: hands out writers, then commits or aborts the job. */
 final class KplexBatchWrite implements BatchWrite {
+  /** The most producers a write makes for its commit before the commit. */
+  static final int PREPARED_MAX = 32;
+
   private final WriteConf conf;
   private final WriteSchema schema;
   private final String queryId;
@@ -29,6 +35,8 @@ final class KplexBatchWrite implements BatchWrite {
   private Map<Integer, Long> floor = Map.of();
   /** The table's INSERTs' mark when the write started (what they read of their sources). */
   private EpochMark before;
+  /** Exactly once: the producers the commit will resume the tasks' transactions in, made while they write. */
+  private PreparedCommitters prepared;
 
   KplexBatchWrite(WriteConf conf, WriteSchema schema, String queryId) {
     this.conf = conf;
@@ -50,7 +58,9 @@ final class KplexBatchWrite implements BatchWrite {
       before = start.mark();
       floor = before.marks().written();
       committer.requireTopicHoldsWritten(floor);
-      return new KplexWriterFactory(conf, schema, floor, start.readBefore());
+      KplexWriterFactory factory = new KplexWriterFactory(conf, schema, floor, start.readBefore());
+      if (conf.exactlyOnce()) prepared = prepareCommitters(info.numPartitions());
+      return factory;
     } catch (RuntimeException e) {
       release();  // Spark aborts only a write whose writer factory it got
       throw e;
@@ -66,7 +76,22 @@ final class KplexBatchWrite implements BatchWrite {
     }
   }
 
+  /**
+   * The transactional ids of the tasks' first attempts, a producer made for each, for the first
+   * {@link #PREPARED_MAX} tasks (a producer is a thread and a connection; the commit makes the
+   * rest, as it makes those of retried tasks).
+   */
+  private PreparedCommitters prepareCommitters(int tasks) {
+    List<String> ids = new ArrayList<>();
+    for (int p = 0; p < Math.min(tasks, PREPARED_MAX); p++) ids.add(TransactionalIds.of(conf.table, p, 0, 0));
+    return PreparedCommitters.start(conf.kafka, KafkaClients.REAL, ids, conf.topic);
+  }
+
   private void release() {
+    if (prepared != null) {
+      prepared.close();
+      prepared = null;
+    }
     if (lease != null) {
       lease.close();
       lease = null;
@@ -83,7 +108,8 @@ final class KplexBatchWrite implements BatchWrite {
         if (k.txn != null) txns.add(k.txn);
         for (int p = 0; p < last.length; p++) last[p] = Math.max(last[p], k.lastOffsets[p]);
       }
-      committer().commit(queryId, txns, last, writtenMark(messages), startedMs, lease, null);
+      ExactlyOnceCommitter.withPrepared(conf.kafka, conf.table, conf.topic, conf.virtualPartitions, conf.faults,
+          prepared).commit(queryId, txns, last, writtenMark(messages), startedMs, lease, null);
     } else {
       committer().mark(writtenMark(messages));
     }
