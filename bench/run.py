@@ -69,7 +69,7 @@ import source as sourcegen  # noqa: E402
 from cases import PARSE_VARIANTS, Contender, contenders, on_spark_lines  # noqa: E402
 from prepare import broker_pid, connector_jars, kplex_snapshot, machine, say, spark_lines  # noqa: E402
 from report import Meta, render, write_results  # noqa: E402
-from runner import Bench, Row  # noqa: E402
+from runner import Bench, Row, round_order  # noqa: E402
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -185,11 +185,13 @@ def main(argv: list[str] | None = None) -> int:
                                                          partitions=args.partitions, users=args.users)
                 archived |= set(bench.write_class_archives([c for c in chosen if c.python not in archived], warmup))
             # Repeats go round the contenders (all once, then all again), so that a
-            # slow spell of the machine does not land on one contender's every run.
+            # slow spell of the machine does not land on one contender's every run, and every
+            # other round the other way round, so that a machine slowing (or warming) through
+            # the run does not favour the contenders that come first in every round.
             repeats = args.large_repeat if large and args.large_repeat else args.repeat
             runs: list[list[Row]] = [[] for _ in chosen]
             for repeat in range(repeats):
-                for i, c in enumerate(chosen):
+                for i, c in round_order(chosen, repeat):
                     if repeat and not all(r.passed for r in runs[i]):
                         continue  # a failed contender is reported as it failed, not rerun
                     if repeat and args.repeat_only and not any(

@@ -199,3 +199,14 @@ class Bench:
                 future.result(timeout=60)
         except Exception as e:  # noqa: BLE001 - a leftover topic only costs disk
             say(f"could not delete {topic}: {e}")
+
+
+def round_order(chosen: list, repeat: int) -> list[tuple[int, object]]:
+    """The contenders of round ``repeat`` (from 0), with their indexes: as listed, and every
+    other round in reverse.
+
+    >>> round_order(["a", "b", "c"], 0), round_order(["a", "b", "c"], 1)
+    ([(0, 'a'), (1, 'b'), (2, 'c')], [(2, 'c'), (1, 'b'), (0, 'a')])
+    """
+    listed = list(enumerate(chosen))
+    return listed if repeat % 2 == 0 else listed[::-1]

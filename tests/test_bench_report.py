@@ -42,3 +42,25 @@ def test_the_ceiling_with_kplex_records_splits_the_gap_to_the_ceiling():
     assert "kplex exactly-once V=9 / ceiling" in without
     assert not without & {"ceiling with kplex's records / ceiling in one transaction",
                           "kplex exactly-once V=9 / ceiling with kplex's records"}
+
+
+def test_every_other_round_runs_the_contenders_in_reverse_so_a_drift_favours_none():
+    import runner
+
+    chosen = ["ceiling", "kplex at_least_once", "kplex exactly_once"]
+    rounds = [[name for _, name in runner.round_order(chosen, r)] for r in range(3)]
+    assert rounds == [chosen, chosen[::-1], chosen]
+    # each contender's index stays its own, whatever the order (the runs are kept per index)
+    assert all(chosen[i] == name for r in range(3) for i, name in runner.round_order(chosen, r))
+
+
+def test_the_phase_table_shows_each_contenders_medians_and_every_run():
+    import eo_phases
+
+    def run(after: float, total: float) -> dict[str, float]:
+        return {"before the first job": 700, "map stage": 4000, "between the stages": 300,
+                "write stage": total - 5000 - after, "after the last job": after, "total": total}
+
+    lines = eo_phases.table({"exactly once": [run(120, 12_000), run(200, 13_000), run(100, 11_000)]})
+    assert lines[2].startswith("| exactly once | 700 | 4,000 | 300 | 6,880 | 120 | 12,000 |")
+    assert lines[2].endswith("| 120 / 200 / 100 | 12,000 / 13,000 / 11,000 |")
