@@ -2,6 +2,7 @@
 
     python bench/targets.py              # three rounds of each comparison: about 35 minutes on 2 cores
     python bench/targets.py --repeat 1   # one round of each
+    python bench/targets.py --batch-repeat 5   # five batch rounds (its single runs swing most), three streaming
     python bench/targets.py --smoke      # small inputs: that the command works (its figures judge nothing)
 
 Runs, one after the other and each on a local broker of its own (the machine is never shared
@@ -203,6 +204,9 @@ def document(command: str, started: dt.datetime, minutes: float, batch: dict[str
     targets = stream_targets(stream) + batch_targets(batch["rows"])
     machine = "; ".join(f"{k} {v}" for k, v in batch["meta"]["info"].items())
     rounds = len(stream["rounds"])
+    batch_rounds = max((len(r["runs"]) for r in batch["rows"] if r.get("runs")), default=1)
+    counted = (f"{rounds} rounds'" if batch_rounds == rounds else
+               f"rounds' (batch {batch_rounds}, streaming {rounds})")
     lines = [
         "# Issue #37's targets, side by side, in one run",
         "",
@@ -215,7 +219,7 @@ def document(command: str, started: dt.datetime, minutes: float, batch: dict[str
         + ", ".join(f"{k} {v}" for k, v in stream["parameters"].items()) + ".",
         "",
         ("Each ratio is taken within a round (the runs that ran side by side), and the figure is the median "
-         f"of the {rounds} rounds'; the rounds' own are beside it." if rounds > 1 else
+         f"of the {counted}; the rounds' own are beside it." if max(rounds, batch_rounds) > 1 else
          "One round: each ratio is of runs that ran side by side.")
         + (" A smoke run: its inputs are too small for its figures to judge the targets." if smoke else ""),
         "",
@@ -267,6 +271,8 @@ def run(command: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--repeat", type=int, default=3, metavar="N", help="rounds of each comparison (3)")
+    p.add_argument("--batch-repeat", type=int, metavar="N",
+                   help="rounds of the batch comparison, whose single runs swing most (default: --repeat)")
     p.add_argument("--smoke", action="store_true", help="small inputs, one round: that the command works")
     p.add_argument("--workdir", type=Path, help="the two runs' brokers and logs (default: a new dir in /tmp)")
     p.add_argument("--out", type=Path, help="the targets' table (default bench/RESULTS-targets.md; "
@@ -276,8 +282,9 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.render:
         return render(args.render)
-    if args.repeat < 1:
-        p.error(f"--repeat: at least 1, not {args.repeat}")
+    for flag, value in (("--repeat", args.repeat), ("--batch-repeat", args.batch_repeat)):
+        if value is not None and value < 1:
+            p.error(f"{flag}: at least 1, not {value}")
     command = "python bench/targets.py " + shlex.join(argv if argv is not None else sys.argv[1:])
     started = dt.datetime.now(dt.timezone.utc)
     workdir = (args.workdir or Path(tempfile.mkdtemp(prefix="kplex-targets-"))).resolve()
@@ -285,9 +292,10 @@ def main(argv: list[str] | None = None) -> int:
     batch_out = workdir / "batch.md" if args.smoke else BENCH / "RESULTS-targets-batch.md"
     stream_out = workdir / "streaming.md" if args.smoke else BENCH / "streaming" / "RESULTS-targets.md"
     repeat = ["--repeat", str(1 if args.smoke else args.repeat)]
+    batch_repeat = ["--repeat", str(1 if args.smoke else args.batch_repeat or args.repeat)]
     size = ["--smoke"] if args.smoke else ["--sizes", str(BATCH_RECORDS), "--vs", str(V)]
     batch_rc = run([sys.executable, str(BENCH / "run.py"), *size, "--warm", "--only", ",".join(BATCH_ROWS),
-                    *repeat, "--workdir", str(workdir / "batch"), "--out", str(batch_out)])
+                    *batch_repeat, "--workdir", str(workdir / "batch"), "--out", str(batch_out)])
     stream_rc = run([sys.executable, str(BENCH / "streaming" / "run.py"), *(["--smoke"] if args.smoke else []),
                      "--only", ",".join(STREAM_ROWS), "--max-delay-ms", str(MAX_DELAY_MS), *repeat,
                      "--workdir", str(workdir / "streaming"), "--out", str(stream_out)])

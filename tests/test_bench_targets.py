@@ -122,6 +122,20 @@ def test_the_document_judges_each_target_and_a_smoke_run_judges_none():
     assert {cells[4] for name, cells in smoke.items() if name.startswith(("batch", "streaming"))} == {"–"}
 
 
+def test_the_document_counts_the_batch_rounds_apart_when_they_differ_from_the_streaming_ones():
+    rounds = [[stream_result(KPLEX_EO, 120_000, 1_300), stream_result(KSTREAMS, 50_000, 200)]] * 3
+    five = batch(batch_row("kplex exactly_once", [240_000, 230_000, 250_000, 220_000, 245_000]),
+                 batch_row("kplex at_least_once", [235_000, 240_000, 240_000, 230_000, 250_000]))
+    text = targets.document("python bench/targets.py --batch-repeat 5", STARTED, 40, five, stream_summary(rounds),
+                            "b.md", "s.md", smoke=False)
+    assert "the median of the rounds' (batch 5, streaming 3)" in text
+    assert rows_of(text)["batch, exactly once / at least once"][2].count(" / ") == 4
+    three = batch(batch_row("kplex exactly_once", [240_000, 230_000, 250_000]),
+                  batch_row("kplex at_least_once", [235_000, 240_000, 240_000]))
+    assert "the median of the 3 rounds'" in targets.document("python bench/targets.py", STARTED, 35, three,
+                                                              stream_summary(rounds), "b.md", "s.md", smoke=False)
+
+
 def test_insert_phases_split_the_last_insert_of_a_log_at_its_stages():
     """Two executions with jobs (an untimed INSERT, then the timed one) and a CREATE TABLE
     without: the phases are the last one's."""
