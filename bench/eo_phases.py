@@ -30,13 +30,11 @@ sys.path[:0] = [str(REPO / "python"), str(BENCH), str(BENCH / "contenders")]
 
 import source as sourcegen  # noqa: E402
 from common import RESULT_PREFIX, positive  # noqa: E402
-from eventlog_stages import insert_phases  # noqa: E402
+from eventlog_stages import PHASES, insert_phases  # noqa: E402
 from prepare import kplex_snapshot, say  # noqa: E402
 from runner import round_order  # noqa: E402
 
 from kplex.testing.local_kafka import LocalKafka  # noqa: E402
-
-PHASES = ("before the first job", "map stage", "between the stages", "write stage", "after the last job", "total")
 
 
 def base_snapshot(rev: str, workdir: Path) -> Path:

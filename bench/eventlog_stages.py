@@ -84,6 +84,10 @@ def stage_tasks(lines: list[str]) -> list[dict[str, object]]:
     return sorted(rows, key=lambda r: r["from s"])
 
 
+#: insert_phases's phases, in the order a table shows them.
+PHASES = ("before the first job", "map stage", "between the stages", "write stage", "after the last job", "total")
+
+
 def insert_phases(lines: list[str]) -> dict[str, float] | None:
     """Where a batch INSERT's time went (ms), from its event log: the last SQL execution that ran
     jobs (a session's timed INSERT comes after any untimed one). *before the first job*: planning,

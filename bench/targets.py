@@ -156,26 +156,25 @@ def stream_targets(summary: dict[str, Any]) -> list[Target]:
     ]
 
 
-#: The kplex rows whose INSERT is broken into phases, and the phases (bench/eventlog_stages.py).
+#: The kplex rows whose INSERT is broken into phases (bench/eventlog_stages.py).
 PHASED_ROWS = ("kplex at_least_once", "kplex exactly_once", "kplex exactly_once (warm session)")
-PHASES = ("before the first job", "map stage", "between the stages", "write stage", "after the last job", "total")
 
 
-def _insert_phases():
-    """bench/eventlog_stages.py's insert_phases, loaded by path (bench/ on sys.path would shadow
+def _eventlog_stages():
+    """bench/eventlog_stages.py, loaded by path (bench/ on sys.path would shadow
     bench/streaming's modules of the same names)."""
     spec = importlib.util.spec_from_file_location("kplex_bench_eventlog_stages", BENCH / "eventlog_stages.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.insert_phases
+    return module
 
 
 def batch_phases(rows: list[dict[str, Any]]) -> str:
     """Where each kplex row's INSERT spent its time, in its median run, from the event log that
     bench/run.py keeps beside the run's log (``eventlog-<contender>-<output topic>``)."""
-    insert_phases = _insert_phases()
-    lines = ["| INSERT (its median run) | " + " | ".join(f"{phase} ms" for phase in PHASES) + " |",
-             "| --- |" + " ---: |" * len(PHASES)]
+    stages = _eventlog_stages()
+    lines = ["| INSERT (its median run) | " + " | ".join(f"{phase} ms" for phase in stages.PHASES) + " |",
+             "| --- |" + " ---: |" * len(stages.PHASES)]
     for name in PHASED_ROWS:
         row = _batch_row(rows, name)
         if not row or not row.get("log"):
@@ -183,9 +182,9 @@ def batch_phases(rows: list[dict[str, Any]]) -> str:
         log = Path(row["log"])
         events = sorted(log.parent.glob(f"eventlog-*-{log.stem}/*/events_*")) or sorted(
             log.parent.glob(f"eventlog-*-{log.stem}/*"))
-        phases = insert_phases([line for f in events if f.is_file() for line in f.read_text().splitlines()])
+        phases = stages.insert_phases([line for f in events if f.is_file() for line in f.read_text().splitlines()])
         if phases:
-            lines.append(f"| {name} | " + " | ".join(f"{phases[phase]:,}" for phase in PHASES) + " |")
+            lines.append(f"| {name} | " + " | ".join(f"{phases[phase]:,}" for phase in stages.PHASES) + " |")
     return "\n".join(lines) if len(lines) > 2 else ""
 
 

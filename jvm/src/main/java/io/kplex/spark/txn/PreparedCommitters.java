@@ -88,14 +88,14 @@ public final class PreparedCommitters implements AutoCloseable {
     try {
       producer = future.get(WAIT_MS, TimeUnit.MILLISECONDS);
     } catch (TimeoutException e) {
-      future.thenAccept(p -> p.close(Duration.ZERO));  // still connecting: the commit makes its own
+      closeWhenMade(future);  // still connecting: the commit makes its own
       return null;
     } catch (ExecutionException e) {
       LOG.debug("kplex: no prepared committer for {} ({})", id, e.getCause().toString());
       return null;
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();  // the commit goes on (it is not cut off); its caller sees this
-      future.thenAccept(p -> p.close(Duration.ZERO));
+      closeWhenMade(future);
       return null;
     }
     if (producer instanceof KafkaProducer<?, ?> k && TransactionResumer.failed(k)) {  // its lookup failed
@@ -122,13 +122,12 @@ public final class PreparedCommitters implements AutoCloseable {
       left = List.copyOf(made.values());
       made.clear();
     }
-    for (CompletableFuture<Producer<byte[], byte[]>> f : left) {
-      if (f.isDone()) {
-        f.thenAccept(p -> closeLater(p, Duration.ZERO));
-      } else {
-        f.thenAccept(p -> p.close(Duration.ZERO));  // runs on the pool's thread that made it
-      }
-    }
+    left.forEach(this::closeWhenMade);
     pool.shutdown();  // what is queued still runs
+  }
+
+  /** Closes the producer {@code future} makes once it is made (at once if it is), in the background. */
+  private void closeWhenMade(CompletableFuture<Producer<byte[], byte[]>> future) {
+    future.thenAccept(p -> closeLater(p, Duration.ZERO));
   }
 }
