@@ -6,10 +6,12 @@ writes and the sink's commit). Prints a table of medians over the live batches.
     PYSPARK_SUBMIT_ARGS='--conf spark.eventLog.enabled=true --conf spark.eventLog.compress=false
       --conf spark.eventLog.dir=file:///tmp/events pyspark-shell'
       python bench/streaming/run.py --only kplex_eo --records 200000 --rate 20000 --duration 30
-    python bench/eventlog_stages.py /tmp/events/*/events_1_*
+    python bench/eventlog_stages.py /tmp/events
 
 The live batches are the last two thirds of the jobs that have two stages (the backlog's come
-first). Reads the plain JSON lines of an uncompressed event log.
+first). Reads the plain JSON lines of an uncompressed event log: a file, or a directory holding
+one application's log (Spark 4 rolls it into `eventlog_v2_<app>/events_<n>_<app>` files, read
+in order) or the `spark.eventLog.dir` of a single run.
 
 ``--stages`` is for a batch INSERT, whose stages adaptive execution runs as jobs of their own:
 every stage, when it ran (from the first task's launch) and each task's run time and, in
@@ -17,7 +19,7 @@ brackets, its CPU time (what it waited for a core, the collector or a lock is th
 
     python bench/contenders/kplex_insert.py --bootstrap B --source S --target T --records 3000000 \
         --workdir /tmp/w
-    python bench/eventlog_stages.py --stages /tmp/w/eventlog-kplex-T/*/events_1_*
+    python bench/eventlog_stages.py --stages /tmp/w/eventlog-kplex-T
 """
 from __future__ import annotations
 
@@ -137,19 +139,33 @@ def insert_phases(lines: list[str]) -> dict[str, float] | None:
             "after the last job": end - max(job_end.get(j, 0) for j in mine)}
 
 
+def event_lines(path: Path) -> list[str]:
+    """The lines of the event log at path: a file, or every `events_<n>_*` part under a directory,
+    part by part; a directory with no parts, or the parts of two applications, is an error."""
+    if not path.is_dir():
+        return path.read_text().splitlines()
+    parts = sorted(path.rglob("events_*"), key=lambda f: (f.parent, int(f.name.split("_")[1])))
+    if not parts:
+        raise SystemExit(f"no event log (events_<n>_* files) under {path}")
+    if len({f.parent for f in parts}) > 1:
+        raise SystemExit(f"event logs of more than one application under {path}: name one of "
+                         f"{sorted(str(d) for d in {f.parent for f in parts})}")
+    return [line for f in parts for line in f.read_text().splitlines()]
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("event_log", type=Path)
+    p.add_argument("event_log", type=Path, help="an event log file, or its directory")
     p.add_argument("--stages", action="store_true", help="every stage and its tasks (a batch job)")
     args = p.parse_args(argv)
     if args.stages:
-        rows = stage_tasks(args.event_log.read_text().splitlines())
+        rows = stage_tasks(event_lines(args.event_log))
         print("| stage | tasks | from s | to s | task run ms (CPU ms) |\n| ---: | ---: | ---: | ---: | --- |")
         for r in rows:
             print(f"| {r['stage']} | {r['tasks']} | {r['from s']:.2f} | {r['to s']:.2f} | "
                   f"{', '.join(f'{ms:,} ({cpu:,})' for ms, cpu in zip(r['run ms'], r['cpu ms']))} |")
         return 0 if rows else 1
-    rows = jobs(args.event_log.read_text().splitlines())
+    rows = jobs(event_lines(args.event_log))
     live = rows[len(rows) // 3:]
     if not live:
         print("no micro-batch job of two stages in", args.event_log)

@@ -12,9 +12,11 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
-from eventlog_stages import main, stage_tasks  # noqa: E402
+from eventlog_stages import event_lines, main, stage_tasks  # noqa: E402
 
 
 def task_end(stage: int, launch: int, finish: int, run_ms: int, cpu_ns: int) -> str:
@@ -40,3 +42,25 @@ def test_the_command_prints_them_as_a_table(tmp_path, capsys):
     assert main(["--stages", str(log)]) == 0
     assert capsys.readouterr().out.splitlines()[2:] == ["| 0 | 2 | 0.00 | 1.00 | 480 (450), 990 (400) |",
                                                         "| 2 | 1 | 1.30 | 1.70 | 390 (300) |"]
+
+
+def test_a_rolled_log_is_read_from_its_directory_part_by_part(tmp_path, capsys):
+    # Spark 4 rolls a log into eventlog_v2_<app>/events_<n>_<app>; part 10 comes after part 2.
+    app = tmp_path / "eventlog-kplex-T" / "eventlog_v2_local-1"
+    app.mkdir(parents=True)
+    (app / "appstatus_local-1").write_text("")
+    (app / "events_1_local-1").write_text("\n".join(LOG[:2]) + "\n")
+    (app / "events_2_local-1").write_text(LOG[2] + "\n")
+    (app / "events_10_local-1").write_text(LOG[3] + "\n")
+    assert event_lines(tmp_path / "eventlog-kplex-T") == LOG
+    assert main(["--stages", str(tmp_path / "eventlog-kplex-T")]) == 0
+    assert capsys.readouterr().out.splitlines()[2:] == ["| 0 | 2 | 0.00 | 1.00 | 480 (450), 990 (400) |",
+                                                        "| 2 | 1 | 1.30 | 1.70 | 390 (300) |"]
+
+
+def test_a_directory_of_two_applications_logs_is_refused_naming_both(tmp_path):
+    for app in ("eventlog_v2_local-1", "eventlog_v2_local-2"):
+        (tmp_path / app).mkdir()
+        (tmp_path / app / f"events_1_{app[12:]}").write_text(LOG[0] + "\n")
+    with pytest.raises(SystemExit, match="more than one application.*local-1.*local-2"):
+        main(["--stages", str(tmp_path)])
