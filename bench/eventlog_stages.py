@@ -140,17 +140,18 @@ def insert_phases(lines: list[str]) -> dict[str, float] | None:
 
 
 def event_lines(path: Path) -> list[str]:
-    """The lines of the event log at path: a file, or every `events_<n>_*` part under a directory,
-    part by part; a directory with no parts, or the parts of two applications, is an error."""
+    """The lines of the event log at path: a file; or a directory holding one application's log,
+    rolled (every `events_<n>_*` part under it, part by part) or a single file. A directory with
+    neither, or with two applications' logs, is an error naming what it found."""
     if not path.is_dir():
         return path.read_text().splitlines()
-    parts = sorted(path.rglob("events_*"), key=lambda f: (f.parent, int(f.name.split("_")[1])))
-    if not parts:
-        raise SystemExit(f"no event log (events_<n>_* files) under {path}")
-    if len({f.parent for f in parts}) > 1:
-        raise SystemExit(f"event logs of more than one application under {path}: name one of "
-                         f"{sorted(str(d) for d in {f.parent for f in parts})}")
-    return [line for f in parts for line in f.read_text().splitlines()]
+    parts = sorted(path.rglob("events_[0-9]*_*"), key=lambda f: (f.parent, int(f.name.split("_")[1])))
+    apps = sorted({str(f.parent) for f in parts}) or sorted(str(f) for f in path.iterdir() if f.is_file())
+    if len(apps) != 1:
+        raise SystemExit(f"{path} holds no event log" if not apps else
+                         f"event logs of more than one application under {path}: name one of {apps}")
+    files = parts or [Path(apps[0])]
+    return [line for f in files for line in f.read_text().splitlines()]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -180,9 +180,8 @@ def batch_phases(rows: list[dict[str, Any]]) -> str:
         if not row or not row.get("log"):
             continue
         log = Path(row["log"])
-        events = sorted(log.parent.glob(f"eventlog-*-{log.stem}/*/events_*")) or sorted(
-            log.parent.glob(f"eventlog-*-{log.stem}/*"))
-        phases = stages.insert_phases([line for f in events if f.is_file() for line in f.read_text().splitlines()])
+        eventlog = next(log.parent.glob(f"eventlog-*-{log.stem}"), None)
+        phases = eventlog and stages.insert_phases(stages.event_lines(eventlog))
         if phases:
             lines.append(f"| {name} | " + " | ".join(f"{phases[phase]:,}" for phase in stages.PHASES) + " |")
     return "\n".join(lines) if len(lines) > 2 else ""

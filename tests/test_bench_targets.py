@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import datetime as dt
 import importlib.util
+import json
 import sys
 from pathlib import Path
+
+import pytest
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 sys.path.insert(0, str(BENCH / "streaming"))  # its contenders.py, not bench/contenders/
@@ -136,34 +139,59 @@ def test_the_document_counts_the_batch_rounds_apart_when_they_differ_from_the_st
                                                               stream_summary(rounds), "b.md", "s.md", smoke=False)
 
 
+def _ev(kind: str, **fields) -> str:
+    return json.dumps({"Event": kind, **fields})
+
+
+def _insert(execution: int, t0: int, job: int, stage: int) -> list[str]:
+    """An INSERT's events: two jobs of one stage each, 600 ms of planning, a 4 s map stage,
+    300 ms between the stages, a 5.5 s write stage, 170 ms after the last job."""
+    props = {"spark.sql.execution.id": str(execution)}
+    return [_ev("org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart", executionId=execution, time=t0),
+            _ev("SparkListenerJobStart", **{"Job ID": job, "Stage IDs": [stage], "Properties": props}),
+            _ev("SparkListenerStageCompleted", **{"Stage Info": {"Stage ID": stage, "Submission Time": t0 + 600,
+                                                                "Completion Time": t0 + 4_600}}),
+            _ev("SparkListenerJobEnd", **{"Job ID": job, "Completion Time": t0 + 4_610}),
+            _ev("SparkListenerJobStart", **{"Job ID": job + 1, "Stage IDs": [stage + 1], "Properties": props}),
+            _ev("SparkListenerStageCompleted", **{"Stage Info": {"Stage ID": stage + 1,
+                                                                "Submission Time": t0 + 4_900,
+                                                                "Completion Time": t0 + 10_400}}),
+            _ev("SparkListenerJobEnd", **{"Job ID": job + 1, "Completion Time": t0 + 10_410}),
+            _ev("org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionEnd", executionId=execution,
+                time=t0 + 10_580)]
+
+
+_CREATE = [_ev("org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart", executionId=0, time=0),
+           _ev("org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionEnd", executionId=0, time=300)]
+_PHASES_ROW = "| kplex exactly_once | 600 | 4,000 | 300 | 5,500 | 170 | 10,580 |"
+
+
 def test_insert_phases_split_the_last_insert_of_a_log_at_its_stages():
     """Two executions with jobs (an untimed INSERT, then the timed one) and a CREATE TABLE
     without: the phases are the last one's."""
-    import json
-
     eventlog_stages = _load("bench_eventlog_stages", BENCH / "eventlog_stages.py")
-
-    def ev(kind: str, **fields) -> str:
-        return json.dumps({"Event": kind, **fields})
-
-    def insert(execution: int, t0: int, job: int, stage: int) -> list[str]:
-        props = {"spark.sql.execution.id": str(execution)}
-        return [ev("org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart", executionId=execution, time=t0),
-                ev("SparkListenerJobStart", **{"Job ID": job, "Stage IDs": [stage], "Properties": props}),
-                ev("SparkListenerStageCompleted", **{"Stage Info": {"Stage ID": stage, "Submission Time": t0 + 600,
-                                                                   "Completion Time": t0 + 4_600}}),
-                ev("SparkListenerJobEnd", **{"Job ID": job, "Completion Time": t0 + 4_610}),
-                ev("SparkListenerJobStart", **{"Job ID": job + 1, "Stage IDs": [stage + 1], "Properties": props}),
-                ev("SparkListenerStageCompleted", **{"Stage Info": {"Stage ID": stage + 1,
-                                                                   "Submission Time": t0 + 4_900,
-                                                                   "Completion Time": t0 + 10_400}}),
-                ev("SparkListenerJobEnd", **{"Job ID": job + 1, "Completion Time": t0 + 10_410}),
-                ev("org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionEnd", executionId=execution,
-                   time=t0 + 10_580)]
-
-    create = [ev("org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart", executionId=0, time=0),
-              ev("org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionEnd", executionId=0, time=300)]
-    phases = eventlog_stages.insert_phases(create + insert(1, 1_000, 0, 0) + insert(2, 20_000, 2, 2))
+    phases = eventlog_stages.insert_phases(_CREATE + _insert(1, 1_000, 0, 0) + _insert(2, 20_000, 2, 2))
     assert phases == {"total": 10_580, "before the first job": 600, "map stage": 4_000, "between the stages": 300,
                       "write stage": 5_500, "after the last job": 170}
-    assert eventlog_stages.insert_phases(create) is None
+    assert eventlog_stages.insert_phases(_CREATE) is None
+
+
+@pytest.mark.parametrize("rolled", [True, False], ids=["spark 4, rolled into parts", "spark 3.5, one file"])
+def test_batch_phases_read_the_event_log_bench_run_keeps_beside_a_run(tmp_path, rolled):
+    """bench/run.py keeps a contender's event log in eventlog-<contender>-<output topic> beside
+    the run's log; Spark 4 rolls it into numbered parts (here the INSERT starts in part 1 and ends
+    in part 10, read after part 2), Spark 3.5 writes one file."""
+    log = tmp_path / "kplex_eo_t1.log"
+    log.write_text("")
+    events = _CREATE + _insert(1, 1_000, 0, 0)
+    app = tmp_path / "eventlog-kplex-kplex_eo_t1"
+    if rolled:
+        (app / "eventlog_v2_local-1").mkdir(parents=True)
+        for n, chunk in ((1, events[:4]), (2, events[4:7]), (10, events[7:])):
+            (app / "eventlog_v2_local-1" / f"events_{n}_local-1").write_text("\n".join(chunk) + "\n")
+        (app / "eventlog_v2_local-1" / "appstatus_local-1").write_text("")
+    else:
+        app.mkdir()
+        (app / "local-1").write_text("\n".join(events) + "\n")
+    row = {"name": "kplex exactly_once", "size": 3_000_000, "ok_run": True, "v": 9, "log": str(log)}
+    assert targets.batch_phases([row]).splitlines()[2:] == [_PHASES_ROW]
