@@ -107,6 +107,14 @@ def test_a_local_sessions_jvm_runs_the_parallel_collector_and_kplexs_inlining_li
     assert hotspot.getVMOption("FreqInlineSize").getValue() == "120"
     assert hotspot.getVMOption("Tier4InvocationThreshold").getValue() == "50000"
     assert hotspot.getVMOption("Tier4BackEdgeThreshold").getValue() == "400000"
+    offered = session.huge_pages_offered()
+    assert hotspot.getVMOption("UseTransparentHugePages").getValue() == str(offered).lower()
+    if offered:
+        # The kernel's own count of the JVM's memory in huge pages: the heap asked for them.
+        pid = spark._jvm.java.lang.ProcessHandle.current().pid()
+        rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
+        huge_kib = int(next(line.split()[1] for line in rollup.splitlines() if line.startswith("AnonHugePages:")))
+        assert huge_kib >= 2048, rollup
 
 
 def test_a_collector_or_inlining_limit_chosen_anywhere_keeps_its_place(monkeypatch, tmp_path):
@@ -116,11 +124,12 @@ def test_a_collector_or_inlining_limit_chosen_anywhere_keeps_its_place(monkeypat
     Java options are kept in front of them."""
     from pyspark.sql import SparkSession
 
-    both = f"{session.LOCAL_COLLECTOR} {session.LOCAL_INLINING} {session.LOCAL_TIERS}"
+    monkeypatch.setattr(session, "huge_pages_offered", lambda: True)
+    both = f"{session.LOCAL_COLLECTOR} {session.LOCAL_INLINING} {session.LOCAL_TIERS} {session.LOCAL_PAGES}"
     assert both == ("-XX:+UseParallelGC -XX:FreqInlineSize=120 -XX:Tier4InvocationThreshold=50000"
                     " -XX:Tier4MinInvocationThreshold=6000 -XX:Tier4CompileThreshold=150000"
-                    " -XX:Tier4BackEdgeThreshold=400000")
-    jit = f"{session.LOCAL_INLINING} {session.LOCAL_TIERS}"
+                    " -XX:Tier4BackEdgeThreshold=400000 -XX:+UseTransparentHugePages")
+    jit = f"{session.LOCAL_INLINING} {session.LOCAL_TIERS} {session.LOCAL_PAGES}"
     for name in session._JAVA_OPTION_SOURCES:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
@@ -133,10 +142,14 @@ def test_a_collector_or_inlining_limit_chosen_anywhere_keeps_its_place(monkeypat
     assert session.local_java_options("local[2]", {session.DEFAULT_JAVA_OPTIONS_KEY: "-XX:-UseG1GC"}) == \
         f"-XX:-UseG1GC {jit}"
     assert session.local_java_options("local[2]", {"spark.driver.extraJavaOptions": "-XX:FreqInlineSize=325"}) == \
-        f"{session.LOCAL_COLLECTOR} {session.LOCAL_TIERS}"
+        f"{session.LOCAL_COLLECTOR} {session.LOCAL_TIERS} {session.LOCAL_PAGES}"
     assert session.local_java_options("local[2]", {"spark.driver.extraJavaOptions": "-XX:Tier4CompileThreshold=9"}) == \
-        f"{session.LOCAL_COLLECTOR} {session.LOCAL_INLINING}"
-    mine = {"spark.driver.extraJavaOptions": "-XX:+UseG1GC -XX:FreqInlineSize=200 -XX:Tier4InvocationThreshold=7"}
+        f"{session.LOCAL_COLLECTOR} {session.LOCAL_INLINING} {session.LOCAL_PAGES}"
+    no_pages = f"{session.LOCAL_COLLECTOR} {session.LOCAL_INLINING} {session.LOCAL_TIERS}"
+    for pages in ("-XX:-UseTransparentHugePages", "-XX:+UseLargePages", "-XX:-UseLargePages"):
+        assert session.local_java_options("local[2]", {"spark.driver.extraJavaOptions": pages}) == no_pages, pages
+    mine = {"spark.driver.extraJavaOptions": "-XX:+UseG1GC -XX:FreqInlineSize=200 -XX:Tier4InvocationThreshold=7"
+                                             " -XX:-UseTransparentHugePages"}
     assert session.local_java_options("local[2]", mine) is None
     for name in ("PYSPARK_SUBMIT_ARGS", "JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS"):
         monkeypatch.setenv(name, "--driver-java-options -XX:+UseSerialGC pyspark-shell")
@@ -144,13 +157,33 @@ def test_a_collector_or_inlining_limit_chosen_anywhere_keeps_its_place(monkeypat
         monkeypatch.delenv(name)
     (tmp_path / "spark-defaults.conf").write_text(
         "spark.driver.extraJavaOptions -XX:+UseShenandoahGC -XX:FreqInlineSize=325 -XX:Tier4BackEdgeThreshold=1\n")
+    assert session.local_java_options("local[2]", {}) == session.LOCAL_PAGES
+    monkeypatch.setattr(session, "huge_pages_offered", lambda: False)
     assert session.local_java_options("local[2]", {}) is None
+    monkeypatch.setattr(session, "huge_pages_offered", lambda: True)
     (tmp_path / "spark-defaults.conf").write_text("spark.driver.memory 2g\n")
     builder = session.configure_spark_with_kplex(SparkSession.builder.master("local[3]"), "127.0.0.1:9092")
     assert builder._options[session.DEFAULT_JAVA_OPTIONS_KEY] == both
     mine = SparkSession.builder.master("local[3]").config("spark.driver.extraJavaOptions", "-XX:+UseG1GC")
     assert session.configure_spark_with_kplex(mine, "127.0.0.1:9092")._options[
         session.DEFAULT_JAVA_OPTIONS_KEY] == jit
+
+
+@pytest.mark.parametrize(("text", "offered"), [
+    ("always [madvise] never\n", True),
+    ("[always] madvise never\n", True),
+    ("always madvise [never]\n", False),
+    ("always defer defer+madvise [madvise] never\n", True),  # the defrag file's form: a mode in brackets
+    ("", False),
+])
+def test_huge_pages_are_asked_for_only_where_the_kernel_gives_them(tmp_path, text, offered):
+    """The JVM's transparent huge pages only where the kernel's mode (the word in brackets)
+    gives them to a process that asks; where it says never, or there is no such file, a JVM
+    asked for them warns and runs without."""
+    mode = tmp_path / "enabled"
+    mode.write_text(text)
+    assert session.huge_pages_offered(mode) is offered
+    assert session.huge_pages_offered(tmp_path / "absent") is False
 
 
 def test_a_users_own_collector_starts_a_local_session_that_runs_it(bootstrap, tmp_path):

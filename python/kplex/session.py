@@ -100,6 +100,12 @@ LOCAL_INLINING = "-XX:FreqInlineSize=120"
 #: (:func:`local_java_options`).
 LOCAL_TIERS = ("-XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=6000"
                " -XX:Tier4CompileThreshold=150000 -XX:Tier4BackEdgeThreshold=400000")
+#: The heap on the kernel's transparent huge pages, which kplex picks for that JVM where the
+#: kernel offers them to a process that asks (:func:`local_java_options`).
+LOCAL_PAGES = "-XX:+UseTransparentHugePages"
+#: Where Linux says whether it gives a process transparent huge pages: "always [madvise] never",
+#: the mode in use in brackets.
+TRANSPARENT_HUGE_PAGES = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 #: The driver's Java options that Spark puts before ``spark.driver.extraJavaOptions``.
 DEFAULT_JAVA_OPTIONS_KEY = "spark.driver.defaultJavaOptions"
 #: Where else a JVM started by pyspark takes options from, so where its options may be chosen.
@@ -107,7 +113,8 @@ _JAVA_OPTION_SOURCES = class_archive.JAVA_OPTION_SOURCES
 #: Each option kplex adds on a local master, and what says it is chosen already.
 _LOCAL_OPTIONS = ((LOCAL_COLLECTOR, re.compile(r"-XX:[+-]Use\w*GC\b")),
                   (LOCAL_INLINING, re.compile(r"-XX:FreqInlineSize=")),
-                  (LOCAL_TIERS, re.compile(r"-XX:Tier4\w*Threshold=")))
+                  (LOCAL_TIERS, re.compile(r"-XX:Tier4\w*Threshold=")),
+                  (LOCAL_PAGES, re.compile(r"-XX:[+-]Use(Transparent|Large)\w*Pages\b")))
 
 
 def local_java_options(master: str | None, options: Mapping[str, str]) -> str | None:
@@ -115,7 +122,7 @@ def local_java_options(master: str | None, options: Mapping[str, str]) -> str | 
     builder has ``options``, or None (leave them as they are).
 
     On a local master (one JVM, driver and executor, started by pyspark for this session)
-    kplex adds three options to ``spark.driver.defaultJavaOptions``, each unless it is chosen
+    kplex adds four options to ``spark.driver.defaultJavaOptions``, each unless it is chosen
     already, in the builder's Java options, ``PYSPARK_SUBMIT_ARGS``, ``SPARK_SUBMIT_OPTS``,
     the JVM's own environment variables or ``spark-defaults.conf`` (for the collector, any
     collector: two stop the JVM from starting). On a cluster the executors' JVMs are the
@@ -141,6 +148,14 @@ def local_java_options(master: str | None, options: Mapping[str, str]) -> str | 
       hardly mattered, while the per-record loops pass any of these thresholds in a fraction
       of a second. The INSERT used 29-32 CPU s against 33-37 and ran 193,136-220,158
       records/s against 174,475-199,358.
+    - :data:`LOCAL_PAGES`, where the kernel gives transparent huge pages to a process that
+      asks (:func:`huge_pages_offered`): the heap in 2 MiB pages instead of 4 KiB ones. A
+      fresh JVM touches its heap for the first time during its first INSERT (the collector
+      copying survivors, the tasks' first allocations), and each first touch of a page
+      faults, into a kernel that zeroes the page; a CPU profile showed 8% of the JVM's CPU
+      there, most in the collector's threads. In 2 MiB pages that is 512 times fewer faults
+      and fewer misses of the processor's address cache: the INSERT 7.49 s against 8.16,
+      the process from launch to exit 11.14 s against 12.05 (medians of 4).
 
     >>> local_java_options("yarn", {}) is None
     True
@@ -149,10 +164,27 @@ def local_java_options(master: str | None, options: Mapping[str, str]) -> str | 
         return None
     defaults = options.get(DEFAULT_JAVA_OPTIONS_KEY, "")
     chosen = _chosen_java_options(options)
-    added = [option for option, flag in _LOCAL_OPTIONS if not any(flag.search(text) for text in chosen)]
+    added = [option for option, flag in _LOCAL_OPTIONS if not any(flag.search(text) for text in chosen)
+             and (option != LOCAL_PAGES or huge_pages_offered())]
     if not added:
         return None
     return " ".join(o for o in [defaults, *added] if o)
+
+
+def huge_pages_offered(mode_file: Path = TRANSPARENT_HUGE_PAGES) -> bool:
+    """Whether the kernel gives a process transparent huge pages when it asks for them: the
+    mode in brackets in ``mode_file`` is ``always`` or ``madvise``. Not where it is ``never``,
+    nor where there is no such file (another system, or a Linux built without them): a JVM
+    asked for them there warns on every start and runs without.
+
+    >>> huge_pages_offered(Path("/no/such/file"))
+    False
+    """
+    try:
+        mode = re.search(r"\[(\w+)\]", mode_file.read_text())
+    except OSError:
+        return False
+    return mode is not None and mode.group(1) in ("always", "madvise")
 
 
 #: The driver's logging kplex gives a JVM that :func:`kplex_session` starts (:func:`session_log_option`).

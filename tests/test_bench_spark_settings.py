@@ -1,0 +1,30 @@
+"""bench/spark_settings.py: its table of medians (nothing is run), each setting's INSERT and
+whole process beside kplex's own, and the arguments it refuses."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+
+from spark_settings import KPLEX, Run, setting, table  # noqa: E402
+
+
+def test_the_table_puts_each_settings_medians_beside_kplexs_own():
+    runs = {KPLEX: [Run(3.0, 8.0, 12.0), Run(3.2, 9.0, 13.0), Run(2.8, 10.0, 14.0)],
+            # INSERT faster, the process not: the time moved to the JVM's start.
+            "moved": [Run(4.0, 6.0, 13.0), Run(4.2, 7.0, 13.0), Run(3.8, 5.0, 13.0)]}
+    text = table(runs, {KPLEX: "", "moved": "--driver-java-options -Xms1g"}, 3_000_000, 3)
+    lines = text.splitlines()
+    assert lines[0] == "3,000,000 records, exactly once, V = 9; 3 alternating rounds; medians, s"
+    assert lines[3] == "| kplex's own | – | 9.00 | 1.00x | 3.00 | 13.00 | 1.00x | 8.00, 9.00, 10.00 |"
+    assert lines[4] == "| moved | --driver-java-options -Xms1g | 6.00 | 0.67x | 4.00 | 13.00 | 1.00x | 6.00, 7.00, 5.00 |"
+
+
+@pytest.mark.parametrize("text", ["no equals sign", "=--conf a=b", "name=", f"{KPLEX}=--conf a=b"])
+def test_a_setting_without_a_name_or_arguments_is_refused(text):
+    with pytest.raises(argparse.ArgumentTypeError):
+        setting(text)
