@@ -122,7 +122,7 @@ def local_java_options(master: str | None, options: Mapping[str, str]) -> str | 
     builder has ``options``, or None (leave them as they are).
 
     On a local master (one JVM, driver and executor, started by pyspark for this session)
-    kplex adds four options to ``spark.driver.defaultJavaOptions``, each unless it is chosen
+    kplex adds up to four options to ``spark.driver.defaultJavaOptions``, each unless it is chosen
     already, in the builder's Java options, ``PYSPARK_SUBMIT_ARGS``, ``SPARK_SUBMIT_OPTS``,
     the JVM's own environment variables or ``spark-defaults.conf`` (for the collector, any
     collector: two stop the JVM from starting). On a cluster the executors' JVMs are the
@@ -153,8 +153,8 @@ def local_java_options(master: str | None, options: Mapping[str, str]) -> str | 
       fresh JVM touches its heap for the first time during its first INSERT (the collector
       copying survivors, the tasks' first allocations), and each first touch of a page
       faults, into a kernel that zeroes the page; a CPU profile showed 8% of the JVM's CPU
-      there, most in the collector's threads. In 2 MiB pages that is 512 times fewer faults
-      and fewer misses of the processor's address cache: the INSERT 7.49 s against 8.16,
+      there, most in the collector's threads. In 2 MiB pages that is 512 times fewer
+      faults: the INSERT 7.49 s against 8.16,
       the process from launch to exit 11.14 s against 12.05 (medians of 4).
 
     >>> local_java_options("yarn", {}) is None
