@@ -83,11 +83,13 @@ def test_the_watcher_counts_as_records_arrive_and_checks_values_and_order_once_s
 
 def test_the_rate_producer_writes_every_record_it_counts_each_stamped_when_produced(bootstrap, fresh_name):
     topic = _topic(bootstrap, fresh_name("paced"), 3)
-    started = time.time() * 1000
+    # Whole milliseconds, floored as the producer stamps them: a float here put a record stamped
+    # in the same millisecond as the start before it.
+    started = time.time_ns() // 1_000_000
     producer = RateProducer(bootstrap, topic, rate=2000, seconds=1.0)
     producer.start()
     producer.join(30)
-    ended = time.time() * 1000
+    ended = time.time_ns() // 1_000_000
     assert producer.error is None and producer.produced == 2000
     read = _read_all(bootstrap, topic, 3, 2000)
     assert Counter(hash(m.value()) for m in read) == producer.values
