@@ -28,20 +28,63 @@ _THREAD = re.compile(r'sampledThread = "(.*?)"')
 # "startTime = 02:10:26.718", local time; older JDKs add " (2026-11-22)".
 _START = re.compile(r"startTime = (\d\d):(\d\d):(\d\d(?:\.\d+)?)")
 
-# A sample belongs to the first phase whose marker is on its stack (innermost first
-# is not needed: the markers are on disjoint paths of a task's stack).
-PHASES = [
-    ("kafka producer send (in task)", ("KafkaProducer.send", "KafkaProducer.doSend")),
-    ("kplex writer (key/vp/headers)", ("io.kplex.spark.write.KplexDataWriter",)),
-    ("kplex functions (kplex_key/vpartition)", ("io.kplex.spark.functions.KplexFunctions", "io.kplex.spark.wire.KeyBytes",
-                                                "io.kplex.spark.wire.Placement")),
-    ("sort (UnsafeExternalSorter)", ("UnsafeExternalSorter", "UnsafeInMemorySorter", "UnsafeSorterSpill",
-                                     "UnsafeExternalRowSorter", "SortExec")),
-    ("JSON (get_json_object)", ("GetJsonObject", "JsonParser", "jackson")),
-    ("kplex source read", ("io.kplex.spark.read.KplexPartitionReader", "KafkaConsumer")),
-    ("shuffle write/read", ("ShuffleWriter", "ShuffleExternalSorter", "ShuffleBlockFetcher",
-                            "ShuffledRowRDD", "UnsafeRowSerializer")),
+# A task's sample belongs to its stage (a map task writes shuffle files, a writer task runs
+# the V2 write), then to the first phase of that stage whose marker is on its stack: a phase
+# listed earlier is called from inside the ones after it (the producer from kplex's writer,
+# kplex_json from the map stage's generated code, the shuffle's files from its writer), so
+# the work lands where it is done, not where it was called from. What matches nothing is
+# Spark's own code of that stage (generated projections, row iterators, the task's set-up).
+MAP_PHASES = [
+    ("map: kplex source read (consumer, decompression)",
+     ("io.kplex.spark.read.KplexPartitionReader", "KafkaConsumer")),
+    ("map: kplex_json", ("io.kplex.spark.functions.JsonPointer", "io.kplex.spark.functions.KplexJson")),
+    ("map: kplex functions (kplex_key/vpartition)",
+     ("io.kplex.spark.functions.", "io.kplex.spark.wire.KeyBytes", "io.kplex.spark.wire.Placement")),
+    ("map: JSON (get_json_object, from_json)", ("GetJsonObject", "JsonParser", "jackson")),
+    ("map: shuffle write (serialize, checksum, compress, files)",
+     ("DiskBlockObjectWriter", "LZ4BlockOutputStream", "UnsafeRowSerializerInstance$$anon$1",
+      "ShuffleChecksum", "writePartitionedData", "IndexShuffleBlockResolver", "ShuffleExternalSorter",
+      "UnsafeShuffleWriter", "LocalDiskShuffleMapOutputWriter")),
 ]
+WRITE_PHASES = [
+    ("write: Kafka producer send", ("KafkaProducer.send", "KafkaProducer.doSend")),
+    ("write: kplex writer (key/vp/headers)", ("io.kplex.spark.write.KplexDataWriter",)),
+    ("write: shuffle read (files, decompress, rows)",
+     ("UnsafeRowSerializerInstance$$anon$2", "ShuffleBlockFetcher", "BlockStoreShuffleReader",
+      "LZ4BlockInputStream", "CheckedInputStream")),
+    ("write: sort", ("UnsafeExternalSorter", "UnsafeInMemorySorter", "UnsafeSorterSpill",
+                     "UnsafeExternalRowSorter", "SortExec", "TimSort")),
+]
+# Markers of each stage: a map task's stack holds its shuffle writer (the loop that pulls every
+# row, so it only marks the stage), a writer task's the write.
+_MAP_TASK = ("ShuffleMapTask", "ShuffleWriter")
+_WRITE_TASK = ("DataWritingSparkTask", "KplexDataWriter")
+
+
+def phase(frames: list[str]) -> str:
+    """The phase of a task thread's sample (frames innermost first).
+
+    >>> phase(["net.jpountz.lz4.LZ4BlockOutputStream.write(byte[], int, int)",
+    ...        "org.apache.spark.storage.DiskBlockObjectWriter.write(byte[], int, int)",
+    ...        "org.apache.spark.shuffle.sort.BypassMergeSortShuffleWriter.write(Iterator)",
+    ...        "org.apache.spark.scheduler.ShuffleMapTask.runTask(TaskContext)"])
+    'map: shuffle write (serialize, checksum, compress, files)'
+    """
+    def on_stack(markers: tuple[str, ...]) -> bool:
+        return any(m in f for f in frames for m in markers)
+
+    if on_stack(_WRITE_TASK):
+        phases, stage = WRITE_PHASES, "write"
+    elif on_stack(_MAP_TASK):
+        phases, stage = MAP_PHASES, "map"
+    else:
+        return "other: task set-up, class loading, stacks not walked"
+    for name, markers in phases:
+        if on_stack(markers):
+            return name
+    if stage == "map" and frames and "ShuffleWriter" in frames[0]:
+        return MAP_PHASES[-1][0]  # the shuffle writer's own loop: partitioning each row
+    return f"{stage}: Spark's generated code, iterators, task set-up"
 
 
 @dataclass
@@ -125,15 +168,8 @@ def report(samples: list[Sample], top: int = 25) -> str:
     out += ["### Samples per thread kind", ""] + _table(kinds.most_common(10), total, "threads") + [""]
 
     tasks = [s for s in samples if thread_kind(s.thread) == "Spark task threads"]
-    phases: Counter[str] = Counter()
-    for s in tasks:
-        for name, markers in PHASES:
-            if any(m in f for f in s.frames for m in markers):
-                phases[name] += 1
-                break
-        else:
-            phases["other"] += 1
-    out += ["### Spark task threads by phase (first matching marker on the stack)", ""]
+    phases = Counter(phase(s.frames) for s in tasks)
+    out += ["### Spark task threads by stage and phase (`phase`: the work where it is done)", ""]
     out += _table(phases.most_common(), len(tasks), "phase") + [""]
 
     self_tasks = Counter(method(s.frames[0]) for s in tasks if s.frames)
