@@ -6,15 +6,23 @@ settings. Prints a table of medians, each as a ratio to kplex's own, and every r
     python bench/spark_settings.py --records 3000000 --rounds 3     # its own broker and source
     python bench/spark_settings.py --bootstrap B --source S --records N \\
         --setting 'no shuffle compression=--conf spark.shuffle.compress=false'
+    python bench/spark_settings.py ... --setting 'JDK 25=JAVA_HOME=/usr/lib/jvm/temurin-25-jdk-amd64' \\
+        --setting 'JDK 25, AOT cache=JAVA_HOME=/usr/lib/jvm/temurin-25-jdk-amd64 KPLEX_CLASS_ARCHIVE=off
+                   --driver-java-options -XX:AOTCache=/tmp/kplex.aot'
 
-Each setting's first run is untimed: it writes the JVM class archive its JVM options map
-(kplex.class_archive keys archives by them), as a machine's first session does.
+A setting's leading NAME=VALUE words are the process's environment (another JDK by JAVA_HOME,
+say), the rest its spark-submit arguments. Each setting's first run is untimed: it writes the
+JVM class archive its JVM options map (kplex.class_archive keys archives by them), as a
+machine's first session does; for a setting that maps a JDK 25 AOT cache (``-XX:AOTCache=F``,
+JEP 483 and 515: classes loaded and linked, and the methods' profiles), that run trains it
+(``-XX:AOTCacheOutput=F``) instead.
 """
 from __future__ import annotations
 
 import argparse
 import hashlib
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -55,11 +63,41 @@ class Run:
     process_s: float
 
 
-def one(args: argparse.Namespace, bootstrap: str, submit_args: str) -> Run:
+_ENV_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=\S*")
+_AOT_CACHE = re.compile(r"-XX:AOTCache=")
+
+
+def split_setting(text: str) -> tuple[dict[str, str], str]:
+    """A setting's environment (its leading NAME=VALUE words) and its spark-submit arguments.
+
+    >>> split_setting("JAVA_HOME=/jdk25 KPLEX_CLASS_ARCHIVE=off --driver-java-options -Xms1g")
+    ({'JAVA_HOME': '/jdk25', 'KPLEX_CLASS_ARCHIVE': 'off'}, '--driver-java-options -Xms1g')
+    >>> split_setting("--conf spark.x=y")
+    ({}, '--conf spark.x=y')
+    """
+    words = text.split()
+    env: dict[str, str] = {}
+    while words and _ENV_WORD.fullmatch(words[0]):
+        name, _, value = words.pop(0).partition("=")
+        env[name] = value
+    return env, " ".join(words)
+
+
+def training(text: str) -> str:
+    """The setting for its untimed first run: one that maps a JDK AOT cache writes it instead.
+
+    >>> training("JAVA_HOME=/jdk25 --driver-java-options -XX:AOTCache=/tmp/a.aot")
+    'JAVA_HOME=/jdk25 --driver-java-options -XX:AOTCacheOutput=/tmp/a.aot'
+    """
+    return _AOT_CACHE.sub("-XX:AOTCacheOutput=", text)
+
+
+def one(args: argparse.Namespace, bootstrap: str, text: str) -> Run:
     # An archive directory per setting: kplex keeps the three archives last used in a directory,
     # so four settings sharing one would each evict another's and write theirs in every run.
-    archives = args.workdir / "class-archives" / hashlib.sha256(submit_args.encode()).hexdigest()[:12]
-    env = {**os.environ, ENV: str(archives),
+    archives = args.workdir / "class-archives" / hashlib.sha256(training(text).encode()).hexdigest()[:12]
+    setting_env, submit_args = split_setting(text)
+    env = {**os.environ, ENV: str(archives), **setting_env,
            "PYSPARK_SUBMIT_ARGS": f"{submit_args} pyspark-shell".strip()}
     command = [sys.executable, str(BENCH / "contenders" / "kplex_insert.py"), "--bootstrap", bootstrap,
                "--source", args.source, "--target", f"settings_{uuid.uuid4().hex[:8]}", "--records",
@@ -69,16 +107,16 @@ def one(args: argparse.Namespace, bootstrap: str, submit_args: str) -> Run:
     process_s = time.time() - launched
     result = parse_result(done.stdout)
     if done.returncode != 0 or result is None:
-        sys.exit(f"the INSERT with {submit_args or KPLEX!r} failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
+        sys.exit(f"the INSERT with {text or KPLEX!r} failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
     return Run(float(result["job_start_epoch"]) - launched, float(result["job_s"]), process_s)
 
 
 def setting(text: str) -> tuple[str, str]:
     """One --setting: NAME=SPARK-SUBMIT ARGS, both parts non-empty."""
-    name, sep, submit_args = (part.strip() for part in text.partition("="))
+    name, sep, submit_args = (" ".join(part.split()) for part in text.partition("="))
     if not sep or not name or not submit_args:
         raise argparse.ArgumentTypeError(
-            f"{text!r} is not NAME=SPARK-SUBMIT ARGS (e.g. 'no shuffle compression=--conf spark.shuffle.compress=false')")
+            f"{text!r} is not NAME=[ENV=VALUE ...] SPARK-SUBMIT ARGS (e.g. 'no shuffle compression=--conf spark.shuffle.compress=false')")
     if name == KPLEX:
         raise argparse.ArgumentTypeError(f"{name!r} names the runs with kplex's own settings; pick another name")
     return name, submit_args
@@ -91,8 +129,10 @@ def main() -> None:
     p.add_argument("--source", help="a topic of generated pageviews (default: one made here)")
     p.add_argument("--records", type=positive, default=3_000_000)
     p.add_argument("--rounds", type=positive, default=3)
-    p.add_argument("--setting", type=setting, action="append", default=[], metavar="NAME=SPARK-SUBMIT ARGS",
-                   help="a setting to try (repeatable; default: the ones issue #37 tried)")
+    p.add_argument("--setting", type=setting, action="append", default=[],
+                   metavar="NAME=[ENV=VALUE ...] SPARK-SUBMIT ARGS",
+                   help="a setting to try (repeatable; default: the ones issue #37 tried); leading ENV=VALUE words"
+                        " are its process's environment")
     p.add_argument("--workdir", type=Path)
     args = p.parse_args()
     args.workdir = (args.workdir or Path(tempfile.mkdtemp(prefix="kplex-settings-"))).resolve()
@@ -112,8 +152,8 @@ def main() -> None:
             print(f"generating {args.records:,} pageviews into {args.source}", file=sys.stderr)
             make_source(bootstrap, args.source, args.records)
         for name, submit_args in settings.items():
-            print(f"untimed first run (writes its class archive): {name}", file=sys.stderr)
-            one(args, bootstrap, submit_args)
+            print(f"untimed first run (writes its class archive or AOT cache): {name}", file=sys.stderr)
+            one(args, bootstrap, training(submit_args))
         runs: dict[str, list[Run]] = {name: [] for name in settings}
         for round_ in range(args.rounds):
             for name, submit_args in settings.items():

@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
-from spark_settings import KPLEX, Run, setting, table  # noqa: E402
+from spark_settings import KPLEX, Run, setting, split_setting, table, training  # noqa: E402
 
 
 def test_the_table_puts_each_settings_medians_beside_kplexs_own():
@@ -28,3 +28,19 @@ def test_the_table_puts_each_settings_medians_beside_kplexs_own():
 def test_a_setting_without_a_name_or_arguments_is_refused(text):
     with pytest.raises(argparse.ArgumentTypeError):
         setting(text)
+
+
+def test_a_settings_leading_assignments_are_its_environment_the_rest_its_arguments():
+    name, text = setting("JDK 25=JAVA_HOME=/opt/jdk-25  KPLEX_CLASS_ARCHIVE=off --driver-java-options -Xms1g")
+    assert name == "JDK 25"
+    assert split_setting(text) == ({"JAVA_HOME": "/opt/jdk-25", "KPLEX_CLASS_ARCHIVE": "off"},
+                                   "--driver-java-options -Xms1g")
+    # An assignment after the first argument is the argument's, not the environment's.
+    assert split_setting("--conf spark.x=y A=b") == ({}, "--conf spark.x=y A=b")
+    assert split_setting("JAVA_HOME=/opt/jdk-25") == ({"JAVA_HOME": "/opt/jdk-25"}, "")
+
+
+def test_the_untimed_first_run_of_an_aot_cache_setting_trains_the_cache():
+    timed = "JAVA_HOME=/opt/jdk-25 --driver-java-options -XX:AOTCache=/tmp/k.aot"
+    assert training(timed) == "JAVA_HOME=/opt/jdk-25 --driver-java-options -XX:AOTCacheOutput=/tmp/k.aot"
+    assert training("--conf spark.x=y") == "--conf spark.x=y"

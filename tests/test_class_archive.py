@@ -80,6 +80,10 @@ def test_a_cluster_master_or_archives_turned_off_get_no_plan(archives, spark_hom
     ("spark.driver.defaultJavaOptions", "-XX:SharedArchiveFile=/opt/app.jsa"),
     ("PYSPARK_SUBMIT_ARGS", "--driver-java-options '-XX:ArchiveClassesAtExit=/tmp/x.jsa' pyspark-shell"),
     ("JAVA_TOOL_OPTIONS", "-XX:+AutoCreateSharedArchive"),
+    # JDK 25's AOT cache: with kplex's archive beside it, the JVM would not start.
+    ("spark.driver.extraJavaOptions", "-XX:AOTCache=/opt/app.aot"),
+    ("PYSPARK_SUBMIT_ARGS", "--driver-java-options -XX:AOTCacheOutput=/tmp/app.aot pyspark-shell"),
+    ("JDK_JAVA_OPTIONS", "-XX:AOTMode=record -XX:AOTConfiguration=/tmp/app.aotconf"),
 ])
 def test_a_class_sharing_option_the_user_chose_is_left_alone(archives, spark_home, where, text):
     assert plan_with(spark_home, where, text) is None
