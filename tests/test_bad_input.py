@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import KafkaException, Producer, TopicCollection
-from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic
 from test_streaming import create, stream, wait_for
 
 from kplex import errors, status
@@ -285,14 +285,8 @@ def test_writing_into_a_plain_topic_says_it_is_not_a_kplex_table(spark, bootstra
 
 
 def test_a_topic_whose_partition_count_changed_is_refused(spark, bootstrap, table):
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_partitions([NewPartitions(table, 4)])[table].result()
-    # The controller has the change when create_partitions answers; the broker's own metadata,
-    # which a describe reads, follows a moment later (CI once saw 3 partitions there).
-    deadline = time.monotonic() + 30
-    while len(admin.list_topics(table, timeout=10).topics[table].partitions) != 4:
-        assert time.monotonic() < deadline, f"the broker never reported 4 partitions of {table}"
-        time.sleep(0.1)
+    # Waits for the broker's metadata too: CI once saw 3 partitions in a describe right after.
+    datagen.grow_topic(bootstrap, table, 4)
     with pytest.raises(errors.PartitionMismatchError) as raised, translated():
         spark.sql(f"INSERT INTO kplex.{table} SELECT {GOOD_KEY}, {GOOD_ORDER}, {VALUE} FROM range(3)")
     assert table in str(raised.value) and "4 partitions" in str(raised.value)

@@ -24,7 +24,7 @@ from read_support import (
 
 from kplex.reader import TableReader, iter_virtual_partition
 from kplex.session import read_metrics
-from kplex.testing import verify
+from kplex.testing import datagen, verify
 
 
 @pytest.fixture(scope="module")
@@ -136,7 +136,6 @@ def test_a_bounded_read_ends_at_the_last_stable_offset_and_finds_partitions_adde
     # read_committed consumer can reach), and a partition added after the session's last
     # statement is read by the next one.
     from confluent_kafka import KafkaException, Producer
-    from confluent_kafka.admin import AdminClient, NewPartitions
     topic = fresh_name("stable")
     base = recent_ms()
     produce(bootstrap, topic, {p: [{"_time": base + i, "userid": i} for i in range(10)] for p in range(2)},
@@ -151,8 +150,7 @@ def test_a_bounded_read_ends_at_the_last_stable_offset_and_finds_partitions_adde
     open_txn.produce(topic, value=b"not committed", partition=0)
     assert open_txn.flush(30) == 0
     try:
-        admin = AdminClient({"bootstrap.servers": bootstrap})
-        admin.create_partitions([NewPartitions(topic, 3)])[topic].result(30)
+        datagen.grow_topic(bootstrap, topic, 3)
         produce(bootstrap, topic, {2: [{"_time": base + 1_000, "userid": 99}]}, timestamps=True)
         started = time.monotonic()
         rows = table.load().select("partition", "offset", "value").collect()

@@ -19,7 +19,7 @@ from typing import Callable
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewPartitions
+from confluent_kafka.admin import AdminClient
 from test_exactly_once import stable_offsets_reach_the_end
 
 from kplex.placement import virtual_partition
@@ -563,8 +563,7 @@ def test_partitions_added_to_the_source_while_the_query_runs_are_read_from_their
         deadline = time.time() + 120
         while sum(p.numInputRows for p in recent_progress(query)) < 600 and time.time() < deadline:
             time.sleep(1)
-        admin = AdminClient({"bootstrap.servers": bootstrap})
-        admin.create_partitions([NewPartitions(source, 5)])[source].result()
+        datagen.grow_topic(bootstrap, source, 5)
         # Records on the new partitions only, later in event time than every one before.
         producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
         for i in range(300):

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicCollection
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 __all__ = [
     "ARTICLE_START_MS",
@@ -191,6 +191,19 @@ def ensure_topic(
     return False
 
 
+def grow_topic(bootstrap: str, topic: str, partitions: int, *, timeout: float = 30.0) -> None:
+    """Give ``topic`` ``partitions`` partitions in all, and return once the broker's metadata
+    shows them. The controller has the change when CreatePartitions answers; the broker's
+    metadata follows a moment later, and until then a producer asked for a new partition fails
+    at once (librdkafka's ``_UNKNOWN_PARTITION``) and a describe reports the old count.
+
+    >>> grow_topic("localhost:9092", "pageviews", 5)  # doctest: +SKIP
+    """
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_partitions([NewPartitions(topic, partitions)], operation_timeout=timeout)[topic].result(timeout)
+    _wait_for_partitions(admin, topic, partitions, timeout)
+
+
 def _partition_count(admin: AdminClient, topic: str, timeout: float) -> int | None:
     """The topic's partition count, None if it does not exist.
 
@@ -210,7 +223,8 @@ def _wait_for_partitions(admin: AdminClient, topic: str, partitions: int, timeou
     deadline = time.monotonic() + timeout
     while _partition_count(admin, topic, timeout) != partitions:
         if time.monotonic() > deadline:
-            raise TimeoutError(f"topic {topic!r} was created but its metadata did not show up.")
+            raise TimeoutError(f"the broker's metadata did not show {partitions} partitions of topic {topic!r}"
+                               f" within {timeout:g} s.")
         time.sleep(0.1)
 
 
