@@ -31,7 +31,8 @@ How it is built and used (:func:`plan`, :func:`started`):
   150 MB each); older ones are deleted.
 - Nothing is done on a cluster master, on Windows, on JDKs older than 13, where the user
   chose a class sharing option (``-Xshare``, ``SharedArchiveFile``,
-  ``ArchiveClassesAtExit``, a JDK 25 AOT cache's ``AOTCache`` or ``AOTCacheOutput``), where the JVM runs an agent (``-javaagent``, ``-agentlib``
+  ``ArchiveClassesAtExit``, a JDK 25 AOT cache's ``AOTCache`` or ``AOTCacheOutput``),
+  where the JVM runs an agent (``-javaagent``, ``-agentlib``
   such as a debugger's ``jdwp``, ``-agentpath``: the JDK refuses to start a JVM that
   would archive classes with one) or a flight recording (which the JDK would turn off
   in that JVM), when the session's JVM is running already (started by an
@@ -75,9 +76,9 @@ WRITE_TIMEOUT_S = 120.0
 LOCK_STALE_S = 24 * 3600.0
 #: The JDK's messages about class sharing, off: see the module's doc.
 QUIET = "-Xlog:cds*=off"
-#: Options by which a user chose class sharing themselves.
-# A JDK 24+ AOT cache (JEP 483, 514, 515) is class sharing too: a JVM given both -XX:AOTCache
-# and -XX:SharedArchiveFile does not start (checked on Temurin 25.0.3).
+#: Options by which a user chose class sharing themselves. A JDK 24+ AOT cache (JEP 483, 514,
+#: 515) is class sharing too: a JVM given both -XX:AOTCache and -XX:SharedArchiveFile does not
+#: start (checked on Temurin 25.0.3).
 _CHOSEN = re.compile(r"-Xshare:|-XX:SharedArchiveFile=|-XX:ArchiveClassesAtExit=|-XX:[+-]AutoCreateSharedArchive"
                      r"|-XX:AOT(?:Cache|CacheOutput|Configuration|Mode)=")
 #: What a JVM that writes an archive cannot have: an agent (the JDK refuses to start it: "CDS

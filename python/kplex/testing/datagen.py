@@ -27,6 +27,7 @@ __all__ = [
     "PageviewsSummary",
     "ensure_topic",
     "generate_pageviews",
+    "grow_topic",
     "pageview_records",
     "user_name",
 ]
