@@ -27,18 +27,20 @@ How it is built and used (:func:`plan`, :func:`started`):
   finished (processes killed before their exit hook ran), a ``.failed`` marker stops
   later sessions from trying again.
 - :func:`kplex.configure_spark_with_kplex` maps an archive that exists (written by a
-  ``kplex_session`` or a ``kplex`` command with the same JVM settings); it never writes one. The three most recently used archives are kept (about
-  150 MB each); older ones are deleted.
+  ``kplex_session`` or a ``kplex`` command with the same JVM settings); it never writes
+  one. The three most recently used archives are kept (about 150 MB each); older ones
+  are deleted.
 - Nothing is done on a cluster master, on Windows, on JDKs older than 13, where the user
   chose a class sharing option (``-Xshare``, ``SharedArchiveFile``,
-  ``ArchiveClassesAtExit``, a JDK 25 AOT cache's ``AOTCache`` or ``AOTCacheOutput``),
-  where the JVM runs an agent (``-javaagent``, ``-agentlib``
-  such as a debugger's ``jdwp``, ``-agentpath``: the JDK refuses to start a JVM that
-  would archive classes with one) or a flight recording (which the JDK would turn off
-  in that JVM), when the session's JVM is running already (started by an
-  earlier session, or by spark-submit before this process), or when
-  ``KPLEX_CLASS_ARCHIVE=off``. ``KPLEX_CLASS_ARCHIVE=<directory>`` moves the archives out of the default
-  ``$XDG_CACHE_HOME/kplex/class-archives`` (``~/.cache/...``).
+  ``ArchiveClassesAtExit``, ``AutoCreateSharedArchive``, or a JDK 24+ AOT cache's
+  ``AOTCache``, ``AOTCacheOutput``, ``AOTConfiguration`` or ``AOTMode``), where the JVM
+  runs an agent (``-javaagent``, ``-agentlib`` such as a debugger's ``jdwp``,
+  ``-agentpath``: the JDK refuses to start a JVM that would archive classes with one) or
+  a flight recording (which the JDK would turn off in that JVM), when the session's JVM
+  is running already (started by an earlier session, or by spark-submit before this
+  process), or when ``KPLEX_CLASS_ARCHIVE=off``. ``KPLEX_CLASS_ARCHIVE=<directory>``
+  moves the archives out of the default ``$XDG_CACHE_HOME/kplex/class-archives``
+  (``~/.cache/...``).
 - If the JVM that was to write an archive does not start, the session starts it again
   without and leaves a ``.failed`` marker, so that an option kplex does not know to
   keep the JDK from archiving costs one extra start, once.
