@@ -5,6 +5,7 @@ checked with a plain Kafka consumer."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -121,3 +122,55 @@ def test_the_python_surface_works_over_spark_connect_without_py4j(connect_url, b
         assert out["metrics"]["kplexRecordsRead"] == 2_000
     # A task-time error (NULL key mid-data) arrives as kplex's exception, kplex's message first.
     assert out["null_key_error"] is not None and out["null_key_error"].startswith("[KPLEX_NULL_KEY]")
+
+
+REMOTE_FILE = """\
+-- kplex.bootstrap = {bootstrap}
+CREATE TABLE kplex.{target} TBLPROPERTIES ('kplex.virtual_partitions' = '6', 'kplex.physical_partitions' = '3');
+INSERT INTO kplex.{target}
+SELECT kplex_key(kplex_json(value, '/userid')), kplex_order(CAST(kplex_json(value, '/viewtime') AS BIGINT)), value
+FROM kplex.{source};
+SELECT date_format(timestamp_seconds(0), 'HH:mm') AS epoch_there;
+"""
+
+
+def _sql_run(args: list[str], tmp_path: Path, **environ: str) -> subprocess.CompletedProcess:
+    """``kplex sql run`` in a process that cannot start a JVM of its own (JAVA_HOME leads nowhere)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "KPLEX_BOOTSTRAP", "PYSPARK_SUBMIT_ARGS")}
+    env.update(JAVA_HOME=str(tmp_path / "no-java"), **environ)
+    return subprocess.run([sys.executable, "-m", "kplex", "sql", "run", *args], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path, env=env)
+
+
+def test_kplex_sql_run_remote_runs_a_files_statements_on_the_server_and_starts_no_jvm(
+        connect_url, bootstrap, fresh_name, tmp_path):
+    """A scheduler's SQL file run on a running server: the write, checked with a plain consumer; the
+    session's --conf took effect there; then the same server through $SPARK_REMOTE."""
+    source, target = fresh_name("remote_src"), fresh_name("remote_by_user")
+    datagen.generate_pageviews(bootstrap, source, 3_000, partitions=3, users=40, seed=5, out_of_order_ms=1_000)
+    job = tmp_path / "job.sql"
+    job.write_text(REMOTE_FILE.format(bootstrap=bootstrap, source=source, target=target))
+    done = _sql_run([str(job), "--remote", connect_url, "--conf", "spark.sql.session.timeZone=Asia/Kolkata"],
+                    tmp_path)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert f"3000 rows written to kplex.{target}" in done.stderr
+    assert done.stdout == "05:30\n"
+    report = check_derived_topic(bootstrap, source, target, 6, 3)
+    assert report.ok and report.derived_count == 3_000, report
+    count = tmp_path / "count.sql"
+    count.write_text(f"SELECT count(*) FROM kplex.{target};\n")
+    again = _sql_run([str(count), "--bootstrap", bootstrap], tmp_path, SPARK_REMOTE=connect_url)
+    assert again.returncode == 0, again.stderr[-4000:]
+    assert again.stdout == "3000\n"
+
+
+@pytest.mark.parametrize("key, value", [("spark.sql.extensions", "com.example.Other"), ("spark.driver.memory", "2g")])
+def test_kplex_sql_run_remote_refuses_a_setting_of_the_servers_jvm_by_name(connect_url, bootstrap, tmp_path, key, value):
+    job = tmp_path / "job.sql"
+    job.write_text("SELECT 1;\n")
+    done = _sql_run([str(job), "--remote", connect_url, "--bootstrap", bootstrap, "--conf", f"{key}={value}"], tmp_path)
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert done.stderr.startswith(f"error: --conf {key}: the Spark Connect server at {connect_url} refused it ("), \
+        done.stderr[-3000:]
+    assert f"kplex server connect --conf {key}=VALUE" in done.stderr
+    assert done.stdout == ""

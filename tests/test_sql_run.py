@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
+import socket
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -278,3 +282,50 @@ CREATE TABLE kplex.{never} TBLPROPERTIES ('kplex.virtual_partitions' = '3', 'kpl
     stored = read_table_definitions(bootstrap, timeout=10)
     assert kept in stored and never not in stored
     assert (stored[kept].virtual_partitions, stored[kept].physical_partitions) == (3, 3)
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("args, environ, said", [
+    (["--remote", "http://127.0.0.1:15002"], {},
+     "http://127.0.0.1:15002 is not a Spark Connect address: give sc://HOST:PORT"),
+    (["--remote", "sc://127.0.0.1:15002", "--master", "local[2]"], {},
+     "--master local[2] and a Spark Connect server (sc://127.0.0.1:15002, from --remote) are both given"),
+    (["--master", "local[2]"], {"SPARK_REMOTE": "sc://127.0.0.1:15002"},
+     "--master local[2] and a Spark Connect server (sc://127.0.0.1:15002, from $SPARK_REMOTE) are both given"),
+    (["--remote", "sc://127.0.0.1:{closed}"], {},
+     "cannot reach the Spark Connect server at sc://127.0.0.1:{closed} ("),
+])
+def test_a_remote_run_that_cannot_start_names_the_culprit_and_starts_no_spark(
+        args: list[str], environ: dict[str, str], said: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``kplex sql run --remote`` (or ``$SPARK_REMOTE``): a wrong address, one beside --master, or a server
+    not listening is exit 2 with the option and the address named, before any Spark session is made."""
+    closed = _closed_port()
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+
+    def no_session(*_: Any) -> None:
+        raise AssertionError("a Spark session was made")
+
+    monkeypatch.setattr("kplex.sqltools.run._make_session", no_session)
+    job = write(tmp_path, "-- kplex.bootstrap = 127.0.0.1:9092\nSELECT 1;\n")
+    assert main(["sql", "run", str(job), *(a.format(closed=closed) for a in args)]) == 2
+    assert capsys.readouterr().err.startswith("error: " + said.format(closed=closed))
+
+
+def test_a_spark_that_cannot_start_is_exit_2_with_what_to_check_not_a_traceback(tmp_path: Path) -> None:
+    """The real launcher, given a JAVA_HOME with no Java in it."""
+    job = write(tmp_path, "SELECT 1;\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "PYSPARK_SUBMIT_ARGS")}
+    env["JAVA_HOME"] = str(tmp_path / "no-java")
+    done = subprocess.run([sys.executable, "-m", "kplex", "sql", "run", str(job), "--bootstrap", "127.0.0.1:9092"],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert f"error: cannot start Spark with kplex: Spark's JVM exited as it started (its own words are above):" \
+           f" JAVA_HOME={tmp_path / 'no-java'} must hold a Java" in done.stderr
+    assert "Traceback" not in done.stderr

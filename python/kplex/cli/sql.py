@@ -3,7 +3,7 @@
 ``register(subparsers)`` adds to the ``kplex`` command::
 
     kplex sql run FILE.sql [--var NAME=VALUE ...] [--dialect D] [--bootstrap HOST:PORT]
-                           [--master URL] [--conf KEY=VALUE ...] [--dry-run]
+                           [--master URL | --remote sc://HOST:PORT] [--conf KEY=VALUE ...] [--dry-run]
     kplex sql check FILE.sql [--var NAME=VALUE ...] [--dialect D]
     kplex sql explain FILE.sql [--var NAME=VALUE ...] [--dialect D] [--bootstrap HOST:PORT] [--timeout S]
     kplex translate JOB.toml|JOB.json [--physical-partitions N] [-o OUT.sql]
@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from kplex.kafka import config as kafka_config
+from kplex.sqltools import remote
 from kplex.sqltools.check import check_file
 from kplex.sqltools.errors import (
     CheckFailed,
@@ -85,6 +86,10 @@ def register(subparsers: Any) -> None:
     _common(run)
     _kafka(run, "Kafka bootstrap servers")
     run.add_argument("--master", help="Spark master URL (default: Spark's own, e.g. local[*])")
+    run.add_argument("--remote", metavar="sc://HOST:PORT",
+                     help="run the statements on this Spark Connect server (`kplex server connect`), whose JVM "
+                     "stays up and warm between runs, instead of in a Spark of this process's own "
+                     f"(default ${remote.ENV_VAR}); --bootstrap is then optional: the server's is used")
     run.add_argument("--conf", action="append", metavar="KEY=VALUE", help="a Spark setting (repeatable)")
     run.add_argument("--spark-log-level", default="FATAL", metavar="LEVEL",
                      help="Spark's own log from this level up (default FATAL: failures are reported anyway)")
@@ -160,12 +165,13 @@ def run_command(args: argparse.Namespace) -> int:
             script = require_clean(check_script(read_script(args.file, variables, args.dialect))).script
             print(";\n\n".join(spark_statements(script)) + ";")
             return 0
+        on = remote.remote_of(args.remote, args.master)
         settings = kafka_config.load(args.kafka_config)
         bootstrap = args.bootstrap or kafka_config.bootstrap_of(settings)
         settings.pop("bootstrap.servers", None)
         run_file(args.file, variables=variables, dialect=args.dialect, bootstrap=bootstrap,
                  master=args.master, conf=_pairs(args.conf, "--conf"), spark_log_level=args.spark_log_level,
-                 kafka_settings=settings)
+                 kafka_settings=settings, remote=on)
     except (CheckFailed, StatementFailed) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

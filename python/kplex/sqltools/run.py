@@ -23,6 +23,7 @@ its own: an INSERT into a kplex table is one Kafka transaction).
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -112,23 +113,37 @@ def run_file(
     progress: TextIO | None = None,
     write_summary: Callable[[Any], dict | None] | None = None,
     kafka_settings: Mapping[str, str] | None = None,
+    remote: str | None = None,
 ) -> RunSummary:
     """Check, then run the SQL file at ``path``; ``session`` reuses a Spark
     session with kplex configured, else one is made for ``bootstrap``
-    (``--bootstrap``, ``KPLEX_BOOTSTRAP`` or the file's ``-- kplex.bootstrap``)."""
+    (``--bootstrap``, ``KPLEX_BOOTSTRAP`` or the file's ``-- kplex.bootstrap``): on the
+    Spark Connect server at ``remote`` (:mod:`kplex.sqltools.remote`; the bootstrap may
+    then be the server's), else in a Spark of this process's own."""
     progress = progress or sys.stderr
     script = read_script(path, variables, dialect or DEFAULT_DIALECT)
     result = require_clean(check_script(script))
     warnings = [d for d in result.diagnostics if d.severity == WARNING]
     if warnings:
         print(format_diagnostics(warnings, script.path), file=progress)
-    if session is None:
-        address, _ = resolve_bootstrap(bootstrap, script.text)
-        if address is None:
-            raise no_bootstrap(script.path, ENV_VAR)
-        # Credentials travel as the catalog's kafka.* settings.
-        catalog = {f"spark.sql.catalog.kplex.kafka.{k}": v for k, v in (kafka_settings or {}).items()}
-        session = _make_session(address, master, {**catalog, **(conf or {})}, spark_log_level)
+    if session is not None:
+        return run_script(script, session, out=out, progress=progress,
+                          write_summary=write_summary or _session_write_summary)
+    address, _ = resolve_bootstrap(bootstrap, script.text)
+    if remote is not None:
+        from kplex.sqltools.remote import remote_session
+
+        session = remote_session(remote, conf or {}, address, kafka_settings or {})
+        try:
+            return run_script(script, session, out=out, progress=progress,
+                              write_summary=write_summary or _session_write_summary)
+        finally:
+            session.stop()  # releases the session on the server, which stays up
+    if address is None:
+        raise no_bootstrap(script.path, ENV_VAR)
+    # Credentials travel as the catalog's kafka.* settings.
+    catalog = {f"spark.sql.catalog.kplex.kafka.{k}": v for k, v in (kafka_settings or {}).items()}
+    session = _make_session(address, master, {**catalog, **(conf or {})}, spark_log_level)
     return run_script(script, session, out=out, progress=progress,
                       write_summary=write_summary or _session_write_summary)
 
@@ -140,9 +155,27 @@ def _make_session(bootstrap: str, master: str | None, conf: dict[str, str], log_
         from kplex.session import kplex_session
     except ImportError as error:
         raise session_unavailable(error) from error
-    session = kplex_session(bootstrap, master=master, conf={"spark.ui.showConsoleProgress": "false", **conf})
+    try:
+        session = kplex_session(bootstrap, master=master, conf={"spark.ui.showConsoleProgress": "false", **conf})
+    except Exception as error:  # noqa: BLE001 - whatever keeps Spark from starting is said, not traced
+        raise session_unavailable(_why_no_spark(error)) from error
     session.sparkContext.setLogLevel(log_level)
     return session
+
+
+def _why_no_spark(error: BaseException, environ: Mapping[str, str] | None = None) -> str:
+    """Why a Spark session could not be made, in a line; where its JVM did not start, what to check.
+
+    >>> _why_no_spark(RuntimeError("[JAVA_GATEWAY_EXITED] Java gateway process exited."), {"JAVA_HOME": "/opt/x"})
+    "Spark's JVM exited as it started (its own words are above): JAVA_HOME=/opt/x must hold a Java this Spark runs on, and each --conf a valid value"
+    """
+    environ = os.environ if environ is None else environ
+    text = str(error).strip()
+    if "JAVA_GATEWAY_EXITED" in text:
+        java = f"JAVA_HOME={environ['JAVA_HOME']}" if environ.get("JAVA_HOME") else "the java on PATH (JAVA_HOME is unset)"
+        return (f"Spark's JVM exited as it started (its own words are above): {java} must hold a Java this Spark"
+                " runs on, and each --conf a valid value")
+    return text.splitlines()[0] if text else type(error).__name__
 
 
 def _session_write_summary(spark: Any) -> dict | None:
