@@ -77,6 +77,9 @@ def contenders(sizes_v: list[int], deliveries: list[str], reference_v: int, smok
         # The same INSERT as the second statement of a session: shows what the fresh JVM
         # every other row starts in (its JIT compiler's CPU) costs.
         variants.append(("warm session", ["--warm"]))
+        # The same INSERT as a scheduler's SQL file on a running server (`kplex sql run --remote`),
+        # whose JVM an earlier file warmed: what the product offers where a fresh JVM is too dear.
+        variants.append(("running server", ["--server"]))
     variants += [(parse, ["--parse", parse]) for parse in parse_variants]
     for suffix, extra in variants:
         for delivery in deliveries:

@@ -11,8 +11,9 @@ between the two):
 1. the batch comparison, ``bench/run.py --sizes 3000000 --vs 9 --warm --only ... --repeat N``:
    Kafka's ``ProducerPerformance`` (plain and in one transaction), the producer alone sending
    kplex's records, Spark's Kafka sink, kplex at least once and exactly once (each in a fresh
-   JVM, as a ``spark-submit`` runs), and exactly once as the second INSERT of its session (a
-   long-lived session: the Thrift or Connect server, a notebook);
+   JVM, as a ``spark-submit`` runs), exactly once as the second INSERT of its session (a
+   long-lived session: the Thrift or Connect server, a notebook), and exactly once as a SQL file
+   run by ``kplex sql run --remote`` on a ``kplex server connect`` that an earlier file warmed;
 2. the streaming comparison, ``bench/streaming/run.py --only kplex_eo,kstreams_eos --repeat N``:
    a 1M-record backlog, then 120 s at half kplex's rate with ``kplex.max_delay_ms`` 1000, the
    p50 and p99 of the last 30 s.
@@ -43,7 +44,7 @@ BENCH = Path(__file__).resolve().parent
 
 #: The batch rows, as bench/run.py's --only names them (=NAME: exactly that contender).
 BATCH_ROWS = ("ceiling", "=spark-sink", "=kplex at_least_once", "=kplex exactly_once",
-              "=kplex exactly_once (warm session)")
+              "=kplex exactly_once (warm session)", "=kplex exactly_once (running server)")
 BATCH_RECORDS = 3_000_000
 V = 9
 #: The streaming contenders (bench/streaming/contenders.py) and the baseline of their ratios.
@@ -129,6 +130,9 @@ def batch_targets(rows: list[dict[str, Any]]) -> list[Target]:
         batch_ratio(rows, "batch, exactly once, second INSERT of a session / `ProducerPerformance`",
                     "kplex exactly_once (warm session)", "ceiling (ProducerPerformance)", MIN_EOS_VS_PRODUCER,
                     "a long-lived session (Thrift, Connect, a notebook): the JIT compiler's work done"),
+        batch_ratio(rows, "batch, exactly once, a SQL file on a running server / `ProducerPerformance`",
+                    "kplex exactly_once (running server)", "ceiling (ProducerPerformance)", MIN_EOS_VS_PRODUCER,
+                    "`kplex sql run --remote` on a `kplex server connect` an earlier file warmed"),
         batch_ratio(rows, "the producer alone with kplex's records / `ProducerPerformance`, both one transaction",
                     "ceiling (kplex's records, one transaction)", "ceiling (ProducerPerformance, one transaction)",
                     None, "what the wire format's key and two headers cost the producer"),

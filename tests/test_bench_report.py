@@ -64,3 +64,17 @@ def test_the_phase_table_shows_each_contenders_medians_and_every_run():
     lines = eo_phases.table({"exactly once": [run(120, 12_000), run(200, 13_000), run(100, 11_000)]})
     assert lines[2].startswith("| exactly once | 700 | 4,000 | 300 | 6,880 | 120 | 12,000 |")
     assert lines[2].endswith("| 120 / 200 / 100 | 12,000 / 13,000 / 11,000 |")
+
+
+def test_the_warm_rows_are_each_their_own_ratio_to_the_ceiling_and_none_is_taken_for_the_fresh_jvm():
+    def row(name: str, records_per_s: float, v: int | None = None) -> report.Row:
+        return report.Row(3_000_000, name, v, "", ok_run=True, records_per_s=records_per_s, cpu_s=10.0,
+                          broker_cpu_s=0.0)
+
+    rows = [row("ceiling (ProducerPerformance)", 1_000_000), row("kplex exactly_once", 340_000, 9),
+            row("kplex exactly_once (warm session)", 560_000, 9),
+            row("kplex exactly_once (running server)", 580_000, 9)]
+    found = {what: (value, target) for _, what, value, target, _ in report.ratios(rows, 9)}
+    assert found["kplex exactly-once V=9 / ceiling"][0][0] == 0.34
+    assert found["kplex exactly-once V=9, second INSERT of a session / ceiling"] == ((0.56, None), 0.5)
+    assert found["kplex exactly-once V=9, a SQL file on a running server / ceiling"] == ((0.58, None), 0.5)

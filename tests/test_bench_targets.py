@@ -106,7 +106,8 @@ def test_the_document_judges_each_target_and_a_smoke_run_judges_none():
     rounds = [[stream_result(KPLEX_EO, 120_000, 1_300, visible_s=8.0), stream_result(KSTREAMS, 50_000, 200, 3.0)]]
     results = batch(batch_row("kplex exactly_once", [240_000]), batch_row("kplex at_least_once", [235_000]),
                     batch_row("spark-sink", [90_000]), batch_row("ceiling (ProducerPerformance)", [670_000], v=None),
-                    batch_row("kplex exactly_once (warm session)", [420_000]))
+                    batch_row("kplex exactly_once (warm session)", [420_000]),
+                    batch_row("kplex exactly_once (running server)", [300_000]))
     text = targets.document("python bench/targets.py", STARTED, 30, results, stream_summary(rounds), "b.md", "s.md",
                             smoke=False)
     table = rows_of(text)
@@ -119,6 +120,8 @@ def test_the_document_judges_each_target_and_a_smoke_run_judges_none():
     assert table["batch, exactly once / Kafka's `ProducerPerformance`"][1:5] == ["0.36x", "0.36x", "≥ 0.50x",
                                                                                  "**no**"]
     assert table["batch, exactly once, second INSERT of a session / `ProducerPerformance`"][4] == "yes"
+    assert table["batch, exactly once, a SQL file on a running server / `ProducerPerformance`"][1:5] == [
+        "0.45x", "0.45x", "≥ 0.50x", "**no**"]
     assert table["streaming start-up, first record visible / Kafka Streams'"][1] == "2.67x"
     smoke = rows_of(targets.document("python bench/targets.py --smoke", STARTED, 5, results,
                                      stream_summary(rounds), "b.md", "s.md", smoke=True))

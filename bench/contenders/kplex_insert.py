@@ -5,12 +5,16 @@
 """
 from __future__ import annotations
 
+import argparse
+import io
 import json
 import time
 
 from common import Timer, arguments, emit, spark_conf, spark_metrics
 
+from kplex.servers import running_server
 from kplex.session import kplex_session, last_write_summary
+from kplex.sqltools.run import run_file
 
 # How the query reads userid and viewtime out of the JSON value. kplex_json, the
 # way a kplex user writes it (JSON pointers, as in the original kplex's job files),
@@ -51,11 +55,18 @@ def main() -> None:
                         help="first run the same INSERT into another table of the same session, untimed: "
                              "the timed one then runs on a JVM whose code is compiled already, as in a "
                              "long-lived session (spark-sql, a notebook) from its second statement on")
+    parser.add_argument("--server", action="store_true",
+                        help="run the INSERT as a scheduler would on a running server: start `kplex server "
+                             "connect` (a JVM of its own, these Spark settings), run the same INSERT into another "
+                             "table through `kplex sql run --remote`, untimed, then time this one through another")
     args = parser.parse_args()
     name = f"kplex-{args.target}"
     conf = spark_conf(args, name)
     for key, value in json.loads(args.producer_conf).items():
         conf[f"spark.sql.catalog.kplex.kafka.{key}"] = str(value)
+    if args.server:
+        on_server(args, conf)
+        return
     spark = kplex_session(args.bootstrap, master=args.master, conf=conf, app_name=name)
     spark.sparkContext.setLogLevel("WARN")
     properties = {
@@ -78,6 +89,33 @@ def main() -> None:
     emit({"job_s": job.seconds, "records": summary.get("rows", args.records),
           "job_start_epoch": job_start, "job_end_epoch": job_end,
           **spark_metrics(eventlog, since_epoch=job_start)})
+
+
+def on_server(args: argparse.Namespace, conf: dict[str, str]) -> None:
+    """``--server``: each INSERT a SQL file of its own, run by ``kplex sql run --remote`` (the library
+    function the command calls, each in a session of its own) on one ``kplex server connect``."""
+    properties = {"kplex.virtual_partitions": str(args.v), "kplex.physical_partitions": str(args.p),
+                  "kplex.delivery": args.delivery}
+    props = ", ".join(f"'{k}' = '{v}'" for k, v in properties.items())
+    insert = INSERTS[args.parse]
+    files = []
+    for target in (f"{args.target}_warmup", args.target):
+        path = args.workdir / f"{target}.sql"
+        path.write_text(f"CREATE TABLE kplex.{target} TBLPROPERTIES ({props});\n"
+                        f"{insert.format(target=target, source=args.source).strip()};\n")
+        files.append(path)
+    settings = [f"{k}={v}" for k, v in conf.items() if k != "spark.log.level"]
+    quiet = io.StringIO()
+    with running_server("connect", args.bootstrap, args.workdir, settings, master=args.master) as port:
+        url = f"sc://127.0.0.1:{port}"
+        run_file(files[0], remote=url, bootstrap=args.bootstrap, out=quiet, progress=quiet)
+        job_start = time.time()
+        summary = run_file(files[1], remote=url, bootstrap=args.bootstrap, out=quiet, progress=quiet)
+        job_end = time.time()
+    written = summary.outcomes[1]
+    emit({"job_s": written.seconds, "records": written.rows or args.records,
+          "job_start_epoch": job_start, "job_end_epoch": job_end,
+          **spark_metrics(conf["spark.eventLog.dir"], since_epoch=job_start)})
 
 
 if __name__ == "__main__":
