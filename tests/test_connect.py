@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -162,6 +163,17 @@ def test_kplex_sql_run_remote_runs_a_files_statements_on_the_server_and_starts_n
     again = _sql_run([str(count), "--bootstrap", bootstrap], tmp_path, SPARK_REMOTE=connect_url)
     assert again.returncode == 0, again.stderr[-4000:]
     assert again.stdout == "3000\n"
+    # A statement that fails on the server stops the file there, named, with kplex's message.
+    broken = tmp_path / "broken.sql"
+    broken.write_text(f"SELECT 1;\nINSERT INTO kplex.{target}\n"
+                      "SELECT kplex_key(IF(offset = 7, NULL, kplex_json(value, '/userid'))),"
+                      f" kplex_order(CAST(kplex_json(value, '/viewtime') AS BIGINT)), value FROM kplex.{source};\n")
+    failed = _sql_run([str(broken), "--remote", connect_url, "--bootstrap", bootstrap], tmp_path)
+    assert failed.returncode == 1, failed.stderr[-4000:]
+    assert re.search(r"broken\.sql:2: statement 2 failed \(INSERT INTO kplex\.\w+\)", failed.stderr), failed.stderr
+    assert "[KPLEX_NULL_KEY]" in failed.stderr and "Traceback" not in failed.stderr
+    after = check_derived_topic(bootstrap, source, target, 6, 3)
+    assert after.ok and after.derived_count == 3_000, after  # nothing of the failed INSERT is visible
 
 
 @pytest.mark.parametrize("key, value", [("spark.sql.extensions", "com.example.Other"), ("spark.driver.memory", "2g")])

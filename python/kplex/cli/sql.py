@@ -89,7 +89,7 @@ def register(subparsers: Any) -> None:
     run.add_argument("--remote", metavar="sc://HOST:PORT",
                      help="run the statements on this Spark Connect server (`kplex server connect`), whose JVM "
                      "stays up and warm between runs, instead of in a Spark of this process's own "
-                     f"(default ${remote.ENV_VAR}); --bootstrap is then optional: the server's is used")
+                     f"(default ${remote.ENV_VAR}); a bootstrap is then optional: without one, the server's")
     run.add_argument("--conf", action="append", metavar="KEY=VALUE", help="a Spark setting (repeatable)")
     run.add_argument("--spark-log-level", default="FATAL", metavar="LEVEL",
                      help="Spark's own log from this level up (default FATAL: failures are reported anyway)")
