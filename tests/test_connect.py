@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pyspark
@@ -186,3 +187,17 @@ def test_kplex_sql_run_remote_refuses_a_setting_of_the_servers_jvm_by_name(conne
         done.stderr[-3000:]
     assert f"kplex server connect --conf {key}=VALUE" in done.stderr
     assert done.stdout == ""
+
+
+def test_kplex_sql_run_remote_on_a_port_that_is_not_spark_connect_says_so_in_seconds(bootstrap, tmp_path):
+    """The broker's own port, given by mistake: it accepts the connection, and the Connect client
+    alone would retry for minutes without a word."""
+    job = tmp_path / "job.sql"
+    job.write_text("SELECT 1;\n")
+    broker = bootstrap.split(",")[0]
+    started = time.monotonic()
+    done = _sql_run([str(job), "--remote", f"sc://{broker}"], tmp_path)
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert done.stderr.startswith(f"error: sc://{broker} accepts connections but did not answer as a Spark"
+                                  " Connect server in 10 s"), done.stderr[-3000:]
+    assert time.monotonic() - started < 60

@@ -86,6 +86,7 @@ def remote_session(url: str, conf: Mapping[str, str], bootstrap: str | None,
         socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S).close()
     except OSError as error:
         raise kplex_error("REMOTE_SESSION.UNREACHABLE", url=url, cause=error) from error
+    _check_answers(url)
     builder = configure_spark_with_kplex(SparkSession.builder.remote(url), bootstrap,
                                          kafka_options=dict(kafka_settings))
     spark = builder.getOrCreate()
@@ -105,6 +106,23 @@ def remote_session(url: str, conf: Mapping[str, str], bootstrap: str | None,
 
         raise kplex_error("REMOTE_SESSION.NO_KPLEX", url=url, extensions_class=EXTENSIONS_CLASS) from error
     return spark
+
+
+def _check_answers(url: str) -> None:
+    """That ``url`` answers as a gRPC server (a Spark Connect server's HTTP/2 handshake) within
+    :data:`CONNECT_TIMEOUT_S`: a port that accepts connections but is something else (a Kafka
+    broker's, say) would keep the Connect client retrying for minutes, silently."""
+    import grpc
+    from pyspark.sql.connect import client
+
+    builder = getattr(client, "DefaultChannelBuilder", None) or client.ChannelBuilder  # Spark 4 / 3.5
+    channel = builder(url).toChannel()
+    try:
+        grpc.channel_ready_future(channel).result(timeout=CONNECT_TIMEOUT_S)
+    except grpc.FutureTimeoutError as error:
+        raise kplex_error("REMOTE_SESSION.NOT_CONNECT", url=url, seconds=f"{CONNECT_TIMEOUT_S:g}") from error
+    finally:
+        channel.close()
 
 
 def _first_line(error: BaseException) -> str:
