@@ -126,26 +126,25 @@ def run_file(
     warnings = [d for d in result.diagnostics if d.severity == WARNING]
     if warnings:
         print(format_diagnostics(warnings, script.path), file=progress)
-    if session is not None:
+    on_server = session is None and remote is not None
+    if session is None:
+        address, _ = resolve_bootstrap(bootstrap, script.text)
+        if on_server:
+            from kplex.sqltools.remote import remote_session
+
+            session = remote_session(remote, conf or {}, address, kafka_settings or {})
+        elif address is None:
+            raise no_bootstrap(script.path, ENV_VAR)
+        else:
+            # Credentials travel as the catalog's kafka.* settings.
+            catalog = {f"spark.sql.catalog.kplex.kafka.{k}": v for k, v in (kafka_settings or {}).items()}
+            session = _make_session(address, master, {**catalog, **(conf or {})}, spark_log_level)
+    try:
         return run_script(script, session, out=out, progress=progress,
                           write_summary=write_summary or _session_write_summary)
-    address, _ = resolve_bootstrap(bootstrap, script.text)
-    if remote is not None:
-        from kplex.sqltools.remote import remote_session
-
-        session = remote_session(remote, conf or {}, address, kafka_settings or {})
-        try:
-            return run_script(script, session, out=out, progress=progress,
-                              write_summary=write_summary or _session_write_summary)
-        finally:
+    finally:
+        if on_server:
             session.stop()  # releases the session on the server, which stays up
-    if address is None:
-        raise no_bootstrap(script.path, ENV_VAR)
-    # Credentials travel as the catalog's kafka.* settings.
-    catalog = {f"spark.sql.catalog.kplex.kafka.{k}": v for k, v in (kafka_settings or {}).items()}
-    session = _make_session(address, master, {**catalog, **(conf or {})}, spark_log_level)
-    return run_script(script, session, out=out, progress=progress,
-                      write_summary=write_summary or _session_write_summary)
 
 
 def _make_session(bootstrap: str, master: str | None, conf: dict[str, str], log_level: str = "FATAL") -> Any:
