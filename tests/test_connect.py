@@ -16,8 +16,9 @@ from pathlib import Path
 import pyspark
 import pytest
 from read_support import described_high_marks
-from servers import kplex_server
+from servers import kill_connect_server, kplex_server
 
+from kplex.sqltools.remote import SERVER_GONE_S
 from kplex.testing import datagen
 from kplex.testing.verify import check_derived_topic
 
@@ -201,3 +202,69 @@ def test_kplex_sql_run_remote_on_a_port_that_is_not_spark_connect_says_so_in_sec
     assert done.stderr.startswith(f"error: sc://{broker} accepts connections but did not answer as a Spark"
                                   " Connect server in 10 s"), done.stderr[-3000:]
     assert time.monotonic() - started < 60
+
+
+def _end_offsets(bootstrap: str, topic: str) -> int:
+    """The records a topic's partitions hold, committed or not (their high watermarks: a
+    read_committed consumer, librdkafka's default, is told the last stable offsets instead)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "kplex-test-offsets",
+                         "isolation.level": "read_uncommitted"})
+    try:
+        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        return sum(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in partitions)
+    finally:
+        consumer.close()
+
+
+def test_a_server_killed_during_a_files_insert_fails_the_run_in_seconds_and_the_file_run_again_writes_once(
+        connect_url, bootstrap, fresh_name, tmp_path):
+    """The server's JVM dies (SIGKILL) while a file's INSERT is sending records. The run fails
+    within SERVER_GONE_S of that, naming the server and the statement; pyspark's client alone
+    retried for more than ten minutes, then as long again to release the session. The same file
+    run again, on another server, leaves every source record in the table exactly once: nothing of
+    the killed INSERT became visible."""
+    source, target = fresh_name("gone_src"), fresh_name("gone_by_user")
+    datagen.generate_pageviews(bootstrap, source, 1_000_000, partitions=3, users=40, seed=11, out_of_order_ms=1_000)
+    job = tmp_path / "job.sql"
+    job.write_text(f"CREATE TABLE IF NOT EXISTS kplex.{target}"
+                   " TBLPROPERTIES ('kplex.virtual_partitions' = '6', 'kplex.physical_partitions' = '3');\n"
+                   f"INSERT INTO kplex.{target} SELECT kplex_key(kplex_json(value, '/userid')),"
+                   f" kplex_order(CAST(kplex_json(value, '/viewtime') AS BIGINT)), value FROM kplex.{source};\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "KPLEX_BOOTSTRAP", "PYSPARK_SUBMIT_ARGS")}
+    env["JAVA_HOME"] = str(tmp_path / "no-java")
+    (tmp_path / "doomed").mkdir()
+    with kplex_server("connect", bootstrap, tmp_path / "doomed") as port:
+        url = f"sc://127.0.0.1:{port}"
+        run = subprocess.Popen([sys.executable, "-m", "kplex", "sql", "run", str(job), "--remote", url,
+                                "--bootstrap", bootstrap], cwd=tmp_path, env=env, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 240
+        while run.poll() is None and time.monotonic() < deadline:  # until the INSERT's records arrive
+            try:
+                if _end_offsets(bootstrap, target) > 0:
+                    break
+            except KeyError:  # the table's topic is not made yet
+                pass
+            time.sleep(0.02)
+        assert run.poll() is None, f"the run ended before the server could be killed mid-INSERT: {run.communicate()}"
+        kill_connect_server(port)
+        killed = time.monotonic()
+        sent = _end_offsets(bootstrap, target)
+        out, err = run.communicate(timeout=SERVER_GONE_S + 120)
+        waited = time.monotonic() - killed
+    assert run.returncode == 1, err[-4000:]
+    assert sent < 1_000_000, f"the INSERT had sent everything ({sent}) when its server was killed"
+    assert re.search(rf"job\.sql:2: statement 2 failed \(INSERT INTO kplex\.{target} [^)]*\): the Spark Connect server"
+                     rf" at {re.escape(url)} stopped answering \(", err), err[-4000:]
+    assert f"did not answer again within {SERVER_GONE_S:g} s" in err
+    assert "statement 1 ran and its effects are kept" in err
+    assert "Traceback" not in err and "RETRIES_EXCEEDED" not in err and "ReleaseExecute" not in err, err[-4000:]
+    # Not twice that: once the statement failed, the run does not wait for the dead server again.
+    assert waited < SERVER_GONE_S + 25, f"the run took {waited:.0f} s after the server died"
+    assert out == ""
+    again = _sql_run([str(job), "--remote", connect_url, "--bootstrap", bootstrap], tmp_path)
+    assert again.returncode == 0, again.stderr[-4000:]
+    report = check_derived_topic(bootstrap, source, target, 6, 3)
+    assert report.ok and report.derived_count == 1_000_000, report

@@ -8,7 +8,10 @@ with the session: ``--bootstrap`` (else ``$KPLEX_BOOTSTRAP``, else the file's
 ``-- kplex.bootstrap`` comment, else the server's own) and ``--kafka-config``; each
 ``--conf`` is set in the session, and one the server does not let a session set is
 refused by name. Every way this cannot start is a :class:`SessionUnavailable` naming
-the culprit (the address, the option), found before any statement runs.
+the culprit (the address, the option), found before any statement runs. A server that
+stops answering during the run fails the statement it was running within
+:data:`SERVER_GONE_S` (:func:`lost_reason`), where pyspark's client alone would retry for
+ten minutes and more, then as long again to release the session.
 
 >>> connect_address("sc://spark.example.com:15002/;user_id=etl")
 ('spark.example.com', 15002)
@@ -24,12 +27,14 @@ from __future__ import annotations
 
 import os
 import socket
+import warnings
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
-from kplex.errors import KplexError, kplex_error
+from kplex.errors import CONDITIONS, KplexError, kplex_error, render_text
 
-__all__ = ["ENV_VAR", "DEFAULT_PORT", "connect_address", "remote_of", "remote_session"]
+__all__ = ["ENV_VAR", "DEFAULT_PORT", "SERVER_GONE_S", "connect_address", "end_session", "lost_reason", "remote_of",
+           "remote_session", "retries_within", "server_gone"]
 
 #: Where pyspark itself looks for a Spark Connect address; ``--remote`` overrides it.
 ENV_VAR = "SPARK_REMOTE"
@@ -38,6 +43,14 @@ DEFAULT_PORT = 15002
 #: How long to wait for the server's port to accept a connection before saying it cannot be reached
 #: (the Connect client itself retries for minutes).
 CONNECT_TIMEOUT_S = 10.0
+#: How long a run waits for a server that stopped answering before the statement it was running
+#: fails. pyspark's client retries for ten minutes or more, but a statement is lost with the server
+#: that ran it (a restarted server knows neither the session nor the statement), so a longer wait
+#: only holds the scheduler that runs the file; this covers a network's brief interruption.
+SERVER_GONE_S = 30.0
+# Spark Connect's backoff between retries, in ms: the first after 50, each next 4 times longer, at
+# most this cap (the client's own is 60 s, which would leave a third of the wait to one sleep).
+_BACKOFF = {"initial_backoff": 50, "backoff_multiplier": 4.0, "max_backoff": 5000}
 
 
 def remote_of(option: str | None, master: str | None, environ: Mapping[str, str] | None = None) -> str | None:
@@ -90,6 +103,7 @@ def remote_session(url: str, conf: Mapping[str, str], bootstrap: str | None,
     builder = configure_spark_with_kplex(SparkSession.builder.remote(url), bootstrap,
                                          kafka_options=dict(kafka_settings))
     spark = builder.getOrCreate()
+    _bound_retries(spark)
     for key, value in conf.items():
         try:
             spark.conf.set(key, value)
@@ -123,6 +137,89 @@ def _check_answers(url: str) -> None:
         raise kplex_error("REMOTE_SESSION.NOT_CONNECT", url=url, seconds=f"{CONNECT_TIMEOUT_S:g}") from error
     finally:
         channel.close()
+
+
+def retries_within(seconds: float, initial_backoff: int = _BACKOFF["initial_backoff"],
+                   backoff_multiplier: float = _BACKOFF["backoff_multiplier"],
+                   max_backoff: int = _BACKOFF["max_backoff"]) -> int:
+    """How many retries Spark Connect's backoff (ms: ``initial_backoff``, then each
+    ``backoff_multiplier`` times longer, at most ``max_backoff``) fits in ``seconds``.
+
+    >>> retries_within(30.0)   # 0.05 + 0.2 + 0.8 + 3.2 + 5 * 5 = 29.25 s
+    9
+    >>> retries_within(0.01)
+    0
+    """
+    waited, backoff, retries = 0.0, float(initial_backoff), 0
+    while waited + backoff <= seconds * 1000:
+        waited, backoff, retries = waited + backoff, min(max_backoff, backoff * backoff_multiplier), retries + 1
+    return retries
+
+
+def _bound_retries(spark: Any) -> None:
+    """The session's client gives up on a server that does not answer after about
+    :data:`SERVER_GONE_S` (the client adds up to half a second to each wait of 2 s or more)."""
+    settings = {**_BACKOFF, "max_retries": retries_within(SERVER_GONE_S)}
+    client = spark.client
+    if hasattr(client, "set_retry_policies"):  # Spark 4: policy objects
+        from pyspark.sql.connect.client.retries import DefaultPolicy
+
+        client.set_retry_policies([DefaultPolicy(**settings, max_server_retry_delay=int(SERVER_GONE_S * 1000))])
+    else:  # Spark 3.5: one dict, which each call's retry loop reads
+        client._retry_policy.update(settings)
+    # The error that ends the statement says it; pyspark's own warnings would say it first, without the server.
+    warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]")
+    warnings.filterwarnings("ignore", message="ReleaseExecute failed")
+
+
+def server_gone(error: BaseException | None) -> bool:
+    """Whether ``error``, or one it was raised from, is the Connect client giving up on a server
+    that stopped answering: retries exceeded (Spark 4), or gRPC's UNAVAILABLE (Spark 3.5's
+    client raises that after its last retry, in its own exception's text).
+
+    >>> server_gone(RuntimeError("<_MultiThreadedRendezvous: status = StatusCode.UNAVAILABLE ...>"))
+    True
+    >>> server_gone(ValueError("[KPLEX_NULL_KEY] ..."))
+    False
+    """
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if type(error).__name__ == "RetriesExceeded" or "StatusCode.UNAVAILABLE" in str(error):
+            return True
+        code = getattr(error, "code", None)
+        if callable(code) and getattr(code(), "name", None) == "UNAVAILABLE":
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
+def lost_reason(url: str, error: BaseException) -> str:
+    """Why a statement failed whose server stopped answering, in the words of
+    ``KPLEX_REMOTE_SESSION.LOST``: the server, how long the run waited, and gRPC's own cause."""
+    cause = error
+    while cause.__cause__ or cause.__context__:  # the innermost says what the channel met
+        cause = cause.__cause__ or cause.__context__  # type: ignore[assignment]
+    details = getattr(cause, "details", None)
+    text = details() if callable(details) else _first_line(cause)
+    template = " ".join(CONDITIONS["KPLEX_REMOTE_SESSION"]["subClass"]["LOST"]["message"])
+    return render_text(template, {"url": url, "cause": text, "seconds": f"{SERVER_GONE_S:g}"})
+
+
+def end_session(spark: Any, gone: bool) -> None:
+    """Releases the session on the server, which stays up. Where the server is gone, nothing is
+    released and nothing more retried: closing the channel waits for the client's background
+    releases of the statement, which would otherwise retry for :data:`SERVER_GONE_S` once more
+    (Spark 4 reads its policies' limits at each retry; 3.5's releases keep what they began with)."""
+    if gone:
+        spark.release_session_on_close = False  # Spark 4 releases on stop(); 3.5 never does
+        client = spark.client
+        if hasattr(client, "get_retry_policies"):
+            for policy in client.get_retry_policies():
+                policy.max_retries = 0
+        else:
+            client._retry_policy["max_retries"] = 0
+    spark.stop()
 
 
 def _first_line(error: BaseException) -> str:

@@ -33,10 +33,11 @@ from typing import Any, Callable, Mapping, TextIO
 from sqlglot import exp
 
 import kplex.sqltools.analysis as a
+from kplex.sqltools import remote as server
 from kplex.sqltools.bootstrap import ENV_VAR, resolve_bootstrap
 from kplex.sqltools.check import check_script, require_clean
 from kplex.sqltools.diagnostics import WARNING, format_diagnostics
-from kplex.sqltools.errors import no_bootstrap, session_unavailable, statement_failed
+from kplex.sqltools.errors import StatementFailed, no_bootstrap, session_unavailable, statement_failed
 from kplex.sqltools.script import DEFAULT_DIALECT, Script, Statement, read_script
 
 __all__ = ["StatementOutcome", "RunSummary", "run_file", "run_script", "spark_statements"]
@@ -130,21 +131,29 @@ def run_file(
     if session is None:
         address, _ = resolve_bootstrap(bootstrap, script.text)
         if on_server:
-            from kplex.sqltools.remote import remote_session
-
-            session = remote_session(remote, conf or {}, address, kafka_settings or {})
+            session = server.remote_session(remote, conf or {}, address, kafka_settings or {})
         elif address is None:
             raise no_bootstrap(script.path, ENV_VAR)
         else:
             # Credentials travel as the catalog's kafka.* settings.
             catalog = {f"spark.sql.catalog.kplex.kafka.{k}": v for k, v in (kafka_settings or {}).items()}
             session = _make_session(address, master, {**catalog, **(conf or {})}, spark_log_level)
-    try:
+    if not on_server:
         return run_script(script, session, out=out, progress=progress,
                           write_summary=write_summary or _session_write_summary)
+
+    def reason(error: BaseException) -> str:
+        return server.lost_reason(remote, error) if server.server_gone(error) else _reason(error)
+
+    gone = False
+    try:
+        return run_script(script, session, out=out, progress=progress,
+                          write_summary=write_summary or _session_write_summary, reason=reason)
+    except StatementFailed as failure:
+        gone = server.server_gone(failure.__cause__)
+        raise
     finally:
-        if on_server:
-            session.stop()  # releases the session on the server, which stays up
+        server.end_session(session, gone)
 
 
 def _make_session(bootstrap: str, master: str | None, conf: dict[str, str], log_level: str = "FATAL") -> Any:
@@ -193,13 +202,15 @@ def run_script(
     out: TextIO | None = None,
     progress: TextIO | None = None,
     write_summary: Callable[[Any], dict | None] = _session_write_summary,
+    reason: Callable[[BaseException], str] | None = None,
 ) -> RunSummary:
     """Run an already checked script statement by statement through ``spark``.
 
     ``write_summary(spark)`` tells what the last kplex write wrote
-    (``{"table", "rows", "rows_per_vp"}``); it is asked after each one.
+    (``{"table", "rows", "rows_per_vp"}``); it is asked after each one. ``reason(error)``
+    says why a statement failed (by default, :func:`_reason`).
     """
-    out, progress = out or sys.stdout, progress or sys.stderr
+    out, progress, reason = out or sys.stdout, progress or sys.stderr, reason or _reason
     texts = spark_statements(script)
     summary = RunSummary(script.path)
     begin = time.monotonic()
@@ -215,7 +226,7 @@ def run_script(
         except Exception as error:  # noqa: BLE001 - any failure stops the run, named
             summary.seconds = time.monotonic() - begin
             print(f"      FAILED after {time.monotonic() - started:.1f} s", file=progress, flush=True)
-            failure = statement_failed(script.path, statement.number, statement.line, statement.head, _reason(error))
+            failure = statement_failed(script.path, statement.number, statement.line, statement.head, reason(error))
             failure.summary = summary
             raise failure from error
         report = write_summary(spark) if write is not None else None
