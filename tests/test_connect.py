@@ -204,18 +204,31 @@ def test_kplex_sql_run_remote_on_a_port_that_is_not_spark_connect_says_so_in_sec
     assert time.monotonic() - started < 60
 
 
-def _end_offsets(bootstrap: str, topic: str) -> int:
-    """The records a topic's partitions hold, committed or not (their high watermarks: a
+class _HighWatermarks:
+    """The records a topic's partitions hold, committed or not: their high watermarks (a
     read_committed consumer, librdkafka's default, is told the last stable offsets instead)."""
-    from confluent_kafka import Consumer, TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "kplex-test-offsets",
-                         "isolation.level": "read_uncommitted"})
-    try:
-        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-        return sum(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in partitions)
-    finally:
-        consumer.close()
+    def __init__(self, bootstrap: str, topic: str):
+        from confluent_kafka import Consumer
+
+        self.topic = topic
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "kplex-test-offsets",
+                                  "isolation.level": "read_uncommitted"})
+
+    def __call__(self) -> int:
+        from confluent_kafka import KafkaException, TopicPartition
+
+        partitions = self.consumer.list_topics(self.topic, timeout=10).topics[self.topic].partitions
+        try:
+            return sum(self.consumer.get_watermark_offsets(TopicPartition(self.topic, p), timeout=10)[1]
+                       for p in partitions)
+        except KafkaException as error:  # a topic just made, whose partitions have no leader yet
+            if error.args[0].retriable() or error.args[0].name() in ("NOT_LEADER_FOR_PARTITION", "UNKNOWN_TOPIC_OR_PART"):
+                return 0
+            raise
+
+    def close(self) -> None:
+        self.consumer.close()
 
 
 def test_a_server_killed_during_a_files_insert_fails_the_run_in_seconds_and_the_file_run_again_writes_once(
@@ -240,18 +253,19 @@ def test_a_server_killed_during_a_files_insert_fails_the_run_in_seconds_and_the_
         run = subprocess.Popen([sys.executable, "-m", "kplex", "sql", "run", str(job), "--remote", url,
                                 "--bootstrap", bootstrap], cwd=tmp_path, env=env, text=True,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 240
-        while run.poll() is None and time.monotonic() < deadline:  # until the INSERT's records arrive
-            try:
-                if _end_offsets(bootstrap, target) > 0:
+        written = _HighWatermarks(bootstrap, target)
+        try:
+            deadline = time.monotonic() + 240
+            while run.poll() is None and time.monotonic() < deadline:  # until the INSERT's records arrive
+                if written() > 0:
                     break
-            except KeyError:  # the table's topic is not made yet
-                pass
-            time.sleep(0.02)
-        assert run.poll() is None, f"the run ended before the server could be killed mid-INSERT: {run.communicate()}"
-        kill_connect_server(port)
-        killed = time.monotonic()
-        sent = _end_offsets(bootstrap, target)
+                time.sleep(0.01)
+            assert run.poll() is None, f"the run ended before its server could be killed mid-INSERT: {run.communicate()}"
+            kill_connect_server(port)
+            killed = time.monotonic()
+            sent = written()
+        finally:
+            written.close()
         out, err = run.communicate(timeout=SERVER_GONE_S + 120)
         waited = time.monotonic() - killed
     assert run.returncode == 1, err[-4000:]
