@@ -208,9 +208,10 @@ def lost_reason(url: str, error: BaseException) -> str:
 
 def end_session(spark: Any, gone: bool) -> None:
     """Releases the session on the server, which stays up. Where the server is gone, nothing is
-    released and nothing more retried: closing the channel waits for the client's background
-    releases of the statement, which would otherwise retry for :data:`SERVER_GONE_S` once more
-    (Spark 4 reads its policies' limits at each retry; 3.5's releases keep what they began with)."""
+    released and nothing more retried: closing the session waits for the client's background
+    releases of the statement, which would otherwise retry for :data:`SERVER_GONE_S` once more.
+    Spark 4 reads its policies' limits at each retry; 3.5's releases keep the limits they began
+    with, so their channel is closed under them: a call on a closed channel is not retried."""
     if gone:
         spark.release_session_on_close = False  # Spark 4 releases on stop(); 3.5 never does
         client = spark.client
@@ -219,6 +220,7 @@ def end_session(spark: Any, gone: bool) -> None:
                 policy.max_retries = 0
         else:
             client._retry_policy["max_retries"] = 0
+            client._channel.close()
     spark.stop()
 
 
