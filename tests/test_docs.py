@@ -41,15 +41,37 @@ def _short_form_missing(token: str, doc_dir: Path) -> bool | None:
     return not any((root / (token + ext)).exists() for root in roots for ext in ("", ".java", ".py"))
 
 
+def anchors(markdown: str) -> set[str]:
+    """The anchors GitHub makes of a Markdown file's headings: lower case, what is neither a
+    word character, a space nor a hyphen left out, spaces made hyphens, a repeated one numbered."""
+    made: dict[str, int] = {}
+    fenced = False
+    for line in markdown.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        heading = None if fenced else re.match(r"^#{1,6} +(.+?) *#*$", line)
+        if heading:
+            slug = re.sub(r"[^\w\- ]", "", heading.group(1).lower()).replace(" ", "-")
+            made[slug] = made.get(slug, -1) + 1
+            if made[slug]:
+                made[f"{slug}-{made[slug]}"] = 0
+    return set(made)
+
+
 def names_missing(text: str, doc_dir: Path) -> list[str]:
-    """What a doc in doc_dir names that is not there: relative links, repository paths and the
+    """What a doc in doc_dir names that is not there: relative links (and the heading a link's
+    #anchor names, in the doc itself or in another Markdown file), repository paths and the
     short forms of code."""
     missing = []
     for target in LINK.findall(text):
-        if re.match(r"^(https?:|mailto:|#)", target):
+        if re.match(r"^(https?:|mailto:)", target):
             continue
-        if not (doc_dir / target.split("#")[0]).exists():
+        path, _, anchor = target.partition("#")
+        if path and not (doc_dir / path).exists():
             missing.append(f"link {target}")
+        elif anchor and (not path or path.endswith(".md")):
+            if anchor not in anchors((doc_dir / path).read_text() if path else text):
+                missing.append(f"anchor {target}")
     for path in PATH.findall(text):
         if not (ROOT / path.rstrip(".")).exists():
             missing.append(f"path {path}")
@@ -74,6 +96,10 @@ def test_the_path_check_resolves_short_forms_and_reports_a_wrong_name():
     assert names_missing("`kplex/no_such_module.py` `cli/nosuch`", docs) == [
         "code kplex/no_such_module.py", "code cli/nosuch"]
     assert names_missing("`contenders/common.py`", ROOT / "bench") == []
+    assert names_missing("[a](#no-such-heading) [b](sql.md#no-such-heading)", docs) == [
+        "anchor #no-such-heading", "anchor sql.md#no-such-heading"]
+    assert names_missing("# A `kplex` heading: V, P\n[a](#a-kplex-heading-v-p) [b](architecture.md#building-and-testing)",
+                         docs) == []
     assert names_missing("`org/apache/kafka` `bin/beeline` `META-INF/services` `held/<epoch>/`", docs) == []
 
 

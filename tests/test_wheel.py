@@ -65,6 +65,9 @@ def test_the_wheel_and_the_sdist_carry_every_module_the_jars_and_the_example_sql
     assert sorted(m for m in wheel if m.endswith(".jar")) == ["kplex/jars/kplex-spark-3.5.jar", "kplex/jars/kplex-spark.jar"]
     sources = {str(p.relative_to(ROOT / "python")) for p in (ROOT / "python" / "kplex").rglob("*.py")}
     assert sources <= set(wheel), sources - set(wheel)
+    # Every example under sql/ (python/kplex/sql links to it), the pipeline's spec and tables included.
+    examples = {"kplex/sql/" + str(p.relative_to(ROOT / "sql")) for p in (ROOT / "sql").rglob("*") if p.is_file()}
+    assert examples <= set(wheel), examples - set(wheel)
 
 
 def test_an_installed_wheel_runs_the_cli_and_writes_without_the_repository(venv, bootstrap, fresh_name, tmp_path):

@@ -49,6 +49,13 @@ def render() -> str:
         "The JVM plugin and `kplex sql check` read the same file. Precedence: a write or read option,",
         "then the table property, then the catalog option, then the session setting, then the default.",
         "",
+        "Besides these, two kinds of option are not kplex's own settings: `table`, the kplex table that",
+        "`spark.read`/`df.write.format(\"kplex\")` reads or writes, and any `kafka.*` setting, handed to",
+        "Kafka's clients without its prefix as in Spark's Kafka connector (`kafka.bootstrap.servers` is",
+        "required, as a catalog option or on the read or write; credentials:",
+        "[secured-kafka.md](secured-kafka.md)). kplex reads one of them itself, listed below:",
+        "`kafka.transaction.timeout.ms`.",
+        "",
         "| option | what it does | accepts | default | set as |",
         "| --- | --- | --- | --- | --- |",
     ]

@@ -226,8 +226,8 @@ public final class WriterLease implements AutoCloseable {
 
   /**
    * How often a claim with timeout {@code staleMs} is written again: a quarter of the
-   * timeout (a watcher sees about four beats before it would take the claim over), at least
-   * every {@link #RENEW_MS} and at most every 15 s. Each beat is a record in the commit log,
+   * timeout (a watcher sees about four beats before it would take the claim over), no more often
+   * than every {@link #RENEW_MS} and no less often than every 15 s. Each beat is a record in the commit log,
    * so a query's claim costs the log what its timeout asks, not a record a second.
    */
   static long beatEvery(long staleMs) {
