@@ -296,13 +296,27 @@ def test_a_broker_stopped_mid_write_loses_and_doubles_nothing(spark, source, boo
         target = fresh_name("failover")
         create(spark, target, catalog="kplex3")
         faults(sleep_ms=600)
-        threading.Timer(3.0, cluster.stop_broker, args=(1,)).start()
+        stopped: list[float | BaseException] = []
+
+        def stop() -> None:
+            began = time.monotonic()
+            try:
+                cluster.stop_broker(1)
+                stopped.append(began)
+            except BaseException as e:  # noqa: BLE001 - reported below, in the test's thread
+                stopped.append(e)
+        stopping = threading.Timer(3.0, stop)
+        stopping.start()
         sql = INSERT.format(catalog="kplex3", target=target, source=source)
         try:
             spark.sql(sql)
         except Exception:  # noqa: BLE001 - failing cleanly is allowed: nothing may be visible
             assert verify.read_topic(cluster.bootstrap, target) == []
             spark.sql(sql)
+        ended = time.monotonic()
+        stopping.join(120)
+        assert stopped and isinstance(stopped[0], float), f"the broker was not stopped: {stopped}"
+        assert stopped[0] < ended, "the broker was stopped after the write had ended"
         expected = verify.read_topic(bootstrap, source)
         report = verify.check_records(expected, verify.read_topic(cluster.bootstrap, target), 9, 3)
         assert report.ok, report.summary()

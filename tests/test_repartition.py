@@ -157,5 +157,7 @@ def test_order_headers_and_timestamps_spell_every_order_value_exactly(spark, boo
     create(spark, timed, 3, 3)
     spark.sql(f"INSERT INTO kplex.{timed} SELECT kplex_key(CAST(ms AS STRING)), kplex_order(timestamp_millis(ms)),"
               " CAST(CAST(ms AS STRING) AS BINARY) AS value FROM VALUES (0), (1), (1700000000123) AS t(ms)")
-    for r in verify.read_topic(bootstrap, timed):
+    records = verify.read_topic(bootstrap, timed)
+    assert sorted(int(r.value) for r in records) == [0, 1, 1700000000123]
+    for r in records:
         assert r.timestamp == int(r.value) and r.headers["kplex.order"] == r.value

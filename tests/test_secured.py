@@ -137,7 +137,7 @@ def test_every_path_works_with_exactly_the_readme_acls(spark, secured, tmp_path)
     assert spark.sql(f"SELECT count(*) FROM {cat}.{table}").first()[0] == ROWS
     assert spark.sql(f"SELECT count(*) FROM {cat}.{view}").first()[0] == ROWS
     described = {r[0]: r[1] for r in spark.sql(f"DESCRIBE TABLE EXTENDED {cat}.{table}").collect()}
-    assert "kplex.virtual_partitions" in " ".join(str(v) for v in described.values()) or described
+    assert "kplex.virtual_partitions" in " ".join(str(v) for v in described.values()), described
 
     # The CLI, with the credentials in a --kafka-config file (and none on the command line).
     config = properties_file(secured, "kplex", tmp_path / "kplex.properties")

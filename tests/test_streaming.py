@@ -296,9 +296,10 @@ print("DONE", flush=True)
 
 def run_driver(bootstrap: str, source: str, target: str, chk: Path, conf: dict[str, str],
                kill_after: float | None = None, starting: str = "earliest",
-               kill_when: Callable[[], bool] | None = None) -> subprocess.CompletedProcess | None:
+               kill_when: Callable[[], bool] | None = None) -> subprocess.CompletedProcess:
     """The streaming job in a driver of its own (AvailableNow, the last run: it releases all);
-    killed with SIGKILL after `kill_after` seconds, or once `kill_when()` holds."""
+    killed with SIGKILL after `kill_after` seconds, or once `kill_when()` holds (its return code
+    then -9; its output is not kept)."""
     code = STREAM_SCRIPT.format(bootstrap=bootstrap, source=source, target=target, chk=str(chk),
                                 conf=conf, select=list(SELECT), starting=starting)
     env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
@@ -311,8 +312,7 @@ def run_driver(bootstrap: str, source: str, target: str, chk: Path, conf: dict[s
         time.sleep(0.2)
     if proc.poll() is None:
         os.killpg(proc.pid, 9)  # the driver and its JVM, with SIGKILL: nothing runs on exit
-    proc.wait()
-    return None
+    return subprocess.CompletedProcess(proc.args, proc.wait(), "", "")
 
 
 def batches(chk: Path, kind: str) -> int:
@@ -344,9 +344,12 @@ def test_a_driver_killed_mid_stream_again_and_again_restarts_exactly_once_in_ord
     # that batch each time (planned, then about one and two task sleeps on).
     slow = {"spark.kplex.testing.sleep_ms": "300"}
     for lag in (0.0, 0.4, 0.8):
-        run_driver(bootstrap, source, target, chk, slow, kill_when=batch_in_flight_after_progress(chk, lag))
+        killed = run_driver(bootstrap, source, target, chk, slow, kill_when=batch_in_flight_after_progress(chk, lag))
+        assert killed.returncode == -9, f"the run killed {lag} s into a batch ended first"
+        assert batches(chk, "offsets") > batches(chk, "commits"), "killed with a batch in flight"
     # And once between two of an epoch's commits (the driver halts mid-commit).
-    run_driver(bootstrap, source, target, chk, {"spark.kplex.testing.halt_after_commits": "1"})
+    halted = run_driver(bootstrap, source, target, chk, {"spark.kplex.testing.halt_after_commits": "1"})
+    assert "DONE" not in halted.stdout, "the driver halted mid-commit"
     done = run_driver(bootstrap, source, target, chk, {})
     assert done is not None and "DONE" in done.stdout, done.stderr[-3000:]
     assert_exactly_once_in_order(bootstrap, source, target, 3_000)
