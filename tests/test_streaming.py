@@ -532,11 +532,12 @@ def test_a_broker_stopped_mid_stream_loses_and_doubles_nothing(spark, fresh_name
 
         spark.conf.set("spark.kplex.testing.sleep_ms", "200")
         try:
-            visible_at_stop: list[int] = []
+            visible_at_stop: list[int | str] = []
 
             def stop_mid_stream() -> None:
                 visible_at_stop.append(wait_for(1, cluster.bootstrap, target, 240))
                 cluster.stop_broker(1)
+                visible_at_stop.append("stopped")
 
             stopper = threading.Thread(target=stop_mid_stream)
             stopper.start()
@@ -545,7 +546,8 @@ def test_a_broker_stopped_mid_stream_loses_and_doubles_nothing(spark, fresh_name
             except Exception:  # noqa: BLE001 - failing is allowed; the restart must finish the job
                 pass
             stopper.join(300)
-            assert visible_at_stop and 1 <= visible_at_stop[0] < 3_000, visible_at_stop  # mid-stream
+            assert visible_at_stop[-1:] == ["stopped"], visible_at_stop
+            assert 1 <= visible_at_stop[0] < 3_000, visible_at_stop  # mid-stream
             run()  # from the checkpoint: nothing left to do, or what the failed run left
         finally:
             spark.conf.unset("spark.kplex.testing.sleep_ms")

@@ -110,7 +110,8 @@ public class ConfParserTest {
     wrong(KplexOptions.MAX_DELAY_MS, "-1", "option 'kplex.max_delay_ms' = '-1' is invalid: an integer >= 0 (milliseconds).");
     wrong(KplexOptions.MAX_DELAY_MS, "lots", "option 'kplex.max_delay_ms' = 'lots' is invalid: an integer >= 0 (milliseconds).");
     wrong(KplexOptions.WRITER_CLAIM_TIMEOUT_MS, "1999", "option 'kplex.writer_claim_timeout_ms' = '1999' is invalid:"
-        + " milliseconds >= 2000 (a claim is renewed every quarter of it, at least every second).");
+        + " milliseconds >= 2000 (a claim is renewed every quarter of it: no more often than once a second,"
+        + " at least every 15 s).");
     wrong(KplexOptions.MAX_OFFSETS_PER_TRIGGER, "0",
         "option 'maxOffsetsPerTrigger' = '0' is invalid: a number of offsets > 0 per micro-batch.");
     wrong(KplexOptions.IDLE_RELEASE_MS, "-5", "option 'idleReleaseMs' = '-5' is invalid: milliseconds > 0 (0: never).");
