@@ -1,13 +1,24 @@
-"""kplex.testing.datagen's record generator (no broker needed)."""
+"""kplex.testing.datagen's record generator (no broker needed), and, on the broker, what its
+clients leave behind."""
 
 from __future__ import annotations
 
+import gc
 import json
 from collections import Counter
 
 import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient
 
-from kplex.testing.datagen import ARTICLE_START_MS, PageviewsSummary, pageview_records, user_name
+from kplex.testing.datagen import (
+    ARTICLE_START_MS,
+    PageviewsSummary,
+    ensure_topic,
+    generate_pageviews,
+    pageview_records,
+    user_name,
+)
 
 
 def parsed(records: int, **options: object) -> list[dict]:
@@ -82,3 +93,22 @@ def test_the_summary_table_lists_records_per_partition() -> None:
         "          0        3",
         "          2        2",
     ]
+
+
+def test_no_client_is_left_alive_when_the_calls_return(bootstrap, fresh_name) -> None:
+    """A topic that does not exist yet is a failed DescribeTopics, whose exception's traceback
+    once kept the calls' frames, and the producer in them, in a cycle: the producer stayed
+    connected until Python's cycle collector ran, and reconnected, logging, once the broker
+    stopped. With the collector off, nothing the calls made is left when they return."""
+    topic = fresh_name("no_leak")
+    gc.collect()
+    before = {id(o) for o in gc.get_objects()}
+    gc.disable()
+    try:
+        summary = generate_pageviews(bootstrap, topic, 20, partitions=2)
+        assert ensure_topic(bootstrap, topic, 2) is False
+        left = [o for o in gc.get_objects() if isinstance(o, (Producer, AdminClient)) and id(o) not in before]
+    finally:
+        gc.enable()
+    assert summary.records == 20 and summary.created
+    assert left == []

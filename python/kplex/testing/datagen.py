@@ -171,12 +171,11 @@ def ensure_topic(
     if existing is None:
         if not create:
             raise ValueError(f"topic {topic!r} does not exist; create it or pass create=True.")
-        future = admin.create_topics(
-            [NewTopic(topic, num_partitions=partitions, replication_factor=-1)],
-            operation_timeout=timeout,
-        )[topic]
         try:
-            future.result(timeout=timeout)
+            admin.create_topics(
+                [NewTopic(topic, num_partitions=partitions, replication_factor=-1)],
+                operation_timeout=timeout,
+            )[topic].result(timeout=timeout)
         except KafkaException as e:
             if e.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
                 raise
@@ -209,11 +208,14 @@ def _partition_count(admin: AdminClient, topic: str, timeout: float) -> int | No
     """The topic's partition count, None if it does not exist.
 
     DescribeTopics, unlike a producer-side metadata request, never makes a
-    broker with ``auto.create.topics.enable`` create the topic.
+    broker with ``auto.create.topics.enable`` create the topic. No future is kept in a local
+    variable here or in :func:`ensure_topic`: a failed future keeps its exception, whose
+    traceback keeps the frame that holds the future, and that cycle would keep the callers'
+    frames too (a producer made after the call, until Python's cycle collector ran).
     """
-    future = admin.describe_topics(TopicCollection([topic]), request_timeout=timeout)[topic]
     try:
-        return len(future.result(timeout=timeout).partitions)
+        return len(admin.describe_topics(TopicCollection([topic]), request_timeout=timeout)[topic]
+                   .result(timeout=timeout).partitions)
     except KafkaException as e:
         if e.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
             return None
