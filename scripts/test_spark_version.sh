@@ -4,8 +4,8 @@
 # Thrift server and the wheel) against another Spark than the one in requirements.txt, e.g.
 # `bash scripts/test_spark_version.sh 3.5.7`: a virtual environment of its own with that
 # pyspark and the other requirements, running this checkout's kplex (kplex.jars() picks the
-# line's plugin jar), against the same kind of broker. scripts/test.sh runs it for every
-# extra version that kplex supports.
+# line's plugin jar), against the same kind of broker (of the Kafka version $KPLEX_KAFKA_VERSION
+# names, if set). scripts/test.sh runs it for every extra version that kplex supports.
 #
 # The environment is kept between runs, outside the checkout so that a fresh clone reuses
 # it: $KPLEX_CACHE_DIR (default ~/.cache/kplex)/venv-pyspark-<version>; pip runs again only

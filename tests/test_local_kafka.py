@@ -122,6 +122,31 @@ def test_a_transactional_producer_commits_and_readers_see_only_committed_records
     assert values == sorted(f"committed-{i}" for i in range(10))
 
 
+#: The Kafka 3 broker scripts/test.sh runs the Spark 3.5 line against (its default).
+KAFKA_3 = "3.6.2"
+
+
+@pytest.mark.parametrize("version", [KAFKA_3, None], ids=["kafka-3", "pinned"])
+def test_a_broker_runs_the_version_kplex_kafka_version_names_and_logs_it(
+        version: str | None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    pinned = re.search(r"^kafkaVersion=(\S+)$", (SCRIPTS.parent / "gradle.properties").read_text(), re.M)[1]
+    if version is None:
+        monkeypatch.delenv("KPLEX_KAFKA_VERSION", raising=False)
+    else:
+        monkeypatch.setenv("KPLEX_KAFKA_VERSION", version)
+    with LocalKafka(brokers=1, workdir=tmp_path / "broker") as cluster:
+        topic = new_topic(cluster.bootstrap, partitions=1)
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": f"tx-{topic}"})
+        producer.init_transactions(TIMEOUT_S)
+        producer.begin_transaction()
+        producer.produce(topic, b"committed")
+        producer.commit_transaction(TIMEOUT_S)
+        assert [r.value() for r in read_all(cluster.bootstrap, topic, partitions=1)] == [b"committed"]
+        # The broker's own word for what runs, Kafka 3's (reload4j) and 4's (log4j2) alike.
+        log = (tmp_path / "broker" / "node-0" / "logs" / "server.log").read_text()
+    assert re.findall(r"Kafka version: (\S+)", log) == [version or pinned]
+
+
 @pytest.mark.parametrize("hard", [False, True], ids=["sigterm", "kill-9"])
 def test_three_brokers_take_acks_all_writes_with_one_broker_down(three_brokers: LocalKafka, hard: bool) -> None:
     bootstrap = three_brokers.bootstrap

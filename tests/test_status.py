@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 import uuid
+import zipfile
 from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
@@ -269,10 +270,15 @@ def test_a_name_that_is_no_table_is_named_as_a_missing_topic_or_a_plain_one(spar
 
 
 def group_tool(bootstrap: str, *args: str) -> str:
-    """Kafka's own ``kafka-consumer-groups.sh`` (its class, from the broker's jars)."""
+    """Kafka's own ``kafka-consumer-groups.sh`` (its class, from the broker's jars: in kafka-tools
+    since Kafka 3.7, in the broker's own jar before, as on the Spark 3.5 line's Kafka 3.6)."""
     from kplex.testing.local_kafka import kafka_libs
 
-    done = subprocess.run(["java", "-cp", f"{kafka_libs()}/*", "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+    libs = kafka_libs()
+    tools = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
+    in_tools = any(tools.replace(".", "/") + ".class" in zipfile.ZipFile(jar).namelist()
+                   for jar in libs.glob("kafka-tools-*.jar"))
+    done = subprocess.run(["java", "-cp", f"{libs}/*", tools if in_tools else "kafka.admin.ConsumerGroupCommand",
                            "--bootstrap-server", bootstrap, *args], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout

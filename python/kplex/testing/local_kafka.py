@@ -1,7 +1,9 @@
 """A real Apache Kafka broker, or a small cluster, on this machine.
 
 Tests, the demo and the benchmarks run against the official ``kafka_2.13``
-jars of the version pinned as ``kafkaVersion`` in ``gradle.properties``. On
+jars of the version pinned as ``kafkaVersion`` in ``gradle.properties``, or of the
+one ``$KPLEX_KAFKA_VERSION`` names (``3.6.2``: scripts/test.sh runs the Spark 3.5 line
+against a Kafka 3 broker, as many of its users run one). On
 first use ``mvn`` resolves them from Maven Central (``scripts/kafka/pom.xml``)
 into ``${KPLEX_CACHE:-<repo>/.cache}/kafka-<version>/libs``; later runs reuse
 that directory. Each node runs in KRaft combined mode (broker and controller
@@ -121,11 +123,14 @@ def _excerpt(path: Path, errors: int = 5, last: int = 15) -> str:
 # --------------------------------------------------------------------- jars --
 
 def kafka_version() -> str:
-    """The Kafka version pinned as ``kafkaVersion`` in gradle.properties.
+    """The Kafka version the local brokers run: ``$KPLEX_KAFKA_VERSION`` if set, else the one
+    pinned as ``kafkaVersion`` in gradle.properties.
 
     >>> kafka_version()  # doctest: +SKIP
     '4.1.1'
     """
+    if os.environ.get("KPLEX_KAFKA_VERSION"):
+        return os.environ["KPLEX_KAFKA_VERSION"]
     properties = REPO / "gradle.properties"
     if not properties.is_file():
         raise KafkaSetupError(f"{properties} is missing: the local broker runs from a source checkout"
@@ -320,6 +325,10 @@ class _Node:
         return self.dir / "log4j2.properties"
 
     @property
+    def log4j1(self) -> Path:
+        return self.dir / "log4j.properties"
+
+    @property
     def server_log(self) -> Path:
         return self.dir / "logs" / "server.log"
 
@@ -355,9 +364,12 @@ class _Node:
         lines = [f"{key}={value}" for key, value in self.properties(brokers, voters, security).items()]
         self.config.write_text("\n".join(lines) + "\n")
         self.log4j.write_text(_LOG4J2.format(log=self.server_log))
+        self.log4j1.write_text(_LOG4J1.format(log=self.server_log))
 
     def java_command(self, libs: Path, heap: str, main: str, *args: str) -> list[str]:
-        return [_java(), heap, f"-Dlog4j2.configurationFile={self.log4j}", "-cp", f"{libs}/*", main, *args]
+        # Each logging library reads its own file: log4j2 (Kafka 4), reload4j (Kafka 3).
+        return [_java(), heap, f"-Dlog4j2.configurationFile={self.log4j}",
+                f"-Dlog4j.configuration={self.log4j1.as_uri()}", "-cp", f"{libs}/*", main, *args]
 
     def runs_as(self, pid: int) -> bool:
         """Whether ``pid`` is this node's JVM (not a recycled pid, not a zombie)."""
@@ -394,6 +406,17 @@ logger.request.name = kafka.request.logger
 logger.request.level = WARN
 logger.state.name = state.change.logger
 logger.state.level = WARN
+"""
+
+# Kafka 3 logs through reload4j (log4j 1.2's API): the same, in that library's words.
+_LOG4J1 = """\
+log4j.rootLogger=INFO, file
+log4j.appender.file=org.apache.log4j.FileAppender
+log4j.appender.file.File={log}
+log4j.appender.file.layout=org.apache.log4j.PatternLayout
+log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.kafka.request.logger=WARN
+log4j.logger.state.change.logger=WARN
 """
 
 
