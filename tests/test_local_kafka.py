@@ -6,8 +6,10 @@ shared broker: these tests stop brokers and start them again.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
+import sys
 import uuid
 from pathlib import Path
 from typing import Iterator
@@ -145,6 +147,21 @@ def test_a_broker_runs_the_version_kplex_kafka_version_names_and_logs_it(
         # The broker's own word for what runs, Kafka 3's (reload4j) and 4's (log4j2) alike.
         log = (tmp_path / "broker" / "node-0" / "logs" / "server.log").read_text()
     assert re.findall(r"Kafka version: (\S+)", log) == [version or pinned]
+
+
+def test_two_processes_resolving_one_version_at_once_run_maven_once_and_get_the_same_jars(tmp_path: Path) -> None:
+    # As CI's two streams may, each starting its first broker of the Kafka 3 version.
+    code = f"from kplex.testing.local_kafka import kafka_libs; print(kafka_libs({KAFKA_3!r}))"
+    env = {**os.environ, "KPLEX_CACHE": str(tmp_path)}
+    procs = [subprocess.Popen([sys.executable, "-c", code], env=env, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
+    outs = [proc.communicate(timeout=300) for proc in procs]
+    assert [proc.returncode for proc in procs] == [0, 0], outs
+    libs = tmp_path / f"kafka-{KAFKA_3}" / "libs"
+    assert [out.strip() for out, _ in outs] == [str(libs)] * 2
+    assert sum(f"resolving Kafka {KAFKA_3} jars" in err for _, err in outs) == 1, outs
+    assert any(libs.glob(f"kafka_2.13-{KAFKA_3}.jar"))
+    assert sorted(p.name for p in libs.parent.iterdir()) == ["libs", "resolve.lock"]  # no staging left
 
 
 @pytest.mark.parametrize("hard", [False, True], ids=["sigterm", "kill-9"])

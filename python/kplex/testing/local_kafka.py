@@ -55,6 +55,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import base64
+import fcntl
 import json
 import logging
 import os
@@ -147,7 +148,8 @@ def kafka_libs(version: str | None = None) -> Path:
 
     The cache root is ``$KPLEX_CACHE``, else ``<repo>/.cache``. A directory
     counts as complete only once it holds the marker written after a
-    successful ``dependency:copy-dependencies``.
+    successful ``dependency:copy-dependencies``; processes resolving the same
+    version at once take turns (a lock file beside it), so Maven runs once.
 
     >>> kafka_libs()  # doctest: +SKIP
     PosixPath('/work/main/.cache/kafka-4.1.1/libs')
@@ -159,6 +161,19 @@ def kafka_libs(version: str | None = None) -> Path:
     mvn = shutil.which("mvn")
     if mvn is None:
         raise KafkaSetupError("mvn is not on PATH; install Maven to resolve the Kafka broker jars")
+    libs.parent.mkdir(parents=True, exist_ok=True)
+    # One process resolves a version at a time (CI's two streams may both start its first broker);
+    # the others wait here and find the marker.
+    with open(libs.parent / "resolve.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (libs / COMPLETE_MARKER).is_file():
+            return libs
+        _resolve(mvn, version, libs)
+    return libs
+
+
+def _resolve(mvn: str, version: str, libs: Path) -> None:
+    """``mvn dependency:copy-dependencies`` into a staging directory, then moved to ``libs``."""
     staging = libs.with_name(f"libs.partial-{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
     _say(f"resolving Kafka {version} jars from Maven Central into {libs}")
@@ -172,13 +187,9 @@ def kafka_libs(version: str | None = None) -> Path:
         last = "\n".join(result.stdout.splitlines()[-30:])
         raise KafkaSetupError(f"mvn could not resolve the Kafka {version} jars (exit {result.returncode}):\n{last}")
     (staging / COMPLETE_MARKER).write_text(version + "\n")
-    if (libs / COMPLETE_MARKER).is_file():  # another process finished first
-        shutil.rmtree(staging, ignore_errors=True)
-    else:
-        shutil.rmtree(libs, ignore_errors=True)  # an interrupted earlier attempt
-        staging.rename(libs)
+    shutil.rmtree(libs, ignore_errors=True)  # an interrupted earlier attempt
+    staging.rename(libs)
     _say(f"resolved {sum(1 for _ in libs.glob('*.jar'))} jars in {time.monotonic() - started:.0f} s")
-    return libs
 
 
 def _java() -> str:
