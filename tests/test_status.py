@@ -276,8 +276,10 @@ def group_tool(bootstrap: str, *args: str) -> str:
 
     libs = kafka_libs()
     tools = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
-    in_tools = any(tools.replace(".", "/") + ".class" in zipfile.ZipFile(jar).namelist()
-                   for jar in libs.glob("kafka-tools-*.jar"))
+    in_tools = False
+    for jar in libs.glob("kafka-tools-*.jar"):
+        with zipfile.ZipFile(jar) as names:
+            in_tools |= tools.replace(".", "/") + ".class" in names.namelist()
     done = subprocess.run(["java", "-cp", f"{libs}/*", tools if in_tools else "kafka.admin.ConsumerGroupCommand",
                            "--bootstrap-server", bootstrap, *args], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
