@@ -13,7 +13,6 @@ import subprocess
 import sys
 import time
 import uuid
-import zipfile
 from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
@@ -272,15 +271,12 @@ def test_a_name_that_is_no_table_is_named_as_a_missing_topic_or_a_plain_one(spar
 def group_tool(bootstrap: str, *args: str) -> str:
     """Kafka's own ``kafka-consumer-groups.sh`` (its class, from the broker's jars: in kafka-tools
     since Kafka 3.7, in the broker's own jar before, as on the Spark 3.5 line's Kafka 3.6)."""
-    from kplex.testing.local_kafka import kafka_libs
+    from kplex.testing.local_kafka import kafka_libs, kafka_version
 
-    libs = kafka_libs()
-    tools = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
-    in_tools = False
-    for jar in libs.glob("kafka-tools-*.jar"):
-        with zipfile.ZipFile(jar) as names:
-            in_tools |= tools.replace(".", "/") + ".class" in names.namelist()
-    done = subprocess.run(["java", "-cp", f"{libs}/*", tools if in_tools else "kafka.admin.ConsumerGroupCommand",
+    major, minor = (int(part) for part in kafka_version().split(".")[:2])
+    tool = ("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand" if (major, minor) >= (3, 7)
+            else "kafka.admin.ConsumerGroupCommand")
+    done = subprocess.run(["java", "-cp", f"{kafka_libs()}/*", tool,
                            "--bootstrap-server", bootstrap, *args], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout
