@@ -3,8 +3,9 @@
 Aggregates ``jdk.ExecutionSample`` events (a sampled thread's stack every 10 ms
 with ``settings=profile``) into: samples per thread kind, the top frames by self
 time (overall and in Spark's task threads), samples per phase of the kplex write
-(read, JSON, sort/shuffle, kplex writer, Kafka producer), and the io.kplex methods
-by inclusive time.
+(read, JSON, sort/shuffle, kplex writer, Kafka producer), the io.kplex methods
+by inclusive time, and how the task threads' innermost frames ran (interpreted, compiled,
+inlined, native: a hot method left to the interpreter would show there).
 
     python bench/jfr_summary.py recording.jfr [FROM_EPOCH TO_EPOCH | EVENTLOG_DIR] > PROFILE.md
 
@@ -21,12 +22,13 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Sample", "read_samples", "report"]
+__all__ = ["Sample", "read_samples", "report", "top_frame_types"]
 
 _FRAME = re.compile(r"^\s+(\S.*?)(?:\s+line: \d+)?(?:\s+bci: \d+)?\s*$")
 _THREAD = re.compile(r'sampledThread = "(.*?)"')
 # "startTime = 02:10:26.718", local time; older JDKs add " (2026-11-22)".
 _START = re.compile(r"startTime = (\d\d):(\d\d):(\d\d(?:\.\d+)?)")
+_ISO = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)?")
 
 # A task's sample belongs to its stage (a map task writes shuffle files, a writer task runs
 # the V2 write), then to the first phase of that stage whose marker is on its stack: a phase
@@ -137,6 +139,58 @@ def read_samples(recording: Path, depth: int = 96,
     return samples
 
 
+def top_frame_types(recording: Path, window: tuple[float, float] | None = None) -> Counter[str]:
+    """How the innermost frame of each Spark task thread's sample ran, as the JVM recorded it
+    ("Interpreted", "JIT compiled", "Inlined", "Native"), from ``jfr print --json``: the text
+    form leaves the frame's type out."""
+    import json
+    printed = subprocess.run(
+        ["jfr", "print", "--json", "--stack-depth", "1", "--events", "jdk.ExecutionSample", str(recording)],
+        check=True, stdout=subprocess.PIPE, text=True).stdout
+    return count_top_frame_types(json.loads(printed)["recording"]["events"], window)
+
+
+def count_top_frame_types(events: list[dict], window: tuple[float, float] | None = None) -> Counter[str]:
+    """The top frames' types of the task threads' samples among ``jfr print --json``'s events.
+
+    >>> count_top_frame_types([
+    ...     {"values": {"startTime": "2026-12-05T10:40:13.5Z", "sampledThread": {"javaName": "Executor task launch worker for task 1.0"},
+    ...                 "stackTrace": {"frames": [{"type": "Interpreted"}]}}},
+    ...     {"values": {"startTime": "2026-12-05T10:40:13.6Z", "sampledThread": {"javaName": "main"},
+    ...                 "stackTrace": {"frames": [{"type": "Interpreted"}]}}}])
+    Counter({'Interpreted': 1})
+    """
+    types: Counter[str] = Counter()
+    for event in events:
+        values = event["values"]
+        thread = (values.get("sampledThread") or {}).get("javaName") or ""
+        frames = (values.get("stackTrace") or {}).get("frames") or []
+        if thread_kind(thread) != "Spark task threads" or not frames:
+            continue
+        if window and not window[0] <= iso_epoch(values["startTime"]) <= window[1]:
+            continue
+        types[frames[0].get("type") or "?"] += 1
+    return types
+
+
+def iso_epoch(text: str) -> float:
+    """Epoch seconds of ``jfr print --json``'s times (nanoseconds, and a zone, which Python
+    3.10's ``fromisoformat`` does not read).
+
+    >>> iso_epoch("1970-01-01T00:00:01.500000001Z"), iso_epoch("1970-01-01T01:00:02+01:00")
+    (1.500000001, 2.0)
+    """
+    m = _ISO.fullmatch(text)
+    if not m:
+        raise ValueError(f"not a time jfr prints: {text!r}")
+    zone = dt.timezone.utc
+    if m.group(3) and m.group(3) != "Z":
+        sign = -1 if m.group(3)[0] == "-" else 1
+        zone = dt.timezone(sign * dt.timedelta(hours=int(m.group(3)[1:3]), minutes=int(m.group(3)[4:6])))
+    whole = dt.datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S").replace(tzinfo=zone).timestamp()
+    return whole + float("0." + (m.group(2) or "0"))
+
+
 def thread_kind(name: str) -> str:
     if name.startswith("Executor task launch worker"):
         return "Spark task threads"
@@ -159,7 +213,7 @@ def _table(rows: list[tuple[str, int]], total: int, head: str) -> list[str]:
     return lines
 
 
-def report(samples: list[Sample], top: int = 25) -> str:
+def report(samples: list[Sample], top: int = 25, frame_types: Counter[str] | None = None) -> str:
     total = len(samples)
     out = [f"{total} execution samples (jdk.ExecutionSample: JFR's settings=profile takes one every 10 ms of "
            "a running Java thread; async-profiler's event=cpu one per interval of CPU time of any thread, "
@@ -171,6 +225,10 @@ def report(samples: list[Sample], top: int = 25) -> str:
     phases = Counter(phase(s.frames) for s in tasks)
     out += ["### Spark task threads by stage and phase (`phase`: the work where it is done)", ""]
     out += _table(phases.most_common(), len(tasks), "phase") + [""]
+
+    if frame_types:
+        out += ["### How the task threads' innermost frames ran (`top_frame_types`)", ""]
+        out += _table(frame_types.most_common(), sum(frame_types.values()), "frame type") + [""]
 
     self_tasks = Counter(method(s.frames[0]) for s in tasks if s.frames)
     out += ["### Top methods by self time, Spark task threads", ""]
@@ -228,4 +286,5 @@ if __name__ == "__main__":
         window = sql_window(Path(sys.argv[2]))
     else:
         window = None
-    print(report(read_samples(Path(sys.argv[1]), window=window)))
+    recording = Path(sys.argv[1])
+    print(report(read_samples(recording, window=window), frame_types=top_frame_types(recording, window)))
