@@ -14,7 +14,8 @@ MARK = "kplex-under-load-hog"
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads processes from /proc")
 
-# The inner test counts the running busy loops by their command line.
+# The inner test counts the running busy loops by their command line. One loop, not two: in CI the
+# other Spark lines' stream runs beside the main suite, and two loops would take both cores from it.
 INNER = f'''
 from pathlib import Path
 
@@ -29,8 +30,8 @@ def hogs():
     return found
 
 
-def test_two_hogs_run_beside_me():
-    assert hogs() == 2
+def test_the_hog_runs_beside_me():
+    assert hogs() == 1
 
 
 def test_{{outcome}}():
@@ -51,7 +52,7 @@ def hogs_running() -> int:
 def run(tmp_path: Path, outcome: str) -> subprocess.CompletedProcess:
     tests = tmp_path / f"test_inner_{outcome}.py"
     tests.write_text(INNER.format(outcome=outcome))
-    return subprocess.run([sys.executable, str(SCRIPT), "--rounds", "2", "--hogs", "2", "--logs",
+    return subprocess.run([sys.executable, str(SCRIPT), "--rounds", "2", "--hogs", "1", "--logs",
                            str(tmp_path / "logs"), "--", str(tests)],
                           capture_output=True, text=True, timeout=300)
 
