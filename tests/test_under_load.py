@@ -2,6 +2,7 @@
 /proc, not from the script), a failing round makes it exit 1, and no busy loop outlives it."""
 from __future__ import annotations
 
+import inspect
 import subprocess
 import sys
 from pathlib import Path
@@ -14,30 +15,6 @@ MARK = "kplex-under-load-hog"
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads processes from /proc")
 
-# The inner test counts the running busy loops by their command line. One loop, not two: in CI the
-# other Spark lines' stream runs beside the main suite, and two loops would take both cores from it.
-INNER = f'''
-from pathlib import Path
-
-
-def hogs():
-    found = 0
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            found += "{MARK}" in cmdline.read_bytes().decode(errors="replace")
-        except OSError:
-            pass
-    return found
-
-
-def test_the_hog_runs_beside_me():
-    assert hogs() == 1
-
-
-def test_{{outcome}}():
-    assert {{outcome!r}} == "passes"
-'''
-
 
 def hogs_running() -> int:
     found = 0
@@ -47,6 +24,26 @@ def hogs_running() -> int:
         except OSError:
             pass
     return found
+
+
+# The inner test counts the running busy loops by their command line, with the function above.
+# One loop, not two: in CI the other Spark lines' stream runs beside the main suite, and two loops
+# would take both cores from it.
+INNER = f'''
+from pathlib import Path
+
+MARK = {MARK!r}
+
+
+{inspect.getsource(hogs_running)}
+
+def test_the_hog_runs_beside_me():
+    assert hogs_running() == 1
+
+
+def test_{{outcome}}():
+    assert {{outcome!r}} == "passes"
+'''
 
 
 def run(tmp_path: Path, outcome: str) -> subprocess.CompletedProcess:
