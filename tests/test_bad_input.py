@@ -293,6 +293,12 @@ def test_a_topic_whose_partition_count_changed_is_refused(spark, bootstrap, tabl
     parameters = raised.value.getMessageParameters()
     assert parameters.get("topic") == table and "4" in parameters.values(), parameters
     assert verify.read_topic(bootstrap, table) == []
+    # A read says so too, naming the table, and nothing about writing.
+    with pytest.raises(errors.PartitionMismatchError) as read, translated():
+        spark.table(f"kplex.{table}").collect()
+    assert read.value.getMessageParameters() == {"topic": table, "partition_count": "4", "table": table,
+                                                 "expected": "3"}
+    assert "writ" not in str(read.value), str(read.value)
 
 
 def test_a_table_whose_topic_was_deleted_or_recreated_outside_kplex_says_so_and_starts_over_once_dropped(

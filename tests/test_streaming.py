@@ -581,6 +581,26 @@ def test_partitions_added_to_the_source_while_the_query_runs_are_read_from_their
     assert_exactly_once_in_order(bootstrap, source, target, 900)
 
 
+def test_a_kplex_table_streamed_whose_topic_was_given_more_partitions_fails_the_query_naming_it(
+        spark, bootstrap, fresh_name, tmp_path):
+    """As a batch read does (test_bad_input): the records on the added partition are on no
+    virtual partition's physical one, so the stream refuses to read the table at all."""
+    upstream, target = fresh_name("grown_upstream"), fresh_name("grown_target")
+    create(spark, upstream)
+    create(spark, target)
+    spark.sql(f"INSERT INTO kplex.{upstream} SELECT kplex_key(CAST(id % 7 AS STRING)), kplex_order(id),"
+              " CAST(CAST(id AS STRING) AS BINARY) FROM range(50)")
+    datagen.grow_topic(bootstrap, upstream, 4)
+    query = stream(spark, upstream, target, tmp_path / "chk").trigger(availableNow=True).start()
+    try:
+        query.awaitTermination(300)
+    except Exception:  # noqa: BLE001 - the error is read from query.exception() below
+        pass
+    error = str(query.exception())
+    assert "[KPLEX_PARTITION_MISMATCH]" in error and f"4 partitions but table {upstream} says 3" in error, error[:3000]
+    assert verify.read_topic(bootstrap, target, isolation="read_uncommitted") == []
+
+
 def end_offsets(bootstrap: str, topic: str, partitions: int = 3) -> list[int]:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "kplex-ends"})
     try:

@@ -233,6 +233,12 @@ public final class Errors {
     return error("PARTITION_MISMATCH.WRITE", "topic", topic, "partition_count", actual, "expected", expected);
   }
 
+  /** A read of kplex table {@code table}, whose topic no longer has the table's P partitions. */
+  public static KplexException partitionMismatchOnRead(String topic, int actual, String table, int expected) {
+    return error("PARTITION_MISMATCH.READ", "topic", topic, "partition_count", actual, "table", table,
+        "expected", expected);
+  }
+
   public static KplexException unreachable(String bootstrap, Throwable cause) {
     return error("UNREACHABLE.BROKER", cause, "bootstrap", bootstrap, "cause", said(cause));
   }

@@ -153,11 +153,16 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
   /**
    * The topic's partitions as the broker has them now (Admin, as Spark's Kafka source asks):
    * a consumer's {@code partitionsFor} answers from metadata up to metadata.max.age.ms old,
-   * so partitions added meanwhile would wait minutes to be read.
+   * so partitions added meanwhile would wait minutes to be read. A kplex table's topic must
+   * still have the table's P, as for a batch read ({@code KplexScan}).
    */
   private List<TopicPartition> partitions() {
     consumer();
     TopicDescription described = store.describe(conf.topic).orElseThrow(() -> conf.topicError(conf.topic, null));
+    if (conf.kind == ReadConf.Kind.DERIVED && described.partitions().size() != conf.physicalPartitions) {
+      throw Errors.partitionMismatchOnRead(conf.topic, described.partitions().size(), conf.table,
+          conf.physicalPartitions);
+    }
     List<TopicPartition> tps = new ArrayList<>();
     for (TopicPartitionInfo p : described.partitions()) tps.add(new TopicPartition(conf.topic, p.partition()));
     tps.sort(java.util.Comparator.comparingInt(TopicPartition::partition));

@@ -113,7 +113,7 @@ final class KplexScan implements Scan, Batch {
           break;
         case DERIVED:
           if (ranges.size() != conf.physicalPartitions) {
-            throw Errors.partitionMismatch(conf.topic, ranges.size(), conf.physicalPartitions);
+            throw Errors.partitionMismatchOnRead(conf.topic, ranges.size(), conf.table, conf.physicalPartitions);
           }
           for (int vp = 0; vp < conf.virtualPartitions; vp++) {
             if (vps == null || vps.contains(vp)) {

@@ -99,8 +99,9 @@ public class ScanPlanningTest {
     Optional<TableDefinition> def = Optional.of(TableDefinition.create("by_user",
         Map.of("kplex.virtual_partitions", "4", "kplex.physical_partitions", "2")));
     KplexException mismatch = assertThrows(KplexException.class, () -> plan("by_user", def, null));
-    assertTrue(mismatch.getMessage(), mismatch.getMessage().contains("by_user")
-        && mismatch.getMessage().contains("3") && mismatch.getMessage().contains("2"));
+    assertEquals("KPLEX_PARTITION_MISMATCH.READ", mismatch.getCondition());
+    assertEquals(Map.of("topic", "by_user", "partition_count", "3", "table", "by_user", "expected", "2"),
+        mismatch.getMessageParameters());
     KplexException unknown = assertThrows(KplexException.class,
         () -> plan("nowhere", Optional.empty(), null, "minPartitions", "1"));
     assertTrue(unknown.getMessage(), unknown.getMessage().contains("[KPLEX_UNKNOWN_TOPIC]")
