@@ -1,15 +1,17 @@
 package io.kplex.spark.conf;
 
 import static org.junit.Assert.assertEquals;
-import static org.junit.Assert.assertFalse;
 import static org.junit.Assert.assertTrue;
 import static org.junit.Assert.fail;
 
 import io.kplex.spark.errors.KplexException;
 import io.kplex.spark.spec.KplexOptions;
+import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
+import java.io.ObjectInputStream;
 import java.io.ObjectOutputStream;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import org.junit.Test;
 
@@ -97,9 +99,21 @@ public class WriteConfTest {
   @Test
   public void aWriteConfShipsToExecutors() throws Exception {
     WriteConf conf = new WriteConf(table(), CATALOG, Map.of(KplexOptions.NULL_KEY, "drop"));
-    try (ObjectOutputStream out = new ObjectOutputStream(new ByteArrayOutputStream())) {
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+    try (ObjectOutputStream out = new ObjectOutputStream(bytes)) {
       out.writeObject(conf);
     }
-    assertFalse(conf.nullKey == NullKeyPolicy.FAIL);
+    WriteConf shipped;
+    try (ObjectInputStream in = new ObjectInputStream(new ByteArrayInputStream(bytes.toByteArray()))) {
+      shipped = (WriteConf) in.readObject();
+    }
+    assertEquals(NullKeyPolicy.DROP, shipped.nullKey);
+    assertEquals(List.of(conf.table, conf.topic, conf.virtualPartitions, conf.physicalPartitions, conf.delivery,
+            conf.nullOrder, conf.maxDelayMs, conf.latePolicy, String.valueOf(conf.lateTopic), conf.claimTimeoutMs,
+            conf.maxHeldRecords, String.valueOf(conf.heldLocation), conf.kafka.producer()),
+        List.of(shipped.table, shipped.topic, shipped.virtualPartitions, shipped.physicalPartitions, shipped.delivery,
+            shipped.nullOrder, shipped.maxDelayMs, shipped.latePolicy, String.valueOf(shipped.lateTopic),
+            shipped.claimTimeoutMs, shipped.maxHeldRecords, String.valueOf(shipped.heldLocation),
+            shipped.kafka.producer()));
   }
 }

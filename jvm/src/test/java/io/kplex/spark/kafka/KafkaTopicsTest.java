@@ -105,7 +105,13 @@ public class KafkaTopicsTest {
       assertTrue("closed with its last lease", first.closed());
     }
     MockProducer<byte[], byte[]> second = clients.producers.get(1);
-    assertFalse(second.closed());
+    try (KafkaTopics e = new KafkaTopics(conf("p"), clients, Clock.SYSTEM)) {
+      assertSame(second, e.producer());
+      SharedClients.evictIdleSince(Long.MAX_VALUE);
+      assertFalse("leased: never closed for idleness", second.closed());
+    }
+    SharedClients.evictIdleSince(System.currentTimeMillis() - SharedClients.IDLE_MS);
+    assertFalse("unused for less than the idle time", second.closed());
     SharedClients.evictIdleSince(Long.MAX_VALUE);
     assertTrue("closed once unused", second.closed());
     try (KafkaTopics d = new KafkaTopics(conf("p"), clients, Clock.SYSTEM)) {

@@ -1,7 +1,9 @@
 package io.kplex.spark.read;
 
 import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertThrows;
 
+import io.kplex.spark.errors.KplexException;
 import java.util.Map;
 import java.util.TreeMap;
 import org.junit.Test;
@@ -38,9 +40,12 @@ public class StreamOffsetsTest {
     assertEquals("{\"views\":{\"0\":42}}", old.json());
   }
 
-  @Test(expected = io.kplex.spark.errors.KplexException.class)
-  public void aCheckpointOfAnotherTopicIsRefused() {
-    SourceOffset.parse("views", "{\"clicks\":{\"0\":1}}");
+  @Test
+  public void aCheckpointOfAnotherTopicIsRefusedNamingBoth() {
+    KplexException e = assertThrows(KplexException.class,
+        () -> SourceOffset.parse("views", "{\"clicks\":{\"0\":1}}"));
+    assertEquals("KPLEX_CHECKPOINT.ANOTHER_TOPIC", e.getCondition());
+    assertEquals(Map.of("offsets", "{\"clicks\":{\"0\":1}}", "topic", "views"), e.getMessageParameters());
   }
 
   private static Map<Integer, Long> map(long... values) {

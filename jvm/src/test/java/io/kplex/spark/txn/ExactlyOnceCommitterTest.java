@@ -147,7 +147,7 @@ public class ExactlyOnceCommitterTest {
   }
 
   @Test
-  public void aRetriableFailureIsTriedAgainWithAFreshProducerUntilItCommits() {
+  public void aRetriableFailureIsTriedAgainAfterABackoffUntilItCommits() {
     AtomicInteger attempts = new AtomicInteger();
     ExactlyOnceCommitter c = committer(task1Fails(
         () -> attempts.incrementAndGet() <= 3 ? new CoordinatorLoadInProgressException("loading") : null));
@@ -225,9 +225,11 @@ public class ExactlyOnceCommitterTest {
           && e.getMessage().contains("Nothing of it was committed"));
     }
     assertEquals(List.of(), committed);
+    assertEquals(List.of(), kafka.fenced);
     String report = committer(task1Fails(() -> null)).recover(taker());
     assertTrue(report, report.startsWith("removed the commit record of query query-1"));
     assertTrue(report, report.endsWith("fenced 2 open transactions"));
+    assertEquals(List.of(TASKS.get(0).id(), TASKS.get(1).id()), kafka.fenced.stream().sorted().toList());
     assertEquals(List.of(), committed);
     assertFalse(log().pending(TABLE).isPresent());
   }

@@ -9,6 +9,7 @@ import io.kplex.spark.kafka.CompactedTopic;
 import io.kplex.spark.kafka.KafkaTopics;
 import io.kplex.spark.time.ManualClock;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.After;
 import org.junit.Before;
 import org.junit.Test;
@@ -78,8 +79,12 @@ public class PendingCommitsTest {
     EpochMark mark = new EpochMark(TABLE, "q", 3, io.kplex.spark.time.EventTime.Marks.NONE, List.of());
     new CommitLog(topics).begin(TABLE, "q", List.of(), mark);
     PendingCommits pending = new PendingCommits(claims);
+    AtomicBoolean claimed = new AtomicBoolean();
+    kafka.afterWriting(TABLE, () -> claimed.set(kafka.latest(CommitLog.TOPIC).keySet().stream()
+        .anyMatch(k -> k.startsWith(WriterLease.prefix(TABLE)))));
     String report = finish(pending);
     assertTrue(report, report.startsWith("committed the 0 transactions of an interrupted commit (query q)"));
+    assertTrue("the record was ended under the table's writer claim", claimed.get());
     assertFalse(new CommitLog(topics).pending(TABLE).isPresent());
     assertEquals(3, new CommitLog(topics).lastEpoch(TABLE, "q").get().epoch());
     assertFalse("the claim it took is gone", kafka.latest(CommitLog.TOPIC).keySet().stream()

@@ -153,5 +153,8 @@ public class AtLeastOnceDataWriterTest {
     producer.errorNext(new TopicAuthorizationException(java.util.Set.of(WriterFixture.TOPIC)));
     KplexException e = assertThrows(KplexException.class, () -> w.write(row("b", 1L, "v")));
     assertEquals("NOT_AUTHORIZED", e.code());
+    assertEquals("WRITE", e.getMessageParameters().get("operation"));
+    assertEquals(WriterFixture.TOPIC, e.getMessageParameters().get("resource"));
+    assertTrue(e.getMessageParameters().toString(), e.getMessageParameters().containsKey("principal"));
   }
 }

@@ -18,6 +18,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.errors.NetworkException;
 import org.apache.kafka.common.errors.ProducerFencedException;
@@ -70,10 +71,12 @@ public class ExactlyOnceDataWriterTest {
     assertEquals(List.of(Duration.ZERO), producer.closes);
   }
 
-  @Test
+  @Test(timeout = 30_000)
   public void aTaskWithNoRowsCommitsWithoutWaitingForItsTransaction() throws Exception {
+    producer.initGate = new CountDownLatch(1);  // the transaction is still opening throughout
     KplexDataWriter w = writer();
     assertNull(((KplexCommitMessage) w.commit()).txn);
+    producer.initGate.countDown();
     w.close();
     assertEquals(List.of(Duration.ZERO), producer.closes);
   }
@@ -130,6 +133,8 @@ public class ExactlyOnceDataWriterTest {
     w.write(row("a", 1L, "v"));
     producer.abortTransactionException = new ProducerFencedException("fenced");
     w.abort();
-    assertFalse(producer.transactionAborted());
+    assertEquals("asked once, refused, and not thrown", 1, producer.aborts);
+    w.close();
+    assertEquals(1, producer.closes.size());
   }
 }

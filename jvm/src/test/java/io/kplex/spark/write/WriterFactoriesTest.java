@@ -2,6 +2,7 @@ package io.kplex.spark.write;
 
 import static io.kplex.spark.write.WriterFixture.conf;
 import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertNull;
 import static org.junit.Assert.assertTrue;
 
 import io.kplex.spark.time.EventTime;
@@ -13,6 +14,8 @@ import java.io.ObjectOutputStream;
 import java.util.List;
 import java.util.Map;
 import org.apache.hadoop.conf.Configuration;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.connector.write.DataWriter;
 import org.junit.Test;
 
 /**
@@ -59,9 +62,12 @@ public class WriterFactoriesTest {
     HeldRows held = new HeldRows(new Configuration(false), "/tmp/kplex-unused");
     StreamingWriterFactory f = new StreamingWriterFactory(conf("kplex.delivery", "at_least_once"),
         WriterFixture.COLUMNS, start(), held, 1, clients, new ManualClock(0));
-    EpochCommitMessage m = (EpochCommitMessage) f.createWriter(0, 1, 2).commit();
+    DataWriter<InternalRow> again = f.createWriter(0, 1, 2);
+    again.write(WriterFixture.row("a", 1L, "v"));
+    EpochCommitMessage m = (EpochCommitMessage) again.commit();
     assertEquals(null, m.written);
+    assertNull("no producer for a committed epoch's task", clients.settings);
+    assertTrue(clients.producer.history().isEmpty());
     assertTrue(f.createWriter(0, 1, 3) instanceof StreamingDataWriter);
-    assertTrue("no producer for a committed epoch's task", clients.producer.history().isEmpty());
   }
 }

@@ -10,6 +10,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CountDownLatch;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.producer.MockProducer;
@@ -89,6 +90,10 @@ final class WriterFixture {
     int flushes;
     /** If set, flush completes the first pending send with it (a send that fails while flushing). */
     RuntimeException failOnFlush;
+    /** If set, initTransactions waits for it (a broker slow to open the transaction). */
+    volatile CountDownLatch initGate;
+    /** Calls of abortTransaction, refused ones included. */
+    int aborts;
 
     Producing() {
       super(cluster(), false, new ByteArraySerializer(), new ByteArraySerializer());
@@ -113,6 +118,25 @@ final class WriterFixture {
     public void close(Duration timeout) {
       closes.add(timeout);
       super.close(timeout);
+    }
+
+    @Override
+    public void initTransactions() {
+      CountDownLatch gate = initGate;
+      if (gate != null) {
+        try {
+          gate.await();
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      }
+      super.initTransactions();
+    }
+
+    @Override
+    public synchronized void abortTransaction() {
+      aborts++;
+      super.abortTransaction();
     }
   }
 
