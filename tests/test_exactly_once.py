@@ -346,21 +346,31 @@ def test_an_exactly_once_insert_returns_only_once_its_records_are_visible(spark,
             assert stable[tp].result().offset == high[tp].result().offset > 0
 
 
-def test_the_producers_an_insert_prepares_for_its_commit_are_all_closed_after_it(spark, bootstrap, fresh_name):
+def test_the_producers_an_insert_prepares_for_its_commit_are_all_closed_after_it(
+        spark, bootstrap, fresh_name, faults):
     # The driver makes a producer per writer task while the tasks write (PreparedCommitters),
     # commits in them, then closes them in the background, and those no task used too: once
-    # the INSERT returned, no producer thread of the table's transactional ids stays.
+    # the INSERT returned, no producer thread of the table's transactional ids stays. While it
+    # runs (a writer task slowed by the test hook, seconds long), the same look finds them.
     table = fresh_name("prepared")
     spark.sql(f"CREATE TABLE kplex.{table} TBLPROPERTIES ('kplex.virtual_partitions' = '6',"
               " 'kplex.physical_partitions' = '3')")
-    spark.sql(f"INSERT INTO kplex.{table} SELECT kplex_key(CAST(id % 50 AS STRING)), kplex_order(id),"
-              " CAST(CAST(id AS STRING) AS BINARY) AS value FROM range(3000)")
     threads = spark._jvm.java.lang.Thread
 
     def left() -> list[str]:
         return sorted(t.getName() for t in threads.getAllStackTraces().keySet()
                       if f"kplex.{table}." in t.getName() or t.getName().startswith("kplex-prepared-committer"))
 
+    faults(sleep_ms=300)
+    insert = threading.Thread(target=spark.sql, args=(
+        f"INSERT INTO kplex.{table} SELECT kplex_key(CAST(id % 50 AS STRING)), kplex_order(id),"
+        " CAST(CAST(id AS STRING) AS BINARY) AS value FROM range(3000)",))
+    insert.start()
+    seen: set[str] = set()
+    while insert.is_alive():
+        seen.update(left())
+        time.sleep(0.1)
+    assert any(f"kplex.{table}." in name for name in seen), f"no producer thread of the table found: {seen}"
     deadline = time.monotonic() + 20
     while left() and time.monotonic() < deadline:
         time.sleep(0.2)

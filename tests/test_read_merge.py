@@ -58,6 +58,17 @@ def feed(partitions: list[list[tuple[int, bytes]]], delay: int, rng: random.Rand
     return out, late
 
 
+def late_by_the_rule(partitions: list[list[tuple[int, bytes]]], delay: int) -> set[tuple[int, int]]:
+    """The late rule above, worked out on each partition alone: (partition, offset) of each record
+    more than ``delay`` below the largest order before it on its partition."""
+    late = set()
+    for p, recs in enumerate(partitions):
+        for i, (order, _) in enumerate(recs):
+            if i and order < max(o for o, _ in recs[:i]) - delay:
+                late.add((p, i))
+    return late
+
+
 @pytest.mark.parametrize("seed", range(20))
 def test_any_interleaving_gives_the_sorted_non_late_records_and_the_same_late_ones(seed):
     rng = random.Random(seed)
@@ -73,6 +84,7 @@ def test_any_interleaving_gives_the_sorted_non_late_records_and_the_same_late_on
     again, late_again = feed(partitions, delay, random.Random(seed + 2000))
     assert (first, sorted(late)) == (again, sorted(late_again))
     late_set = set(late)
+    assert late_set == late_by_the_rule(partitions, delay)
     kept = [(o, v, p, i) for p, recs in enumerate(partitions) for i, (o, v) in enumerate(recs)
             if (p, i) not in late_set]
     assert first == sorted(kept)

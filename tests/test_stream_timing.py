@@ -169,6 +169,7 @@ def test_a_rate_limited_backlog_admits_the_partition_behind_in_event_time_first_
     assert catching_up == sorted(catching_up, reverse=True), f"held records per batch: {held}"
     got = verify.virtual_partition_sequences(verify.read_topic(bootstrap, target))
     assert got == verify.virtual_partition_sequences(verify.read_topic(bootstrap, inserted))
+    assert sum(len(seq) for seq in got.values()) == 2 * PER_PARTITION
 
 
 def test_a_backlog_drains_under_the_defaults_in_micro_batches_that_fit_a_short_transaction_timeout(
@@ -236,6 +237,7 @@ def test_past_the_held_cap_only_the_partition_that_holds_the_watermark_is_read(
     assert ends[-1] == {"0": PER_PARTITION, "1": PER_PARTITION}, ends
     got = verify.virtual_partition_sequences(verify.read_topic(bootstrap, target))
     assert got == verify.virtual_partition_sequences(verify.read_topic(bootstrap, inserted))
+    assert sum(len(seq) for seq in got.values()) == 2 * PER_PARTITION
 
 
 def test_past_the_held_cap_a_kplex_table_source_reads_only_the_physical_partition_of_the_slow_virtual_one(

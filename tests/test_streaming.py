@@ -367,6 +367,8 @@ def test_a_task_failing_after_its_rows_reached_the_broker_is_retried_without_dup
     finally:
         spark.conf.unset("spark.kplex.testing.fail_after_rows")
     assert_exactly_once_in_order(bootstrap, source, target, 2_000)
+    # The failed attempts did send their rows, and were aborted.
+    assert len(verify.read_topic(bootstrap, target, isolation="read_uncommitted")) > 2_000
 
 
 def test_a_bad_streaming_read_option_is_named(spark, fresh_name, bootstrap):

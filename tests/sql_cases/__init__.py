@@ -61,10 +61,12 @@ class Case:
         return self.input.with_name(self.input.stem + suffix)
 
     def assert_output(self, actual: str) -> None:
-        """Compare with the expectation (or write it when updating)."""
+        """Compare with the expectation; when updating, write it and fail if it changed (a run
+        that rewrote an expectation has checked nothing: review the diff and run again)."""
         actual = actual.rstrip("\n") + "\n"
-        if UPDATE:
+        if UPDATE and (not self.expected.exists() or self.expected.read_text(encoding="utf-8") != actual):
             self.expected.write_text(actual, encoding="utf-8")
+            pytest.fail(f"{self.expected} written: review it, then run again without KPLEX_UPDATE_CASES")
         assert self.expected.exists(), f"{self.expected} is missing: run with KPLEX_UPDATE_CASES=1 and review it"
         assert actual == self.expected.read_text(encoding="utf-8")
 
