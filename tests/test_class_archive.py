@@ -21,10 +21,6 @@ from kplex import class_archive
 from kplex.testing import verify
 
 LOCAL = "local[1]"
-# The real sessions ask the operating system which archive their JVM mapped.
-READS_PROC_MAPS = pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads /proc/<pid>/maps (Linux)")
-
-
 @pytest.fixture
 def archives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     directory = tmp_path / "archives"
@@ -268,7 +264,6 @@ def _session(bootstrap: str, table: str, directory: Path, *, before: str = "",
     return json.loads(line[len("MAPPED "):]), done.stdout + done.stderr
 
 
-@READS_PROC_MAPS
 def test_a_later_session_maps_the_archive_the_first_one_wrote_and_writes_the_same_records(
         bootstrap, fresh_name, tmp_path):
     directory = tmp_path / "archives"
@@ -291,7 +286,6 @@ def test_a_later_session_maps_the_archive_the_first_one_wrote_and_writes_the_sam
 JDWP = "-agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=127.0.0.1:0"
 
 
-@READS_PROC_MAPS
 def test_a_session_whose_jvm_runs_an_agent_starts_and_writes_no_archive(bootstrap, fresh_name, tmp_path):
     directory = tmp_path / "archives"
     table = fresh_name("archive_agent")
@@ -301,7 +295,6 @@ def test_a_session_whose_jvm_runs_an_agent_starts_and_writes_no_archive(bootstra
     assert sorted(int(r.value) for r in verify.read_topic(bootstrap, table)) == list(range(200))
 
 
-@READS_PROC_MAPS
 def test_a_jvm_that_will_not_start_to_write_an_archive_is_started_without_and_not_asked_again(
         bootstrap, fresh_name, tmp_path):
     # An option kplex does not know to keep the JDK from archiving: here the agent, with
@@ -327,7 +320,6 @@ def test_a_jvm_that_will_not_start_to_write_an_archive_is_started_without_and_no
     assert len(verify.read_topic(bootstrap, again)) == 200
 
 
-@READS_PROC_MAPS
 def test_a_session_that_records_its_jvm_keeps_its_recording(bootstrap, fresh_name, tmp_path):
     directory = tmp_path / "archives"
     recording = tmp_path / "driver.jfr"

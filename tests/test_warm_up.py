@@ -12,12 +12,8 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
-import pytest
 from confluent_kafka.admin import AdminClient
-
-READS_PROC = pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads /proc/<pid>/task (Linux)")
 
 SESSION = """
 import glob, json, sys, time
@@ -66,7 +62,6 @@ def _topics(bootstrap: str) -> set[str]:
     return set(AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=30).topics)
 
 
-@READS_PROC
 def test_a_fresh_session_connects_to_its_catalogs_brokers_before_any_statement_and_creates_nothing(
         bootstrap, fresh_name):
     metadata_topic = fresh_name("_warm_defs")
@@ -76,7 +71,6 @@ def test_a_fresh_session_connects_to_its_catalogs_brokers_before_any_statement_a
     assert metadata_topic not in _topics(bootstrap)
 
 
-@READS_PROC
 def test_with_the_warm_up_turned_off_the_first_statement_is_the_first_contact(bootstrap, fresh_name):
     seen = _session(bootstrap, fresh_name("_warm_defs_off"), warm_up=False, wait_s=5,
                     statement="SHOW TABLES IN kplex")
