@@ -6,7 +6,10 @@ so that a refused NULL fails the shuffle that feeds the writers):
 | key column        | order column       | null_key | null_order | clustered by                                   | sorted by (NULLS FIRST)          |
 | ----------------- | ------------------ | -------- | ---------- | ---------------------------------------------- | -------------------------------- |
 | kplex_key (BINARY)| kplex_order BIGINT | fail     | fail       | kplex_write_vpartition(key, 9, order, fail, fail, ...) | order, key, value        |
-| `key` STRING      | `order_value` TIMESTAMP | drop | first     | kplex_write_vpartition(key, 9, order, drop, first, ...) | order, kplex_key(key), value |
+| `key` STRING      | `order_value` TIMESTAMP | drop | first     | kplex_write_vpartition(key, 9, order, drop, first, ...) | kplex_write_order(order), kplex_key(key), value |
+
+A TIMESTAMP order sorts by its milliseconds (kplex_write_order), the order value the records
+carry, so that records of one millisecond go by key, then value, as a stream's held records do.
 """
 from __future__ import annotations
 
@@ -19,7 +22,8 @@ CASES = [
      {}, ("fail", "fail"), ["kplex_order(id)", "kplex_key(CAST(id AS STRING))", "value"]),
     ("CAST(id AS STRING) AS key, timestamp_millis(id) AS order_value, CAST('v' AS BINARY) AS value",
      {"null_key": "drop", "null_order": "first"}, ("drop", "first"),
-     ["order_value", "invoke(kplex.kplex_key(string).invoke(key))", "value"]),
+     ["invoke(kplex.kplex_write_order(timestamp).invoke(order_value))", "invoke(kplex.kplex_key(string).invoke(key))",
+      "value"]),
 ]
 
 

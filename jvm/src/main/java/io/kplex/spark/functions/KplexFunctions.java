@@ -53,6 +53,8 @@ public final class KplexFunctions {
   public static final String JSON = "kplex_json";
   /** Internal: the distribution every kplex write plans (see {@code write.WriteRequirements}). */
   public static final String WRITE_VPARTITION = "kplex_write_vpartition";
+  /** Internal: what a kplex write sorts a TIMESTAMP order by (see {@code write.WriteRequirements}). */
+  public static final String WRITE_ORDER = "kplex_write_order";
 
   /** Column metadata key naming the kplex function that produced a column. */
   public static final String ROLE = "kplex.function";
@@ -61,7 +63,7 @@ public final class KplexFunctions {
    * Every kplex function by name, in this order: {@code kplex_key}, {@code kplex_order},
    * {@code kplex_vpartition}, {@code kplex_json} ({@link KplexJson}),
    * {@code kplex_confluent_payload} and {@code kplex_confluent_schema_id} ({@link ConfluentWire})
-   * and the write's own {@code kplex_write_vpartition}. Built once and unmodifiable: the kplex catalog lists and
+   * and the write's own {@code kplex_write_vpartition} and {@code kplex_write_order}. Built once and unmodifiable: the kplex catalog lists and
    * loads them from it, {@link #register} and the session extensions register them.
    */
   public static final Map<String, UnboundFunction> ALL = functions();
@@ -85,6 +87,9 @@ public final class KplexFunctions {
         + " null_key, null_order, key_column, order_column) - kplex_vpartition(key, V) as a kplex write"
         + " plans it, refusing the NULL keys and orders its policies refuse before anything is written.",
         KplexFunctions::bindWriteVPartition));
+    all.put(WRITE_ORDER, new Unbound(WRITE_ORDER, "kplex_write_order(order) - the order value a kplex"
+        + " write sorts by and writes, of a TIMESTAMP or TIMESTAMP_NTZ: its epoch milliseconds, the"
+        + " microseconds dropped.", KplexFunctions::bindWriteOrder));
     return Collections.unmodifiableMap(all);
   }
 
@@ -174,6 +179,45 @@ public final class KplexFunctions {
     DataType[] types = new DataType[f.length];
     for (int i = 0; i < f.length; i++) types[i] = f[i].dataType();
     return new Scalar(WRITE_VPARTITION, types, DataTypes.IntegerType, true, new WriteVPartition(types));
+  }
+
+  /**
+   * The sort key of a write whose order is a TIMESTAMP (microseconds): its order value, the
+   * epoch milliseconds that the {@code kplex.order} header and the record's timestamp carry.
+   * Sorted on the microseconds themselves, records of one millisecond would go by their
+   * microseconds where a stream's held records and a read-time table go by key, then value.
+   */
+  static BoundFunction bindWriteOrder(StructType input) {
+    DataType type = single(input, WRITE_ORDER);
+    if (!(type instanceof TimestampType || type instanceof org.apache.spark.sql.types.TimestampNTZType)) {
+      throw Errors.unsupportedOrderType(WRITE_ORDER + "(" + input.fields()[0].name() + ")", type.sql());
+    }
+    return new MillisOrder(type);
+  }
+
+  /** kplex_write_order, called by Spark's generated code through its {@code invoke} method. */
+  public static final class MillisOrder implements ScalarFunction<Long> {
+    private static final long serialVersionUID = 1L;
+    private final DataType input;
+
+    MillisOrder(DataType input) {
+      this.input = input;
+    }
+
+    public long invoke(long micros) {
+      return Math.floorDiv(micros, 1000L);
+    }
+
+    @Override
+    public Long produceResult(InternalRow args) {
+      return args.isNullAt(0) ? null : invoke(args.getLong(0));
+    }
+
+    @Override public DataType[] inputTypes() { return new DataType[] {input}; }
+    @Override public DataType resultType() { return DataTypes.LongType; }
+    @Override public String name() { return WRITE_ORDER; }
+    @Override public String canonicalName() { return "kplex." + WRITE_ORDER + "(" + input.catalogString() + ")"; }
+    @Override public String toString() { return canonicalName(); }
   }
 
   /** The arguments of {@code kplex_write_vpartition}, by position, as {@code write.WriteRequirements} passes them. */

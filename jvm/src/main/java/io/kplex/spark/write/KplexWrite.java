@@ -11,6 +11,9 @@ import org.apache.spark.sql.connector.expressions.SortOrder;
 import org.apache.spark.sql.connector.write.BatchWrite;
 import org.apache.spark.sql.connector.write.RequiresDistributionAndOrdering;
 import org.apache.spark.sql.types.BinaryType;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.TimestampNTZType;
+import org.apache.spark.sql.types.TimestampType;
 
 /** A planned kplex write: its requirements on Spark, and the batch write that runs it. */
 final class KplexWrite implements RequiresDistributionAndOrdering {
@@ -40,8 +43,10 @@ final class KplexWrite implements RequiresDistributionAndOrdering {
     this.queryId = queryId;
     this.checkpoint = checkpoint;
     this.progress = progress;
+    DataType order = schema.type(schema.order);
     this.requirements = WriteRequirements.of(schema.name(schema.key),
         schema.type(schema.key) instanceof BinaryType, schema.name(schema.order),
+        order instanceof TimestampType || order instanceof TimestampNTZType,
         schema.name(schema.value), conf.virtualPartitions, conf.nullKey.wire(), conf.nullOrder.wire());
   }
 

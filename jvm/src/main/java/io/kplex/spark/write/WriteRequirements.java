@@ -46,17 +46,18 @@ final class WriteRequirements {
    * output of kplex_key), so the tie-break sorts the column itself rather than calling
    * kplex_key on both rows of every comparison.
    */
-  static WriteRequirements of(String keyColumn, boolean keyIsBytes, String orderColumn, String valueColumn,
-      int virtualPartitions, String nullKey, String nullOrder) {
+  static WriteRequirements of(String keyColumn, boolean keyIsBytes, String orderColumn, boolean orderInMicros,
+      String valueColumn, int virtualPartitions, String nullKey, String nullOrder) {
     Expression key = column(keyColumn);
     Expression order = column(orderColumn);
     Expression vp = Expressions.apply(KplexFunctions.WRITE_VPARTITION, key,
         Expressions.literal(virtualPartitions), order, Expressions.literal(nullKey),
         Expressions.literal(nullOrder), Expressions.literal(keyColumn), Expressions.literal(orderColumn));
     Expression keyBytes = keyIsBytes ? key : Expressions.apply(KplexFunctions.KEY, key);
+    Expression orderValue = orderInMicros ? Expressions.apply(KplexFunctions.WRITE_ORDER, order) : order;
     return new WriteRequirements(
         Distributions.clustered(new Expression[] {vp}),
-        new SortOrder[] {ascending(order), ascending(keyBytes), ascending(column(valueColumn))});
+        new SortOrder[] {ascending(orderValue), ascending(keyBytes), ascending(column(valueColumn))});
   }
 
   private static SortOrder ascending(Expression e) {

@@ -57,7 +57,8 @@ public class KplexFunctionsTest {
   @Test
   public void theFunctionsAreListedOnceInOrderAndCannotBeChanged() {
     assertEquals(List.of("kplex_key", "kplex_order", "kplex_vpartition", "kplex_json", "kplex_confluent_payload",
-        "kplex_confluent_schema_id", "kplex_write_vpartition"), List.copyOf(KplexFunctions.ALL.keySet()));
+        "kplex_confluent_schema_id", "kplex_write_vpartition", "kplex_write_order"),
+        List.copyOf(KplexFunctions.ALL.keySet()));
     for (var e : KplexFunctions.ALL.entrySet()) assertEquals(e.getKey(), e.getValue().name());
     UnboundFunction key = KplexFunctions.ALL.get(KplexFunctions.KEY);
     assertThrows(UnsupportedOperationException.class, () -> KplexFunctions.ALL.put("kplex_other", key));

@@ -24,6 +24,7 @@ import org.junit.Test;
  * BINARY (bytes)  | 1000 | drop     | first      || clustered(kplex_write_vpartition(key, 1000..)) | order, key, value
  * STRING          | 9    | fail     | drop       || clustered(kplex_write_vpartition(key, 9, ...)) | order, kplex_key(key), value
  * BIGINT          | 1    | drop     | fail       || clustered(kplex_write_vpartition(key, 1, ...)) | order, kplex_key(key), value
+ * STRING, TIMESTAMP order | 9 | fail | fail      || clustered(kplex_write_vpartition(key, 9, ...)) | kplex_write_order(order), kplex_key(key), value
  * </pre>
  * The distribution function carries V, the order column, both NULL policies and the
  * column names (for its errors); the tie-break sorts the key column itself only when it
@@ -45,11 +46,17 @@ public class WriteRequirementsTest {
   }
 
   private static void row(String key, boolean keyIsBytes, int v, String nullKey, String nullOrder) {
+    row(key, keyIsBytes, false, v, nullKey, nullOrder);
+  }
+
+  private static void row(String key, boolean keyIsBytes, boolean orderInMicros, int v, String nullKey,
+      String nullOrder) {
     String order = "kplex_order(viewtime)";
-    WriteRequirements r = WriteRequirements.of(key, keyIsBytes, order, "value", v, nullKey, nullOrder);
+    WriteRequirements r = WriteRequirements.of(key, keyIsBytes, order, orderInMicros, "value", v, nullKey, nullOrder);
     assertEquals(clustered(key, v, order, nullKey, nullOrder), r.distribution);
     Expression tieBreak = keyIsBytes ? col(key) : Expressions.apply(KplexFunctions.KEY, col(key));
-    assertArrayEquals(new SortOrder[] {asc(col(order)), asc(tieBreak), asc(col("value"))}, r.ordering);
+    Expression sortedOrder = orderInMicros ? Expressions.apply(KplexFunctions.WRITE_ORDER, col(order)) : col(order);
+    assertArrayEquals(new SortOrder[] {asc(sortedOrder), asc(tieBreak), asc(col("value"))}, r.ordering);
   }
 
   @Test
@@ -68,14 +75,19 @@ public class WriteRequirementsTest {
   }
 
   @Test
+  public void aTimestampOrderIsSortedByItsMillisecondsSoThatTiesGoByKeyThenValue() {
+    row("key", false, true, 9, "fail", "fail");
+  }
+
+  @Test
   public void aSingleVirtualPartitionStillClustersAndSorts() {
     row("id", false, 1, "drop", "fail");
   }
 
   @Test
   public void aDifferentVIsADifferentDistribution() {
-    WriteRequirements nine = WriteRequirements.of("k", true, "o", "value", 9, "fail", "fail");
-    WriteRequirements ten = WriteRequirements.of("k", true, "o", "value", 10, "fail", "fail");
+    WriteRequirements nine = WriteRequirements.of("k", true, "o", false, "value", 9, "fail", "fail");
+    WriteRequirements ten = WriteRequirements.of("k", true, "o", false, "value", 10, "fail", "fail");
     org.junit.Assert.assertNotEquals(nine.distribution, ten.distribution);
   }
 }
