@@ -85,6 +85,8 @@ def _python_key(case: dict[str, Any]) -> bytes:
         return canonical_key(bytes.fromhex(value))
     if kind == "struct":
         return canonical_key({name: v for name, _, v in value})
+    if kind.startswith("map<"):
+        return canonical_key(dict(value))
     return canonical_key(value)
 
 

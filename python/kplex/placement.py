@@ -13,7 +13,9 @@ producer with the default partitioner would.
 from __future__ import annotations
 
 import json
+import math
 import struct
+from decimal import Decimal
 from typing import Any
 
 __all__ = [
@@ -174,8 +176,11 @@ def canonical_key(value: Any) -> bytes:
     * ``int`` -> BIGINT, 8-byte big-endian (use :func:`canonical_int_key`
       for a column that is an INT on the Spark side)
     * anything else JSON can express (``dict``, ``list``, ``bool``,
-      ``float``, ...) -> compact JSON with sorted keys, UTF-8, non-ASCII
-      kept as is
+      ``float``, ...) -> compact JSON, UTF-8, non-ASCII kept as is, a
+      ``dict``'s keys (a struct's fields or a map's keys) sorted by code
+      point, an ``int`` or ``bool`` key by its JSON text, a ``float`` as
+      Java's ``Double.toString`` writes it (``1.5``, ``1.2345678E7``), as
+      Spark's DOUBLE is written
 
     ``None`` is an error: the contract has no NULL key by default.
 
@@ -185,6 +190,8 @@ def canonical_key(value: Any) -> bytes:
     '000000000000002a'
     >>> canonical_key({"b": 1, "a": [True, "ü"]}).decode()
     '{"a":[true,"ü"],"b":1}'
+    >>> canonical_key({10: 2.5e-05, 9: 12345678.0}).decode()
+    '{"10":2.5E-5,"9":1.2345678E7}'
     """
     if value is None:
         raise ValueError("a kplex key is never null; filter or replace null keys first.")
@@ -195,12 +202,51 @@ def canonical_key(value: Any) -> bytes:
     if isinstance(value, int) and not isinstance(value, bool):
         return canonical_bigint_key(value)
     try:
-        text = json.dumps(
-            value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-        )
+        text = _json(value)
     except (TypeError, ValueError) as e:
         raise TypeError(
             f"cannot make a kplex key of a {type(value).__name__}: {e}. "
             "Convert it to str, bytes, int, or a JSON-compatible dict/list first."
         ) from None
     return text.encode("utf-8")
+
+
+def _json(value: Any) -> str:
+    """Compact JSON as kplex_key writes a value that is not a STRING, INT, BIGINT or BINARY."""
+    if value is None or isinstance(value, (bool, str)):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return _java_double(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(_json(item) for item in value) + "]"
+    if isinstance(value, dict):
+        fields = sorted(((_field_name(k), v) for k, v in value.items()), key=lambda field: field[0])
+        return "{" + ",".join(json.dumps(name, ensure_ascii=False) + ":" + _json(v) for name, v in fields) + "}"
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+def _field_name(key: Any) -> str:
+    if isinstance(key, str):
+        return key
+    if isinstance(key, (bool, int, float)):
+        return _json(key)
+    raise TypeError(f"a {type(key).__name__} cannot name a field")
+
+
+def _java_double(value: float) -> str:
+    """A DOUBLE as Java's ``Double.toString`` writes it: the shortest digits that read back as
+    the same number, positional from 10^-3 up to 10^7, else ``d.dddE<n>``.
+
+    >>> [_java_double(x) for x in (0.001, 1234567.0, 1e7, 1e-05, -0.0, 1.5e300)]
+    ['0.001', '1234567.0', '1.0E7', '1.0E-5', '-0.0', '1.5E300']
+    """
+    if math.isnan(value) or math.isinf(value):
+        raise ValueError(f"{value} is not a JSON number")
+    if value == 0 or 1e-3 <= abs(value) < 1e7:
+        return repr(value)
+    shortest = Decimal(repr(abs(value)))
+    digits = "".join(map(str, shortest.as_tuple().digits)).rstrip("0") or "0"
+    sign = "-" if value < 0 else ""
+    return f"{sign}{digits[0]}.{digits[1:] or '0'}E{shortest.adjusted()}"

@@ -9,6 +9,7 @@ import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.catalyst.util.ArrayBasedMapData;
 import org.apache.spark.sql.catalyst.util.GenericArrayData;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
@@ -25,8 +26,12 @@ public class KeyBytesTest {
       case "bigint": return DataTypes.LongType;
       case "binary": return DataTypes.BinaryType;
       case "boolean": return DataTypes.BooleanType;
+      case "double": return DataTypes.DoubleType;
       case "array<string>": return DataTypes.createArrayType(DataTypes.StringType);
       case "array<bigint>": return DataTypes.createArrayType(DataTypes.LongType);
+      case "array<double>": return DataTypes.createArrayType(DataTypes.DoubleType);
+      case "map<string,bigint>": return DataTypes.createMapType(DataTypes.StringType, DataTypes.LongType);
+      case "map<bigint,string>": return DataTypes.createMapType(DataTypes.LongType, DataTypes.StringType);
       default: throw new IllegalArgumentException("no type " + name + " in this test");
     }
   }
@@ -40,6 +45,16 @@ public class KeyBytesTest {
       case "bigint": return value.asLong();
       case "binary": return HexFormat.of().parseHex(value.asText());
       case "boolean": return value.asBoolean();
+      case "double": return value.asDouble();
+      case "map<string,bigint>", "map<bigint,string>":
+        String[] kv = typeName.substring("map<".length(), typeName.length() - 1).split(",");
+        List<Object> keys = new ArrayList<>();
+        List<Object> values = new ArrayList<>();
+        for (JsonNode entry : value) {
+          keys.add(internal(kv[0], entry.get(0)));
+          values.add(internal(kv[1], entry.get(1)));
+        }
+        return new ArrayBasedMapData(new GenericArrayData(keys.toArray()), new GenericArrayData(values.toArray()));
       default:
         String element = typeName.substring("array<".length(), typeName.length() - 1);
         List<Object> items = new ArrayList<>();
