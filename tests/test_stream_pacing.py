@@ -293,6 +293,8 @@ def test_an_insert_into_a_table_holding_later_records_never_takes_a_virtual_part
     at_top = sum(1 for vp, values in verify.virtual_partition_sequences(before).items()
                  for v in values if json.loads(v)["viewtime"] == tops[vp])
     assert len(records) == 600 + at_top
+    summary = json.loads(spark.conf.get("kplex.last_write"))
+    assert (summary["rows"], summary["late"], summary["dropped"]) == (at_top, 600 - at_top, 600 - at_top), summary
     for vp, values in verify.virtual_partition_sequences(records).items():
         orders = [json.loads(v)["viewtime"] for v in values]
         assert orders == sorted(orders), f"virtual partition {vp} went back"

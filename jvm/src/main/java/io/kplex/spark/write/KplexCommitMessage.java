@@ -22,11 +22,14 @@ final class KplexCommitMessage implements WriterCommitMessage {
   final OffsetRanges reads;
   /** Rows skipped as written by another writer of the table before ({@code KplexDataWriter#skipping}). */
   final long alreadyWritten;
+  /** A batch write's records below what their virtual partition held, dropped or sent to the side topic. */
+  final long late;
 
   KplexCommitMessage(int partitionId, long[] rowsPerVp, long dropped, TaskTransaction txn, long[] lastOffsets,
-      long[] highs, OffsetRanges reads, long alreadyWritten) {
+      long[] highs, OffsetRanges reads, long alreadyWritten, long late) {
     this.reads = reads;
     this.alreadyWritten = alreadyWritten;
+    this.late = late;
     this.partitionId = partitionId;
     this.rowsPerVp = rowsPerVp;
     this.dropped = dropped;

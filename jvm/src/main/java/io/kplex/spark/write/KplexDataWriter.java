@@ -69,6 +69,8 @@ abstract sealed class KplexDataWriter implements DataWriter<InternalRow>
   private long rows;
   /** Late records sent to the side topic (in an exactly-once write, in the task's transaction too). */
   private long sideRows;
+  /** A batch write's late records, dropped or sent to the side topic ({@link #late}). */
+  private long late;
   /**
    * A batch write's floor per virtual partition: the largest order value the table holds
    * there (another writer's); a record below it is late. Null: none (a stream's gate judges).
@@ -266,9 +268,11 @@ abstract sealed class KplexDataWriter implements DataWriter<InternalRow>
     switch (conf.latePolicy) {
       case DROP:
         dropped++;
+        late++;
         return;
       case SIDE_TOPIC:
         sendLate(row, keyBytes, vp, orderValue, conf.lateTopic, null, -1, -1, null);
+        late++;
         return;
       default:
         throw Errors.lateStreamRecord(conf.table, KeyBytes.printable(keyBytes), orderValue, vp, false, floor[vp],
@@ -320,6 +324,6 @@ abstract sealed class KplexDataWriter implements DataWriter<InternalRow>
     }
     TaskTransaction txn = flushed();
     return new KplexCommitMessage(partitionId, rowsPerVp, dropped, txn, lastOffsets, highs, reads.ranges(),
-        alreadyWritten);
+        alreadyWritten, late);
   }
 }

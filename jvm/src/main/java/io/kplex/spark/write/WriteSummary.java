@@ -23,12 +23,14 @@ public final class WriteSummary {
     long[] perVp = new long[conf.virtualPartitions];
     long dropped = 0;
     long alreadyWritten = 0;
+    long late = 0;
     for (WriterCommitMessage m : messages) {
       if (m instanceof KplexCommitMessage) {
         KplexCommitMessage k = (KplexCommitMessage) m;
         for (int vp = 0; vp < perVp.length; vp++) perVp[vp] += k.rowsPerVp[vp];
         dropped += k.dropped;
         alreadyWritten += k.alreadyWritten;
+        late += k.late;
       }
     }
     ObjectNode node = new ObjectMapper().createObjectNode();
@@ -44,6 +46,7 @@ public final class WriteSummary {
     node.put("rows", rows);
     node.put("dropped", dropped);
     node.put("already_written", alreadyWritten);
+    node.put("late", late);
     last = node.toString();
     org.apache.spark.sql.SparkSession.getActiveSession().foreach(session -> {
       session.conf().set(SESSION_KEY, last);

@@ -22,7 +22,7 @@ public class EpochTallyTest {
       long lateAfterIdle, long[] times) {
     TaskTransaction txn = new TaskTransaction("t-" + partition, partition, (short) 0);
     KplexCommitMessage batch = new KplexCommitMessage(partition, rowsPerVp, 0, txn, lastOffsets, new long[0],
-        io.kplex.spark.txn.OffsetRanges.NONE, 0);
+        io.kplex.spark.txn.OffsetRanges.NONE, 0, 0);
     return new EpochCommitMessage(batch, heldFile, held, read, written, lateBehind, lateBelow, lateAfterIdle, times);
   }
 
@@ -85,9 +85,9 @@ public class EpochTallyTest {
   public void theCommitsBudgetCountsFromTheFirstTaskWithATransactionLessTheClockSkew() {
     long[] none = TaskTimes.none();
     KplexCommitMessage batch = new KplexCommitMessage(0, new long[] {1}, 0, new TaskTransaction("t-0", 0, (short) 0),
-        new long[] {3}, new long[0], io.kplex.spark.txn.OffsetRanges.NONE, 0);
+        new long[] {3}, new long[0], io.kplex.spark.txn.OffsetRanges.NONE, 0, 0);
     KplexCommitMessage other = new KplexCommitMessage(1, new long[] {1}, 0, new TaskTransaction("t-1", 1, (short) 0),
-        new long[] {4}, new long[0], io.kplex.spark.txn.OffsetRanges.NONE, 0);
+        new long[] {4}, new long[0], io.kplex.spark.txn.OffsetRanges.NONE, 0, 0);
     WriterCommitMessage[] epoch = {
         new EpochCommitMessage(batch, List.of(), 0, Map.of(), Map.of(), 0, 0, 0, none, Map.of(), 90_000, 0),
         new EpochCommitMessage(other, List.of(), 0, Map.of(), Map.of(), 0, 0, 0, none, Map.of(), 70_000, 0),
