@@ -63,8 +63,9 @@ public final class KplexFunctions {
    * Every kplex function by name, in this order: {@code kplex_key}, {@code kplex_order},
    * {@code kplex_vpartition}, {@code kplex_json} ({@link KplexJson}),
    * {@code kplex_confluent_payload} and {@code kplex_confluent_schema_id} ({@link ConfluentWire})
-   * and the write's own {@code kplex_write_vpartition} and {@code kplex_write_order}. Built once and unmodifiable: the kplex catalog lists and
-   * loads them from it, {@link #register} and the session extensions register them.
+   * and the write's own {@code kplex_write_vpartition} and {@code kplex_write_order}. Built once
+   * and unmodifiable: the kplex catalog lists and loads them from it, {@link #register} and the
+   * session extensions register them.
    */
   public static final Map<String, UnboundFunction> ALL = functions();
 

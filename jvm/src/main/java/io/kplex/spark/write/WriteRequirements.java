@@ -44,7 +44,9 @@ final class WriteRequirements {
   /**
    * {@code keyIsBytes}: the key column already holds canonical bytes (BINARY, e.g. the
    * output of kplex_key), so the tie-break sorts the column itself rather than calling
-   * kplex_key on both rows of every comparison.
+   * kplex_key on both rows of every comparison. {@code orderInMicros}: the order column is a
+   * TIMESTAMP (microseconds), sorted by its order value in milliseconds ({@code
+   * kplex_write_order}), so that records of one millisecond go by key, then value.
    */
   static WriteRequirements of(String keyColumn, boolean keyIsBytes, String orderColumn, boolean orderInMicros,
       String valueColumn, int virtualPartitions, String nullKey, String nullOrder) {
