@@ -176,11 +176,14 @@ def canonical_key(value: Any) -> bytes:
     * ``int`` -> BIGINT, 8-byte big-endian (use :func:`canonical_int_key`
       for a column that is an INT on the Spark side)
     * anything else JSON can express (``dict``, ``list``, ``bool``,
-      ``float``, ...) -> compact JSON, UTF-8, non-ASCII kept as is, a
-      ``dict``'s keys (a struct's fields or a map's keys) sorted by code
-      point, an ``int`` or ``bool`` key by its JSON text, a ``float`` as
-      Java's ``Double.toString`` writes it (``1.5``, ``1.2345678E7``), as
-      Spark's DOUBLE is written
+      ``float``, ...) -> compact JSON as the plugin's Jackson writes it,
+      UTF-8, non-ASCII kept as is, control characters as ``\\uXXXX`` in
+      upper-case hex: a ``dict`` as a Spark STRUCT (its fields sorted by
+      name, in UTF-16 order as Java sorts), an ``int`` or ``bool`` name by
+      its JSON text, a ``float`` as Java's ``Double.toString`` writes it
+      (``1.5``, ``1.2345678E7``). A Spark MAP is written differently only
+      for a key that is another key followed by a space or ``!``, or that
+      holds a quote, a backslash or a control character (docs/contract.md).
 
     ``None`` is an error: the contract has no NULL key by default.
 
@@ -211,10 +214,25 @@ def canonical_key(value: Any) -> bytes:
     return text.encode("utf-8")
 
 
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _json_string(text: str) -> str:
+    r"""A JSON string as Jackson writes it: the short escapes, other control characters as
+    ``\uXXXX`` in upper-case hex, everything else as is.
+
+    >>> _json_string('q"\x1f\n')
+    '"q\\"\\u001F\\n"'
+    """
+    return '"' + "".join(_ESCAPES.get(c) or (f"\\u{ord(c):04X}" if c < " " else c) for c in text) + '"'
+
+
 def _json(value: Any) -> str:
     """Compact JSON as kplex_key writes a value that is not a STRING, INT, BIGINT or BINARY."""
-    if value is None or isinstance(value, (bool, str)):
-        return json.dumps(value, ensure_ascii=False)
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    if isinstance(value, str):
+        return _json_string(value)
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
@@ -222,8 +240,8 @@ def _json(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return "[" + ",".join(_json(item) for item in value) + "]"
     if isinstance(value, dict):
-        fields = sorted(((_field_name(k), v) for k, v in value.items()), key=lambda field: field[0])
-        return "{" + ",".join(json.dumps(name, ensure_ascii=False) + ":" + _json(v) for name, v in fields) + "}"
+        fields = sorted(((_field_name(k), v) for k, v in value.items()), key=lambda f: f[0].encode("utf-16-be"))
+        return "{" + ",".join(_json_string(name) + ":" + _json(v) for name, v in fields) + "}"
     raise TypeError(f"{type(value).__name__} is not JSON")
 
 

@@ -474,8 +474,8 @@ LAST_WRITE_KEY = "kplex.last_write"
 def last_write_summary(spark: SparkSession) -> dict[str, Any] | None:
     """What the last committed kplex write of this session wrote (rows per virtual
     partition, rows dropped, records late (below what their virtual partition held: dropped
-    or sent to the side topic by the table's ``late_policy``), rows already written by
-    another writer of the table), or None. Works on Spark Connect too: the JVM keeps it in
+    or sent to the side topic by the table's ``late_policy``; one dropped counts in both),
+    rows already written by another writer of the table), or None. Works on Spark Connect too: the JVM keeps it in
     the session setting ``kplex.last_write`` (``SET kplex.last_write`` over JDBC).
 
     >>> last_write_summary(spark)  # doctest: +SKIP

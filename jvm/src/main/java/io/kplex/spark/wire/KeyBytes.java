@@ -39,8 +39,11 @@ import org.apache.spark.sql.types.TimestampType;
 /**
  * Canonical key bytes (docs/contract.md): chosen so that murmur2 of them matches what
  * Kafka's standard serializers produce. STRING is UTF-8, INT 4-byte and BIGINT 8-byte
- * big-endian, BINARY as is, anything else compact JSON with field names (a map's keys too)
- * sorted by code point; a DOUBLE as Java's {@code Double.toString} writes it.
+ * big-endian, BINARY as is, anything else compact JSON as Jackson writes it: a struct's
+ * fields sorted by name; a map's entries sorted by their keys' JSON text (a string key with
+ * its quotes), each key written as that text without the quotes (so escaped again); a DOUBLE
+ * as {@code Double.toString}. These bytes are on the wire (G1): a change would move existing
+ * keys to other virtual partitions, so python/kplex/placement.py follows them, not the reverse.
  */
 public final class KeyBytes {
   private KeyBytes() {}
@@ -97,7 +100,7 @@ public final class KeyBytes {
       StructField[] fields = struct.fields();
       List<Integer> byName = new ArrayList<>();
       for (int i = 0; i < fields.length; i++) byName.add(i);
-      byName.sort(Comparator.comparing(i -> fields[i].name(), KeyBytes::compareCodePoints));
+      byName.sort(Comparator.comparing(i -> fields[i].name()));
       gen.writeStartObject();
       for (int i : byName) {
         gen.writeFieldName(fields[i].name());
@@ -115,13 +118,15 @@ public final class KeyBytes {
     } else if (type instanceof MapType) {
       MapType mapType = (MapType) type;
       MapData map = (MapData) value;
-      TreeMap<String, Integer> sorted = new TreeMap<>(KeyBytes::compareCodePoints);
+      TreeMap<String, Integer> sorted = new TreeMap<>();
       for (int i = 0; i < map.numElements(); i++) {
-        sorted.put(fieldName(map.keyArray().get(i, mapType.keyType()), mapType.keyType()), i);
+        sorted.put(new String(json(map.keyArray().get(i, mapType.keyType()), mapType.keyType()),
+            StandardCharsets.UTF_8), i);
       }
       gen.writeStartObject();
       for (var e : sorted.entrySet()) {
-        gen.writeFieldName(e.getKey());
+        String k = e.getKey();
+        gen.writeFieldName(k.startsWith("\"") ? k.substring(1, k.length() - 1) : k);
         int i = e.getValue();
         ArrayData values = map.valueArray();
         write(gen, values.isNullAt(i) ? null : values.get(i, mapType.valueType()), mapType.valueType());
@@ -147,30 +152,6 @@ public final class KeyBytes {
     } else {
       gen.writeString(value.toString());
     }
-  }
-
-  /**
-   * A map key as a JSON field name: a STRING itself, anything else its JSON text, without the
-   * quotes of a JSON string (a date, a timestamp, base64 of a BINARY: none needs escaping).
-   */
-  private static String fieldName(Object key, DataType type) {
-    if (type instanceof StringType) return key.toString();
-    String text = new String(json(key, type), StandardCharsets.UTF_8);
-    return text.startsWith("\"") ? text.substring(1, text.length() - 1) : text;
-  }
-
-  /** Strings by code point, as Python sorts them (String.compareTo goes by UTF-16 unit). */
-  static int compareCodePoints(String a, String b) {
-    int i = 0;
-    int j = 0;
-    while (i < a.length() && j < b.length()) {
-      int x = a.codePointAt(i);
-      int y = b.codePointAt(j);
-      if (x != y) return Integer.compare(x, y);
-      i += Character.charCount(x);
-      j += Character.charCount(y);
-    }
-    return Integer.compare(a.length() - i, b.length() - j);
   }
 
   /** Key bytes as an error message shows them: quoted text if printable, else hex. */
