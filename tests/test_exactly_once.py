@@ -7,6 +7,7 @@ checks per-virtual-partition order (G2) in every case.
 """
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import signal
 import subprocess
@@ -362,14 +363,14 @@ def test_the_producers_an_insert_prepares_for_its_commit_are_all_closed_after_it
                       if f"kplex.{table}." in t.getName() or t.getName().startswith("kplex-prepared-committer"))
 
     faults(sleep_ms=300)
-    insert = threading.Thread(target=spark.sql, args=(
-        f"INSERT INTO kplex.{table} SELECT kplex_key(CAST(id % 50 AS STRING)), kplex_order(id),"
-        " CAST(CAST(id AS STRING) AS BINARY) AS value FROM range(3000)",))
-    insert.start()
-    seen: set[str] = set()
-    while insert.is_alive():
-        seen.update(left())
-        time.sleep(0.1)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        insert = pool.submit(spark.sql, f"INSERT INTO kplex.{table} SELECT kplex_key(CAST(id % 50 AS STRING)),"
+                             " kplex_order(id), CAST(CAST(id AS STRING) AS BINARY) AS value FROM range(3000)")
+        seen: set[str] = set()
+        while not insert.done():
+            seen.update(left())
+            time.sleep(0.1)
+        insert.result()  # the INSERT's own error, if it failed
     assert any(f"kplex.{table}." in name for name in seen), f"no producer thread of the table found: {seen}"
     deadline = time.monotonic() + 20
     while left() and time.monotonic() < deadline:

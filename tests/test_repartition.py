@@ -52,19 +52,22 @@ def test_insert_places_every_row_once_in_order_on_its_virtual_partition(
 def test_the_same_input_written_twice_gives_the_same_sequence_in_every_virtual_partition(
         spark, bootstrap, messy_pageviews, fresh_name):
     """G2's ties: order values in minutes make most records of a virtual partition tie, and the
-    second write spreads its rows over another number of shuffle partitions; the sequences,
-    read back with a plain consumer, are still the same."""
+    second write spreads its rows over 7 writer tasks where the first, merged by adaptive
+    execution, has one; the sequences, read back with a plain consumer, are still the same."""
     first, second = fresh_name("twice_a"), fresh_name("twice_b")
     coarse = INSERT.replace("AS BIGINT))", "AS BIGINT) DIV 60000)")
     assert coarse != INSERT
-    session_partitions = spark.conf.get("spark.sql.shuffle.partitions")
-    for target, shuffle_partitions in ((first, session_partitions), (second, "7")):
+    spread = {"spark.sql.shuffle.partitions": "7", "spark.sql.adaptive.coalescePartitions.enabled": "false"}
+    before = {key: spark.conf.get(key) for key in spread}
+    for target, settings in ((first, {}), (second, spread)):
         create(spark, target, 9, 3)
-        spark.conf.set("spark.sql.shuffle.partitions", shuffle_partitions)
+        for key, value in settings.items():
+            spark.conf.set(key, value)
         try:
             spark.sql(coarse.format(target=target, source=messy_pageviews))
         finally:
-            spark.conf.set("spark.sql.shuffle.partitions", session_partitions)
+            for key, value in before.items():
+                spark.conf.set(key, value)
     derived = [verify.read_topic(bootstrap, t) for t in (first, second)]
     assert [len(d) for d in derived] == [3_000, 3_000]
     orders = [(r.headers["kplex.vp"], r.headers["kplex.order"]) for r in derived[0]]

@@ -598,6 +598,8 @@ def test_a_kplex_table_streamed_whose_topic_was_given_more_partitions_fails_the_
         query.awaitTermination(300)
     except Exception:  # noqa: BLE001 - the error is read from query.exception() below
         pass
+    finally:
+        query.stop()
     error = str(query.exception())
     assert "[KPLEX_PARTITION_MISMATCH]" in error and f"4 partitions but table {upstream} says 3" in error, error[:3000]
     assert verify.read_topic(bootstrap, target, isolation="read_uncommitted") == []
