@@ -177,22 +177,7 @@ public class EventTimeTest {
       };
       List<Item<String>> held = new ArrayList<>();
       for (long o : new long[] {150, 180, 200, 205}) held.add(new Item<>(Long.toString(o), o, k(o), k(o), 0));
-      java.util.Iterator<Item<String>> cursor = held.iterator();
-      var head = new java.util.concurrent.atomic.AtomicReference<>(cursor.next());
-      EventTimeGate.Run<String> run = new EventTimeGate.Run<>() {
-        @Override public Item<String> head() {
-          return head.get();
-        }
-
-        @Override public void advance() {
-          head.set(cursor.hasNext() ? cursor.next() : null);
-        }
-      };
-      EventTimeGate<String> gate = (inPlace
-          ? new EventTimeGate<>(before, new int[] {0}, new int[0], DELAY, true, java.util.Collections.emptyIterator(),
-              List.of(run), EventTimeGate.inMemory(), out)
-          : new EventTimeGate<>(before, new int[] {0}, new int[0], DELAY, true, held, out))
-          .judgingHeld(payload -> payload.equals("150"));
+      EventTimeGate<String> gate = gate(before, held, inPlace, out).judgingHeld(payload -> payload.equals("150"));
       gate.commit();
       assertEquals(List.of("200", "205"), written);
       assertEquals(List.of("180:BELOW_WRITTEN<200"), late);
