@@ -178,3 +178,20 @@ def test_order_headers_and_timestamps_spell_every_order_value_exactly(spark, boo
     assert sorted(int(r.value) for r in records) == [0, 1, 1700000000123]
     for r in records:
         assert r.timestamp == int(r.value) and r.headers["kplex.order"] == r.value
+
+    # A DATE order is the epoch milliseconds of its midnight, UTC, whatever the session's zone.
+    dated = fresh_name("dated")
+    create(spark, dated, 3, 3)
+    zone = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "America/Los_Angeles")
+    try:
+        spark.sql(f"INSERT INTO kplex.{dated} SELECT kplex_key(d), kplex_order(CAST(d AS DATE)),"
+                  " CAST(d AS BINARY) AS value FROM VALUES ('1970-01-01'), ('2024-02-29'), ('1969-12-31') AS t(d)")
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", zone)
+    midnights = {"1970-01-01": 0, "2024-02-29": 1709164800000, "1969-12-31": -86400000}
+    records = verify.read_topic(bootstrap, dated)
+    assert {r.value.decode(): int(r.headers["kplex.order"]) for r in records} == midnights
+    for r in records:
+        if midnights[r.value.decode()] >= 0:
+            assert r.timestamp == midnights[r.value.decode()]
