@@ -341,3 +341,44 @@ def test_a_plan_that_loses_the_source_positions_says_so_in_its_progress(spark, b
     query = stream(spark, first, kept_table, tmp_path / "kept2", releaseAtEnd="true").trigger(availableNow=True).start()
     query.awaitTermination(300)
     assert {(p.sink.metrics or {}).get("sourcePositions") for p in recent_progress(query) if p.sink.metrics} == {"kept"}
+
+
+def test_a_partition_back_from_idle_with_records_below_what_their_virtual_partitions_hold_counts_them_late_after_idle(
+        spark, bootstrap, fresh_name, tmp_path):
+    """Partition 1 goes quiet past idleTimeoutMs while partition 0 carries every virtual
+    partition seconds further; partition 1 then comes back with records from just after its
+    last one: within the bound of its own partition, but below what their virtual partitions
+    hold. They are late for that reason (lateAfterIdle in the progress, nothing else), dropped
+    under late_policy drop, and none of them is in the table (read with a plain consumer)."""
+    source, target = fresh_name("back_src"), fresh_name("back_by_user")
+    datagen.ensure_topic(bootstrap, source, 2)
+    create(spark, target, delay_ms=1_000, **{"kplex.late_policy": "drop"})
+    query = (stream(spark, source, target, tmp_path / "chk", idleTimeoutMs="2000")
+             .trigger(processingTime="1 second").start())
+    stale = []
+    try:
+        with LiveProducer(bootstrap, source, {0, 1}) as producer:
+            time.sleep(5)
+            producer.partitions = {0}  # partition 1 goes quiet
+            time.sleep(0.5)
+            quiet_from = producer.last_viewtime
+            time.sleep(7)
+            back = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+            for i in range(producer.users):
+                value = json.dumps({"viewtime": quiet_from + i, "userid": f"User_{i}", "stale": True},
+                                   separators=(",", ":")).encode()
+                back.produce(source, key=b"Page_1", value=value, partition=1)
+                stale.append(value)
+            assert back.flush(30) == 0
+            time.sleep(5)
+        deadline = time.time() + 60
+        while sum(p.numInputRows for p in recent_progress(query)) < producer.sent + len(stale) and time.time() < deadline:
+            time.sleep(1)
+        assert query.exception() is None, query.exception()
+        metrics = [p.sink.metrics or {} for p in recent_progress(query)]
+    finally:
+        query.stop()
+    counted = {name: sum(int(m.get(name, "0")) for m in metrics)
+               for name in ("lateAfterIdle", "lateBelowWritten", "lateBehindPartition")}
+    assert counted == {"lateAfterIdle": len(stale), "lateBelowWritten": 0, "lateBehindPartition": 0}, counted
+    assert not set(stale) & {r.value for r in verify.read_topic(bootstrap, target)}
