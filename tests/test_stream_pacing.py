@@ -356,3 +356,37 @@ def test_microsecond_event_times_give_the_batch_inserts_sequence_however_held(sp
     ties = [(r.headers["kplex.vp"], r.headers["kplex.order"]) for r in records]
     assert len(set(ties)) < len(ties) * 0.9, "records share a millisecond in their virtual partition"
     assert sequences(bootstrap, streamed) == expected
+
+
+def test_a_null_order_ordered_first_ties_with_the_smallest_bigint_by_key_in_a_batch_and_a_stream(
+        spark, bootstrap, fresh_name, tmp_path):
+    """Under null_order = first a NULL order value is Long.MIN_VALUE, written so in kplex.order.
+    A BIGINT order of exactly that value is then a tie, broken by key, then value: the batch
+    INSERT and a stream that holds those records from one micro-batch to the next write the
+    same sequence, the one sorted by (order value, key, value) here, read with a plain consumer."""
+    smallest = -(2 ** 63)
+    source, inserted, streamed = fresh_name("nullfirst_src"), fresh_name("nullfirst_insert"), fresh_name("nullfirst_stream")
+    datagen.ensure_topic(bootstrap, source, 1)
+    first = [("u3", None), ("u1", smallest), ("u2", None), ("u0", smallest), ("u4", None), ("u1", None)]
+    rng = random.Random(11)
+    later = [(f"u{rng.randrange(5)}", datagen.ARTICLE_START_MS + i * 100) for i in range(40)]
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
+    values = []
+    for user, viewtime in first + later:
+        value = json.dumps({"viewtime": viewtime, "userid": user}, separators=(",", ":")).encode()
+        values.append((smallest if viewtime is None else viewtime, user.encode(), value))
+        producer.produce(source, value=value, partition=0)
+    assert producer.flush(30) == 0
+    expected = [value for _, _, value in sorted(values)]
+    for table in (inserted, streamed):
+        spark.sql(f"CREATE TABLE kplex.{table} TBLPROPERTIES ('kplex.virtual_partitions' = '1',"
+                  " 'kplex.physical_partitions' = '1', 'kplex.max_delay_ms' = '10000', 'kplex.null_order' = 'first')")
+    spark.sql(f"INSERT INTO kplex.{inserted} SELECT {', '.join(SELECT)} FROM kplex.{source}")
+    records = verify.read_topic(bootstrap, inserted)
+    assert [r.headers["kplex.order"] for r in records[:6]] == [str(smallest).encode()] * 6
+    assert sequences(bootstrap, inserted) == {0: expected}
+    query = available_now(spark, source, streamed, tmp_path / "chk", maxOffsetsPerTrigger="2", releaseAtEnd="true")
+    progress = [p for p in recent_progress(query) if p.numInputRows > 0]
+    assert len(progress) >= 3 and int(progress[0].sink.metrics.get("heldRecords", "0")) > 0
+    assert late(query) == 0
+    assert sequences(bootstrap, streamed) == {0: expected}

@@ -53,7 +53,10 @@ public final class KplexFunctions {
   public static final String JSON = "kplex_json";
   /** Internal: the distribution every kplex write plans (see {@code write.WriteRequirements}). */
   public static final String WRITE_VPARTITION = "kplex_write_vpartition";
-  /** Internal: what a kplex write sorts a TIMESTAMP order by (see {@code write.WriteRequirements}). */
+  /**
+   * Internal: what a kplex write sorts a TIMESTAMP order by, and an integral one under
+   * {@code null_order = first} (see {@code write.WriteRequirements}).
+   */
   public static final String WRITE_ORDER = "kplex_write_order";
 
   /** Column metadata key naming the kplex function that produced a column. */
@@ -90,7 +93,8 @@ public final class KplexFunctions {
         KplexFunctions::bindWriteVPartition));
     all.put(WRITE_ORDER, new Unbound(WRITE_ORDER, "kplex_write_order(order) - the order value a kplex"
         + " write sorts by and writes, of a TIMESTAMP or TIMESTAMP_NTZ: its epoch milliseconds, the"
-        + " microseconds dropped.", KplexFunctions::bindWriteOrder));
+        + " microseconds dropped; of an integral type: itself, a NULL as -9223372036854775808.",
+        KplexFunctions::bindWriteOrder));
     return Collections.unmodifiableMap(all);
   }
 
@@ -187,13 +191,21 @@ public final class KplexFunctions {
    * epoch milliseconds that the {@code kplex.order} header and the record's timestamp carry.
    * Sorted on the microseconds themselves, records of one millisecond would go by their
    * microseconds where a stream's held records and a read-time table go by key, then value.
+   * Of an integral order (a write under {@code null_order = first}): the value itself, and for
+   * a NULL the value the write gives it, {@link Long#MIN_VALUE}, so that a NULL ties with that
+   * value instead of sorting before it.
    */
   static BoundFunction bindWriteOrder(StructType input) {
     DataType type = single(input, WRITE_ORDER);
-    if (!(type instanceof TimestampType || type instanceof org.apache.spark.sql.types.TimestampNTZType)) {
+    if (type instanceof TimestampType || type instanceof org.apache.spark.sql.types.TimestampNTZType) {
+      return new MillisOrder(type);
+    }
+    OrderValues.Reader reader = OrderValues.readerFor(type);
+    if (reader == null) {
       throw Errors.unsupportedOrderType(WRITE_ORDER + "(" + input.fields()[0].name() + ")", type.sql());
     }
-    return new MillisOrder(type);
+    return new Scalar(WRITE_ORDER, new DataType[] {type}, DataTypes.LongType, true,
+        row -> row.isNullAt(0) ? Long.MIN_VALUE : reader.read(row, 0));
   }
 
   /** kplex_write_order, called by Spark's generated code through its {@code invoke} method. */

@@ -46,7 +46,12 @@ final class WriteRequirements {
    * output of kplex_key), so the tie-break sorts the column itself rather than calling
    * kplex_key on both rows of every comparison. {@code orderInMicros}: the order column is a
    * TIMESTAMP (microseconds), sorted by its order value in milliseconds ({@code
-   * kplex_write_order}), so that records of one millisecond go by key, then value.
+   * kplex_write_order}), so that records of one millisecond go by key, then value. Under
+   * {@code null_order = first} an integral order is sorted by {@code kplex_write_order} too,
+   * which gives a NULL the order value it is written with, {@link Long#MIN_VALUE}: a NULL and
+   * a BIGINT order of exactly that value are a tie, broken by key, then value, as a stream's
+   * held records and the contract break it (sorted NULLS FIRST, the NULL would go first
+   * whatever its key). A TIMESTAMP's milliseconds never reach that value.
    */
   static WriteRequirements of(String keyColumn, boolean keyIsBytes, String orderColumn, boolean orderInMicros,
       String valueColumn, int virtualPartitions, String nullKey, String nullOrder) {
@@ -56,7 +61,8 @@ final class WriteRequirements {
         Expressions.literal(virtualPartitions), order, Expressions.literal(nullKey),
         Expressions.literal(nullOrder), Expressions.literal(keyColumn), Expressions.literal(orderColumn));
     Expression keyBytes = keyIsBytes ? key : Expressions.apply(KplexFunctions.KEY, key);
-    Expression orderValue = orderInMicros ? Expressions.apply(KplexFunctions.WRITE_ORDER, order) : order;
+    boolean orderValued = orderInMicros || nullOrder.equals("first");
+    Expression orderValue = orderValued ? Expressions.apply(KplexFunctions.WRITE_ORDER, order) : order;
     return new WriteRequirements(
         Distributions.clustered(new Expression[] {vp}),
         new SortOrder[] {ascending(orderValue), ascending(keyBytes), ascending(column(valueColumn))});

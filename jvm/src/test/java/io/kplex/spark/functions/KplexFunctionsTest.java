@@ -99,4 +99,21 @@ public class KplexFunctionsTest {
     StructType two = new StructType().add("_0", DataTypes.StringType).add("_1", DataTypes.IntegerType);
     assertThrows(UnsupportedOperationException.class, () -> f.bind(two));
   }
+
+  private static Object writeOrder(org.apache.spark.sql.types.DataType type, Object value) {
+    BoundFunction f = KplexFunctions.ALL.get(KplexFunctions.WRITE_ORDER).bind(new StructType().add("o", type));
+    return ((ScalarFunction<?>) f).produceResult(new GenericInternalRow(new Object[] {value}));
+  }
+
+  @Test
+  public void theWritesOrderIsTheOrderValueANullIsTheSmallestAndOtherTypesAreRefused() {
+    assertEquals(-1L, writeOrder(DataTypes.TimestampType, -1L));
+    assertEquals(1_700_000_000_123L, writeOrder(DataTypes.TimestampType, 1_700_000_000_123_999L));
+    assertEquals(Long.MIN_VALUE, writeOrder(DataTypes.LongType, null));
+    assertEquals(Long.MIN_VALUE, writeOrder(DataTypes.LongType, Long.MIN_VALUE));
+    assertEquals(-7L, writeOrder(DataTypes.IntegerType, -7));
+    assertEquals(Long.MIN_VALUE, writeOrder(DataTypes.IntegerType, null));
+    KplexException e = assertThrows(KplexException.class, () -> writeOrder(DataTypes.StringType, null));
+    assertTrue(e.getMessage(), e.getMessage().contains("kplex_write_order(o)") && e.getMessage().contains("STRING"));
+  }
 }

@@ -46,16 +46,17 @@ public class WriteRequirementsTest {
   }
 
   private static void row(String key, boolean keyIsBytes, int v, String nullKey, String nullOrder) {
-    row(key, keyIsBytes, false, v, nullKey, nullOrder);
+    row(key, keyIsBytes, false, v, nullKey, nullOrder, false);
   }
 
+  /** {@code sortedByOrderValue}: the rows are expected sorted by kplex_write_order(order), not the column. */
   private static void row(String key, boolean keyIsBytes, boolean orderInMicros, int v, String nullKey,
-      String nullOrder) {
+      String nullOrder, boolean sortedByOrderValue) {
     String order = "kplex_order(viewtime)";
     WriteRequirements r = WriteRequirements.of(key, keyIsBytes, order, orderInMicros, "value", v, nullKey, nullOrder);
     assertEquals(clustered(key, v, order, nullKey, nullOrder), r.distribution);
     Expression tieBreak = keyIsBytes ? col(key) : Expressions.apply(KplexFunctions.KEY, col(key));
-    Expression sortedOrder = orderInMicros ? Expressions.apply(KplexFunctions.WRITE_ORDER, col(order)) : col(order);
+    Expression sortedOrder = sortedByOrderValue ? Expressions.apply(KplexFunctions.WRITE_ORDER, col(order)) : col(order);
     assertArrayEquals(new SortOrder[] {asc(sortedOrder), asc(tieBreak), asc(col("value"))}, r.ordering);
   }
 
@@ -66,7 +67,13 @@ public class WriteRequirementsTest {
 
   @Test
   public void policiesAndVTravelInTheDistributionFunction() {
-    row("kplex_key(userid)", true, 1000, "drop", "first");
+    row("kplex_key(userid)", true, false, 1000, "drop", "first", true);
+  }
+
+  @Test
+  public void anIntegralOrderUnderNullOrderFirstIsSortedByItsOrderValueSoThatANullTiesWithTheSmallest() {
+    row("key", false, false, 9, "fail", "first", true);
+    row("key", false, true, 9, "fail", "first", true);
   }
 
   @Test
@@ -76,7 +83,7 @@ public class WriteRequirementsTest {
 
   @Test
   public void aTimestampOrderIsSortedByItsMillisecondsSoThatTiesGoByKeyThenValue() {
-    row("key", false, true, 9, "fail", "fail");
+    row("key", false, true, 9, "fail", "fail", true);
   }
 
   @Test
