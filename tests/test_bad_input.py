@@ -517,3 +517,49 @@ def test_null_keys_can_be_dropped_by_policy(spark, bootstrap, fresh_name):
               f" {GOOD_ORDER}, {VALUE} FROM range(20)")
     keys = sorted(int(r.key) for r in verify.read_topic(bootstrap, name))
     assert keys == [i for i in range(20) if i % 5 != 0]
+
+
+def test_a_table_is_made_only_on_a_topic_free_for_it_so_drop_table_never_deletes_someone_elses_records(
+        spark, bootstrap, fresh_name):
+    """CREATE TABLE takes a new topic, or an existing one nobody wrote (DROP TABLE deletes it).
+    Kafka's and kplex's own topics, another table's topic and a topic with records are refused,
+    naming table and topic, and nothing is stored: the topic keeps its records, the name stays free."""
+    plain = fresh_name("plain")
+    datagen.ensure_topic(bootstrap, plain, 3)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(5):
+        producer.produce(plain, key=str(i).encode(), value=b"theirs", partition=i % 3)
+    assert producer.flush(30) == 0
+    owner = fresh_name("owner")
+    spark.sql(f"CREATE TABLE kplex.{owner} TBLPROPERTIES ('kplex.virtual_partitions' = '3',"
+              " 'kplex.physical_partitions' = '3')")
+    cases = [(plain, "the topic exists and has been written (end offsets {0=2, 1=2, 2=1})"),
+             (owner, f"it is the topic of kplex table {owner}."),
+             ("_kplex_tables", "it holds kplex's table definitions."),
+             ("_kplex_commits", "it is kplex's commit log."),
+             ("__consumer_offsets", "it is Kafka's own.")]
+    for topic, why in cases:
+        table = fresh_name("taker")
+        with pytest.raises(errors.TopicInUseError) as raised, translated():
+            spark.sql(f"CREATE TABLE kplex.{table} TBLPROPERTIES ('kplex.virtual_partitions' = '3',"
+                      f" 'kplex.physical_partitions' = '3', 'kplex.topic' = '{topic}')")
+        assert str(raised.value).startswith(f"[KPLEX_TOPIC_IN_USE] table {table} cannot use topic '{topic}': {why}"), (
+            raised.value)
+        assert not spark.sql(f"SHOW TABLES IN kplex LIKE '{table}'").collect()
+    assert sorted(int(r.key) for r in verify.read_topic(bootstrap, plain)) == [0, 1, 2, 3, 4]
+    spark.sql(f"INSERT INTO kplex.{owner} SELECT {GOOD_KEY}, {GOOD_ORDER}, {VALUE} FROM range(4)")
+    assert len(verify.read_topic(bootstrap, owner)) == 4
+    # A topic made empty for the table (by an admin, or by a CREATE TABLE cut short) is taken,
+    # and DROP TABLE deletes it with the table.
+    empty, table = fresh_name("empty"), fresh_name("on_empty")
+    datagen.ensure_topic(bootstrap, empty, 3)
+    spark.sql(f"CREATE TABLE kplex.{table} TBLPROPERTIES ('kplex.virtual_partitions' = '3',"
+              f" 'kplex.physical_partitions' = '3', 'kplex.topic' = '{empty}')")
+    spark.sql(f"INSERT INTO kplex.{table} SELECT {GOOD_KEY}, {GOOD_ORDER}, {VALUE} FROM range(3)")
+    assert sorted(int(r.key) for r in verify.read_topic(bootstrap, empty)) == [0, 1, 2]
+    spark.sql(f"DROP TABLE kplex.{table}")
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    deadline = time.monotonic() + 30
+    while empty in admin.list_topics(timeout=10).topics:
+        assert time.monotonic() < deadline, f"DROP TABLE left topic {empty}"
+        time.sleep(0.2)

@@ -183,6 +183,12 @@ class PartitionMismatchError(KplexError):
     code = "PARTITION_MISMATCH"
 
 
+class TopicInUseError(KplexError):
+    """CREATE TABLE names a topic that is Kafka's or kplex's own, another table's, or written before."""
+
+    code = "TOPIC_IN_USE"
+
+
 class BrokerUnreachableError(KplexError):
     code = "UNREACHABLE"
 

@@ -146,7 +146,7 @@ public class KplexCatalog implements TableCatalog, FunctionCatalog {
       if (store.definition(table).isPresent()) {
         throw new TableAlreadyExistsException(ident);
       }
-      Optional<Integer> existing = store.partitionCount(def.topic());
+      Optional<Integer> existing = requireFree(store, table, def.topic());
       if (existing.isPresent() && existing.get() != def.physicalPartitions()) {
         throw Errors.partitionMismatch(def.topic(), existing.get(), def.physicalPartitions());
       }
@@ -156,6 +156,33 @@ public class KplexCatalog implements TableCatalog, FunctionCatalog {
       store.putDefinition(def);
     }
     return kplexTable(table, def.topic(), Optional.of(def));
+  }
+
+  /**
+   * The partition count of the topic a new table {@code table} would write, if it exists
+   * (empty: kplex creates it), once the topic is found free for it: not Kafka's own
+   * ({@code __}...) or kplex's (its metadata topic, its commit log), not another table's, and
+   * if it exists, never written (every end offset 0: made by an admin for the table, or left
+   * by a CREATE TABLE that failed before it stored the definition). DROP TABLE deletes the
+   * topic, so a table must not take one with someone's records in it.
+   */
+  private Optional<Integer> requireFree(TableStore store, String table, String topic) {
+    if (topic.startsWith("__")) throw Errors.topicInternal(table, topic, Errors.InternalTopic.KAFKA);
+    if (topic.equals(metadataTopic)) throw Errors.topicInternal(table, topic, Errors.InternalTopic.DEFINITIONS);
+    if (topic.equals(io.kplex.spark.txn.CommitLog.TOPIC)) {
+      throw Errors.topicInternal(table, topic, Errors.InternalTopic.COMMIT_LOG);
+    }
+    for (TableDefinition other : store.definitions().values()) {
+      if (!other.isReadTime() && other.topic().equals(topic)) {
+        throw Errors.topicOfAnotherTable(table, topic, other.name());
+      }
+    }
+    Optional<Integer> existing = store.partitionCount(topic);
+    if (existing.isPresent()) {
+      Map<Integer, Long> ends = store.endOffsets(topic, existing.get());
+      if (ends.values().stream().anyMatch(end -> end > 0)) throw Errors.topicWritten(table, topic, ends);
+    }
+    return existing;
   }
 
   @Override

@@ -808,6 +808,24 @@ public final class Errors {
     return error("UNSUPPORTED.RENAME");
   }
 
+  /** Whose own a topic no table may take is: Kafka's ({@code __...}), kplex's definitions or commit log. */
+  public enum InternalTopic { KAFKA, DEFINITIONS, COMMIT_LOG }
+
+  /** CREATE TABLE of {@code table} on {@code topic}, which is Kafka's or kplex's own. */
+  public static KplexException topicInternal(String table, String topic, InternalTopic whose) {
+    return error("TOPIC_IN_USE." + whose.name(), "table", table, "topic", topic);
+  }
+
+  /** CREATE TABLE of {@code table} on {@code topic}, the topic of kplex table {@code other}. */
+  public static KplexException topicOfAnotherTable(String table, String topic, String other) {
+    return error("TOPIC_IN_USE.TABLE", "table", table, "topic", topic, "other", other);
+  }
+
+  /** CREATE TABLE of {@code table} on {@code topic}, which exists and was written ({@code endOffsets} per partition). */
+  public static KplexException topicWritten(String table, String topic, Map<Integer, Long> endOffsets) {
+    return error("TOPIC_IN_USE.WRITTEN", "table", table, "topic", topic, "end_offsets", endOffsets);
+  }
+
   public static KplexException dropPlainTopic(String table) {
     return error("NOT_A_KPLEX_TABLE.DROP", "topic", table);
   }
