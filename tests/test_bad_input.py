@@ -563,3 +563,74 @@ def test_a_table_is_made_only_on_a_topic_free_for_it_so_drop_table_never_deletes
     while empty in admin.list_topics(timeout=10).topics:
         assert time.monotonic() < deadline, f"DROP TABLE left topic {empty}"
         time.sleep(0.2)
+
+
+def test_replace_checks_the_new_definition_before_it_drops_the_table(spark, bootstrap, fresh_name):
+    """CREATE OR REPLACE TABLE, REPLACE TABLE and df.writeTo(t).createOrReplace() refuse a bad
+    definition, naming the culprit, with the table, its topic and its records as they were;
+    a good one drops the table and makes the new one (AS SELECT: with the query's records,
+    or none at all when the query fails)."""
+    table, other = fresh_name("replaced"), fresh_name("other")
+    for name in (table, other):
+        spark.sql(f"CREATE TABLE kplex.{name} TBLPROPERTIES ('kplex.virtual_partitions' = '3',"
+                  " 'kplex.physical_partitions' = '3')")
+    spark.sql(f"INSERT INTO kplex.{table} SELECT {GOOD_KEY}, {GOOD_ORDER}, {VALUE} FROM range(6)")
+
+    def intact() -> None:
+        assert sorted(int(r.key) for r in verify.read_topic(bootstrap, table)) == list(range(6))
+        props = dict(spark.sql(f"SHOW TBLPROPERTIES kplex.{table}").collect())
+        assert (props["kplex.virtual_partitions"], props["kplex.physical_partitions"]) == ("3", "3"), props
+
+    refusals = [
+        (f"CREATE OR REPLACE TABLE kplex.{table} TBLPROPERTIES ('kplex.virtual_partitons' = '12',"
+         " 'kplex.physical_partitions' = '3')", errors.OptionError, "kplex.virtual_partitons"),
+        (f"REPLACE TABLE kplex.{table} TBLPROPERTIES ('kplex.virtual_partitions' = '12',"
+         f" 'kplex.physical_partitions' = '3', 'kplex.topic' = '{other}')", errors.TopicInUseError,
+         f"[KPLEX_TOPIC_IN_USE] table {table} cannot use topic '{other}': it is the topic of kplex table {other}."),
+        (f"CREATE OR REPLACE TABLE kplex.{table} TBLPROPERTIES ('kplex.virtual_partitions' = '0',"
+         " 'kplex.physical_partitions' = '3') AS SELECT 1", errors.OptionError, "kplex.virtual_partitions"),
+    ]
+    for statement, error, culprit in refusals:
+        with pytest.raises(error) as raised, translated():
+            spark.sql(statement)
+        assert culprit in str(raised.value), (statement, raised.value)
+        intact()
+    with pytest.raises(errors.OptionError) as raised, translated():
+        spark.range(3).selectExpr(GOOD_KEY, GOOD_ORDER, VALUE).writeTo(f"kplex.{table}").createOrReplace()
+    assert "kplex.virtual_partitions" in str(raised.value), raised.value
+    intact()
+
+    # A good definition replaces the table: a new topic of the new P, holding nothing of the old.
+    spark.sql(f"CREATE OR REPLACE TABLE kplex.{table} TBLPROPERTIES ('kplex.virtual_partitions' = '4',"
+              " 'kplex.physical_partitions' = '2')")
+    assert verify.read_topic(bootstrap, table) == []
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    assert len(admin.list_topics(table, timeout=10).topics[table].partitions) == 2
+    spark.sql(f"INSERT INTO kplex.{table} SELECT {GOOD_KEY}, {GOOD_ORDER}, {VALUE} FROM range(10, 13)")
+    assert sorted(int(r.key) for r in verify.read_topic(bootstrap, table)) == [10, 11, 12]
+    # AS SELECT writes the new table; a query that fails leaves no table behind.
+    spark.sql(f"CREATE OR REPLACE TABLE kplex.{table} TBLPROPERTIES ('kplex.virtual_partitions' = '3',"
+              f" 'kplex.physical_partitions' = '3') AS SELECT {GOOD_KEY}, {GOOD_ORDER}, {VALUE} FROM range(20, 24)")
+    assert sorted(int(r.key) for r in verify.read_topic(bootstrap, table)) == [20, 21, 22, 23]
+    made = fresh_name("ctas")
+    with pytest.raises(errors.NullKeyError), translated():
+        spark.sql(f"CREATE TABLE kplex.{made} TBLPROPERTIES ('kplex.virtual_partitions' = '3',"
+                  " 'kplex.physical_partitions' = '3') AS SELECT kplex_key(IF(id = 1, NULL, CAST(id AS STRING))),"
+                  f" {GOOD_ORDER}, {VALUE} FROM range(3)")
+    assert not spark.sql(f"SHOW TABLES IN kplex LIKE '{made}'").collect()
+    assert made not in admin.list_topics(timeout=10).topics
+
+
+def test_a_late_topic_that_is_the_tables_own_topic_is_refused_before_anything_is_written(
+        spark, bootstrap, fresh_name):
+    """Late records sent to the table's own topic would go back into its virtual partitions,
+    below what they hold: a write with that late topic fails at once, naming option, topic and
+    table, in a batch INSERT (here) as in a stream (the same check of the write)."""
+    table = fresh_name("own_late")
+    spark.sql(f"CREATE TABLE kplex.{table} TBLPROPERTIES ('kplex.virtual_partitions' = '3',"
+              f" 'kplex.physical_partitions' = '3', 'kplex.late_policy' = 'side_topic', 'kplex.late_topic' = '{table}')")
+    with pytest.raises(errors.OptionError) as raised, translated():
+        spark.sql(f"INSERT INTO kplex.{table} SELECT {GOOD_KEY}, {GOOD_ORDER}, {VALUE} FROM range(5)")
+    assert str(raised.value).startswith(f"[KPLEX_BAD_OPTION] option 'kplex.late_topic' = '{table}'"
+                                        f" names the topic of table {table} itself"), raised.value
+    assert verify.read_topic(bootstrap, table, isolation="read_uncommitted") == []

@@ -1,6 +1,7 @@
 package io.kplex.spark;
 
 import io.kplex.spark.catalog.KplexTable;
+import io.kplex.spark.catalog.StagedKplexTable;
 import io.kplex.spark.conf.TableDefinition;
 import io.kplex.spark.catalog.TableStore;
 import io.kplex.spark.catalog.ReadTimeTables;
@@ -21,9 +22,10 @@ import org.apache.spark.sql.catalyst.analysis.NoSuchTableException;
 import org.apache.spark.sql.catalyst.analysis.TableAlreadyExistsException;
 import org.apache.spark.sql.connector.catalog.Column;
 import org.apache.spark.sql.connector.catalog.FunctionCatalog;
+import org.apache.spark.sql.connector.catalog.StagedTable;
+import org.apache.spark.sql.connector.catalog.StagingTableCatalog;
 import org.apache.spark.sql.connector.catalog.Identifier;
 import org.apache.spark.sql.connector.catalog.Table;
-import org.apache.spark.sql.connector.catalog.TableCatalog;
 import org.apache.spark.sql.connector.catalog.TableChange;
 import org.apache.spark.sql.connector.catalog.functions.UnboundFunction;
 import org.apache.spark.sql.connector.expressions.Transform;
@@ -39,8 +41,10 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * {@code kplex.delivery}, {@code kplex.null_key}, {@code kplex.null_order}. With
  * {@code kplex.source}, {@code CREATE TABLE} makes a read-time table instead: a stored
  * definition and no topic ({@link ReadTimeTables}); dropping it leaves the source alone.
+ * {@code REPLACE TABLE} (and {@code CREATE OR REPLACE}, {@code df.writeTo(t).replace()}) checks the
+ * new definition in full before it drops the old table ({@link #stageReplace}).
  */
-public class KplexCatalog implements TableCatalog, FunctionCatalog {
+public class KplexCatalog implements StagingTableCatalog, FunctionCatalog {
   /** How this catalog's tables are read and written (catalog/ sits below read/ and write/). */
   private static final KplexTable.Access ACCESS = new KplexTable.Access(KplexScanBuilder::new, KplexWriteBuilder::new);
   /** How a read-time table's key and order are checked when it is created. */
@@ -146,10 +150,7 @@ public class KplexCatalog implements TableCatalog, FunctionCatalog {
       if (store.definition(table).isPresent()) {
         throw new TableAlreadyExistsException(ident);
       }
-      Optional<Integer> existing = requireFree(store, table, def.topic());
-      if (existing.isPresent() && existing.get() != def.physicalPartitions()) {
-        throw Errors.partitionMismatch(def.topic(), existing.get(), def.physicalPartitions());
-      }
+      Optional<Integer> existing = requireFree(store, table, def);
       if (existing.isEmpty()) {
         store.createTopic(def.topic(), def.physicalPartitions(), def.replicationFactor(), Map.of());
       }
@@ -166,14 +167,13 @@ public class KplexCatalog implements TableCatalog, FunctionCatalog {
    * by a CREATE TABLE that failed before it stored the definition). DROP TABLE deletes the
    * topic, so a table must not take one with someone's records in it.
    */
-  private Optional<Integer> requireFree(TableStore store, String table, String topic) {
-    if (topic.startsWith("__")) throw Errors.topicInternal(table, topic, Errors.InternalTopic.KAFKA);
-    if (topic.equals(metadataTopic)) throw Errors.topicInternal(table, topic, Errors.InternalTopic.DEFINITIONS);
-    if (topic.equals(io.kplex.spark.txn.CommitLog.TOPIC)) {
-      throw Errors.topicInternal(table, topic, Errors.InternalTopic.COMMIT_LOG);
-    }
+  private Optional<Integer> requireFree(TableStore store, String table, TableDefinition def) {
+    String topic = def.topic();
+    if (topic.startsWith("__")) throw Errors.topicOfKafka(table, topic);
+    if (topic.equals(metadataTopic)) throw Errors.topicOfDefinitions(table, topic);
+    if (topic.equals(io.kplex.spark.txn.CommitLog.TOPIC)) throw Errors.topicOfCommitLog(table, topic);
     for (TableDefinition other : store.definitions().values()) {
-      if (!other.isReadTime() && other.topic().equals(topic)) {
+      if (!other.isReadTime() && other.topic().equals(topic) && !other.name().equals(table)) {
         throw Errors.topicOfAnotherTable(table, topic, other.name());
       }
     }
@@ -181,8 +181,93 @@ public class KplexCatalog implements TableCatalog, FunctionCatalog {
     if (existing.isPresent()) {
       Map<Integer, Long> ends = store.endOffsets(topic, existing.get());
       if (ends.values().stream().anyMatch(end -> end > 0)) throw Errors.topicWritten(table, topic, ends);
+      if (existing.get() != def.physicalPartitions()) {
+        throw Errors.partitionMismatch(topic, existing.get(), def.physicalPartitions());
+      }
     }
     return existing;
+  }
+
+  /**
+   * {@code CREATE TABLE ... AS SELECT} and {@code df.writeTo(t).create()}: the table is made
+   * at once, as Spark makes it for a catalog without staging, and dropped again if the write
+   * fails.
+   */
+  @Override
+  public StagedTable stageCreate(Identifier ident, Column[] columns, Transform[] partitions,
+      Map<String, String> properties) throws TableAlreadyExistsException {
+    return new StagedKplexTable(createTable(ident, columns, partitions, properties), () -> dropTable(ident));
+  }
+
+  @Override
+  @SuppressWarnings("deprecation")
+  public StagedTable stageCreate(Identifier ident, StructType schema, Transform[] partitions,
+      Map<String, String> properties) throws TableAlreadyExistsException {
+    return stageCreate(ident, new Column[0], partitions, properties);
+  }
+
+  /**
+   * {@code REPLACE TABLE} and {@code df.writeTo(t).replace()}: the new definition is checked
+   * as {@code CREATE TABLE} checks it (its properties, its topic free for it, a read-time
+   * table's sources and expressions) before the old table is dropped, so a refused definition
+   * leaves the table, its topic and its records as they were. Then the old table is dropped
+   * (its topic deleted) and the new one made; a write that fails drops it again. Spark's own
+   * replace for a catalog without staging drops first and checks after.
+   */
+  @Override
+  public StagedTable stageReplace(Identifier ident, Column[] columns, Transform[] partitions,
+      Map<String, String> properties) throws NoSuchTableException {
+    if (!tableExists(ident)) {
+      throw new NoSuchTableException(ident);
+    }
+    return replace(ident, columns, partitions, properties);
+  }
+
+  @Override
+  @SuppressWarnings("deprecation")
+  public StagedTable stageReplace(Identifier ident, StructType schema, Transform[] partitions,
+      Map<String, String> properties) throws NoSuchTableException {
+    return stageReplace(ident, new Column[0], partitions, properties);
+  }
+
+  /** {@code CREATE OR REPLACE TABLE}, {@code df.writeTo(t).createOrReplace()}: as {@link #stageReplace}. */
+  @Override
+  public StagedTable stageCreateOrReplace(Identifier ident, Column[] columns, Transform[] partitions,
+      Map<String, String> properties) {
+    return replace(ident, columns, partitions, properties);
+  }
+
+  @Override
+  @SuppressWarnings("deprecation")
+  public StagedTable stageCreateOrReplace(Identifier ident, StructType schema, Transform[] partitions,
+      Map<String, String> properties) {
+    return stageCreateOrReplace(ident, new Column[0], partitions, properties);
+  }
+
+  private StagedTable replace(Identifier ident, Column[] columns, Transform[] partitions,
+      Map<String, String> properties) {
+    String table = tableName(ident);
+    try (TableStore store = store()) {
+      Optional<TableDefinition> old = store.definition(table);
+      if (old.isEmpty() && store.visible(table)) {
+        throw Errors.dropPlainTopic(table);
+      }
+      String goingAway = old.filter(d -> !d.isReadTime()).map(TableDefinition::topic).orElse(null);
+      if (ReadTimeTables.isReadTime(properties)) {
+        ReadTimeTables.definition(table, properties, store, EXPRESSIONS, goingAway);
+      } else {
+        TableDefinition def = TableDefinition.create(table, properties);
+        if (!def.topic().equals(goingAway)) {
+          requireFree(store, table, def);
+        }
+      }
+    }
+    dropTable(ident);
+    try {
+      return new StagedKplexTable(createTable(ident, columns, partitions, properties), () -> dropTable(ident));
+    } catch (TableAlreadyExistsException e) {
+      throw new IllegalStateException("kplex: table " + table + " was created again while it was being replaced", e);
+    }
   }
 
   @Override

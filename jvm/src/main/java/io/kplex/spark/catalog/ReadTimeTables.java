@@ -91,11 +91,26 @@ public final class ReadTimeTables {
    */
   public static TableDefinition create(String table, Map<String, String> given, TableStore store,
       Expressions expressions) {
+    TableDefinition def = definition(table, given, store, expressions, null);
+    if (ConfParser.of(def.properties()).enumConf(KplexOptions.LATE_POLICY, LatePolicy.class) == LatePolicy.SIDE_TOPIC) {
+      ensureLateTopic(store, def.property(KplexOptions.LATE_TOPIC, null));
+    }
+    store.putDefinition(def);
+    return def;
+  }
+
+  /**
+   * The definition of a read-time table {@link #create} would store, checked in full, with
+   * nothing changed. {@code goingAway}: a topic that is about to be deleted (the topic of the
+   * table a REPLACE drops), which does not take the table's name; null for none.
+   */
+  public static TableDefinition definition(String table, Map<String, String> given, TableStore store,
+      Expressions expressions, String goingAway) {
     Map<String, String> props = new TreeMap<>();
     given.forEach((k, v) -> props.put(k.toLowerCase(Locale.ROOT).startsWith("kplex.")
         ? k.toLowerCase(Locale.ROOT) : k, v));
     List<String> sources = TableDefinition.sourceList(props.get(KplexOptions.SOURCE));
-    if (sources.contains(table) || (!sources.isEmpty() && store.visible(table))) {
+    if (sources.contains(table) || (!sources.isEmpty() && !table.equals(goingAway) && store.visible(table))) {
       throw Errors.virtualNameTaken(table);
     }
     if (!sources.isEmpty()) {
@@ -120,10 +135,6 @@ public final class ReadTimeTables {
     if (expressions.checkable()) {
       expressions.check(table, def.property(KplexOptions.KEY, null), def.property(KplexOptions.ORDER, null));
     }
-    if (ConfParser.of(def.properties()).enumConf(KplexOptions.LATE_POLICY, LatePolicy.class) == LatePolicy.SIDE_TOPIC) {
-      ensureLateTopic(store, def.property(KplexOptions.LATE_TOPIC, null));
-    }
-    store.putDefinition(def);
     return def;
   }
 

@@ -132,6 +132,12 @@ public final class Errors {
   }
 
   /** late_policy = side_topic without a late topic. */
+  /** {@code kplex.late_topic} of a write to {@code table} names the table's own topic. */
+  public static KplexException lateTopicIsTable(String table, String lateTopic) {
+    return error("BAD_OPTION.LATE_TOPIC_IS_TABLE", "option", KplexOptions.LATE_TOPIC, "late_topic", lateTopic,
+        "table", table);
+  }
+
   public static KplexException lateTopicNeeded(String key, String value) {
     return error("BAD_OPTION.LATE_TOPIC_NEEDED", "option", key, "value", value,
         "late_topic_option", KplexOptions.LATE_TOPIC);
@@ -808,12 +814,19 @@ public final class Errors {
     return error("UNSUPPORTED.RENAME");
   }
 
-  /** Whose own a topic no table may take is: Kafka's ({@code __...}), kplex's definitions or commit log. */
-  public enum InternalTopic { KAFKA, DEFINITIONS, COMMIT_LOG }
+  /** CREATE TABLE of {@code table} on {@code topic}, one of Kafka's own ({@code __...}). */
+  public static KplexException topicOfKafka(String table, String topic) {
+    return error("TOPIC_IN_USE.KAFKA", "table", table, "topic", topic);
+  }
 
-  /** CREATE TABLE of {@code table} on {@code topic}, which is Kafka's or kplex's own. */
-  public static KplexException topicInternal(String table, String topic, InternalTopic whose) {
-    return error("TOPIC_IN_USE." + whose.name(), "table", table, "topic", topic);
+  /** CREATE TABLE of {@code table} on {@code topic}, the catalog's topic of table definitions. */
+  public static KplexException topicOfDefinitions(String table, String topic) {
+    return error("TOPIC_IN_USE.DEFINITIONS", "table", table, "topic", topic);
+  }
+
+  /** CREATE TABLE of {@code table} on {@code topic}, kplex's commit log. */
+  public static KplexException topicOfCommitLog(String table, String topic) {
+    return error("TOPIC_IN_USE.COMMIT_LOG", "table", table, "topic", topic);
   }
 
   /** CREATE TABLE of {@code table} on {@code topic}, the topic of kplex table {@code other}. */

@@ -285,9 +285,24 @@ public class KafkaTopics implements AutoCloseable {
     ensured.add(topic);
   }
 
+  /**
+   * Deletes {@code topic} and returns once the cluster no longer describes it (or after the
+   * admin timeout): a topic of the same name created right after (DROP TABLE, then CREATE
+   * TABLE; a REPLACE) must not meet the one being deleted.
+   */
   public void deleteTopic(String topic) {
     call("DELETE", Errors.Resource.topic(topic),
         () -> admin().deleteTopics(List.of(topic)).all().get(TIMEOUT_MS, TimeUnit.MILLISECONDS));
+    ensured.remove(topic);
+    long deadline = clock.millis() + TIMEOUT_MS;
+    while (partitionCount(topic).isPresent() && clock.millis() < deadline) {
+      try {
+        clock.sleep(50);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      }
+    }
   }
 
   /** A Kafka call that may block or fail. */

@@ -41,7 +41,13 @@ public final class KplexWriteBuilder implements WriteBuilder {
         run.runId == null ? 0 : Math.min(conf.virtualPartitions, SparkContext.getOrCreate().defaultParallelism()));
   }
 
-  /** Fails before any task starts if the topic lost its partitioning, or the principal may not write it. */
+  /**
+   * Fails before any task starts if the topic lost its partitioning, or the principal may not
+   * write it; under {@code late_policy = side_topic}, if the late topic is the table's own (its
+   * late records would go back into its virtual partitions), and otherwise makes the late topic
+   * if it is missing (one partition, as a read-time table makes it), so that no task blocks on
+   * sending to a topic that does not exist.
+   */
   private void check(WriteConf conf) {
     try (TableStore store = new TableStore(conf.kafka, table.metadataTopic())) {
       int actual = store.partitionCount(conf.topic).orElseThrow(() -> Errors.tableTopicDeleted(conf.table, conf.topic));
@@ -49,6 +55,11 @@ public final class KplexWriteBuilder implements WriteBuilder {
         throw Errors.partitionMismatch(conf.topic, actual, conf.physicalPartitions);
       }
       store.requireAllowed(conf.topic, AclOperation.WRITE);  // secured Kafka
+      if (conf.latePolicy == io.kplex.spark.conf.LatePolicy.SIDE_TOPIC) {
+        if (conf.lateTopic.equals(conf.topic)) throw Errors.lateTopicIsTable(conf.table, conf.lateTopic);
+        store.ensureTopic(conf.lateTopic, 1, Map.of());
+        store.requireAllowed(conf.lateTopic, AclOperation.WRITE);
+      }
       if (conf.exactlyOnce()) {
         store.requireTransactionalIds(TransactionalIds.prefix(conf.table));
       }

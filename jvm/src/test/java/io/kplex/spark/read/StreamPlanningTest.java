@@ -73,17 +73,17 @@ public class StreamPlanningTest {
   }
 
   @Test
-  public void aMicroBatchReadsUpToEachPartitionsEndAndCutsItsRangesEvenlyOverItsTasks() {
+  public void aMicroBatchReadsUpToEachPartitionsEndWithEachPartitionsRangeWholeInOneTask() {
     produce(0, 20);
     produce(1, 5);
     KplexMicroBatchStream s = stream("minPartitions", "2");
     SourceOffset end = (SourceOffset) s.latestOffset(at(0, 0, 0), ReadLimit.allAvailable());
     assertArrayEquals(new long[] {20, 5, 0}, offsets(end));
     InputPartition[] planned = s.planInputPartitions(at(2, 0, 0), end);
-    assertEquals("23 offsets over 2 tasks; partition 2 holds nothing to read", List.of(
-        "[views-0[2, 13)]", "[views-0[13, 20), views-1[0, 5)]"), chains(planned));
+    assertEquals("2 tasks, each partition's range whole in one; partition 2 holds nothing to read", List.of(
+        "[views-0[2, 20)]", "[views-1[0, 5)]"), chains(planned));
     assertSame("planned once per (start, end)", planned[0], s.planInputPartitions(at(2, 0, 0), end)[0]);
-    assertEquals("fewer offsets than tasks: a task per offset", 3,
+    assertEquals("more tasks than partitions: a task per partition", 3,
         stream("minPartitions", "8").planInputPartitions(at(0, 0, 0), at(1, 1, 1)).length);
   }
 
@@ -128,7 +128,7 @@ public class StreamPlanningTest {
     kafka.deleteBefore(TOPIC, 1, 15);
     KplexMicroBatchStream s = stream("failOnDataLoss", "false", "minPartitions", "2");
     InputPartition[] planned = s.planInputPartitions(at(0, 5, 0), at(0, 20, 0));
-    assertEquals(List.of("[views-1[15, 17)]", "[views-1[17, 20)]"), chains(planned));
+    assertEquals(List.of("[views-1[15, 20)]"), chains(planned));
     assertEquals("1", s.metrics(Optional.empty()).get("dataLossEvents"));
     assertEquals("10", s.metrics(Optional.empty()).get("offsetsLost"));
   }
