@@ -95,6 +95,39 @@ def test_a_source_recreated_with_fewer_records_is_data_loss_or_read_from_its_sta
     assert len(records) == 360 and sum(1 for r in records if r.value in new) == 60
 
 
+def test_a_source_recreated_with_fewer_partitions_does_not_hold_the_watermark_on_the_one_gone(
+        spark, bootstrap, fresh_name, tmp_path):
+    """With failOnDataLoss = false, a partition the recreated topic no longer has is counted as
+    lost and then idle: the new partitions' records are released by their own watermark (here
+    without releaseAtEnd), not held for good below the old partition's last order value."""
+    source, target = fresh_name("views_fewer"), fresh_name("by_user_fewer")
+    datagen.generate_pageviews(bootstrap, source, 300, partitions=3, users=15, seed=38)
+    create(spark, target, delay_ms=1_000)
+    chk = tmp_path / "chk"
+    run_available_now(spark, source, target, chk)
+    assert len(verify.read_topic(bootstrap, target)) == 300
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.delete_topics([source])[source].result()
+    deadline = time.time() + 60
+    while source in admin.list_topics(timeout=10).topics and time.time() < deadline:
+        time.sleep(0.5)
+    datagen.generate_pageviews(bootstrap, source, 200, partitions=2, users=15, seed=39,
+                               start_ms=datagen.ARTICLE_START_MS + 10_000_000)
+    query = run_available_now(spark, source, target, chk, failOnDataLoss="false", releaseAtEnd="false")
+    assert query.exception() is None, query.exception()
+    progress = recent_progress(query)
+    assert max(int((p.sources[0].metrics or {}).get("dataLossEvents", "0")) for p in progress) >= 1
+    assert any("2" in (p.sink.metrics or {}).get("idlePartitions", "") for p in progress), [
+        p.sink.metrics for p in progress]
+    written = verify.read_topic(bootstrap, target)
+    assert 300 + 50 <= len(written) < 500, len(written)  # released up to the new partitions' watermark
+    assert len({r.value for r in written}) == len(written)
+    by_vp: dict[bytes, list[int]] = {}
+    for r in written:
+        by_vp.setdefault(r.headers["kplex.vp"], []).append(int(r.headers["kplex.order"]))
+    assert all(orders == sorted(orders) for orders in by_vp.values())
+
+
 def test_a_moved_checkpoint_with_held_records_restarts_exactly_once_in_order(
         spark, bootstrap, fresh_name, tmp_path):
     source, target = fresh_name("views_moved"), fresh_name("by_user_moved")

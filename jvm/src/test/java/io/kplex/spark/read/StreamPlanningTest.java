@@ -156,6 +156,23 @@ public class StreamPlanningTest {
   }
 
   @Test
+  public void withoutFailOnDataLossAPartitionTheTopicNoLongerHasIsIdleSoItHoldsNoWatermark() {
+    produce(0, 10);
+    produce(1, 10);
+    produce(2, 10);
+    topics.deleteTopic(TOPIC);
+    topics.createTopic(TOPIC, 2, (short) 1, Map.of());
+    produce(0, 20);
+    produce(1, 20);
+    KplexMicroBatchStream s = stream("failOnDataLoss", "false", "idleTimeoutMs", "30000", "minPartitions", "2");
+    SourceOffset end = (SourceOffset) s.latestOffset(at(5, 5, 5), ReadLimit.allAvailable());
+    assertEquals("partition 2 stays in the offsets, for planning to count its loss", 3, end.next.size());
+    assertEquals("and is idle; 0 and 1 moved", Set.of(2), end.idle);
+    s.planInputPartitions(at(5, 5, 5), end);
+    assertEquals("1", s.metrics(Optional.empty()).get("dataLossEvents"));
+  }
+
+  @Test
   public void anEmptyPartitionIsIdleAtOnceAQuietOneAfterTheIdleTimeoutAndNeitherUnderStrictWaiting() {
     produce(0, 10);
     produce(1, 10);
