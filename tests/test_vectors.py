@@ -254,3 +254,18 @@ def test_an_order_expression_gives_the_same_value_in_spark_and_outside(record_df
         return
     assert ordered.collect()[0].o == case["value"]
     assert compile_order(case["expression"])(_record()) == case["value"]
+
+
+@pytest.mark.parametrize("case", EXPRESSIONS["documents"], ids=lambda c: c["value"])
+def test_a_json_document_is_read_as_spark_reads_it(spark, case: dict[str, Any]) -> None:
+    """get_json_object of a value as Spark's JSON reader takes it (raw control characters in
+    strings, the first of equal member names, what follows the document ignored, single-quoted
+    strings), inside Spark and in the Python subset alike."""
+    from pyspark.sql.types import BinaryType, StructField, StructType
+
+    expression = f"get_json_object(CAST(value AS STRING), '{case['path']}')"
+    df = spark.createDataFrame([(case["value"].encode("utf-8"),)], StructType([StructField("value", BinaryType())]))
+    assert df.selectExpr(f"{expression} AS v").collect()[0].v == case["result"]
+    record = SourceRecord(key=None, value=case["value"].encode("utf-8"), topic="t", partition=0, offset=0, timestamp=0)
+    expected = None if case["result"] is None else case["result"].encode("utf-8")
+    assert compile_key(expression)(record) == expected

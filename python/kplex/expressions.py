@@ -275,6 +275,69 @@ class _Number(str):
             return super().__new__(cls, repr(float(text)))
 
 
+_NOT_JSON = object()
+
+
+def _first_of_equal_names(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, value in pairs:
+        out.setdefault(name, value)
+    return out
+
+
+_LENIENT = json.JSONDecoder(strict=False, parse_int=_Number, parse_float=_Number,
+                            object_pairs_hook=_first_of_equal_names)
+
+
+def _double_quoted(text: str) -> str:
+    """``text`` with its single-quoted strings written double-quoted (Jackson's
+    ALLOW_SINGLE_QUOTES, which Spark's get_json_object turns on), double-quoted ones as they are.
+
+    >>> _double_quoted('{' + "'a': 'b'}")
+    '{"a": "b"}'
+    """
+    out, i, quote = [], 0, None
+    while i < len(text):
+        c = text[i]
+        if quote is None:
+            if c in "'\"":
+                quote = c
+                out.append('"')
+            else:
+                out.append(c)
+        elif c == "\\" and i + 1 < len(text):
+            nxt = text[i + 1]
+            out.append("'" if quote == "'" and nxt == "'" else c + nxt)
+            i += 1
+        elif c == quote:
+            quote = None
+            out.append('"')
+        else:
+            out.append('\\"' if c == '"' else c)
+        i += 1
+    return "".join(out)
+
+
+def _json_document(text: str) -> Any:
+    """The first JSON document of ``text`` as Spark's get_json_object reads it (Jackson with
+    ALLOW_UNESCAPED_CONTROL_CHARS and ALLOW_SINGLE_QUOTES): raw control characters inside
+    strings, single-quoted strings, the first of equal member names, and whatever follows the
+    document left unread; ``_NOT_JSON`` if there is no such document.
+
+    >>> _json_document('  {"a": 1, "a": 2} tail')
+    {'a': '1'}
+    """
+    stripped = text.lstrip(" \t\r\n")
+    for attempt in (stripped, _double_quoted(stripped) if "'" in stripped else None):
+        if attempt is None:
+            continue
+        try:
+            return _LENIENT.raw_decode(attempt)[0]
+        except ValueError:
+            pass
+    return _NOT_JSON
+
+
 def get_json_object(text: str, steps: list[str | int]) -> str | None:
     """Spark's ``get_json_object`` for a path of member names and array indices.
 
@@ -283,9 +346,8 @@ def get_json_object(text: str, steps: list[str | int]) -> str | None:
     >>> get_json_object('{"n": 1.50}', ["n"]), get_json_object('{"n": null}', ["n"])
     ('1.5', None)
     """
-    try:
-        node: Any = json.loads(text, parse_int=_Number, parse_float=_Number)
-    except ValueError:
+    node = _json_document(text)
+    if node is _NOT_JSON:
         return None
     for step in steps:
         if isinstance(step, int):
