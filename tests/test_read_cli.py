@@ -201,6 +201,17 @@ def test_a_late_record_under_the_fail_policy_is_an_error_exit(bootstrap, tmp_pat
     assert "1 dropped" in dropped.stderr
 
 
+def test_fewer_than_one_virtual_partition_is_an_error_exit_naming_the_option(bootstrap):
+    topic = f"read_cli_v_{uuid.uuid4().hex[:8]}"
+    produce(bootstrap, topic, {0: [{"_time": t, "userid": 1} for t in (1_000, 2_000)]})
+    for v in ("0", "-2"):
+        done = run(f"{KPLEX} {topic} --order /_time --virtual-partitions {v}", bootstrap, timeout=60)
+        assert done.returncode == 2, done.stderr[-2000:]
+        assert done.stderr.strip().splitlines()[-1] == (
+            f"kplex: [KPLEX_BAD_OPTION] virtual_partitions must be >= 1, got {v}."), done.stderr[-2000:]
+        assert done.stdout == ""
+
+
 def test_a_name_no_topic_can_have_is_an_error_exit_naming_it(bootstrap):
     # librdkafka's answer is "Broker: Invalid topic", naming neither the topic nor why.
     for command in ("read", "advise"):

@@ -69,3 +69,25 @@ def test_the_cli_takes_variables_and_names_a_missing_file(tmp_path: Path, capsys
     assert "none.sql" in capsys.readouterr().err
     assert main(["sql", "check", str(job), "--dialect", "nosuch"]) == 2
     assert "unknown SQL dialect 'nosuch'" in capsys.readouterr().err
+
+
+def test_a_file_saved_with_a_byte_order_mark_and_crlf_checks_clean_and_keeps_its_bootstrap_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from kplex.sqltools.bootstrap import bootstrap_directive
+    from kplex.sqltools.script import read_script
+
+    job = tmp_path / "windows.sql"
+    job.write_bytes("\ufeff-- kplex.bootstrap = broker:9092\r\nSELECT 1;\r\nSELECT 'a;b';\r\n".encode("utf-8"))
+    assert main(["sql", "check", str(job)]) == 0
+    script = read_script(job)
+    assert len(script.statements) == 2 and bootstrap_directive(script.text) == "broker:9092"
+    assert bootstrap_directive("-- kplex.bootstrap = broker:9092\r\nSELECT 1;") == "broker:9092"
+
+
+def test_a_file_that_is_not_utf8_is_an_error_exit_naming_the_byte(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    job = tmp_path / "latin1.sql"
+    job.write_bytes(b"SELECT 1;\n-- caf\xe9\n")
+    for command in (["sql", "check"], ["sql", "run", "--dry-run"]):
+        assert main([*command, str(job)]) == 2
+        assert capsys.readouterr().err.strip() == f"error: {job}: not UTF-8 (byte 0xe9 at offset 16)"

@@ -41,7 +41,7 @@ from kplex.sqltools.errors import (
 )
 from kplex.sqltools.explain import explain_file
 from kplex.sqltools.run import run_file, spark_statements
-from kplex.sqltools.script import read_script
+from kplex.sqltools.script import ScriptEncodingError, read_script
 from kplex.sqltools.translate import translate_file
 
 __all__ = ["register", "check_command", "explain_command", "run_command", "translate_command"]
@@ -126,7 +126,8 @@ def _handled(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse
     def wrapper(args: argparse.Namespace) -> int:
         try:
             return handler(args)
-        except (argparse.ArgumentTypeError, OSError, NoBootstrap, SessionUnavailable, UnknownDialect) as error:
+        except (argparse.ArgumentTypeError, OSError, NoBootstrap, SessionUnavailable, UnknownDialect,
+                ScriptEncodingError) as error:
             print(f"error: {error}", file=sys.stderr)
             return 2
 

@@ -105,6 +105,8 @@ def open_table(bootstrap: str, table: str, *, key: str | None = None, order: str
     >>> open_table("localhost:9092", "clickstream", order="/_time", max_delay_ms=1000)  # doctest: +SKIP
     TableInfo(name='clickstream', topic='clickstream', kind='read_time', virtual_partitions=1, ...)
     """
+    if virtual_partitions is not None and virtual_partitions < 1:
+        raise kplex_error("BAD_OPTION.MINIMUM", option="virtual_partitions", minimum=1, value=virtual_partitions)
     definition = read_definition(bootstrap, table, metadata_topic=metadata_topic, timeout=timeout,
                                  config=config)
     overrides = {k: v for k, v in (("max_delay_ms", max_delay_ms), ("late_policy", late_policy),
@@ -130,7 +132,7 @@ def open_table(bootstrap: str, table: str, *, key: str | None = None, order: str
             raise kplex_error("UNKNOWN_TOPIC.NO_TABLE_OR_TOPIC", table=table, bootstrap=bootstrap)
         if defining or overrides:
             info = TableInfo(name=table, topic=table, kind="read_time",
-                             virtual_partitions=virtual_partitions or 1,
+                             virtual_partitions=1 if virtual_partitions is None else virtual_partitions,
                              physical_partitions=len(partitions),
                              key=pointer_or_expression(key) if key else "key",
                              order=pointer_or_expression(order, cast="BIGINT") if order else "timestamp",

@@ -22,7 +22,7 @@ from typing import Mapping
 __all__ = ["ENV_VAR", "resolve_bootstrap", "bootstrap_directive"]
 
 ENV_VAR = "KPLEX_BOOTSTRAP"
-_DIRECTIVE = re.compile(r"^[ \t]*--[ \t]*kplex\.bootstrap[ \t]*[=:][ \t]*(\S+)[ \t]*$", re.MULTILINE)
+_DIRECTIVE = re.compile(r"^[ \t]*--[ \t]*kplex\.bootstrap[ \t]*[=:][ \t]*(\S+)[ \t]*\r?$", re.MULTILINE)
 
 
 def bootstrap_directive(text: str) -> str | None:

@@ -134,9 +134,20 @@ def _comment_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+class ScriptEncodingError(ValueError):
+    """A SQL file that is not UTF-8, named with the first byte that is not."""
+
+
 def read_script(path: str | Path, variables: Mapping[str, str] | None = None, dialect: str | None = None) -> Script:
-    """Read and parse the SQL file at ``path`` (see :func:`load_script`)."""
-    return load_script(Path(path).read_text(encoding="utf-8"), str(path), variables, dialect)
+    """Read and parse the SQL file at ``path`` (see :func:`load_script`): UTF-8, with or
+    without a byte order mark (as editors on Windows save it), any line endings."""
+    data = Path(path).read_bytes()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise ScriptEncodingError(f"{path}: not UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start})") from None
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return load_script(text, str(path), variables, dialect)
 
 
 def load_script(
