@@ -179,6 +179,20 @@ def test_a_read_time_table_creates_no_topic_and_stores_a_self_describing_definit
     with pytest.raises(ValueError, match="does not exist"):
         verify.read_topic(bootstrap, live, timeout=10)
     assert live in {r.tableName for r in spark.sql("SHOW TABLES IN kplex").collect()}
+    # max_delay_ms and late_policy not given are stored as the session (or catalog) sets them
+    # when the table is created; a property given wins. Reads resolve them from the definition.
+    spark.conf.set("spark.kplex.max_delay_ms", "2500")
+    spark.conf.set("spark.kplex.late_policy", "drop")
+    try:
+        from_session, given = fresh_name("from_session"), fresh_name("given")
+        create_virtual(spark, from_session, source, 4)
+        create_virtual(spark, given, source, 4, max_delay_ms="7", late_policy="fail")
+    finally:
+        spark.conf.unset("spark.kplex.max_delay_ms")
+        spark.conf.unset("spark.kplex.late_policy")
+    stored = {name: read_table_definition(bootstrap, name)["properties"] for name in (from_session, given)}
+    assert (stored[from_session]["kplex.max_delay_ms"], stored[from_session]["kplex.late_policy"]) == ("2500", "drop")
+    assert (stored[given]["kplex.max_delay_ms"], stored[given]["kplex.late_policy"]) == ("7", "fail")
 
 
 def test_writing_into_a_read_time_table_is_refused_and_dropping_it_keeps_the_source(

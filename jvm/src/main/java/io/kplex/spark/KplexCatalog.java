@@ -141,7 +141,8 @@ public class KplexCatalog implements StagingTableCatalog, FunctionCatalog {
         if (store.definition(table).isPresent()) {
           throw new TableAlreadyExistsException(ident);
         }
-        TableDefinition def = ReadTimeTables.create(table, properties, store, EXPRESSIONS);
+        TableDefinition def = ReadTimeTables.create(table, properties, store, EXPRESSIONS, options,
+            WriteConf.sessionSettings());
         return kplexTable(table, def.topic(), Optional.of(def));
       }
     }
@@ -254,7 +255,8 @@ public class KplexCatalog implements StagingTableCatalog, FunctionCatalog {
       }
       String goingAway = old.filter(d -> !d.isReadTime()).map(TableDefinition::topic).orElse(null);
       if (ReadTimeTables.isReadTime(properties)) {
-        ReadTimeTables.definition(table, properties, store, EXPRESSIONS, goingAway);
+        ReadTimeTables.definition(table, properties, store, EXPRESSIONS, goingAway, options,
+            WriteConf.sessionSettings());
       } else {
         TableDefinition def = TableDefinition.create(table, properties);
         if (!def.topic().equals(goingAway)) {

@@ -5,7 +5,6 @@ import io.kplex.spark.conf.LatePolicy;
 import io.kplex.spark.conf.NullOrderPolicy;
 import io.kplex.spark.conf.TableDefinition;
 import io.kplex.spark.spec.KplexOptions;
-import io.kplex.spark.spec.OptionSpecs;
 import io.kplex.spark.errors.Errors;
 import io.kplex.spark.kafka.KafkaTopics;
 import java.util.HashSet;
@@ -90,8 +89,8 @@ public final class ReadTimeTables {
    * the late-record topic of {@code late_policy = side_topic} when it is missing.
    */
   public static TableDefinition create(String table, Map<String, String> given, TableStore store,
-      Expressions expressions) {
-    TableDefinition def = definition(table, given, store, expressions, null);
+      Expressions expressions, Map<String, String> catalog, Map<String, String> session) {
+    TableDefinition def = definition(table, given, store, expressions, null, catalog, session);
     if (ConfParser.of(def.properties()).enumConf(KplexOptions.LATE_POLICY, LatePolicy.class) == LatePolicy.SIDE_TOPIC) {
       ensureLateTopic(store, def.property(KplexOptions.LATE_TOPIC, null));
     }
@@ -102,10 +101,14 @@ public final class ReadTimeTables {
   /**
    * The definition of a read-time table {@link #create} would store, checked in full, with
    * nothing changed. {@code goingAway}: a topic that is about to be deleted (the topic of the
-   * table a REPLACE drops), which does not take the table's name; null for none.
+   * table a REPLACE drops), which does not take the table's name; null for none. Its
+   * {@code max_delay_ms} and {@code late_policy} are stored as given, else as the catalog's
+   * options ({@code catalog}) or the session's settings ({@code session}, {@code kplex.*} keys)
+   * set them when it is created, else their defaults: a read resolves them from the stored
+   * definition alone, as {@code kplex read} outside Spark does.
    */
   public static TableDefinition definition(String table, Map<String, String> given, TableStore store,
-      Expressions expressions, String goingAway) {
+      Expressions expressions, String goingAway, Map<String, String> catalog, Map<String, String> session) {
     Map<String, String> props = new TreeMap<>();
     given.forEach((k, v) -> props.put(k.toLowerCase(Locale.ROOT).startsWith("kplex.")
         ? k.toLowerCase(Locale.ROOT) : k, v));
@@ -127,8 +130,9 @@ public final class ReadTimeTables {
     props.put(KplexOptions.PHYSICAL_PARTITIONS, Integer.toString(partitions));
     props.putIfAbsent(KplexOptions.KEY, KplexOptions.DEFAULT_VIRTUAL_KEY);
     props.putIfAbsent(KplexOptions.ORDER, KplexOptions.DEFAULT_VIRTUAL_ORDER);
+    ConfParser defaults = ConfParser.builder().catalog(catalog).session(session).build();
     for (String stored : List.of(KplexOptions.MAX_DELAY_MS, KplexOptions.LATE_POLICY)) {
-      props.putIfAbsent(stored, OptionSpecs.of(stored).defaultValue());
+      props.putIfAbsent(stored, defaults.text(stored));
     }
     TableDefinition def = TableDefinition.create(table, props);
     validate(def.properties(), table);
