@@ -21,6 +21,7 @@ from test_streaming import create, stream, wait_for
 from kplex import errors, status
 from kplex.errors import translated
 from kplex.settings import session_setting_problem
+from kplex.streaming import recent_progress
 from kplex.testing import datagen, verify
 
 GOOD_KEY = "kplex_key(CAST(id AS STRING))"
@@ -549,8 +550,8 @@ def test_a_table_is_made_only_on_a_topic_free_for_it_so_drop_table_never_deletes
     assert sorted(int(r.key) for r in verify.read_topic(bootstrap, plain)) == [0, 1, 2, 3, 4]
     spark.sql(f"INSERT INTO kplex.{owner} SELECT {GOOD_KEY}, {GOOD_ORDER}, {VALUE} FROM range(4)")
     assert len(verify.read_topic(bootstrap, owner)) == 4
-    # A topic made empty for the table (by an admin, or by a CREATE TABLE cut short) is taken,
-    # and DROP TABLE deletes it with the table.
+    # A topic an admin made for the table, never written, is taken, and DROP TABLE deletes it
+    # with the table.
     empty, table = fresh_name("empty"), fresh_name("on_empty")
     datagen.ensure_topic(bootstrap, empty, 3)
     spark.sql(f"CREATE TABLE kplex.{table} TBLPROPERTIES ('kplex.virtual_partitions' = '3',"
@@ -633,4 +634,32 @@ def test_a_late_topic_that_is_the_tables_own_topic_is_refused_before_anything_is
         spark.sql(f"INSERT INTO kplex.{table} SELECT {GOOD_KEY}, {GOOD_ORDER}, {VALUE} FROM range(5)")
     assert str(raised.value).startswith(f"[KPLEX_BAD_OPTION] option 'kplex.late_topic' = '{table}'"
                                         f" names the topic of table {table} itself"), raised.value
+    # Nor a topic of Kafka's or kplex's own (a late record's key could replace a table's definition).
+    for reserved in ("_kplex_tables", "_kplex_commits", "__consumer_offsets"):
+        with pytest.raises(errors.OptionError) as raised, translated():
+            (spark.range(5).selectExpr(GOOD_KEY, GOOD_ORDER, VALUE).write.format("kplex").option("table", table)
+             .option("kplex.late_topic", reserved).mode("append").save())
+        assert str(raised.value).startswith(f"[KPLEX_BAD_OPTION] option 'kplex.late_topic' = '{reserved}' of table"
+                                            f" {table} names a topic of Kafka's or kplex's own"), raised.value
     assert verify.read_topic(bootstrap, table, isolation="read_uncommitted") == []
+
+
+def test_create_table_as_select_records_what_it_read_so_a_stream_over_it_writes_nothing_twice(
+        spark, bootstrap, fresh_name, tmp_path):
+    """CREATE TABLE ... AS SELECT from a kplex topic writes the staged table, and records the
+    offsets it read with its commit as an INSERT does: a stream from the same source's start
+    into the new table skips every record as already written."""
+    source, made = fresh_name("ctas_src"), fresh_name("ctas")
+    datagen.generate_pageviews(bootstrap, source, 120, partitions=3, users=7, seed=41)
+    select = ("kplex_key(kplex_json(value, '/userid')) AS key",
+              "kplex_order(CAST(kplex_json(value, '/viewtime') AS BIGINT)) AS order_value", "value")
+    spark.sql(f"CREATE TABLE kplex.{made} TBLPROPERTIES ('kplex.virtual_partitions' = '9',"
+              f" 'kplex.physical_partitions' = '3') AS SELECT {', '.join(select)} FROM kplex.{source}")
+    assert len(verify.read_topic(bootstrap, made)) == 120
+    query = (stream(spark, source, made, tmp_path / "chk", select=select, releaseAtEnd="true")
+             .trigger(availableNow=True).start())
+    query.awaitTermination(300)
+    assert query.exception() is None, query.exception()
+    skipped = sum(int((p.sink.metrics or {}).get("alreadyWritten", "0")) for p in recent_progress(query))
+    assert skipped == 120
+    assert len(verify.read_topic(bootstrap, made)) == 120

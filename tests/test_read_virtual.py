@@ -187,12 +187,20 @@ def test_a_read_time_table_creates_no_topic_and_stores_a_self_describing_definit
         from_session, given = fresh_name("from_session"), fresh_name("given")
         create_virtual(spark, from_session, source, 4)
         create_virtual(spark, given, source, 4, max_delay_ms="7", late_policy="fail")
+        # A side_topic policy from the session brings the session's late topic along.
+        spark.conf.set("spark.kplex.late_policy", "side_topic")
+        spark.conf.set("spark.kplex.late_topic", fresh_name("late"))
+        to_side = fresh_name("to_side")
+        create_virtual(spark, to_side, source, 4)
+        late_topic = spark.conf.get("spark.kplex.late_topic")
     finally:
-        spark.conf.unset("spark.kplex.max_delay_ms")
-        spark.conf.unset("spark.kplex.late_policy")
-    stored = {name: read_table_definition(bootstrap, name)["properties"] for name in (from_session, given)}
+        for setting in ("max_delay_ms", "late_policy", "late_topic"):
+            spark.conf.unset(f"spark.kplex.{setting}")
+    stored = {name: read_table_definition(bootstrap, name)["properties"] for name in (from_session, given, to_side)}
     assert (stored[from_session]["kplex.max_delay_ms"], stored[from_session]["kplex.late_policy"]) == ("2500", "drop")
+    assert "kplex.late_topic" not in stored[from_session]
     assert (stored[given]["kplex.max_delay_ms"], stored[given]["kplex.late_policy"]) == ("7", "fail")
+    assert (stored[to_side]["kplex.late_policy"], stored[to_side]["kplex.late_topic"]) == ("side_topic", late_topic)
 
 
 def test_writing_into_a_read_time_table_is_refused_and_dropping_it_keeps_the_source(

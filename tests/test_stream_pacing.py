@@ -1,8 +1,8 @@
 """Streams keep every on-time record, in order, however the input is paced.
 
 The invariant: one source, written by a batch INSERT, by Trigger.AvailableNow in one
-micro-batch or cut by maxOffsetsPerTrigger into many (each read by 2 tasks, or by 7 that
-split every partition), by scheduled AvailableNow runs with
+micro-batch or cut by maxOffsetsPerTrigger into many (each read by 2 tasks, or with
+minPartitions 7, by one task a partition), by scheduled AvailableNow runs with
 the source appended between them, or by a running query, gives the same records in the
 same order per virtual partition, and finds the same late ones (here: none). Every check
 reads the derived topic back with a plain read_committed consumer.
@@ -107,7 +107,7 @@ def test_every_pacing_of_the_same_source_writes_what_the_batch_insert_writes(
                             maxOffsetsPerTrigger="60", releaseAtEnd="true")
     lates["limited"] = late(limited)
     assert len([p for p in recent_progress(limited) if p.numInputRows > 0]) >= 10
-    # Each micro-batch's ranges cut over 7 tasks: every source partition read by several at once.
+    # minPartitions 7 over 3 partitions: a task each (a partition's range is never cut).
     split = available_now(spark, source, targets["split"], tmp_path / "split",
                           maxOffsetsPerTrigger="300", minPartitions="7", releaseAtEnd="true")
     lates["split"] = late(split)

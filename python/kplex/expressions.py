@@ -278,15 +278,43 @@ class _Number(str):
 _NOT_JSON = object()
 
 
-def _first_of_equal_names(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+class _Members(dict):
+    """An object's members, the first of equal names as the dict's value, and ``every``: each
+    name's values in the document's order (Spark's path goes on with the next one while a
+    path through the earlier ones gives no value)."""
+
+    every: dict[str, list[Any]]
+
+
+def _members(pairs: list[tuple[str, Any]]) -> _Members:
+    out = _Members()
+    out.every = {}
     for name, value in pairs:
         out.setdefault(name, value)
+        out.every.setdefault(name, []).append(value)
     return out
 
 
-_LENIENT = json.JSONDecoder(strict=False, parse_int=_Number, parse_float=_Number,
-                            object_pairs_hook=_first_of_equal_names)
+_LENIENT = json.JSONDecoder(strict=False, parse_int=_Number, parse_float=_Number, object_pairs_hook=_members)
+
+
+def _walk(node: Any, steps: list[str | int]) -> Any:
+    """The value at ``steps`` below ``node``, or None: through equal member names, the first
+    that gives a value."""
+    if not steps:
+        return node
+    step, rest = steps[0], steps[1:]
+    if isinstance(step, int):
+        if not isinstance(node, list) or not 0 <= step < len(node):
+            return None
+        return _walk(node[step], rest)
+    if not isinstance(node, _Members):
+        return None
+    for candidate in node.every.get(step, []):
+        found = _walk(candidate, rest)
+        if found is not None:
+            return found
+    return None
 
 
 def _double_quoted(text: str) -> str:
@@ -307,7 +335,7 @@ def _double_quoted(text: str) -> str:
                 out.append(c)
         elif c == "\\" and i + 1 < len(text):
             nxt = text[i + 1]
-            out.append("'" if quote == "'" and nxt == "'" else c + nxt)
+            out.append("'" if nxt == "'" else c + nxt)  # Jackson takes \' in either kind of string
             i += 1
         elif c == quote:
             quote = None
@@ -321,8 +349,8 @@ def _double_quoted(text: str) -> str:
 def _json_document(text: str) -> Any:
     """The first JSON document of ``text`` as Spark's get_json_object reads it (Jackson with
     ALLOW_UNESCAPED_CONTROL_CHARS and ALLOW_SINGLE_QUOTES): raw control characters inside
-    strings, single-quoted strings, the first of equal member names, and whatever follows the
-    document left unread; ``_NOT_JSON`` if there is no such document.
+    strings, single-quoted strings, every value of equal member names (:class:`_Members`), and
+    whatever follows the document left unread; ``_NOT_JSON`` if there is no such document.
 
     >>> _json_document('  {"a": 1, "a": 2} tail')
     {'a': '1'}
@@ -346,16 +374,10 @@ def get_json_object(text: str, steps: list[str | int]) -> str | None:
     >>> get_json_object('{"n": 1.50}', ["n"]), get_json_object('{"n": null}', ["n"])
     ('1.5', None)
     """
-    node = _json_document(text)
-    if node is _NOT_JSON:
+    document = _json_document(text)
+    if document is _NOT_JSON:
         return None
-    for step in steps:
-        if isinstance(step, int):
-            if not isinstance(node, list) or not 0 <= step < len(node):
-                return None
-        elif not isinstance(node, dict) or step not in node:
-            return None
-        node = node[step]
+    node = _walk(document, steps)
     if node is None:
         return None
     if isinstance(node, _Number):

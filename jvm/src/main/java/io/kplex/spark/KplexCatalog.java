@@ -163,14 +163,14 @@ public class KplexCatalog implements StagingTableCatalog, FunctionCatalog {
   /**
    * The partition count of the topic a new table {@code table} would write, if it exists
    * (empty: kplex creates it), once the topic is found free for it: not Kafka's own
-   * ({@code __}...) or kplex's (its metadata topic, its commit log), not another table's, and
-   * if it exists, never written (every end offset 0: made by an admin for the table, or left
-   * by a CREATE TABLE that failed before it stored the definition). DROP TABLE deletes the
-   * topic, so a table must not take one with someone's records in it.
+   * ({@link io.kplex.spark.kafka.KafkaTopics#KAFKA_INTERNAL}) or kplex's (its metadata topic, its commit log), not another table's, and
+   * if it exists, never written (every end offset 0: one an admin made for the table, named
+   * with {@code kplex.topic}). DROP TABLE deletes the topic, so a table must not take one with
+   * someone's records in it.
    */
   private Optional<Integer> requireFree(TableStore store, String table, TableDefinition def) {
     String topic = def.topic();
-    if (topic.startsWith("__")) throw Errors.topicOfKafka(table, topic);
+    if (io.kplex.spark.kafka.KafkaTopics.KAFKA_INTERNAL.contains(topic)) throw Errors.topicOfKafka(table, topic);
     if (topic.equals(metadataTopic)) throw Errors.topicOfDefinitions(table, topic);
     if (topic.equals(io.kplex.spark.txn.CommitLog.TOPIC)) throw Errors.topicOfCommitLog(table, topic);
     for (TableDefinition other : store.definitions().values()) {
@@ -212,8 +212,9 @@ public class KplexCatalog implements StagingTableCatalog, FunctionCatalog {
    * as {@code CREATE TABLE} checks it (its properties, its topic free for it, a read-time
    * table's sources and expressions) before the old table is dropped, so a refused definition
    * leaves the table, its topic and its records as they were. Then the old table is dropped
-   * (its topic deleted) and the new one made; a write that fails drops it again. Spark's own
-   * replace for a catalog without staging drops first and checks after.
+   * (its topic deleted) and the new one made; a write that fails drops it again. What only the
+   * broker decides as it makes the topic (replicas, ACLs, policies) fails after the drop.
+   * Spark's own replace for a catalog without staging drops first and checks after.
    */
   @Override
   public StagedTable stageReplace(Identifier ident, Column[] columns, Transform[] partitions,

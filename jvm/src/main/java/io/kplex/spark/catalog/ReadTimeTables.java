@@ -134,6 +134,11 @@ public final class ReadTimeTables {
     for (String stored : List.of(KplexOptions.MAX_DELAY_MS, KplexOptions.LATE_POLICY)) {
       props.putIfAbsent(stored, defaults.text(stored));
     }
+    // A side_topic policy brings the late topic the catalog or the session names, if not given.
+    if (LatePolicy.SIDE_TOPIC.wire().equals(props.get(KplexOptions.LATE_POLICY).trim().toLowerCase(Locale.ROOT))
+        && defaults.text(KplexOptions.LATE_TOPIC) != null) {
+      props.putIfAbsent(KplexOptions.LATE_TOPIC, defaults.text(KplexOptions.LATE_TOPIC));
+    }
     TableDefinition def = TableDefinition.create(table, props);
     validate(def.properties(), table);
     if (expressions.checkable()) {

@@ -30,6 +30,11 @@ public final class StagedKplexTable implements StagedTable, SupportsWrite {
     this.drop = drop;
   }
 
+  /** The table made. */
+  public Table table() {
+    return table;
+  }
+
   @Override public String name() { return table.name(); }
 
   @Override

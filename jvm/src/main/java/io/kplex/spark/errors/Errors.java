@@ -131,13 +131,19 @@ public final class Errors {
     return error("BAD_OPTION.CHOICE", "option", key, "value", value, "choices", choices);
   }
 
-  /** late_policy = side_topic without a late topic. */
   /** {@code kplex.late_topic} of a write to {@code table} names the table's own topic. */
   public static KplexException lateTopicIsTable(String table, String lateTopic) {
     return error("BAD_OPTION.LATE_TOPIC_IS_TABLE", "option", KplexOptions.LATE_TOPIC, "late_topic", lateTopic,
         "table", table);
   }
 
+  /** {@code kplex.late_topic} of a write to {@code table} names a topic of Kafka's or kplex's own. */
+  public static KplexException lateTopicReserved(String table, String lateTopic) {
+    return error("BAD_OPTION.LATE_TOPIC_RESERVED", "option", KplexOptions.LATE_TOPIC, "late_topic", lateTopic,
+        "table", table);
+  }
+
+  /** late_policy = side_topic without a late topic. */
   public static KplexException lateTopicNeeded(String key, String value) {
     return error("BAD_OPTION.LATE_TOPIC_NEEDED", "option", key, "value", value,
         "late_topic_option", KplexOptions.LATE_TOPIC);

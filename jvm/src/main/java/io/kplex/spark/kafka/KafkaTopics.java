@@ -141,6 +141,10 @@ public class KafkaTopics implements AutoCloseable {
     if (producer != null) producer.discard();
   }
 
+  /** Kafka's own topics (its offsets, transactions, metadata, share groups, tiered storage). */
+  public static final Set<String> KAFKA_INTERNAL = Set.of("__consumer_offsets", "__transaction_state",
+      "__cluster_metadata", "__share_group_state", "__remote_log_metadata");
+
   /** Every topic name, internal ones included. */
   public Set<String> topics() {
     return call(() -> new TreeSet<>(admin().listTopics().names().get(TIMEOUT_MS, TimeUnit.MILLISECONDS)));

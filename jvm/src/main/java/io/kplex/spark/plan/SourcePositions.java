@@ -75,8 +75,11 @@ public final class SourcePositions extends Rule<LogicalPlan> {
 
   /** A batch INSERT into a kplex table, with its source positions when its rows come from a kplex table. */
   private static LogicalPlan insert(AppendData append) {
-    if (!(append.table() instanceof DataSourceV2Relation target) || !(target.table() instanceof KplexTable table)
-        || table.definition().isEmpty()) {
+    if (!(append.table() instanceof DataSourceV2Relation target)) return append;
+    org.apache.spark.sql.connector.catalog.Table written = target.table();
+    // CREATE TABLE ... AS SELECT writes the table the catalog staged for it.
+    if (written instanceof io.kplex.spark.catalog.StagedKplexTable staged) written = staged.table();
+    if (!(written instanceof KplexTable table) || table.definition().isEmpty()) {
       return append;
     }
     Positioned found = source(append.query());

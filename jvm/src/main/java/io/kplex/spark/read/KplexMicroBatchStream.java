@@ -490,18 +490,19 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
       if (seen != null && seen[0] != end) moved.add(p);
       if (seen == null || seen[0] != end) lastMoved.put(p, new long[] {end, at});
     });
-    if (idleTimeoutMs < 0) return Idleness.NONE;
+    java.util.Set<Integer> idle = new java.util.TreeSet<>();
+    // A partition the topic no longer has (kept in the offsets so that planning reports the
+    // loss; with failOnDataLoss = false the query goes on) gets no record again: idle, even
+    // under strict waiting, or its last high would hold the watermark for good.
+    for (int p : until.keySet()) if (!now.next.containsKey(p)) idle.add(p);
+    Idleness gone = idle.isEmpty() || conf.kind == ReadConf.Kind.DERIVED ? Idleness.NONE
+        : new Idleness(java.util.Set.copyOf(idle), java.util.Set.of());
+    if (idleTimeoutMs < 0) return gone;
     List<Integer> atEnd = new ArrayList<>();
     for (Map.Entry<Integer, Long> e : now.next.entrySet()) {
       if (until.getOrDefault(e.getKey(), -1L) >= e.getValue()) atEnd.add(e.getKey());
     }
-    java.util.Set<Integer> idle = new java.util.TreeSet<>();
-    // A partition the topic no longer has (kept in the offsets so that planning reports the
-    // loss; with failOnDataLoss = false the query goes on) gets no record again: idle, or its
-    // last high would hold the watermark for good.
-    for (int p : until.keySet()) if (!now.next.containsKey(p)) idle.add(p);
-    if (atEnd.isEmpty()) return idle.isEmpty() || conf.kind == ReadConf.Kind.DERIVED ? Idleness.NONE
-        : new Idleness(idle, java.util.Set.of());
+    if (atEnd.isEmpty()) return gone;
     // Whether a partition is empty is asked only where it decides: not for one idle by the
     // timeout, nor for one whose end moved since the last call (records came, so it holds
     // some; one the broker emptied meanwhile is found by the next call). A live stream asks

@@ -57,6 +57,10 @@ public final class KplexWriteBuilder implements WriteBuilder {
       store.requireAllowed(conf.topic, AclOperation.WRITE);  // secured Kafka
       if (conf.latePolicy == io.kplex.spark.conf.LatePolicy.SIDE_TOPIC) {
         if (conf.lateTopic.equals(conf.topic)) throw Errors.lateTopicIsTable(conf.table, conf.lateTopic);
+        if (io.kplex.spark.kafka.KafkaTopics.KAFKA_INTERNAL.contains(conf.lateTopic)
+            || conf.lateTopic.equals(table.metadataTopic()) || conf.lateTopic.equals(io.kplex.spark.txn.CommitLog.TOPIC)) {
+          throw Errors.lateTopicReserved(conf.table, conf.lateTopic);
+        }
         store.ensureTopic(conf.lateTopic, 1, Map.of());
         store.requireAllowed(conf.lateTopic, AclOperation.WRITE);
       }

@@ -168,6 +168,9 @@ public class StreamPlanningTest {
     SourceOffset end = (SourceOffset) s.latestOffset(at(5, 5, 5), ReadLimit.allAvailable());
     assertEquals("partition 2 stays in the offsets, for planning to count its loss", 3, end.next.size());
     assertEquals("and is idle; 0 and 1 moved", Set.of(2), end.idle);
+    KplexMicroBatchStream strict = stream("failOnDataLoss", "false", "idleTimeoutMs", "-1", "minPartitions", "2");
+    assertEquals("idle under strict waiting too", Set.of(2),
+        ((SourceOffset) strict.latestOffset(at(5, 5, 5), ReadLimit.allAvailable())).idle);
     s.planInputPartitions(at(5, 5, 5), end);
     assertEquals("1", s.metrics(Optional.empty()).get("dataLossEvents"));
   }
