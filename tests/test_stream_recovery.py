@@ -66,6 +66,15 @@ def test_batch_0_rerun_after_a_driver_kill_reads_what_it_planned_from_latest(
     assert len(expected) > 0 and written == expected
 
 
+def delete_topic(bootstrap: str, topic: str) -> None:
+    """Deletes ``topic`` as Kafka's tools would, and waits until the broker no longer lists it."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.delete_topics([topic])[topic].result()
+    deadline = time.time() + 60
+    while topic in admin.list_topics(timeout=10).topics and time.time() < deadline:
+        time.sleep(0.5)
+
+
 def test_a_source_recreated_with_fewer_records_is_data_loss_or_read_from_its_start(
         spark, bootstrap, fresh_name, tmp_path):
     source, target = fresh_name("views_recreated"), fresh_name("by_user_recreated")
@@ -74,11 +83,7 @@ def test_a_source_recreated_with_fewer_records_is_data_loss_or_read_from_its_sta
     chk = tmp_path / "chk"
     run_available_now(spark, source, target, chk)
     assert len(verify.read_topic(bootstrap, target)) == 300
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.delete_topics([source])[source].result()
-    deadline = time.time() + 60
-    while source in admin.list_topics(timeout=10).topics and time.time() < deadline:
-        time.sleep(0.5)
+    delete_topic(bootstrap, source)
     # Later in event time than everything written, so none is late below what is there.
     datagen.generate_pageviews(bootstrap, source, 60, partitions=3, users=15, seed=36,
                                start_ms=datagen.ARTICLE_START_MS + 10_000_000)
@@ -106,11 +111,7 @@ def test_a_source_recreated_with_fewer_partitions_does_not_hold_the_watermark_on
     chk = tmp_path / "chk"
     run_available_now(spark, source, target, chk)
     assert len(verify.read_topic(bootstrap, target)) == 300
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.delete_topics([source])[source].result()
-    deadline = time.time() + 60
-    while source in admin.list_topics(timeout=10).topics and time.time() < deadline:
-        time.sleep(0.5)
+    delete_topic(bootstrap, source)
     datagen.generate_pageviews(bootstrap, source, 200, partitions=2, users=15, seed=39,
                                start_ms=datagen.ARTICLE_START_MS + 10_000_000)
     query = run_available_now(spark, source, target, chk, failOnDataLoss="false", releaseAtEnd="false")
