@@ -174,6 +174,52 @@ def test_with_strict_waiting_an_empty_partition_still_holds_everything(spark, bo
     assert_exactly_once_in_order(bootstrap, source, target, 300)
 
 
+def test_a_scheduled_run_finds_a_partition_quiet_since_the_last_run_idle_at_once(spark, bootstrap, fresh_name, tmp_path):
+    """Trigger.AvailableNow runs as a scheduler starts them, without releaseAtEnd, idleTimeoutMs
+    15 s. Partition 1 got one record before the first run and none since; partition 0 gets 200
+    records before each run. The second run starts 16 s after the first planned its offsets,
+    finds partition 1 where that run left it, so without a record for longer than the timeout:
+    idle at once, and what lies below partition 0's watermark is written. (Before, each run
+    measured the quiet from its own start, and a run shorter than the timeout never found
+    partition 1 idle: its records were held run after run and nothing was written.)"""
+    source, target = fresh_name("scheduled_src"), fresh_name("scheduled_by_user")
+    datagen.ensure_topic(bootstrap, source, 2)
+    create(spark, target, delay_ms=DELAY_MS)
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    base = int(time.time() * 1000)
+
+    def send(partition: int, viewtime: int, user: str) -> None:
+        producer.produce(source, key=b"k", partition=partition,
+                         value=json.dumps({"viewtime": viewtime, "userid": user}).encode())
+
+    def scheduled_run():
+        query = (stream(spark, source, target, tmp_path / "chk", idleTimeoutMs="15000", releaseAtEnd="false")
+                 .trigger(availableNow=True).start())
+        query.awaitTermination(300)
+        assert query.exception() is None, query.exception()
+        return query
+
+    send(1, base - 1_000, "User_x")
+    for i in range(200):
+        send(0, base + i * 100, f"User_{i % 7}")
+    assert producer.flush(30) == 0
+    scheduled_run()
+    time.sleep(16)
+    for i in range(200, 400):
+        send(0, base + i * 100, f"User_{i % 7}")
+    assert producer.flush(30) == 0
+    second = scheduled_run()
+    # Partition 1 idle: the watermark is partition 0's high (record 399) less max_delay_ms; its
+    # one record lies below it too.
+    below = 1 + sum(1 for i in range(400) if i * 100 < 399 * 100 - DELAY_MS)
+    assert written(bootstrap, target) == below
+    progress = [p.sink.metrics or {} for p in recent_progress(second)]
+    assert any(m.get("idlePartitions") == "[1]" for m in progress), progress
+    assert late(second) == 0
+    assert release_the_rest(spark, source, target, tmp_path / "chk") == 0
+    assert_exactly_once_in_order(bootstrap, source, target, 401)
+
+
 def upstream_table(spark, bootstrap: str, fresh_name, users: int, records: int) -> tuple[str, list[dict]]:
     """Table A (V = 16, P = 4), written by an INSERT from a topic whose records have `users` keys:
     most of A's virtual partitions hold no record."""

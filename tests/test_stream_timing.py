@@ -304,6 +304,67 @@ def test_at_the_held_cap_with_strict_waiting_a_silent_partition_fails_the_query_
     assert verify.read_topic(bootstrap, target) == []
 
 
+def test_at_the_held_cap_idle_release_waits_for_the_records_the_cap_left_unread(
+        issue_38_session, bootstrap, fresh_name, tmp_path):
+    """kplex.max_held_records 300, idleReleaseMs 2 s, idleTimeoutMs 10 min. Partition 1 has one
+    record at T0 and then none: it holds the watermark. Partition 0 has 1,000 records, a tenth of
+    a second apart in event time, every tenth 3 s below its neighbours (on time: max_delay_ms is
+    5 s). Once 300 are held the source reads only partition 1, which has nothing new; partition 0
+    still has records unread, so the input is not quiet and nothing is released. (Before, the
+    offsets standing still for idleReleaseMs released everything held, and partition 0's dips
+    read after it were late and dropped.) Then partition 1 gets a record far ahead: partition 0
+    sets the watermark, is read to its end, and 2 s later the rest is released. Every record is
+    written, none late, as the batch INSERT writes them."""
+    spark = issue_38_session
+    source, inserted, target = fresh_name("cap_quiet_src"), fresh_name("cap_quiet_insert"), fresh_name("cap_quiet")
+    datagen.ensure_topic(bootstrap, source, 2)
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
+
+    def send(partition: int, viewtime: int, user: str) -> None:
+        value = json.dumps({"viewtime": viewtime, "userid": user}, separators=(",", ":")).encode()
+        producer.produce(source, key=user.encode(), value=value, partition=partition)
+
+    send(1, T0, "u0")
+    for i in range(1_000):
+        send(0, T0 + 1_000 + i * 100 - (3_000 if i % 10 == 9 else 0), f"u{i % 7}")
+    assert producer.flush(30) == 0
+    create(spark, target)
+    spark.conf.set("spark.kplex.max_held_records", "300")
+    try:
+        query = (spark.readStream.format("kplex").option("table", source).option("startingOffsets", "earliest")
+                 .option("maxOffsetsPerTrigger", "100").option("idleReleaseMs", "2000")
+                 .option("idleTimeoutMs", "600000").load()
+                 .selectExpr(*SELECT).writeStream.format("kplex").option("table", target)
+                 .option("checkpointLocation", str(tmp_path / "chk")).trigger(processingTime="300 milliseconds")
+                 .start())
+    finally:
+        spark.conf.unset("spark.kplex.max_held_records")
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and not any(
+                int((p.sink.metrics or {}).get("heldRecords", "0")) >= 300 for p in recent_progress(query)):
+            assert query.exception() is None, query.exception()
+            time.sleep(0.5)
+        time.sleep(6)  # three times idleReleaseMs, the source reading nothing
+        assert query.exception() is None, query.exception()
+        assert verify.read_topic(bootstrap, target) == [], "released while partition 0 had records unread"
+        send(1, T0 + 10_000_000, "u1")
+        assert producer.flush(30) == 0
+        deadline = time.time() + 120
+        while time.time() < deadline and len(verify.read_topic(bootstrap, target)) < 1_002:
+            assert query.exception() is None, query.exception()
+            time.sleep(1)
+        late = sum(int((p.sink.metrics or {}).get("lateRecords", "0")) for p in recent_progress(query))
+    finally:
+        query.stop()
+    assert late == 0
+    create(spark, inserted)
+    spark.sql(f"INSERT INTO kplex.{inserted} SELECT {', '.join(SELECT)} FROM kplex.{source}")
+    got = verify.virtual_partition_sequences(verify.read_topic(bootstrap, target))
+    assert sum(len(seq) for seq in got.values()) == 1_002
+    assert got == verify.virtual_partition_sequences(verify.read_topic(bootstrap, inserted))
+
+
 def test_issue_38s_figures_come_from_a_source_partition_stored_out_of_order_and_do_not_depend_on_pacing(
         issue_38_session, bootstrap, fresh_name, tmp_path):
     """The cause of issue #38: its source's partition 1 was not in event-time order in the log

@@ -433,7 +433,7 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     }
     // Partitions that vanished stay in the offset so that planning reports the loss.
     for (Map.Entry<Integer, Long> e : start.next.entrySet()) until.putIfAbsent(e.getKey(), e.getValue());
-    Idleness idleness = idle(until, now);
+    Idleness idleness = idle(until, now, start);
     long at = conf.clock.millis();
     // A graceful stop asked for (QuerySinks.askRelease): this micro-batch reads what there is
     // and releases everything held, as at the end of the input.
@@ -456,13 +456,22 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     }
     // No new record: once the input is idle (AvailableNow at its end, or nothing for
     // idleReleaseMs), one more micro-batch tells a kplex sink to release what it holds.
+    // Records the held cap left unread are not quiet: released past them, they would be late.
     boolean quiet = (availableNow != null && releaseAtEnd)
-        || (idleReleaseMs > 0 && conf.clock.millis() - lastDataAt >= idleReleaseMs);
+        || (idleReleaseMs > 0 && conf.clock.millis() - lastDataAt >= idleReleaseMs && !unread(until, end));
     if (quiet && dataSinceFlush) {
       dataSinceFlush = false;
       return start.flushed();
     }
     return start;
+  }
+
+  /** Whether a partition has records at or past {@code until} that {@code end} already holds. */
+  private static boolean unread(Map<Integer, Long> until, SourceOffset end) {
+    for (Map.Entry<Integer, Long> e : end.next.entrySet()) {
+      if (until.getOrDefault(e.getKey(), e.getValue()) < e.getValue()) return true;
+    }
+    return false;
   }
 
   /**
@@ -476,19 +485,27 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
   /**
    * Idleness once the batch has read up to {@code until}. A physical partition read to its
    * end as of {@code now} is idle when it is empty (nothing to read from its beginning) or
-   * unmoved for {@code idleTimeoutMs} on this driver's clock (measured from when this run
-   * first saw it: a restart waits the timeout again, never less). A plain topic's ordered
+   * unmoved for {@code idleTimeoutMs} on the driver's clock. A partition's quiet is measured
+   * from when this run saw its end move or, when this run first sees it where {@code start}
+   * stands, from when {@code start} was planned ({@link SourceOffset#at}): its end was at
+   * least there then and is no further now, so it has had no record since, and a scheduled
+   * run finds a partition quiet since the last run idle at once. A plain topic's ordered
    * partitions are its physical ones. A kplex table's are its virtual partitions: those of an
    * idle physical partition are idle; those of one read to its end are drained, for the
    * sink to make idle when it saw no record of them, or none newer for the timeout.
    */
-  private Idleness idle(Map<Integer, Long> until, SourceOffset now) {
+  private Idleness idle(Map<Integer, Long> until, SourceOffset now, SourceOffset start) {
     long at = conf.clock.millis();
     java.util.Set<Integer> moved = new java.util.HashSet<>();
     now.next.forEach((p, end) -> {
       long[] seen = lastMoved.get(p);
       if (seen != null && seen[0] != end) moved.add(p);
-      if (seen == null || seen[0] != end) lastMoved.put(p, new long[] {end, at});
+      if (seen == null) {
+        boolean unmoved = start.at > 0 && start.at <= at && start.next.getOrDefault(p, -1L) == (long) end;
+        lastMoved.put(p, new long[] {end, unmoved ? start.at : at});
+      } else if (seen[0] != end) {
+        lastMoved.put(p, new long[] {end, at});
+      }
     });
     java.util.Set<Integer> idle = new java.util.TreeSet<>();
     // A partition the topic no longer has (kept in the offsets so that planning reports the

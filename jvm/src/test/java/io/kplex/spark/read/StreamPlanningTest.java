@@ -194,6 +194,29 @@ public class StreamPlanningTest {
   }
 
   @Test
+  public void aNewRunCountsAPartitionsQuietFromWhenItsStartWasPlannedSoAScheduledRunFindsItIdleAtOnce() {
+    produce(0, 10);
+    produce(1, 10);
+    produce(2, 10);
+    // The last run planned its last offsets an hour ago; partition 2 was then still being read.
+    SourceOffset lastRun = new SourceOffset(TOPIC, Map.of(0, 10L, 1, 10L, 2, 4L), 0, Set.of(), Set.of(),
+        clock.millis());
+    clock.advance(3_600_000);
+    produce(0, 5);
+    SourceOffset end = (SourceOffset) stream("idleTimeoutMs", "30000").latestOffset(lastRun, ReadLimit.allAvailable());
+    assertEquals("1 has had no record since then; 0 has new ones; 2 had records past where it stood",
+        Set.of(1), end.idle);
+    SourceOffset recent = new SourceOffset(TOPIC, Map.of(0, 15L, 1, 10L, 2, 10L), 0, Set.of(), Set.of(),
+        clock.millis() - 29_999);
+    assertEquals("planned less than the timeout ago: nothing idle yet", Set.of(),
+        ((SourceOffset) stream("idleTimeoutMs", "30000").latestOffset(recent, ReadLimit.allAvailable())).idle);
+    assertEquals("an offset that does not say when it was planned: measured from now", Set.of(),
+        ((SourceOffset) stream("idleTimeoutMs", "30000").latestOffset(at(15, 10, 10), ReadLimit.allAvailable())).idle);
+    assertEquals("strict waiting: never idle", Set.of(),
+        ((SourceOffset) stream("idleTimeoutMs", "-1").latestOffset(lastRun, ReadLimit.allAvailable())).idle);
+  }
+
+  @Test
   public void aLiveStreamAsksNoBeginningsAndAPartitionEmptiedAsItMovedIsIdleByTheNextCall() {
     produce(0, 10);
     produce(1, 10);
