@@ -78,13 +78,17 @@ def pageviews(bootstrap: str, topic: str, records: int = 600, out_of_order_ms: i
 
 def produce(bootstrap: str, topic: str, partitions: dict[int, list[dict]], timestamps: bool = False) -> None:
     """Create ``topic`` and write each partition's JSON records to it, in the given order
-    (with ``timestamps``, each record's Kafka timestamp is its ``_time``)."""
+    (with ``timestamps``, each record's Kafka timestamp is its ``_time``; a record's
+    ``headers``, if given, are its Kafka headers, not part of its value)."""
     datagen.ensure_topic(bootstrap, topic, max(partitions) + 1)
     producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
     for p, records in sorted(partitions.items()):
         for rec in records:
             extra = {"timestamp": rec["_time"]} if timestamps else {}
-            producer.produce(topic, value=json.dumps(rec).encode(), key=str(rec["userid"]).encode(),
+            if "headers" in rec:
+                extra["headers"] = rec["headers"]
+            value = {k: v for k, v in rec.items() if k != "headers"}
+            producer.produce(topic, value=json.dumps(value).encode(), key=str(rec["userid"]).encode(),
                              partition=p, **extra)
     assert producer.flush(30) == 0
 

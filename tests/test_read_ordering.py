@@ -125,6 +125,28 @@ def test_the_side_topic_policy_sends_the_late_record_there_with_its_placement(
         assert (record.headers["kplex.source_partition"], record.headers["kplex.source_offset"]) == (b"0", b"3")
 
 
+def test_a_late_records_own_headers_named_as_kplexs_are_replaced_on_the_side_topic(spark, bootstrap, fresh_name):
+    """The late record of SOURCE carries headers named as kplex's (as a record read from a kplex
+    table would: a stale kplex.vp) and one of its own. On the side topic, from Spark and from the
+    Python reader alike, its own is kept and each of kplex's five is there once, kplex's value."""
+    stale = [("kplex.vp", b"99"), ("trace", b"t-1"), ("kplex.source_offset", b"999"), ("kplex.order", b"1")]
+    source = {p: [dict(r, headers=stale) if r is LATE else r for r in records] for p, records in SOURCE.items()}
+    topic, table = fresh_name("late_headed"), fresh_name("siding_headed")
+    late_topic, python_late = fresh_name("late_headed_spark"), fresh_name("late_headed_py")
+    produce(bootstrap, topic, source)
+    create_virtual(spark, table, topic, 3, key=USER, order=TIME, max_delay_ms="1000",
+                   late_policy="side_topic", late_topic=late_topic)
+    assert len(spark.table(f"kplex.{table}").collect()) == 8
+    reader = TableReader(bootstrap, table, late_topic=python_late)
+    assert len(list(reader)) == 8
+    for side in (late_topic, python_late):
+        [record] = verify.read_topic(bootstrap, side)
+        assert list(record.header_list) == [
+            ("trace", b"t-1"), ("kplex.vp", str(virtual_partition(b"7", 3)).encode()), ("kplex.order", b"2500"),
+            ("kplex.source_topic", topic.encode()), ("kplex.source_partition", b"0"),
+            ("kplex.source_offset", b"3")], side
+
+
 def test_a_read_may_loosen_the_bound(spark, bootstrap, with_late, fresh_name):
     table = fresh_name("loosened")
     create_virtual(spark, table, with_late, 1, key=USER, order=TIME, max_delay_ms="1000")

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from read_support import INSERT
 
+from kplex.placement import virtual_partition
 from kplex.session import jars, last_write_summary
 from kplex.testing import datagen, verify
 
@@ -154,6 +155,24 @@ spark.stop()
     assert "executors 2" in result.stdout
     report = verify.check_derived_topic(bootstrap, messy_pageviews, target, 9, 3)
     assert report.ok, report.summary()
+
+
+def test_a_users_headers_named_as_kplexs_are_left_out_and_the_rest_kept_in_order(spark, bootstrap, fresh_name):
+    """The contract: user headers are kept, but for any named as one of kplex's five, which
+    kplex writes. Read back with a plain consumer, every header as it came."""
+    table = fresh_name("headed")
+    create(spark, table, 3, 3)
+    spark.sql(f"INSERT INTO kplex.{table} SELECT kplex_key('u'), kplex_order(5), CAST('v' AS BINARY) AS value,"
+              " array(named_struct('key', 'kplex.source_offset', 'value', CAST('999' AS BINARY)),"
+              " named_struct('key', 'trace', 'value', CAST('t-1' AS BINARY)),"
+              " named_struct('key', 'kplex.vp', 'value', CAST('77' AS BINARY)),"
+              " named_struct('key', 'kplex.source_topic', 'value', CAST('elsewhere' AS BINARY)),"
+              " named_struct('key', 'kplex.source_partition', 'value', CAST('4' AS BINARY)),"
+              " named_struct('key', 'span', 'value', CAST(NULL AS BINARY))) AS headers")
+    [record] = verify.read_topic(bootstrap, table)
+    assert list(record.header_list) == [("trace", b"t-1"), ("span", None),
+                                        ("kplex.vp", str(virtual_partition(b"u", 3)).encode()),
+                                        ("kplex.order", b"5")]
 
 
 def test_order_headers_and_timestamps_spell_every_order_value_exactly(spark, bootstrap, fresh_name):

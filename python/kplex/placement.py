@@ -178,12 +178,14 @@ def canonical_key(value: Any) -> bytes:
     * anything else JSON can express (``dict``, ``list``, ``bool``,
       ``float``, ...) -> compact JSON as the plugin's Jackson writes it,
       UTF-8, non-ASCII kept as is, control characters as ``\\uXXXX`` in
-      upper-case hex: a ``dict`` as a Spark STRUCT (its fields sorted by
+      upper-case hex, a character outside the Basic Multilingual Plane (an
+      emoji) as its UTF-16 surrogate pair so escaped: a ``dict`` as a Spark STRUCT (its fields sorted by
       name, in UTF-16 order as Java sorts), an ``int`` or ``bool`` name by
       its JSON text, a ``float`` as Java's ``Double.toString`` writes it
       (``1.5``, ``1.2345678E7``). A Spark MAP is written differently only
       for a key that is another key followed by a space or ``!``, or that
-      holds a quote, a backslash or a control character (docs/contract.md).
+      holds a quote, a backslash, a control character or a character
+      outside the Basic Multilingual Plane (docs/contract.md).
 
     ``None`` is an error: the contract has no NULL key by default.
 
@@ -218,13 +220,25 @@ _ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r
 
 
 def _json_string(text: str) -> str:
-    r"""A JSON string as Jackson writes it: the short escapes, other control characters as
-    ``\uXXXX`` in upper-case hex, everything else as is.
+    r"""A JSON string as Jackson writes it to bytes: the short escapes, other control
+    characters as ``\uXXXX`` in upper-case hex, a character outside the Basic Multilingual
+    Plane as its UTF-16 surrogate pair escaped so, everything else as is.
 
     >>> _json_string('q"\x1f\n')
     '"q\\"\\u001F\\n"'
+    >>> _json_string("a\U0001F600")
+    '"a\\uD83D\\uDE00"'
     """
-    return '"' + "".join(_ESCAPES.get(c) or (f"\\u{ord(c):04X}" if c < " " else c) for c in text) + '"'
+    return '"' + "".join(_ESCAPES.get(c) or _escaped(c) for c in text) + '"'
+
+
+def _escaped(c: str) -> str:
+    if c < " ":
+        return f"\\u{ord(c):04X}"
+    if c > "\uffff":
+        high, low = divmod(ord(c) - 0x10000, 0x400)
+        return f"\\u{0xD800 + high:04X}\\u{0xDC00 + low:04X}"
+    return c
 
 
 def _json(value: Any) -> str:

@@ -23,6 +23,9 @@ from kplex.kafka.clients import QUIET
 from kplex.placement import ORDER_HEADER, SOURCE_OFFSET_HEADER, SOURCE_PARTITION_HEADER, SOURCE_TOPIC_HEADER, VP_HEADER
 from kplex.tableinfo import ReadStats, TableInfo
 
+# The headers kplex writes: a source record's own so named are left out, as kplex sets them anew.
+KPLEX_HEADERS = frozenset({VP_HEADER, ORDER_HEADER, SOURCE_TOPIC_HEADER, SOURCE_PARTITION_HEADER, SOURCE_OFFSET_HEADER})
+
 __all__ = ["LateRecords", "ensure_late_topic"]
 
 
@@ -68,14 +71,15 @@ class LateRecords:
                               lateness="far" if behind is None or behind < 0 else f"{behind} ms")
 
     def send(self, msg: Message, vp: int, order: int) -> None:
-        """The source record as it was, plus kplex.vp, kplex.order and where it came from."""
+        """The source record as it was, but for headers named as kplex's, plus kplex.vp,
+        kplex.order and where it came from."""
         if self.producer is None:
             ensure_late_topic(self.bootstrap, self.info.late_topic or "", self.config)
             settings = {"bootstrap.servers": self.bootstrap, "enable.idempotence": True,
                         "logger": QUIET}
             settings.update({k: v for k, v in self.config.items() if not k.startswith(("group.", "isolation."))})
             self.producer = Producer(settings)
-        headers = list(msg.headers() or ()) + [
+        headers = [(name, value) for name, value in msg.headers() or () if name not in KPLEX_HEADERS] + [
             (VP_HEADER, str(vp).encode()), (ORDER_HEADER, str(order).encode()),
             (SOURCE_TOPIC_HEADER, (msg.topic() or "").encode()),
             (SOURCE_PARTITION_HEADER, str(msg.partition()).encode()),

@@ -89,7 +89,8 @@ def _parse_json(value: bytes) -> Any:
 
 @dataclass(frozen=True)
 class Record:
-    """One Kafka record as read back, with headers as a dict (last one wins).
+    """One Kafka record as read back, with headers as a dict (last one wins) and, as read,
+    in ``header_list`` (names may repeat there).
 
     >>> Record(0, 7, b"User_6", b"{}", {"kplex.vp": b"8"}, 1565606197468).headers["kplex.vp"]
     b'8'
@@ -101,6 +102,7 @@ class Record:
     value: bytes | None
     headers: dict[str, bytes | None] = field(default_factory=dict)
     timestamp: int = 0
+    header_list: tuple[tuple[str, bytes | None], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -636,6 +638,7 @@ def _read_all(consumer: Consumer, topic: str, timeout: float) -> tuple[list[Reco
                     value=msg.value(),
                     headers=dict(msg.headers() or ()),
                     timestamp=timestamp,
+                    header_list=tuple(msg.headers() or ()),
                 )
             )
             if msg.offset() + 1 >= end:

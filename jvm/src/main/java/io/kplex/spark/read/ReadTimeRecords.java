@@ -91,7 +91,10 @@ final class ReadTimeRecords implements AutoCloseable {
     if (lateProducer == null) {
       lateProducer = conf.clients.producer(conf.kafka.producer());
     }
-    RecordHeaders headers = new RecordHeaders(r.headers().toArray());
+    RecordHeaders headers = new RecordHeaders();
+    for (org.apache.kafka.common.header.Header h : r.headers()) {
+      if (!KplexHeaders.isReserved(h.key())) headers.add(h);
+    }
     headers.add(KplexHeaders.VP, KplexHeaders.ascii(vp));
     headers.add(KplexHeaders.ORDER, KplexHeaders.ascii(order));
     headers.add(KplexHeaders.SOURCE_TOPIC, r.topic().getBytes(java.nio.charset.StandardCharsets.UTF_8));
