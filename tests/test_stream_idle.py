@@ -220,6 +220,47 @@ def test_a_scheduled_run_finds_a_partition_quiet_since_the_last_run_idle_at_once
     assert_exactly_once_in_order(bootstrap, source, target, 401)
 
 
+def test_a_strict_stream_written_by_two_tasks_judges_none_of_its_own_held_records_late(
+        spark, bootstrap, fresh_name, tmp_path):
+    """Strict waiting (idleTimeoutMs -1), two writer tasks (local[2], V = 9), 40 users over two
+    partitions whose event times interleave, late_policy fail. Each task releases below the
+    watermark as of what it alone read, so it holds records a little below the epoch's watermark
+    over both tasks' reads. The strict stream publishes a floor for every virtual partition of
+    the table: it must be the lowest bound a task released below, less one. (It was the
+    epoch's watermark less one: in the next run, the records a task still held below it were
+    its own, on time, and judged late, failing the query with [KPLEX_LATE_RECORD] run after
+    run.) Two scheduled runs, then one that releases the rest: every record, once, in order."""
+    source, target = fresh_name("strict_tasks_src"), fresh_name("strict_tasks_by_user")
+    datagen.ensure_topic(bootstrap, source, 2)
+    create(spark, target, delay_ms=1_000)
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
+    base = 1_700_000_000_000
+
+    def produce_rounds(start: int, rounds: int) -> None:
+        for i in range(start, start + rounds):
+            for partition in (0, 1):
+                user = f"User_{(2 * i + partition) % 40}"
+                value = json.dumps({"viewtime": base + i * 100 + partition * 50, "userid": user})
+                producer.produce(source, key=user.encode(), value=value.encode(), partition=partition)
+        assert producer.flush(30) == 0
+
+    def strict_run():
+        query = (stream(spark, source, target, tmp_path / "chk", idleTimeoutMs="-1", releaseAtEnd="false")
+                 .trigger(availableNow=True).start())
+        query.awaitTermination(300)
+        assert query.exception() is None, query.exception()
+        return query
+
+    produce_rounds(0, 500)
+    first = strict_run()
+    produce_rounds(500, 500)
+    second = strict_run()
+    assert late(first) == 0 and late(second) == 0
+    assert written(bootstrap, target) > 0
+    assert release_the_rest(spark, source, target, tmp_path / "chk") == 0
+    assert_exactly_once_in_order(bootstrap, source, target, 2_000)
+
+
 def upstream_table(spark, bootstrap: str, fresh_name, users: int, records: int) -> tuple[str, list[dict]]:
     """Table A (V = 16, P = 4), written by an INSERT from a topic whose records have `users` keys:
     most of A's virtual partitions hold no record."""

@@ -245,18 +245,22 @@ final class KplexStreamingWrite implements StreamingWrite {
   }
 
   /**
-   * A strict stream's published watermarks ({@link EpochMark.Floor}) after this epoch: its
-   * watermark less one (it releases below the watermark, and a record below it arriving later
-   * is late, since no source partition goes idle), from the table topic's end offsets now (what
-   * any writer wrote before is below them). Not strict (idleTimeoutMs &gt;= 0: an idle partition
-   * may bring a record below the watermark later): none new, the earlier ones stay true (the
-   * table's floor holds them, see {@link #commit}).
+   * A strict stream's published watermarks ({@link EpochMark.Floor}) after this epoch: the
+   * lowest bound its tasks released below, less one (a record below it arriving later is late,
+   * since no source partition goes idle, and none is held: each task holds only what is at or
+   * above its own bound, which is the watermark as of what that task read, so the epoch's
+   * watermark over all tasks' reads would pass records a task still holds), from the table
+   * topic's end offsets now (what any writer wrote before is below them). Not strict
+   * (idleTimeoutMs &gt;= 0: an idle partition may bring a record below the watermark later):
+   * none new, the earlier ones stay true (the table's floor holds them, see {@link #commit}).
    */
-  private java.util.List<EpochMark.Floor> floors(EpochMark mark, Started epoch) {
+  private java.util.List<EpochMark.Floor> floors(EpochMark mark, Started epoch, EpochTally tally) {
     java.util.List<EpochMark.Floor> before = last.lineage() == null ? List.of() : last.lineage().floors();
     HeldRelease.Signal s = epoch.signal();
     if (s.idleTimeoutMs() >= 0 || !schema.positioned()) return before;
-    long watermark = mark.marks().watermark(epoch.start().partitions(), new int[0], conf.maxDelayMs);
+    EpochStart start = epoch.start();
+    long watermark = start.releaseAll() ? mark.marks().watermark(start.partitions(), new int[0], conf.maxDelayMs)
+        : tally.lowestTaskBound(start.marks(), start.partitions(), start.idle(), conf.maxDelayMs);
     if (watermark == Long.MIN_VALUE || !before.isEmpty() && before.get(before.size() - 1).order() >= watermark - 1) {
       return before;
     }
@@ -308,12 +312,12 @@ final class KplexStreamingWrite implements StreamingWrite {
    * The epoch's lineage: its source and where it stopped there, where its held files live, and
    * the query it resumed from (carried from the marks before it); none without a kplex source.
    */
-  private EpochMark withLineage(EpochMark mark, Started epoch) {
+  private EpochMark withLineage(EpochMark mark, Started epoch, EpochTally tally) {
     HeldRelease.Signal s = epoch == null ? null : epoch.signal();
     if (s == null || s.topic() == null || s.ends().isEmpty() || !schema.positioned()) return mark;
     String resumedFrom = last.lineage() == null ? null : last.lineage().resumedFrom();
     if (heldBase == null) heldBase = held.base();
-    java.util.List<EpochMark.Floor> floors = floors(mark, epoch);
+    java.util.List<EpochMark.Floor> floors = floors(mark, epoch, tally);
     if (!floors.isEmpty()) {
       // The table's floor for every virtual partition: no writer (an INSERT, another query)
       // writes below the last published watermark, so it stays true whoever writes next.
@@ -365,7 +369,7 @@ final class KplexStreamingWrite implements StreamingWrite {
         EpochTally tally = EpochTally.of(conf.physicalPartitions, messages);
         int[] idle = epoch == null ? new int[0] : epoch.start().idle();
         EpochMark mark = withLineage(tally.mark(conf.table, queryId, epochId, last.marks(), idle,
-            epoch == null ? 0 : epoch.signal().atMs()), epoch);
+            epoch == null ? 0 : epoch.signal().atMs()), epoch, tally);
         long writeStarted = epoch == null ? committer.clock().millis() : epoch.atMs();
         doCommit(tally, mark, tally.budgetFrom(writeStarted, CLOCK_SKEW_MS), epoch == null ? conf : epoch.conf());
         advance(mark);

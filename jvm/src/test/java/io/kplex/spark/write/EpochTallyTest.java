@@ -62,6 +62,66 @@ public class EpochTallyTest {
         "4", "17"), List.copyOf(figures.values()));
   }
 
+  /** A gate that writes into {@code written} and counts nothing else. */
+  private static io.kplex.spark.time.EventTimeGate<Integer> gate(EventTime.Marks before, List<
+      io.kplex.spark.time.EventTimeGate.Item<Integer>> held, List<Long> written) {
+    return new io.kplex.spark.time.EventTimeGate<>(before, new int[] {0, 1}, new int[0], 0, false, held.iterator(),
+        io.kplex.spark.time.EventTimeGate.inMemory(), new io.kplex.spark.time.EventTimeGate.Out<>() {
+          @Override
+          public void write(io.kplex.spark.time.EventTimeGate.Item<Integer> item) {
+            written.add(item.order());
+          }
+
+          @Override
+          public void late(io.kplex.spark.time.EventTimeGate.Item<Integer> item, EventTime.Late why, long bound) {}
+        });
+  }
+
+  private static io.kplex.spark.time.EventTimeGate.Item<Integer> item(long order, int vp) {
+    return new io.kplex.spark.time.EventTimeGate.Item<>(0, order, new byte[] {(byte) vp}, new byte[0], vp);
+  }
+
+  @Test
+  public void aStrictStreamPublishesTheLowestBoundItsTasksReleasedBelowSoNoneOfItsHeldRecordsFallsUnderIt() {
+    // Two source partitions, both at 100, max_delay_ms 0. Task A (virtual partition 0) reads
+    // partition 0 up to 200 and partition 1 up to 150; task B (virtual partition 1) reads
+    // partition 1 from 151 to 250. The epoch's watermark over both is 200, but A released
+    // only below 150 and B, which saw nothing of partition 0, below 100.
+    EventTime.Marks before = new EventTime.Marks(Map.of(0, 100L, 1, 100L), Map.of());
+    List<Long> writtenA = new java.util.ArrayList<>();
+    List<Long> writtenB = new java.util.ArrayList<>();
+    io.kplex.spark.time.EventTimeGate<Integer> a = gate(before, List.of(), writtenA);
+    for (long o = 101; o <= 200; o++) a.add(item(o, 0), o <= 150 ? 1 : 0, o - 1);
+    io.kplex.spark.time.EventTimeGate<Integer> b = gate(before, List.of(), writtenB);
+    for (long o = 151; o <= 250; o++) b.add(item(o, 1), 1, o - 1);
+    List<io.kplex.spark.time.EventTimeGate.Item<Integer>> heldA = a.commit();
+    List<io.kplex.spark.time.EventTimeGate.Item<Integer>> heldB = b.commit();
+    assertEquals(150, a.commitBound());
+    assertEquals(100, b.commitBound());
+    long[] none = TaskTimes.none();
+    EpochTally tally = EpochTally.of(2, new WriterCommitMessage[] {
+        new EpochCommitMessage(null, (String) null, heldA.size(), a.read(), a.written(), 0, 0, 0, none),
+        new EpochCommitMessage(null, (String) null, heldB.size(), b.read(), b.written(), 0, 0, 0, none)});
+    long bound = tally.lowestTaskBound(before, new int[] {0, 1}, new int[0], 0);
+    assertEquals(100, bound);
+    // The next epoch starts from the marks the epoch moved on, with the table's floor at the
+    // published bound less one: every held record is written, none late.
+    EventTime.Marks next = before.after(tally.read, tally.written)
+        .withWrittenAtLeast(Map.of(EventTime.Marks.EVERY_VP, bound - 1));
+    io.kplex.spark.time.EventTimeGate<Integer> a2 = gate(next, heldA, writtenA);
+    io.kplex.spark.time.EventTimeGate<Integer> b2 = gate(next, heldB, writtenB);
+    int stillHeld = a2.commit().size() + b2.commit().size();
+    assertEquals(0, a2.late() + b2.late());
+    assertEquals("every record written or still held", 200, writtenA.size() + writtenB.size() + stillHeld);
+    // What the epoch's watermark over all reads (200) less one would have published: B's
+    // held 151..198 fall below it and are late.
+    EventTime.Marks wrong = before.after(tally.read, tally.written)
+        .withWrittenAtLeast(Map.of(EventTime.Marks.EVERY_VP, 199L));
+    io.kplex.spark.time.EventTimeGate<Integer> b3 = gate(wrong, heldB, new java.util.ArrayList<>());
+    b3.commit();
+    assertEquals(48, b3.late());
+  }
+
   @Test
   public void anEmptyEpochHasNothingToCommit() {
     EpochTally tally = EpochTally.of(2, new WriterCommitMessage[0]);
