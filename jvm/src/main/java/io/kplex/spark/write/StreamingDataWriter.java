@@ -70,39 +70,60 @@ final class StreamingDataWriter implements DataWriter<InternalRow> {
     this.readUntil = bounds(start, false);
     long started = clock.nanos();
     this.openedAtMs = clock.millis();
-    List<java.util.Iterator<EventTimeGate.Item<UnsafeRow>>> runs = new ArrayList<>();
-    List<HeldRows.Ref> mine = new ArrayList<>();
-    for (String named : start.held()) {
-      HeldRows.Ref ref = HeldRows.Ref.parse(named);
-      int[] by = HeldRows.writtenBy(ref.file());
-      boolean sameTasks = by != null && by[1] == numPartitions;
-      if (sameTasks && by[0] != partitionId) continue;  // another task's virtual partitions
-      if (sameTasks && ref.placed() && !HeldRows.absolute(ref.file())) {
-        mine.add(ref);
-        continue;
-      }
-      // From where its held rows begin: the rows before were released by an earlier epoch.
-      HeldRows.Reader rows = held.open(held.resolve(ref.file()), schema.schema.length(),
-          ref.placed() ? ref.position() : HeldRows.FIRST_ROW);
-      readers.add(rows);
-      runs.add(new Filtered(rows, sameTasks));
-    }
-    long[] sizes = mine.stream().mapToLong(HeldRows.Ref::rows).toArray();
-    int mergeFrom = REWRITE_ALL ? 0 : mergedFrom(sizes, MAX_RUNS);
-    for (int i = 0; i < mine.size(); i++) {
-      HeldRows.Ref ref = mine.get(i);
-      if (i < mergeFrom) {
-        inPlace.add(new InPlace(ref));
-      } else {
-        HeldRows.Reader rows = held.open(held.resolve(ref.file()), schema.schema.length(), ref.position());
+    try {
+      List<java.util.Iterator<EventTimeGate.Item<UnsafeRow>>> runs = new ArrayList<>();
+      List<HeldRows.Ref> mine = new ArrayList<>();
+      for (String named : start.held()) {
+        HeldRows.Ref ref = HeldRows.Ref.parse(named);
+        int[] by = HeldRows.writtenBy(ref.file());
+        boolean sameTasks = by != null && by[1] == numPartitions;
+        if (sameTasks && by[0] != partitionId) continue;  // another task's virtual partitions
+        if (sameTasks && ref.placed() && !HeldRows.absolute(ref.file())) {
+          mine.add(ref);
+          continue;
+        }
+        // From where its held rows begin: the rows before were released by an earlier epoch.
+        HeldRows.Reader rows = held.open(held.resolve(ref.file()), schema.schema.length(),
+            ref.placed() ? ref.position() : HeldRows.FIRST_ROW);
         readers.add(rows);
-        runs.add(new Filtered(rows, true));
+        runs.add(new Filtered(rows, sameTasks));
       }
+      long[] sizes = mine.stream().mapToLong(HeldRows.Ref::rows).toArray();
+      int mergeFrom = REWRITE_ALL ? 0 : mergedFrom(sizes, MAX_RUNS);
+      for (int i = 0; i < mine.size(); i++) {
+        HeldRows.Ref ref = mine.get(i);
+        if (i < mergeFrom) {
+          inPlace.add(new InPlace(ref));
+        } else {
+          HeldRows.Reader rows = held.open(held.resolve(ref.file()), schema.schema.length(), ref.position());
+          readers.add(rows);
+          runs.add(new Filtered(rows, true));
+        }
+      }
+      this.pending = new Spilling(conf.faults.pendingMemoryBytes > 0 ? conf.faults.pendingMemoryBytes
+          : PENDING_MEMORY_BYTES);
+      this.gate = new EventTimeGate<>(start.marks(), start.partitions(), start.idle(), conf.maxDelayMs, start.releaseAll(),
+          merged(runs), inPlace, pending, new Out()).judgingHeld(this::readBefore);
+    } catch (RuntimeException | Error e) {
+      // A held file that cannot be read (gone, of other columns): Spark gets no writer to
+      // abort, so what this one opened, the held files' readers and the task's producer, is
+      // let go here.
+      for (HeldRows.Reader r : readers) {
+        try {
+          r.close();
+        } catch (RuntimeException closing) {
+          e.addSuppressed(closing);
+        }
+      }
+      try {
+        out.abort();
+      } catch (RuntimeException aborting) {
+        e.addSuppressed(aborting);
+      } finally {
+        out.close();
+      }
+      throw e;
     }
-    this.pending = new Spilling(conf.faults.pendingMemoryBytes > 0 ? conf.faults.pendingMemoryBytes
-        : PENDING_MEMORY_BYTES);
-    this.gate = new EventTimeGate<>(start.marks(), start.partitions(), start.idle(), conf.maxDelayMs, start.releaseAll(),
-        merged(runs), inPlace, pending, new Out()).judgingHeld(this::readBefore);
     this.readyAt = clock.nanos();
     times[TaskTimes.HELD_READ] = TaskTimes.ms(started, readyAt);
   }

@@ -46,6 +46,21 @@ public class StreamingDataWriterTest {
         held.path(1, 0, 1, 0), clock);
   }
 
+  @Test
+  public void aHeldFileThatCannotBeReadFailsTheTaskNamingItAndClosesItsProducer() throws Exception {
+    WriteConf conf = conf();
+    RowCodec codec = WriterFixture.codec(conf);
+    KplexDataWriter out = KplexDataWriter.open(conf, codec, 0, 0, 0, null, clients);
+    EpochStart start = new EpochStart(0, EventTime.Marks.NONE, new int[] {0}, null, false,
+        List.of("held/0/part-0-of-1-5"));
+    HeldRows held = new HeldRows(new Configuration(false), tmp.newFolder().toString());
+    KplexException gone = assertThrows(KplexException.class, () -> new StreamingDataWriter(out, conf,
+        WriterFixture.COLUMNS, codec, start, 0, 1, held, held.path(1, 0, 1, 0), clock));
+    assertTrue(gone.getMessage(), gone.getMessage().contains("part-0-of-1-5"));
+    assertEquals("Spark gets no writer to close: the failed one closed its producer", 1,
+        clients.producer.closes.size());
+  }
+
   /** The columns of a stream from kplex's source: the written ones, then the source positions. */
   private static final StructType POSITIONED = positioned();
 
