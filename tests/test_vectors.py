@@ -256,16 +256,34 @@ def test_an_order_expression_gives_the_same_value_in_spark_and_outside(record_df
     assert compile_order(case["expression"])(_record()) == case["value"]
 
 
-@pytest.mark.parametrize("case", EXPRESSIONS["documents"], ids=lambda c: c["value"])
+def _document_id(case: dict[str, Any]) -> str:
+    return case.get("expression", case.get("path", "")) + ":" + case.get("value", case.get("value_hex", ""))
+
+
+@pytest.mark.parametrize("case", EXPRESSIONS["documents"], ids=_document_id)
 def test_a_json_document_is_read_as_spark_reads_it(spark, case: dict[str, Any]) -> None:
     """get_json_object of a value as Spark's JSON reader takes it (raw control characters in
     strings, the first of equal member names, what follows the document ignored, single-quoted
-    strings), inside Spark and in the Python subset alike."""
+    strings, bytes not UTF-8 as U+FFFD, no NaN, an object or array printed as Jackson copies
+    it), and the string functions and casts on such values, inside Spark and in the Python
+    subset alike."""
     from pyspark.sql.types import BinaryType, StructField, StructType
 
-    expression = f"get_json_object(CAST(value AS STRING), '{case['path']}')"
-    df = spark.createDataFrame([(case["value"].encode("utf-8"),)], StructType([StructField("value", BinaryType())]))
+    from kplex.errors import ExpressionError
+
+    value = bytes.fromhex(case["value_hex"]) if "value_hex" in case else case["value"].encode("utf-8")
+    expression = case.get("expression", f"get_json_object(CAST(value AS STRING), '{case.get('path')}')")
+    df = spark.createDataFrame([(value,)], StructType([StructField("value", BinaryType())]))
+    record = SourceRecord(key=None, value=value, topic="t", partition=0, offset=0, timestamp=0)
+    if case.get("error"):
+        with pytest.raises(Exception, match="CAST_INVALID_INPUT"):  # Spark's own refusal of the cast
+            df.selectExpr(f"{expression} AS v").collect()
+        with pytest.raises(ExpressionError):
+            compile_order(expression)(record)
+        return
     assert df.selectExpr(f"{expression} AS v").collect()[0].v == case["result"]
-    record = SourceRecord(key=None, value=case["value"].encode("utf-8"), topic="t", partition=0, offset=0, timestamp=0)
-    expected = None if case["result"] is None else case["result"].encode("utf-8")
-    assert compile_key(expression)(record) == expected
+    if isinstance(case["result"], int):
+        assert compile_order(expression)(record) == case["result"]
+    else:
+        expected = None if case["result"] is None else case["result"].encode("utf-8")
+        assert compile_key(expression)(record) == expected

@@ -48,6 +48,7 @@ integers as they are).
 from __future__ import annotations
 
 import json
+import re
 import struct
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -57,6 +58,7 @@ from sqlglot import exp
 
 from kplex.errors import ExpressionError, kplex_error
 from kplex.jsonpointer import spark_extract
+from kplex.placement import jackson_string, java_double
 from kplex.settings import KEY, ORDER
 
 __all__ = ["ExpressionError", "SourceRecord", "compile_key", "compile_order", "pointer_or_expression"]
@@ -186,7 +188,7 @@ class _Compiler:
             if kind not in (STRING, NULL):
                 raise self.refuse("LOWER_UPPER", function=node.key, type=kind)
             op = str.lower if isinstance(node, exp.Lower) else str.upper
-            return STRING, lambda r: None if (v := fn(r)) is None else op(v)
+            return STRING, lambda r: None if (v := fn(r)) is None else op(_decoded(v))
         if isinstance(node, exp.Concat):
             parts = [self.as_string(*self.compile(a)) for a in node.expressions]
             return STRING, lambda r: _concat([f(r) for f in parts])
@@ -227,11 +229,12 @@ class _Compiler:
         raise self.refuse("CAST", type=kind, target_type=node.to.sql("spark"))
 
     def parse_int(self, text: str, target: str) -> int:
-        stripped = text.strip()
-        try:
-            number = int(stripped, 10)
-        except ValueError:
-            raise _bad("CAST_FAILS", self.prop, self.text, value=text, type=target) from None
+        # As Spark's cast under ANSI: ASCII digits after an optional sign, between characters
+        # up to the space, which are trimmed (no `_`, no other digits, no other spaces).
+        stripped = text.strip("".join(chr(c) for c in range(33)))
+        if not _INTEGER.fullmatch(stripped):
+            raise _bad("CAST_FAILS", self.prop, self.text, value=text, type=target)
+        number = int(stripped, 10)
         bits = 63 if target == BIGINT else 31
         if not -(2**bits) <= number < 2**bits:
             raise _bad("OVERFLOW", self.prop, self.text, value=text, type=target)
@@ -256,9 +259,25 @@ class _Compiler:
 
         def extract(r: SourceRecord) -> str | None:
             text = text_of(r)
-            return None if text is None else get_json_object(text, steps)
+            return None if text is None else get_json_object(_decoded(text), steps)
 
         return STRING, extract
+
+
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
+def _decoded(text: str) -> str:
+    """``text`` as Spark decodes a string's bytes for its string functions and JSON reading:
+    bytes that are not UTF-8 (held as ``surrogateescape`` code points) each maximal bad
+    sequence as U+FFFD, as Java's decoder does.
+
+    >>> _decoded(b"\\xe2\\x82AB\\xff".decode("utf-8", errors="surrogateescape"))
+    '\ufffdAB\ufffd'
+    """
+    if text.isascii():
+        return text
+    return text.encode("utf-8", errors="surrogateescape").decode("utf-8", errors="replace")
 
 
 def _concat(values: list[str | None]) -> str | None:
@@ -266,36 +285,44 @@ def _concat(values: list[str | None]) -> str | None:
 
 
 class _Number(str):
-    """A JSON number as Spark's get_json_object prints it (integers canonical)."""
+    """A JSON number as Spark's get_json_object prints it: an integer canonical, any other as
+    Java's ``Double.toString`` writes the double it reads as (``1.0E10``, ``1.5``)."""
 
     def __new__(cls, text: str) -> _Number:
         try:
             return super().__new__(cls, str(int(text)))
         except ValueError:
-            return super().__new__(cls, repr(float(text)))
+            return super().__new__(cls, java_double(float(text)))
 
 
 _NOT_JSON = object()
 
 
 class _Members(dict):
-    """An object's members, the first of equal names as the dict's value, and ``every``: each
+    """An object's members, the first of equal names as the dict's value; ``every``: each
     name's values in the document's order (Spark's path goes on with the next one while a
-    path through the earlier ones gives no value)."""
+    path through the earlier ones gives no value); ``pairs``: every member as written."""
 
     every: dict[str, list[Any]]
+    pairs: list[tuple[str, Any]]
 
 
 def _members(pairs: list[tuple[str, Any]]) -> _Members:
     out = _Members()
     out.every = {}
+    out.pairs = pairs
     for name, value in pairs:
         out.setdefault(name, value)
         out.every.setdefault(name, []).append(value)
     return out
 
 
-_LENIENT = json.JSONDecoder(strict=False, parse_int=_Number, parse_float=_Number, object_pairs_hook=_members)
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")  # Jackson, as Spark sets it, reads no NaN or Infinity
+
+
+_LENIENT = json.JSONDecoder(strict=False, parse_int=_Number, parse_float=_Number, object_pairs_hook=_members,
+                            parse_constant=_no_constant)
 
 
 def _walk(node: Any, steps: list[str | int]) -> Any:
@@ -390,10 +417,14 @@ def get_json_object(text: str, steps: list[str | int]) -> str | None:
 
 
 def _compact(node: Any) -> str:
+    """An object or array as Spark's get_json_object prints it (Jackson copying it to UTF-8):
+    every member as written, strings escaped as Jackson escapes them."""
     if isinstance(node, _Number):
         return str(node)
-    if isinstance(node, dict):
-        return "{" + ",".join(json.dumps(k, ensure_ascii=False) + ":" + _compact(v) for k, v in node.items()) + "}"
+    if isinstance(node, _Members):
+        return "{" + ",".join(jackson_string(k) + ":" + _compact(v) for k, v in node.pairs) + "}"
     if isinstance(node, list):
         return "[" + ",".join(_compact(v) for v in node) + "]"
-    return json.dumps(node, ensure_ascii=False)
+    if isinstance(node, str):
+        return jackson_string(node)
+    return json.dumps(node)

@@ -219,14 +219,14 @@ def canonical_key(value: Any) -> bytes:
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
-def _json_string(text: str) -> str:
+def jackson_string(text: str) -> str:
     r"""A JSON string as Jackson writes it to bytes: the short escapes, other control
     characters as ``\uXXXX`` in upper-case hex, a character outside the Basic Multilingual
     Plane as its UTF-16 surrogate pair escaped so, everything else as is.
 
-    >>> _json_string('q"\x1f\n')
+    >>> jackson_string('q"\x1f\n')
     '"q\\"\\u001F\\n"'
-    >>> _json_string("a\U0001F600")
+    >>> jackson_string("a\U0001F600")
     '"a\\uD83D\\uDE00"'
     """
     return '"' + "".join(_ESCAPES.get(c) or _escaped(c) for c in text) + '"'
@@ -246,16 +246,16 @@ def _json(value: Any) -> str:
     if value is None or isinstance(value, bool):
         return json.dumps(value)
     if isinstance(value, str):
-        return _json_string(value)
+        return jackson_string(value)
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
-        return _java_double(value)
+        return java_double(value)
     if isinstance(value, (list, tuple)):
         return "[" + ",".join(_json(item) for item in value) + "]"
     if isinstance(value, dict):
         fields = sorted(((_field_name(k), v) for k, v in value.items()), key=lambda f: f[0].encode("utf-16-be"))
-        return "{" + ",".join(_json_string(name) + ":" + _json(v) for name, v in fields) + "}"
+        return "{" + ",".join(jackson_string(name) + ":" + _json(v) for name, v in fields) + "}"
     raise TypeError(f"{type(value).__name__} is not JSON")
 
 
@@ -267,11 +267,11 @@ def _field_name(key: Any) -> str:
     raise TypeError(f"a {type(key).__name__} cannot name a field")
 
 
-def _java_double(value: float) -> str:
+def java_double(value: float) -> str:
     """A DOUBLE as Java's ``Double.toString`` writes it: the shortest digits that read back as
     the same number, positional from 10^-3 up to 10^7, else ``d.dddE<n>``.
 
-    >>> [_java_double(x) for x in (0.001, 1234567.0, 1e7, 1e-05, -0.0, 1.5e300)]
+    >>> [java_double(x) for x in (0.001, 1234567.0, 1e7, 1e-05, -0.0, 1.5e300)]
     ['0.001', '1234567.0', '1.0E7', '1.0E-5', '-0.0', '1.5E300']
     """
     if math.isnan(value) or math.isinf(value):

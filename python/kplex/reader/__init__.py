@@ -28,6 +28,7 @@ are handled by :mod:`kplex.reader.late`.
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, replace
 from typing import Any, Iterable, Iterator, Mapping
@@ -212,13 +213,20 @@ class _Feed:
         self.paused = pause
 
 
+_DECIMAL = re.compile(rb"[+-]?[0-9]+")
+
+
 def _ascii_int(value: bytes | None) -> int | None:
-    if value is None or not value.isascii():
+    """A header's signed 64-bit decimal as Java's ``Long.valueOf`` reads it (the plugin's
+    reading of ``kplex.vp`` and ``kplex.order``), or None: no spaces, no ``_``.
+
+    >>> _ascii_int(b"-12"), _ascii_int(b"+3"), _ascii_int(b" 3"), _ascii_int(b"1_0"), _ascii_int(b"9" * 19)
+    (-12, 3, None, None, None)
+    """
+    if value is None or not _DECIMAL.fullmatch(value):
         return None
-    try:
-        return int(value)
-    except ValueError:
-        return None
+    number = int(value)
+    return number if -(2**63) <= number < 2**63 else None
 
 
 class TableReader:
