@@ -12,6 +12,7 @@ producer with the default partitioner would.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
 import struct
@@ -182,7 +183,11 @@ def canonical_key(value: Any) -> bytes:
       emoji) as its UTF-16 surrogate pair so escaped: a ``dict`` as a Spark STRUCT (its fields sorted by
       name, in UTF-16 order as Java sorts), an ``int`` or ``bool`` name by
       its JSON text, a ``float`` as Java's ``Double.toString`` writes it
-      (``1.5``, ``1.2345678E7``). A Spark MAP is written differently only
+      (``1.5``, ``1.2345678E7``), a ``Decimal`` as Java's ``BigDecimal`` prints
+      it (give it the column's scale: ``Decimal("1.50")`` for a DECIMAL(3,2)),
+      a ``date`` as ``"2024-02-29"`` and a ``datetime`` as Java's ``Instant``
+      prints it (UTC; naive: a TIMESTAMP_NTZ). A SMALLINT or TINYINT column's
+      key is its decimal text, ``str(v).encode()``. A Spark MAP is written differently only
       for a key that is another key followed by a space or ``!``, or that
       holds a quote, a backslash, a control character or a character
       outside the Basic Multilingual Plane (docs/contract.md).
@@ -251,12 +256,36 @@ def _json(value: Any) -> str:
         return str(value)
     if isinstance(value, float):
         return java_double(value)
+    if isinstance(value, Decimal):
+        if not value.is_finite():
+            raise ValueError(f"{value} is not a DECIMAL")
+        return str(value)  # the scientific string of Java's BigDecimal.toString, as Jackson writes it
+    if isinstance(value, dt.datetime):
+        return jackson_string(_instant(value))
+    if isinstance(value, dt.date):
+        return jackson_string(f"{value.year:04d}-{value.month:02d}-{value.day:02d}")
     if isinstance(value, (list, tuple)):
         return "[" + ",".join(_json(item) for item in value) + "]"
     if isinstance(value, dict):
         fields = sorted(((_field_name(k), v) for k, v in value.items()), key=lambda f: f[0].encode("utf-16-be"))
         return "{" + ",".join(jackson_string(name) + ":" + _json(v) for name, v in fields) + "}"
     raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+def _instant(value: dt.datetime) -> str:
+    """A TIMESTAMP (an aware ``datetime``; a naive one is a TIMESTAMP_NTZ, taken as UTC) as
+    Java's ``Instant.toString`` writes it: UTC, seconds always, a fraction in groups of three
+    digits only when not zero.
+
+    >>> _instant(dt.datetime(2024, 2, 29, 13, 0, 0, 120000, tzinfo=dt.timezone(dt.timedelta(hours=1))))
+    '2024-02-29T12:00:00.120Z'
+    """
+    if value.tzinfo is not None:
+        value = value.astimezone(dt.timezone.utc)
+    micros = value.microsecond
+    fraction = "" if micros == 0 else f".{micros // 1000:03d}" if micros % 1000 == 0 else f".{micros:06d}"
+    return (f"{value.year:04d}-{value.month:02d}-{value.day:02d}T{value.hour:02d}:{value.minute:02d}:"
+            f"{value.second:02d}{fraction}Z")
 
 
 def _field_name(key: Any) -> str:

@@ -32,7 +32,16 @@ public class KeyBytesTest {
       case "array<double>": return DataTypes.createArrayType(DataTypes.DoubleType);
       case "map<string,bigint>": return DataTypes.createMapType(DataTypes.StringType, DataTypes.LongType);
       case "map<bigint,string>": return DataTypes.createMapType(DataTypes.LongType, DataTypes.StringType);
-      default: throw new IllegalArgumentException("no type " + name + " in this test");
+      case "smallint": return DataTypes.ShortType;
+      case "tinyint": return DataTypes.ByteType;
+      case "date": return DataTypes.DateType;
+      case "timestamp": return DataTypes.TimestampType;
+      default:
+        java.util.regex.Matcher decimal = java.util.regex.Pattern.compile("decimal\\((\\d+),(\\d+)\\)").matcher(name);
+        if (decimal.matches()) {
+          return DataTypes.createDecimalType(Integer.parseInt(decimal.group(1)), Integer.parseInt(decimal.group(2)));
+        }
+        throw new IllegalArgumentException("no type " + name + " in this test");
     }
   }
 
@@ -46,6 +55,11 @@ public class KeyBytesTest {
       case "binary": return HexFormat.of().parseHex(value.asText());
       case "boolean": return value.asBoolean();
       case "double": return value.asDouble();
+      case "smallint": return (short) value.asInt();
+      case "tinyint": return (byte) value.asInt();
+      case "date": return (int) java.time.LocalDate.parse(value.asText()).toEpochDay();
+      case "timestamp":
+        return org.apache.spark.sql.catalyst.util.DateTimeUtils.instantToMicros(java.time.Instant.parse(value.asText()));
       case "map<string,bigint>", "map<bigint,string>":
         String[] kv = typeName.substring("map<".length(), typeName.length() - 1).split(",");
         List<Object> keys = new ArrayList<>();
@@ -56,6 +70,11 @@ public class KeyBytesTest {
         }
         return new ArrayBasedMapData(new GenericArrayData(keys.toArray()), new GenericArrayData(values.toArray()));
       default:
+        if (typeName.startsWith("decimal(")) {
+          org.apache.spark.sql.types.DecimalType d = (org.apache.spark.sql.types.DecimalType) type(typeName);
+          return org.apache.spark.sql.types.Decimal.apply(new java.math.BigDecimal(value.asText()), d.precision(),
+              d.scale());
+        }
         String element = typeName.substring("array<".length(), typeName.length() - 1);
         List<Object> items = new ArrayList<>();
         for (JsonNode item : value) items.add(internal(element, item));
