@@ -21,8 +21,8 @@ final class EpochTally {
   final long[] lastOffsets;
   final List<String> heldFiles = new ArrayList<>();
   final Map<Integer, Long> read = new HashMap<>();
-  /** Per task of the epoch, the largest order value it read per source partition. */
-  final List<Map<Integer, Long>> taskReads = new ArrayList<>();
+  /** Per task of the epoch that holds records back, the largest order value it read per source partition. */
+  final List<Map<Integer, Long>> holdingTaskReads = new ArrayList<>();
   final Map<Integer, Long> written = new HashMap<>();
   /** Per source partition, the smallest offset of a record held back (what lag tools should count from). */
   final Map<Integer, Long> heldFrom = new HashMap<>();
@@ -59,7 +59,7 @@ final class EpochTally {
     }
     heldFiles.addAll(e.heldFiles);
     e.read.forEach((p, h) -> read.merge(p, h, Math::max));
-    taskReads.add(e.read);
+    if (e.held > 0) holdingTaskReads.add(e.read);
     e.writtenHighs.forEach((vp, w) -> written.merge(vp, w, Math::max));
     e.heldFrom.forEach((p, o) -> heldFrom.merge(p, o, Math::min));
     lateBehind += e.lateBehind;
@@ -72,14 +72,14 @@ final class EpochTally {
   }
 
   /**
-   * The lowest bound any task of the epoch released below ({@link io.kplex.spark.time.EventTimeGate#commitBound}):
-   * each task's is the watermark of the marks it started from ({@code before}) moved on by
-   * what it alone read, so records at or above the lowest are still held by some task, and
-   * are written later. Long.MIN_VALUE: no task, or a partition with no mark.
+   * The lowest bound a task of the epoch that still holds records released below
+   * ({@link io.kplex.spark.time.EventTimeGate#commitBound}): each task's is the watermark of
+   * the marks it started from ({@code before}) moved on by what it alone read, and what it
+   * holds is at or above it, to be written later. Long.MAX_VALUE: no task holds anything.
    */
-  long lowestTaskBound(EventTime.Marks before, int[] partitions, int[] idle, long maxDelayMs) {
-    long lowest = taskReads.isEmpty() ? Long.MIN_VALUE : Long.MAX_VALUE;
-    for (Map<Integer, Long> r : taskReads) {
+  long lowestHoldingBound(EventTime.Marks before, int[] partitions, int[] idle, long maxDelayMs) {
+    long lowest = Long.MAX_VALUE;
+    for (Map<Integer, Long> r : holdingTaskReads) {
       lowest = Math.min(lowest, before.after(r, Map.of()).watermark(partitions, idle, maxDelayMs));
     }
     return lowest;

@@ -245,22 +245,23 @@ final class KplexStreamingWrite implements StreamingWrite {
   }
 
   /**
-   * A strict stream's published watermarks ({@link EpochMark.Floor}) after this epoch: the
-   * lowest bound its tasks released below, less one (a record below it arriving later is late,
-   * since no source partition goes idle, and none is held: each task holds only what is at or
-   * above its own bound, which is the watermark as of what that task read, so the epoch's
-   * watermark over all tasks' reads would pass records a task still holds), from the table
-   * topic's end offsets now (what any writer wrote before is below them). Not strict
-   * (idleTimeoutMs &gt;= 0: an idle partition may bring a record below the watermark later):
-   * none new, the earlier ones stay true (the table's floor holds them, see {@link #commit}).
+   * A strict stream's published watermarks ({@link EpochMark.Floor}) after this epoch: its
+   * watermark, or the lowest bound a task that still holds records released below if lower,
+   * less one (a record below the watermark arriving later is late, since no source partition
+   * goes idle; each task holds only what is at or above its own bound, the watermark as of
+   * what that task read, so the epoch's watermark over all tasks' reads alone would pass
+   * records a task still holds), from the table topic's end offsets now (what any writer
+   * wrote before is below them). Not strict (idleTimeoutMs &gt;= 0: an idle partition may
+   * bring a record below the watermark later): none new, the earlier ones stay true (the
+   * table's floor holds them, see {@link #commit}).
    */
   private java.util.List<EpochMark.Floor> floors(EpochMark mark, Started epoch, EpochTally tally) {
     java.util.List<EpochMark.Floor> before = last.lineage() == null ? List.of() : last.lineage().floors();
     HeldRelease.Signal s = epoch.signal();
     if (s.idleTimeoutMs() >= 0 || !schema.positioned()) return before;
     EpochStart start = epoch.start();
-    long watermark = start.releaseAll() ? mark.marks().watermark(start.partitions(), new int[0], conf.maxDelayMs)
-        : tally.lowestTaskBound(start.marks(), start.partitions(), start.idle(), conf.maxDelayMs);
+    long watermark = Math.min(mark.marks().watermark(start.partitions(), new int[0], conf.maxDelayMs),
+        tally.lowestHoldingBound(start.marks(), start.partitions(), start.idle(), conf.maxDelayMs));
     if (watermark == Long.MIN_VALUE || !before.isEmpty() && before.get(before.size() - 1).order() >= watermark - 1) {
       return before;
     }

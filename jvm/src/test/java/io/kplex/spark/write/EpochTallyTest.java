@@ -102,8 +102,11 @@ public class EpochTallyTest {
     EpochTally tally = EpochTally.of(2, new WriterCommitMessage[] {
         new EpochCommitMessage(null, (String) null, heldA.size(), a.read(), a.written(), 0, 0, 0, none),
         new EpochCommitMessage(null, (String) null, heldB.size(), b.read(), b.written(), 0, 0, 0, none)});
-    long bound = tally.lowestTaskBound(before, new int[] {0, 1}, new int[0], 0);
+    long bound = tally.lowestHoldingBound(before, new int[] {0, 1}, new int[0], 0);
     assertEquals(100, bound);
+    assertEquals("a task that holds nothing bounds nothing", Long.MAX_VALUE, EpochTally.of(2, new WriterCommitMessage[] {
+        new EpochCommitMessage(null, (String) null, 0, Map.of(1, 250L), Map.of(), 0, 0, 0, none)})
+        .lowestHoldingBound(before, new int[] {0, 1}, new int[0], 0));
     // The next epoch starts from the marks the epoch moved on, with the table's floor at the
     // published bound less one: every held record is written, none late.
     EventTime.Marks next = before.after(tally.read, tally.written)
