@@ -54,3 +54,38 @@ def test_a_command_says_where_the_broker_address_that_did_not_answer_came_from(b
     assert done.returncode == 2, done.stderr[-3000:]
     assert "[KPLEX_UNREACHABLE] no Kafka broker answered at '127.0.0.1:9'" in done.stderr, done.stderr[-3000:]
     assert "kplex: that address is the --kafka-config file's bootstrap.servers" in done.stderr, done.stderr[-3000:]
+
+
+@pytest.mark.parametrize("command", [
+    ["stream", "job.sql", "--checkpoint", "chk"],
+    ["pipeline", "run", "sql/pipeline"],
+    ["server", "connect"],
+])
+def test_a_conf_without_a_value_is_a_usage_error_naming_it(command, monkeypatch, capsys) -> None:
+    """Before anything starts: no Spark session, no server."""
+    with pytest.raises(SystemExit) as stopped:
+        cli.main([*command, "--bootstrap", "broker:9092", "--conf", "spark.sql.shuffle.partitions"])
+    assert stopped.value.code == 2
+    assert "argument --conf: takes KEY=VALUE, got 'spark.sql.shuffle.partitions'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flags, named", [
+    (["--bootstrap", "broker:9092"], "--bootstrap"),
+    (["--kafka-config", "client.properties"], "--kafka-config"),
+    (["--bootstrap", "broker:9092", "--kafka-config", "client.properties"], "--bootstrap and --kafka-config"),
+])
+def test_pipeline_run_on_a_remote_server_refuses_the_catalog_flags_it_cannot_apply(
+        flags, named, tmp_path, monkeypatch, capsys) -> None:
+    """The catalog of a --remote server is the server's: its broker and credentials are given to its
+    `kplex server connect`, not dropped silently here."""
+    spec = tmp_path / "spark-pipeline.yml"
+    spec.write_text("name: p\n")
+
+    def no_run(*args, **kwargs):
+        raise AssertionError("the pipeline ran")
+
+    monkeypatch.setattr("kplex.pipelines.run_pipeline", no_run)
+    assert cli.main(["pipeline", "run", str(spec), "--remote", "sc://127.0.0.1:15002", *flags]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"kplex pipeline run: {named} set the catalog of the server started for the run;"), err
+    assert f"give {named} to its `kplex server connect`" in err

@@ -13,6 +13,14 @@ import sys
 import textwrap
 import uuid
 
+import pyspark.java_gateway
+import pytest
+from pyspark import SparkContext
+from pyspark.sql import SparkSession
+
+from kplex import session
+from kplex.cli import main
+from kplex.kafka import config as kafka_config
 from kplex.testing.verify import read_topic
 
 
@@ -78,3 +86,84 @@ def test_credentials_appear_nowhere(secured_kafka, fresh_name, tmp_path):
         leaks = [where for where, text in places.items() if secret in text]
         assert leaks == [], f"a secret leaked into {leaks}"
     assert table in places["_kplex_tables and _kplex_commits"]  # the stored definitions were read
+
+
+def test_a_session_that_starts_its_jvm_puts_no_credential_on_its_command_line(monkeypatch):
+    """pyspark starts a session's JVM with `spark-submit --conf KEY=VALUE` for each setting, where
+    `ps` shows them for the JVM's life: `kplex_session` (`kplex sql run`, `kplex stream`) leaves
+    the catalog's credentials off it, whether they come as kafka_options or as catalog settings.
+    The launch is stopped at spark-submit, with the command it was given."""
+    class Launched(Exception):
+        pass
+
+    commands: list[list[str]] = []
+
+    def spark_submit(command, **_):
+        commands.append(command)
+        raise Launched
+
+    monkeypatch.setattr(pyspark.java_gateway, "Popen", spark_submit)
+    monkeypatch.setattr(SparkContext, "_gateway", None)
+    monkeypatch.setattr(SparkContext, "_jvm", None)
+    monkeypatch.setattr(SparkContext, "_active_spark_context", None)
+    monkeypatch.setattr(SparkSession, "_instantiatedSession", None)
+    monkeypatch.setattr(session, "jars", lambda: ["/opt/kplex-spark.jar"])
+    for name in ("PYSPARK_GATEWAY_PORT", "SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("KPLEX_CLASS_ARCHIVE", "off")
+    jaas = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="kplex" password="s3cr3t-jaas";'
+    with pytest.raises(Launched):
+        session.kplex_session("broker:9093", master="local[1]", kafka_options={
+            "security.protocol": "SASL_SSL", "sasl.jaas.config": jaas,
+            "ssl.truststore.password": "s3cr3t-store"},
+            conf={"spark.sql.catalog.other.kafka.sasl.jaas.config": jaas.replace("jaas", "conf")})
+    [command] = commands
+    line = " ".join(command)
+    assert "spark.sql.catalog.kplex.kafka.bootstrap.servers=broker:9093" in line  # the rest is there
+    assert "spark.sql.catalog.kplex.kafka.security.protocol=SASL_SSL" in line
+    for secret in ("s3cr3t-jaas", "s3cr3t-conf", "s3cr3t-store"):
+        assert secret not in line
+
+
+JAAS = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="kplex" password="s3cr3t";'
+
+
+# file text                                        -> settings                 (why)
+# k=v / k: v / k v                                 -> k = v                    three separators
+# k = = v                                          -> k = "= v"                one separator only
+# ! c / # c \                                      -> nothing                  comments, never continued
+# jaas=...required \ + "   username=..."           -> one JAAS line            continued, leading blanks dropped
+# k=a\\ (even backslashes)                         -> a\                       not continued, escape kept as one
+# k=\u0041\tb                                      -> "A<tab>b"                Java's escapes
+@pytest.mark.parametrize("text, settings", [
+    ("a=1\nb: 2\nc 3\n", {"a": "1", "b": "2", "c": "3"}),
+    ("k = = v\n", {"k": "= v"}),
+    ("! a comment\n# another \\\nk=v\n", {"k": "v"}),
+    ("sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required \\\n"
+     '   username="kplex" \\\n\tpassword="s3cr3t";\n', {"sasl.jaas.config": JAAS}),
+    ("k=a\\\\\nnext=1\n", {"k": "a\\", "next": "1"}),
+    ("k=\\u0041\\tb\n", {"k": "A\tb"}),
+])
+def test_a_settings_file_reads_as_kafkas_own_tools_read_it(text, settings, tmp_path):
+    """--kafka-config is the file Kafka's tools take as --command-config: java.util.Properties."""
+    path = tmp_path / "client.properties"
+    path.write_text(text)
+    assert kafka_config.load(path) == settings
+
+
+@pytest.mark.parametrize("text, said", [
+    ('sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required\n'
+     '  username="kplex" password="s3cr3t";\n',
+     "line 1 of the Kafka client settings in {file}: 'sasl.jaas.config' does not end in ';'"),
+    ("security.protocol=SASL_SSL\n  s3cr3t\n", "line 2 of the Kafka client settings in {file} has no value"),
+    ('security.protocol=SASL_SSL\n"s3cr3t"=x\n',
+     "line 2 of the Kafka client settings in {file} does not start with a setting's name"),
+    ("ssl.truststore.password=s3cr3t\\u00\n",
+     "line 1 of the Kafka client settings in {file}: the value of 'ssl.truststore.password' has a \\u escape"),
+])
+def test_a_bad_settings_line_is_named_by_file_line_and_key_never_by_its_text(text, said, tmp_path, capsys):
+    path = tmp_path / "client.properties"
+    path.write_text(text)
+    assert main(["status", "t", "--kafka-config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert said.format(file=path) in err and "s3cr3t" not in err, err

@@ -329,3 +329,45 @@ def test_a_spark_that_cannot_start_is_exit_2_with_what_to_check_not_a_traceback(
     assert f"error: cannot start Spark with kplex: Spark's JVM exited as it started (its own words are above):" \
            f" JAVA_HOME={tmp_path / 'no-java'} must hold a Java" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("level, made", [("warn", "WARN"), ("ERROR", "ERROR"), (None, "FATAL")])
+def test_spark_log_level_is_any_of_sparks_in_any_case(level: str | None, made: str, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    levels: list[str] = []
+
+    def session(bootstrap: str, master: str | None, conf: dict[str, str], log_level: str) -> FakeSpark:
+        levels.append(log_level)
+        return FakeSpark()
+
+    monkeypatch.setattr("kplex.sqltools.run._make_session", session)
+    job = write(tmp_path, "SELECT 1;\n")
+    assert main(["sql", "run", str(job), "--bootstrap", "broker:9092",
+                 *(["--spark-log-level", level] if level else [])]) == 0
+    assert levels == [made]
+
+
+def test_an_unknown_spark_log_level_is_exit_2_naming_the_flag_before_spark_starts(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    def no_session(*_: Any) -> None:
+        raise AssertionError("a Spark session was made")
+
+    monkeypatch.setattr("kplex.sqltools.run._make_session", no_session)
+    job = write(tmp_path, "SELECT 1;\n")
+    with pytest.raises(SystemExit) as stopped:
+        main(["sql", "run", str(job), "--bootstrap", "broker:9092", "--spark-log-level", "verbose"])
+    assert stopped.value.code == 2
+    assert ("argument --spark-log-level: 'verbose' is not one of Spark's log levels: ALL, DEBUG, ERROR, FATAL, INFO,"
+            " OFF, TRACE, WARN") in capsys.readouterr().err
+
+
+def test_spark_log_level_on_a_remote_server_is_said_to_be_ignored(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The server's log is the server's: a Connect client cannot set it."""
+    monkeypatch.setattr("kplex.sqltools.remote.remote_session", lambda *_: FakeSpark())
+    monkeypatch.setattr("kplex.sqltools.remote.end_session", lambda *_: None)
+    job = write(tmp_path, "SELECT 1;\n")
+    assert main(["sql", "run", str(job), "--remote", "sc://127.0.0.1:15002", "--spark-log-level", "INFO"]) == 0
+    assert capsys.readouterr().err.startswith(
+        "kplex sql run: --spark-log-level is ignored on a Spark Connect server (sc://127.0.0.1:15002): its log is"
+        " the server's\n")

@@ -23,6 +23,7 @@ from confluent_kafka.admin import AdminClient
 from read_support import INSERT, described_high_marks, pageviews, produce
 
 from kplex.admin import recover
+from kplex.cli import main
 from kplex.errors import NotAKplexTableError, UnknownTableError
 from kplex.kafka.clients import consume, consumer
 from kplex.status import control_plane_partition, count_per_virtual_partition, render, status
@@ -370,3 +371,44 @@ def test_monitor_group_false_commits_to_no_group(spark, bootstrap, fresh_name, t
     streamed(spark, source, table, tmp_path / "chk", monitorGroup="false")
     assert len(verify.read_topic(bootstrap, table)) == 60
     assert table not in group_tool(bootstrap, "--list")
+
+
+OAUTH = ("security.protocol=SASL_SSL\nsasl.mechanism=OAUTHBEARER\n"
+         "sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required"
+         ' clientId="kplex" clientSecret="s3cr3t";\n')
+
+
+# --kafka-config file       --count  -> the Python clients' settings  (why)
+# OAuth JAAS line           no       -> none                         only the JVM reads the table's state
+# OAuth JAAS line           yes      -> refused, naming the setting  librdkafka has no form of the Java login
+# + librdkafka.sasl.*       yes      -> librdkafka's own entries     as the refusal tells the user to give
+@pytest.mark.parametrize("extra, count, config", [
+    ("", False, None),
+    ("", True, "[KPLEX_BAD_OPTION] 'sasl.jaas.config' with OAuthBearerLoginModule has no librdkafka form"),
+    ("librdkafka.sasl.oauthbearer.method=oidc\nlibrdkafka.sasl.oauthbearer.client.id=kplex\n", True,
+     {"security.protocol": "sasl_ssl", "sasl.mechanism": "OAUTHBEARER", "sasl.oauthbearer.method": "oidc",
+      "sasl.oauthbearer.client.id": "kplex"}),
+])
+def test_the_cli_translates_the_settings_for_the_python_clients_only_when_they_count(
+        extra, count, config, tmp_path, monkeypatch, capsys):
+    """`kplex status` hands the --kafka-config settings to its JVM as they are; librdkafka gets
+    them translated only for --count, and an OAuth login then comes from librdkafka's own entries."""
+    asked = []
+
+    def state_of(bootstrap, table, **kwargs):
+        asked.append(kwargs)
+        return {"table": table}
+
+    monkeypatch.setattr("kplex.status.status", state_of)
+    path = tmp_path / "client.properties"
+    path.write_text(OAUTH + extra)
+    done = main(["status", "t", "--bootstrap", "broker:9093", "--kafka-config", str(path), "--json",
+                 *(["--count"] if count else [])])
+    err = capsys.readouterr().err
+    if isinstance(config, str):
+        assert done == 2 and config in err and "s3cr3t" not in err, err
+        return
+    assert done == 0, err
+    [kwargs] = asked
+    assert kwargs["kafka_options"]["sasl.jaas.config"].endswith('clientSecret="s3cr3t";')
+    assert kwargs["count"] is count and kwargs["config"] == config

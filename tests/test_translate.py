@@ -96,3 +96,23 @@ def test_the_cli_prints_or_writes_the_sql_and_exits_1_on_an_untranslatable_job(
     assert out.read_text() == printed
     assert main(["translate", str(folder / "unknown_fields.toml")]) == 1
     assert "cannot translate unknown_fields.toml: threads (unknown field)" in capsys.readouterr().err
+
+
+# job file     content                     -> exit, error                   (why)
+# x.json       a JSON array                -> 1, the file and what it holds not a job: no table at its top
+# x.json       a JSON number               -> 1, likewise
+# x.json       a byte that is not UTF-8    -> 2, the file, byte and offset  cannot be read, as kplex sql run says
+# x.toml       UTF-8 BOM, then a bad byte  -> 2, the offset in the file
+@pytest.mark.parametrize("name, content, code, said", [
+    ("x.json", b'[{"derive": {}}]', 1, "cannot translate {path}: not a valid JSON file: its top level is a JSON array,"
+                                       " not an object"),
+    ("x.json", b"3", 1, "cannot translate {path}: not a valid JSON file: its top level is a JSON number, not an object"),
+    ("x.json", b'{"workers": "\xff"}', 2, "{path}: not UTF-8 (byte 0xff at offset 13)"),
+    ("x.toml", b'\xef\xbb\xbfworkers = "\xe9"', 2, "{path}: not UTF-8 (byte 0xe9 at offset 14)"),
+])
+def test_a_job_file_that_is_no_job_or_not_utf8_is_an_error_naming_it_not_a_traceback(
+        name: str, content: bytes, code: int, said: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / name
+    path.write_bytes(content)
+    assert main(["translate", str(path)]) == code
+    assert capsys.readouterr().err == f"error: {said.format(path=path)}\n"

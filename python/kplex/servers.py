@@ -12,6 +12,8 @@ kplex's jars, its SQL extension and its catalog.
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -31,13 +33,18 @@ from kplex.session import (
     with_plugin,
 )
 
-__all__ = ["KINDS", "command", "free_port", "running_server", "spark_home"]
+__all__ = ["KINDS", "ServerDidNotStart", "command", "free_port", "running_server", "spark_home"]
 
 #: Server kind -> (main class, default port).
 KINDS: dict[str, tuple[str, int]] = {
     "connect": ("org.apache.spark.sql.connect.service.SparkConnectServer", 15002),
     "thrift": ("org.apache.spark.sql.hive.thriftserver.HiveThriftServer2", 10000),
 }
+
+
+class ServerDidNotStart(RuntimeError):
+    """A server :func:`running_server` started exited, or did not listen in time; the text
+    says which, with the end of its log."""
 
 
 def spark_home() -> Path:
@@ -59,7 +66,9 @@ def command(kind: str, bootstrap: str, port: int | None = None, host: str = "127
     (:func:`kplex.session.local_java_options`).
     ``kafka_options`` (the catalog's Kafka client
     settings, credentials among them) go into a properties file only this user can read,
-    never onto the command line, where ``ps`` would show them."""
+    never onto the command line, where ``ps`` would show them; spark-submit reads it as it
+    starts, and whoever starts the server removes it (:func:`_private_dir`) once the server
+    listens."""
     main_class, default_port = KINDS[kind]
     port = port or default_port
     settings = {
@@ -103,13 +112,44 @@ def _connect_packages(kind: str) -> list[str]:
 
 
 def _private_properties(settings: Mapping[str, str]) -> Path:
-    """A properties file readable by this user only, in a private temporary directory."""
+    """A properties file readable by this user only, in a private temporary directory: UTF-8,
+    as spark-submit reads it, each key and value escaped as ``java.util.Properties`` reads them.
+    """
     path = Path(tempfile.mkdtemp(prefix="kplex-server-")) / "kafka.properties"
-    escaped = (f"{k}={v}".replace("\\", "\\\\") for k, v in settings.items())
+    lines = (f"{_escaped(k, key=True)}={_escaped(v)}" for k, v in settings.items())
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as out:
-        out.write("\n".join(escaped) + "\n")
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write("\n".join(lines) + "\n")
     return path
+
+
+def _escaped(text: str, key: bool = False) -> str:
+    r"""``text`` as a properties file holds it: backslashes and line ends escaped, and in a key
+    what would end it (``=``, ``:``, a blank), in a value a leading blank (Java drops it).
+
+    >>> print(_escaped("a=b c", key=True), _escaped(" pass\\word"))
+    a\=b\ c \ pass\\word
+    """
+    text = text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\f", "\\f")
+    if key:
+        return re.sub(r"([=:\s#!])", r"\\\1", text)
+    return "\\" + text if text[:1] in (" ", "\t") else text
+
+
+def _private_dir(argv: Sequence[str]) -> Path | None:
+    """The private directory of the properties file of :func:`command`'s ``argv``, if it has one.
+
+    spark-submit reads the file as it starts (its launcher for the driver's options, then
+    ``SparkSubmit`` for the settings), before the server's main class runs, so the file may go
+    once the server listens; it goes at the latest when the server stops."""
+    if "--properties-file" not in argv:
+        return None
+    return Path(argv[list(argv).index("--properties-file") + 1]).parent
+
+
+def _remove(directory: Path | None) -> None:
+    if directory is not None:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def _settings(conf: Sequence[str]) -> dict[str, str]:
@@ -129,10 +169,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _listening(port: int) -> bool:
-    with socket.socket() as s:
-        s.settimeout(1)
-        return s.connect_ex(("127.0.0.1", port)) == 0
+def _listening(port: int, host: str = "127.0.0.1") -> bool:
+    """Whether a server listens on ``host:port`` (an address of every interface: on this machine's)."""
+    host = "127.0.0.1" if host in ("", "0.0.0.0") else "::1" if host == "::" else host
+    try:
+        with socket.create_connection((host, port), timeout=1):
+            return True
+    except OSError:
+        return False
 
 
 @contextmanager
@@ -148,27 +192,42 @@ def running_server(kind: str, bootstrap: str, workdir: Path, conf: Sequence[str]
     port = free_port()
     log = workdir / f"{kind}-server.log"
     argv = command(kind, bootstrap, port=port, master=master, conf=_settings(conf), kafka_options=kafka_options)
+    private = _private_dir(argv)
     env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", SPARK_HOME=str(spark_home()))
-    with open(log, "wb") as out:
-        server = subprocess.Popen(argv, cwd=workdir, stdout=out, stderr=subprocess.STDOUT,
-                                  start_new_session=True, env=env)
+    server = None
     try:
+        with open(log, "wb") as out:
+            server = subprocess.Popen(argv, cwd=workdir, stdout=out, stderr=subprocess.STDOUT,
+                                      start_new_session=True, env=env)
         deadline = time.monotonic() + start_timeout
         while not _listening(port):
             if server.poll() is not None:
-                raise RuntimeError(f"the {kind} server exited with {server.returncode}:\n{log.read_text()[-4000:]}")
+                raise ServerDidNotStart(f"the {kind} server exited with {server.returncode}:\n{log.read_text()[-4000:]}")
             if time.monotonic() > deadline:
-                raise RuntimeError(f"the {kind} server did not listen on {port} in {start_timeout} s:\n"
-                                   f"{log.read_text()[-4000:]}")
+                raise ServerDidNotStart(f"the {kind} server did not listen on {port} in {start_timeout} s:\n"
+                                        f"{log.read_text()[-4000:]}")
             time.sleep(1)
+        _remove(private)  # read by spark-submit before the server listened
         yield port
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
+        _remove(private)
+        if server is not None:
+            _stop(server)
+
+
+def _stop(server: subprocess.Popen) -> None:
+    """SIGTERM to the server's process group, then SIGKILL if it has not stopped within 60 s.
+    A group that is gone (the server exited, and was reaped, by itself) is stopped already."""
+    for sig, wait in ((signal.SIGTERM, 60), (signal.SIGKILL, None)):
         try:
-            server.wait(timeout=60)
+            os.killpg(server.pid, sig)
+        except ProcessLookupError:
+            pass
+        try:
+            server.wait(timeout=wait)
+            return
         except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
+            continue
 
 
 def exec_server(kind: str, bootstrap: str, port: int | None, host: str, master: str,
@@ -177,4 +236,50 @@ def exec_server(kind: str, bootstrap: str, port: int | None, host: str, master: 
     argv = command(kind, bootstrap, port=port, host=host, master=master, conf=_settings(conf),
                    kafka_options=kafka_options)
     os.environ.setdefault("SPARK_HOME", str(spark_home()))
+    private = _private_dir(argv)
+    port = port or KINDS[kind][1]
+    if _listening(port, host):  # the server could not listen, and the file would go before it is read
+        _remove(private)
+        raise SystemExit(f"kplex server: something listens on {host}:{port} already: stop it, or give another --port")
+    if private is not None:
+        _remove_when_listening(private, host, port)
     os.execv(argv[0], argv)
+
+
+#: How long the process that removes a server's properties file waits for the server to listen
+#: (spark-submit reads the file in the first seconds; a server starts within a few minutes).
+REMOVE_WITHIN_S = 600.0
+
+
+def _remove_when_listening(directory: Path, host: str, port: int) -> None:
+    """Leaves a process behind that removes ``directory`` once the server that this process is
+    about to become listens on ``host:port``, or exits, or :data:`REMOVE_WITHIN_S` passed: this
+    process cannot, once it is the server. The process is this one's grandchild, in a session of
+    its own (a Ctrl-C stops the server, not it), and its parent is reaped here (no zombie stays)."""
+    server = os.getpid()
+    child = os.fork()
+    if child:
+        os.waitpid(child, 0)
+        return
+    try:
+        os.setsid()
+        if os.fork() == 0:
+            devnull = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(devnull, fd)
+            deadline = time.monotonic() + REMOVE_WITHIN_S
+            while _alive(server) and not _listening(port, host) and time.monotonic() < deadline:
+                time.sleep(0.5)
+            _remove(directory)
+    finally:
+        os._exit(0)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

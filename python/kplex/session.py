@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 from typing import Any, Mapping
 
-from pyspark import SparkContext
+from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 from kplex import class_archive
@@ -26,6 +26,7 @@ from kplex.errors import kplex_error
 #: OAuth, PEM keys): settings whose key matches are hidden from the UI, the event log and
 #: Spark's own logs.
 REDACTION_REGEX = "(?i)secret|password|token|access[.]?key|jaas|ssl[.]keystore[.](key|certificate)"
+_REDACTED = re.compile(REDACTION_REGEX)
 
 CATALOG_CLASS = "io.kplex.spark.KplexCatalog"
 EXTENSIONS_CLASS = "io.kplex.spark.KplexExtensions"
@@ -344,6 +345,10 @@ def configure_spark_with_kplex(
     the extension are the server's (``kplex server connect`` starts one with them), so
     only the catalog's settings, which a session may change, are set.
 
+    A builder's ``getOrCreate()`` that starts the JVM puts every setting on ``spark-submit``'s
+    command line (pyspark's way), ``kafka_options`` too: :func:`kplex_session` keeps those that
+    carry credentials off it.
+
     >>> builder = configure_spark_with_kplex(SparkSession.builder, "127.0.0.1:9092")
     """
     bootstrap = bootstrap or os.environ.get("KPLEX_BOOTSTRAP")
@@ -396,7 +401,10 @@ def kplex_session(
     """A SparkSession with kplex configured (the one the CLI uses).
 
     On a local master whose JVM this call starts, the JVM also maps (or, the first time,
-    writes) an archive of the classes it loads: :mod:`kplex.class_archive`.
+    writes) an archive of the classes it loads: :mod:`kplex.class_archive`. A JVM this call
+    starts gets the catalog's credentials (``kafka_options``, or ``conf``'s
+    ``spark.sql.catalog.*`` settings Spark would redact) after it started, never on its
+    command line (:func:`on_command_line`).
 
     >>> spark = kplex_session("127.0.0.1:9092", master="local[2]")  # doctest: +SKIP
     """
@@ -418,7 +426,7 @@ def kplex_session(
     if archive is not None:
         builder = builder.config(DEFAULT_JAVA_OPTIONS_KEY, class_archive.with_plan(builder._options, archive))  # noqa: SLF001
     try:
-        spark = builder.getOrCreate()
+        spark = _get_or_create(builder)
     except Exception:
         if archive is None or not archive.writes:
             raise
@@ -428,7 +436,7 @@ def kplex_session(
         # The JVM did not start while it was to write an archive: an option the JDK does not
         # archive with, which kplex did not know. Start it without, and do not try again.
         _set_option(builder, DEFAULT_JAVA_OPTIONS_KEY, defaults)
-        spark = builder.getOrCreate()
+        spark = _get_or_create(builder)
         class_archive.refused(archive)
         archive = None
     except BaseException:
@@ -440,6 +448,38 @@ def kplex_session(
         class_archive.started(archive, getattr(gateway, "proc", None))
     register_functions(spark)
     return spark
+
+
+def _get_or_create(builder: SparkSession.Builder) -> SparkSession:
+    """``builder.getOrCreate()``, keeping credentials off the command line of a JVM it starts.
+
+    pyspark starts a session's JVM with ``spark-submit --conf KEY=VALUE`` for each of the
+    builder's settings, where ``ps`` shows them for the JVM's life. Where this process starts
+    the JVM, it is started here first, with every setting but the catalogs' that carry
+    credentials (:func:`on_command_line`); ``getOrCreate`` then hands the whole set to the
+    new context through py4j, so the catalog and the driver plugin read them as before.
+    """
+    if SparkContext._gateway is None and not is_remote(builder):  # noqa: SLF001 - this call starts the JVM
+        launch = SparkConf()
+        for key, value in builder._options.items():  # noqa: SLF001 - Builder has no getter
+            if on_command_line(key, value):
+                launch.set(key, value)
+        SparkContext._ensure_initialized(conf=launch)  # noqa: SLF001 - pyspark's own start of the JVM
+    return builder.getOrCreate()
+
+
+def on_command_line(key: str, value: str) -> bool:
+    """Whether a setting may go on the ``spark-submit`` command line of a JVM that
+    :func:`kplex_session` starts: any but a catalog's (``spark.sql.catalog.*``, which only
+    the catalog reads) whose key or value Spark would redact (:data:`REDACTION_REGEX`: a
+    JAAS line, a password, a token).
+
+    >>> on_command_line("spark.sql.catalog.kplex.kafka.sasl.jaas.config", "... password='s';")
+    False
+    >>> on_command_line("spark.sql.catalog.kplex.kafka.bootstrap.servers", "broker:9093")
+    True
+    """
+    return not (key.startswith("spark.sql.catalog.") and (_REDACTED.search(key) or _REDACTED.search(value)))
 
 
 def _set_option(builder: SparkSession.Builder, key: str, value: str | None) -> None:

@@ -28,8 +28,9 @@ def _status(args: argparse.Namespace) -> int:
     from kplex.status import render, status
 
     bootstrap, settings = kafka_config.from_args(args)
+    # The JVM takes the settings as they are; the Python clients only count (--count).
     state = status(bootstrap, args.table, count=args.count, kafka_options=settings,
-                   config=kafka_config.librdkafka(settings) if settings else None)
+                   config=kafka_config.librdkafka(settings) if settings and args.count else None)
     print(json.dumps(state, indent=2) if args.json else render(state))
     return 0
 

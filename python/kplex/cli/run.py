@@ -1,4 +1,9 @@
-"""``kplex stream``, ``kplex pipeline run`` and ``kplex server``: running Spark with kplex."""
+"""``kplex stream``, ``kplex pipeline run`` and ``kplex server``: running Spark with kplex.
+
+A usage error is exit 2, named, before anything starts (as argparse's own): a ``--conf``
+without ``=``, or ``pipeline run --remote`` with ``--bootstrap`` or ``--kafka-config``. A
+server that cannot start (its port taken, its JVM exiting) is exit 1, with its reason.
+"""
 from __future__ import annotations
 
 import argparse
@@ -21,7 +26,7 @@ def _stream(args: argparse.Namespace) -> int:
         return 0
 
     bootstrap, settings = kafka_config.from_args(args)
-    conf = dict(c.split("=", 1) for c in args.conf)
+    conf = dict(c.split("=", 1) for c in args.conf)  # each KEY=VALUE (_setting)
     # A session that runs only this query: adaptive execution would plan each micro-batch
     # again after each stage (about 100 ms a batch, bench/streaming) for nothing.
     spark = kplex_session(bootstrap, master=args.master, conf={"spark.ui.showConsoleProgress": "false",
@@ -39,7 +44,7 @@ def _pipeline(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from kplex.pipelines import run_pipeline
-    from kplex.servers import running_server
+    from kplex.servers import ServerDidNotStart, running_server
 
     spec = Path(args.spec)
     if spec.is_dir():
@@ -52,12 +57,25 @@ def _pipeline(args: argparse.Namespace) -> int:
     if args.release_at_end:
         configuration[options.session_key(options.RELEASE_AT_END)] = "true"
     if args.remote:
+        # The catalog (its brokers and credentials) is the server's: given to the pipeline's
+        # settings, credentials would go into the spec's copy on disk and the server's graph.
+        given = [flag for flag, value in (("--bootstrap", args.bootstrap), ("--kafka-config", args.kafka_config))
+                 if value]
+        if given:
+            print(f"kplex pipeline run: {' and '.join(given)} set the catalog of the server started for the run;"
+                  f" the catalog of a --remote server ({args.remote}) is the server's own: give"
+                  f" {' and '.join(given)} to its `kplex server connect`", file=sys.stderr)
+            return 2
         return run_pipeline(spec, args.remote, configuration)
     bootstrap, settings = kafka_config.from_args(args)
-    with tempfile.TemporaryDirectory(prefix="kplex-pipeline-") as workdir, \
-            running_server("connect", bootstrap, Path(workdir), args.conf, master=args.master,
-                           kafka_options=settings) as port:
-        return run_pipeline(spec, f"sc://127.0.0.1:{port}", configuration)
+    try:
+        with tempfile.TemporaryDirectory(prefix="kplex-pipeline-") as workdir, \
+                running_server("connect", bootstrap, Path(workdir), args.conf, master=args.master,
+                               kafka_options=settings) as port:
+            return run_pipeline(spec, f"sc://127.0.0.1:{port}", configuration)
+    except ServerDidNotStart as error:
+        print(f"kplex pipeline run: {error}", file=sys.stderr)
+        return 1
 
 
 def _server(args: argparse.Namespace) -> int:
@@ -66,6 +84,18 @@ def _server(args: argparse.Namespace) -> int:
     bootstrap, settings = kafka_config.from_args(args)
     exec_server(args.kind, bootstrap, args.port, args.host, args.master, args.conf, kafka_options=settings)
     return 0  # not reached: the server replaced this process
+
+
+def _setting(text: str) -> str:
+    """A ``--conf`` value: ``KEY=VALUE``, else argparse's usage error (exit 2) naming it.
+
+    >>> _setting("spark.sql.shuffle.partitions=4")
+    'spark.sql.shuffle.partitions=4'
+    """
+    key, sep, _ = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"takes KEY=VALUE, got {text!r}")
+    return text
 
 
 def register(sub: Any) -> None:
@@ -92,7 +122,8 @@ def register(sub: Any) -> None:
                              " without losing or repeating records")
     stream.add_argument("--timeout", type=float, help="stop the query after this many seconds")
     stream.add_argument("--master", default="local[*]")
-    stream.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="another Spark setting")
+    stream.add_argument("--conf", action="append", default=[], type=_setting, metavar="KEY=VALUE",
+                        help="another Spark setting")
     stream.set_defaults(handler=_stream)
 
     pipeline = sub.add_parser("pipeline", help="run a Spark Declarative Pipeline whose sinks are kplex tables")
@@ -103,9 +134,10 @@ def register(sub: Any) -> None:
                     " (on --bootstrap), or --remote sc://HOST:PORT (kplex server connect).")
     run_pipeline.add_argument("spec", help="the spark-pipeline.yml, or its folder (e.g. sql/pipeline)")
     kafka_config.add_arguments(run_pipeline)
-    run_pipeline.add_argument("--remote", help="an existing kplex Spark Connect server, sc://HOST:PORT")
+    run_pipeline.add_argument("--remote", help="an existing kplex Spark Connect server, sc://HOST:PORT, whose"
+                                               " catalog is its own (no --bootstrap, --kafka-config)")
     run_pipeline.add_argument("--master", default="local[*]", help="of the server started for the run")
-    run_pipeline.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+    run_pipeline.add_argument("--conf", action="append", default=[], type=_setting, metavar="KEY=VALUE",
                               help="another Spark setting of the server started for the run")
     run_pipeline.add_argument("--resume", action="store_true",
                               help="flows on a new storage (checkpoints) start where their table's last stream from"
@@ -123,6 +155,6 @@ def register(sub: Any) -> None:
     server.add_argument("--port", type=int, help="default 15002 (connect) or 10000 (thrift)")
     server.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     server.add_argument("--master", default="local[*]")
-    server.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+    server.add_argument("--conf", action="append", default=[], type=_setting, metavar="KEY=VALUE",
                         help="another Spark setting, e.g. spark.sql.catalog.kplex.kafka.security.protocol=SASL_SSL")
     server.set_defaults(handler=_server)

@@ -3,14 +3,15 @@
 ``register(subparsers)`` adds to the ``kplex`` command::
 
     kplex sql run FILE.sql [--var NAME=VALUE ...] [--dialect D] [--bootstrap HOST:PORT]
-                           [--master URL | --remote sc://HOST:PORT] [--conf KEY=VALUE ...] [--dry-run]
+                           [--master URL | --remote sc://HOST:PORT] [--conf KEY=VALUE ...]
+                           [--spark-log-level LEVEL] [--dry-run]
     kplex sql check FILE.sql [--var NAME=VALUE ...] [--dialect D]
     kplex sql explain FILE.sql [--var NAME=VALUE ...] [--dialect D] [--bootstrap HOST:PORT] [--timeout S]
     kplex translate JOB.toml|JOB.json [--physical-partitions N] [-o OUT.sql]
 
 Each handler is stored as ``handler`` in the parsed namespace and returns the
 exit code: 0 done, 1 the SQL (or job) has errors or a statement failed, 2 the
-command cannot start (no broker given, no Spark).
+command cannot start (a wrong argument, a file it cannot read, no broker given, no Spark).
 
 >>> import argparse
 >>> parser = argparse.ArgumentParser(prog="kplex")
@@ -40,7 +41,7 @@ from kplex.sqltools.errors import (
     UntranslatableJob,
 )
 from kplex.sqltools.explain import explain_file
-from kplex.sqltools.run import run_file, spark_statements
+from kplex.sqltools.run import SPARK_LOG_LEVELS, run_file, spark_statements
 from kplex.sqltools.script import ScriptEncodingError, read_script
 from kplex.sqltools.translate import translate_file
 
@@ -55,6 +56,17 @@ def _pairs(values: Sequence[str] | None, option: str) -> dict[str, str]:
             raise argparse.ArgumentTypeError(f"{option} expects NAME=VALUE, got {item!r}")
         pairs[name.strip()] = value
     return pairs
+
+
+def _log_level(text: str) -> str:
+    """A ``--spark-log-level`` value, upper-cased, else argparse's usage error (exit 2) naming it.
+
+    >>> _log_level("warn")
+    'WARN'
+    """
+    if text.upper() not in SPARK_LOG_LEVELS:
+        raise argparse.ArgumentTypeError(f"{text!r} is not one of Spark's log levels: {', '.join(SPARK_LOG_LEVELS)}")
+    return text.upper()
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -91,8 +103,9 @@ def register(subparsers: Any) -> None:
                      "stays up and warm between runs, instead of in a Spark of this process's own "
                      f"(default ${remote.ENV_VAR}); a bootstrap is then optional: without one, the server's")
     run.add_argument("--conf", action="append", metavar="KEY=VALUE", help="a Spark setting (repeatable)")
-    run.add_argument("--spark-log-level", default="FATAL", metavar="LEVEL",
-                     help="Spark's own log from this level up (default FATAL: failures are reported anyway)")
+    run.add_argument("--spark-log-level", type=_log_level, metavar="LEVEL",
+                     help="Spark's own log from this level up: " + ", ".join(SPARK_LOG_LEVELS) + " (default"
+                     " FATAL: failures are reported anyway); with --remote the server's log is the server's")
     run.add_argument("--dry-run", action="store_true", help="check and print the Spark SQL, run nothing")
     run.set_defaults(handler=run_command)
 
@@ -167,11 +180,14 @@ def run_command(args: argparse.Namespace) -> int:
             print(";\n\n".join(spark_statements(script)) + ";")
             return 0
         on = remote.remote_of(args.remote, args.master)
+        if on and args.spark_log_level:
+            print(f"kplex sql run: --spark-log-level is ignored on a Spark Connect server ({on}): its log is"
+                  " the server's", file=sys.stderr)
         settings = kafka_config.load(args.kafka_config)
         bootstrap = args.bootstrap or kafka_config.bootstrap_of(settings)
         settings.pop("bootstrap.servers", None)
         run_file(args.file, variables=variables, dialect=args.dialect, bootstrap=bootstrap,
-                 master=args.master, conf=_pairs(args.conf, "--conf"), spark_log_level=args.spark_log_level,
+                 master=args.master, conf=_pairs(args.conf, "--conf"), spark_log_level=args.spark_log_level or "FATAL",
                  kafka_settings=settings, remote=on)
     except (CheckFailed, StatementFailed) as error:
         print(f"error: {error}", file=sys.stderr)

@@ -40,34 +40,123 @@ _SAME = ("client.id", "ssl.key.password", "ssl.cipher.suites", "sasl.kerberos.se
          "socket.connection.setup.timeout.ms", "reconnect.backoff.ms", "reconnect.backoff.max.ms")
 
 
-def parse_properties(text: str) -> dict[str, str]:
-    """``key=value`` (or ``key: value``) lines; ``#`` and ``!`` start comments.
+#: The blanks of Java properties: one ends a key (as ``=`` and ``:`` do), and those that start a
+#: line, or a line that continues another, are not part of it.
+_BLANK = " \t\f"
+#: A setting's name: what a key must look like (a line that does not start with one is most
+#: likely the rest of the line before it, a JAAS line say, whose backslash went missing).
+_NAME = re.compile(r"[\w.-]+")
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def parse_properties(text: str, source: str = "the given text") -> dict[str, str]:
+    """Java properties, as Kafka's tools read a ``--command-config`` file
+    (``java.util.Properties.load``): ``key=value``, ``key: value`` or ``key value`` lines;
+    ``#`` and ``!`` start comments; a line that ends in an odd number of backslashes goes on
+    in the next, whose leading blanks are dropped; ``\\t``, ``\\n``, ``\\uXXXX`` and
+    ``\\`` followed by any other character escape it. A line that does not start with a
+    setting's name, or has no value, or a JAAS line (``sasl.jaas.config``) that does not end
+    in ``;`` (the rest of it on the next line without a backslash), is an
+    :class:`~kplex.errors.OptionError` naming ``source`` (the file), the line and the key if
+    it has one, never the line's text: it may hold a password.
 
     >>> parse_properties("# a comment\\nbootstrap.servers = h:9093\\nsasl.mechanism: PLAIN")
     {'bootstrap.servers': 'h:9093', 'sasl.mechanism': 'PLAIN'}
+    >>> parse_properties('sasl.jaas.config=ScramLoginModule required \\\\\\n    username="u" password="p";')
+    {'sasl.jaas.config': 'ScramLoginModule required username="u" password="p";'}
+    >>> parse_properties('sasl.jaas.config=ScramLoginModule required\\n  username="u" password="p";', "client.properties")
+    Traceback (most recent call last):
+    kplex.errors.OptionError: [KPLEX_BAD_OPTION] line 1 of the Kafka client settings in client.properties: 'sasl.jaas.config' does not end in ';' ...
     """
     settings: dict[str, str] = {}
-    for number, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if not line or line[0] in "#!":
-            continue
-        match = re.match(r"([^=:\s]+)\s*[=:]\s*(.*)$", line)
-        if match is None:
-            raise kplex_error("BAD_OPTION.SETTINGS_LINE", line=number, start=line.split()[0])
-        settings[match.group(1)] = match.group(2)
+    for number, line in _logical_lines(text):
+        key, value = _key_and_value(line)
+        if not _NAME.fullmatch(key):
+            raise kplex_error("BAD_OPTION.SETTINGS_LINE", line=number, file=source)
+        if value is None:  # a name alone: not named, as it may be a password on a line of its own
+            raise kplex_error("BAD_OPTION.SETTINGS_NO_VALUE", line=number, file=source)
+        unescaped = _unescape(value)
+        if unescaped is None:
+            raise kplex_error("BAD_OPTION.SETTINGS_ESCAPE", line=number, file=source, key=key)
+        if key == "sasl.jaas.config" and not unescaped.rstrip().endswith(";"):
+            raise kplex_error("BAD_OPTION.SETTINGS_JAAS", line=number, file=source, key=key)
+        settings[key] = unescaped
     return settings
 
 
+def _logical_lines(text: str) -> list[tuple[int, str]]:
+    """(number of its first line, text) of each setting's line, continued lines joined; blank
+    and comment lines left out."""
+    lines, found, i = re.split(r"\r\n|\r|\n", text), [], 0
+    while i < len(lines):
+        number, line = i + 1, lines[i].lstrip(_BLANK)
+        i += 1
+        if not line or line[0] in "#!":
+            continue
+        while _continues(line):
+            line = line[:-1] + (lines[i].lstrip(_BLANK) if i < len(lines) else "")
+            i += 1
+        found.append((number, line))
+    return found
+
+
+def _continues(line: str) -> bool:
+    """Whether ``line`` ends in an odd number of backslashes (the last one not escaped)."""
+    return (len(line) - len(line.rstrip("\\"))) % 2 == 1
+
+
+def _key_and_value(line: str) -> tuple[str, str | None]:
+    """The key of a properties line, unescaped (a key in a settings file needs no escape), and
+    its value as written, None if the line has neither a separator nor a value."""
+    end = 0
+    while end < len(line) and line[end] not in "=:" + _BLANK:
+        end += 2 if line[end] == "\\" else 1
+    key, rest = line[:end], line[end:]
+    separated = rest[:1] in ("=", ":")
+    rest = rest[1:] if separated else rest
+    rest = rest.lstrip(_BLANK)
+    if not separated and rest[:1] in ("=", ":"):
+        separated, rest = True, rest[1:].lstrip(_BLANK)
+    return _unescape(key) or "", rest if separated or rest else None
+
+
+def _unescape(text: str) -> str | None:
+    """``text`` with its escapes replaced, as Java's properties read them; None for a ``\\u``
+    without four hex digits."""
+    out, i = [], 0
+    while i < len(text):
+        if text[i] != "\\":
+            out.append(text[i])
+            i += 1
+        elif text[i + 1:i + 2] == "u":
+            digits = text[i + 2:i + 6]
+            if not re.fullmatch(r"[0-9a-fA-F]{4}", digits):
+                return None
+            out.append(chr(int(digits, 16)))
+            i += 6
+        else:
+            out.append(_ESCAPES.get(text[i + 1:i + 2], text[i + 1:i + 2]))
+            i += 2
+    return "".join(out)
+
+
 def load(path: str | os.PathLike[str] | None = None, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
-    """The settings of ``path``, else of the file ``$KPLEX_KAFKA_CONFIG`` names, else none."""
+    """The settings of ``path``, else of the file ``$KPLEX_KAFKA_CONFIG`` names, else none.
+    The file is read as UTF-8, else as ISO-8859-1, Java's properties encoding (as Java's
+    ``PropertyResourceBundle`` does)."""
     path = path or environ.get(ENV_VAR)
     if not path:
         return {}
     try:
-        return parse_properties(Path(path).read_text())
+        data = Path(path).read_bytes()
     except OSError as error:
         raise kplex_error("BAD_OPTION.SETTINGS_FILE", file=path, environment_variable=ENV_VAR,
                           cause=error.strerror) from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        text = data.decode("iso-8859-1")
+    return parse_properties(text, str(path))
 
 
 def bootstrap_of(settings: Mapping[str, str]) -> str | None:
@@ -89,7 +178,13 @@ def principal(settings: Mapping[str, str]) -> str:
 def librdkafka(settings: Mapping[str, str]) -> dict[str, Any]:
     """The librdkafka (confluent-kafka) form of Java client settings; ``bootstrap.servers``
     is left to the caller. Raises :class:`~kplex.errors.OptionError` naming a setting it
-    cannot translate."""
+    cannot translate. An OAuth JAAS line (``OAuthBearerLoginModule``) is the Java clients'
+    only: librdkafka logs in with the ``librdkafka.sasl.oauthbearer.*`` entries.
+
+    >>> sorted(librdkafka({"sasl.mechanism": "OAUTHBEARER", "sasl.jaas.config": "...OAuthBearerLoginModule required;",
+    ...                    "librdkafka.sasl.oauthbearer.method": "oidc"}).items())
+    [('sasl.mechanism', 'OAUTHBEARER'), ('sasl.oauthbearer.method', 'oidc')]
+    """
     out: dict[str, Any] = {}
     for key, value in settings.items():
         if key.startswith("librdkafka."):
@@ -101,9 +196,11 @@ def librdkafka(settings: Mapping[str, str]) -> dict[str, Any]:
     if "sasl.mechanism" in settings:
         out["sasl.mechanism"] = settings["sasl.mechanism"]
     jaas = settings.get("sasl.jaas.config")
-    if jaas:
-        if "OAuthBearerLoginModule" in jaas:
+    if jaas and "OAuthBearerLoginModule" in jaas:
+        # The Java login has no librdkafka form; librdkafka.sasl.oauthbearer.* entries are librdkafka's own.
+        if not any(key.startswith("librdkafka.sasl.oauthbearer.") for key in settings):
             raise kplex_error("BAD_OPTION.OAUTHBEARER", option="sasl.jaas.config")
+    elif jaas:
         fields = dict(_JAAS_FIELD.findall(jaas))
         if "username" not in fields or "password" not in fields:
             raise kplex_error("BAD_OPTION.JAAS_CREDENTIALS", option="sasl.jaas.config")

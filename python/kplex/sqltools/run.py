@@ -40,7 +40,10 @@ from kplex.sqltools.diagnostics import WARNING, format_diagnostics
 from kplex.sqltools.errors import StatementFailed, no_bootstrap, session_unavailable, statement_failed
 from kplex.sqltools.script import DEFAULT_DIALECT, Script, Statement, read_script
 
-__all__ = ["StatementOutcome", "RunSummary", "run_file", "run_script", "spark_statements"]
+__all__ = ["SPARK_LOG_LEVELS", "StatementOutcome", "RunSummary", "run_file", "run_script", "spark_statements"]
+
+#: The levels Spark's ``setLogLevel`` takes (in any case).
+SPARK_LOG_LEVELS = ("ALL", "DEBUG", "ERROR", "FATAL", "INFO", "OFF", "TRACE", "WARN")
 
 _ROW_COMMANDS = {"SHOW", "DESCRIBE", "DESC", "EXPLAIN", "LIST"}
 _SPARK_DIALECTS = {"spark", "spark2"}
@@ -122,6 +125,8 @@ def run_file(
     Spark Connect server at ``remote`` (:mod:`kplex.sqltools.remote`; the bootstrap may
     then be the server's), else in a Spark of this process's own."""
     progress = progress or sys.stderr
+    if spark_log_level.upper() not in SPARK_LOG_LEVELS:
+        raise ValueError(f"spark_log_level {spark_log_level!r} is not one of {', '.join(SPARK_LOG_LEVELS)}")
     script = read_script(path, variables, dialect or DEFAULT_DIALECT)
     result = require_clean(check_script(script))
     warnings = [d for d in result.diagnostics if d.severity == WARNING]

@@ -19,6 +19,7 @@ substitution (a value longer than its ``${name}`` shifts the rest of its line).
 
 from __future__ import annotations
 
+import codecs
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -135,18 +136,26 @@ def _comment_spans(text: str) -> list[tuple[int, int]]:
 
 
 class ScriptEncodingError(ValueError):
-    """A SQL file that is not UTF-8, named with the first byte that is not."""
+    """A SQL (or job) file that is not UTF-8, named with the first byte that is not."""
+
+
+def read_text(path: str | Path) -> str:
+    """The text of the file at ``path``: UTF-8, with or without a byte order mark (as editors
+    on Windows save it); else :class:`ScriptEncodingError` naming the file and its first byte
+    that is not, and where it is."""
+    data = Path(path).read_bytes()
+    start = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
+    try:
+        return data[start:].decode("utf-8")
+    except UnicodeDecodeError as e:
+        offset = start + e.start
+        raise ScriptEncodingError(f"{path}: not UTF-8 (byte 0x{data[offset]:02x} at offset {offset})") from None
 
 
 def read_script(path: str | Path, variables: Mapping[str, str] | None = None, dialect: str | None = None) -> Script:
-    """Read and parse the SQL file at ``path`` (see :func:`load_script`): UTF-8, with or
-    without a byte order mark (as editors on Windows save it), any line endings."""
-    data = Path(path).read_bytes()
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise ScriptEncodingError(f"{path}: not UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start})") from None
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    """Read and parse the SQL file at ``path`` (see :func:`load_script`): UTF-8 (:func:`read_text`),
+    any line endings."""
+    text = read_text(path).replace("\r\n", "\n").replace("\r", "\n")
     return load_script(text, str(path), variables, dialect)
 
 

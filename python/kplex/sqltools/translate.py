@@ -60,6 +60,7 @@ from sqlglot import exp
 
 from kplex.jsonpointer import PointerError, spark_extract
 from kplex.sqltools.errors import untranslatable_file, untranslatable_job
+from kplex.sqltools.script import read_text
 
 __all__ = ["translate_file", "translate_job", "load_job", "default_physical_partitions"]
 
@@ -71,14 +72,22 @@ _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def load_job(path: str | Path) -> dict[str, Any]:
-    """Read a job file: TOML, or JSON when the name ends in ``.json``."""
+    """Read a job file: TOML, or JSON when the name ends in ``.json``; UTF-8
+    (:func:`~kplex.sqltools.script.read_text`), a table (a JSON object) at its top."""
     path = Path(path)
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path)
+    kind = path.suffix.lstrip(".").upper() or "TOML"
     try:
-        return json.loads(text) if path.suffix.lower() == ".json" else tomllib.loads(text)
+        job = json.loads(text) if path.suffix.lower() == ".json" else tomllib.loads(text)
     except (json.JSONDecodeError, tomllib.TOMLDecodeError) as error:
-        kind = path.suffix.lstrip(".").upper() or "TOML"
         raise untranslatable_file(str(path), kind, error) from error
+    if not isinstance(job, dict):
+        raise untranslatable_file(str(path), kind, f"its top level is a JSON {_JSON_TYPES[type(job)]}, not an object")
+    return job
+
+
+#: What a JSON document's top level may be, by the name JSON gives it.
+_JSON_TYPES = {list: "array", str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}
 
 
 def translate_file(path: str | Path, physical_partitions: int | None = None) -> str:
