@@ -60,7 +60,7 @@ public final class CommitLog {
    */
   public String spread(long staleMs, long nowMs) {
     for (Map.Entry<String, CompactedTopic.Lived> claim : topic.readPrefixLived("writer/").entrySet()) {
-      if (nowMs - claim.getValue().latestMs() < staleMs) {
+      if (nowMs - claim.getValue().latestMs() < WriterLease.staleAfter(claim.getValue().value(), staleMs)) {
         throw Errors.controlPlaneWriter(scope(claim.getKey()), claim.getKey(), nowMs - claim.getValue().latestMs());
       }
     }

@@ -135,7 +135,8 @@ public final class TableState {
     }
     ObjectNode claim = out.putObject("writer_claim");
     claim.put("claimed_at_ms", holder.sinceMs()).put("renewed_at_ms", holder.latestMs())
-        .put("age_ms", nowMs - holder.latestMs()).put("stale", nowMs - holder.latestMs() > claimTimeoutMs);
+        .put("age_ms", nowMs - holder.latestMs())
+        .put("stale", nowMs - holder.latestMs() > WriterLease.staleAfter(holder.value(), claimTimeoutMs));
     try {
       claim.put("query", JSON.readTree(new String(holder.value(), StandardCharsets.UTF_8)).path("query").asText());
     } catch (java.io.IOException e) {

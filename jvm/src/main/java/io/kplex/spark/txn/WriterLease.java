@@ -89,7 +89,7 @@ public final class WriterLease implements AutoCloseable {
     this.table = table;
     this.key = key;
     this.owner = owner;
-    this.renewer = new Thread(() -> renew(query), "kplex-writer-lease " + key);
+    this.renewer = new Thread(() -> renew(query, staleMs), "kplex-writer-lease " + key);
     renewer.setDaemon(true);
   }
 
@@ -133,7 +133,7 @@ public final class WriterLease implements AutoCloseable {
     WriterLease lease = new WriterLease(claims, kafka, table, key, query, owner, staleMs);
     try (KafkaTopics admin = claims.kafka(kafka)) {
       CompactedTopic log = CommitLog.topic(admin);
-      log.put(key, value(query, 0));
+      log.put(key, value(query, 0, staleMs));
       Map<String, Map.Entry<Long, byte[]>> claimed = log.readPrefix(prefix(table));
       long mine = claimed.get(key).getKey();
       Map<String, Map.Entry<Long, byte[]>> older = new HashMap<>();
@@ -142,8 +142,12 @@ public final class WriterLease implements AutoCloseable {
       });
       if (!older.isEmpty()) {
         // Older claims: alive if renewed or released while we watch (fail at once), a dead
-        // (or paused) driver's if unchanged for staleMs: taken over, marked, then removed.
-        long deadline = clock.millis() + staleMs;
+        // (or paused) driver's if unchanged for the timeout: taken over, marked, then removed.
+        // The timeout is the longest of this write's and each holder's own (it renews at its
+        // pace: a watcher with a shorter timeout would take a live claim over).
+        long waitMs = staleMs;
+        for (Map.Entry<Long, byte[]> o : older.values()) waitMs = staleAfter(o.getValue(), waitMs);
+        long deadline = clock.millis() + waitMs;
         while (clock.millis() < deadline) {
           sleep(clock, RENEW_MS / 2);
           Map<String, Map.Entry<Long, byte[]>> now = log.readPrefix(prefix(table));
@@ -158,7 +162,7 @@ public final class WriterLease implements AutoCloseable {
         Map<String, byte[]> takeOver = new java.util.LinkedHashMap<>();
         for (String dead : older.keySet()) {
           LOG.warn("kplex: taking over the claim {} on table {}: its writer did not renew it for {} ms", dead,
-              table, staleMs);
+              table, waitMs);
           takeOver.put(takenKey(table, dead), taken(query, clock));
           takeOver.put(dead, null);
         }
@@ -234,7 +238,7 @@ public final class WriterLease implements AutoCloseable {
     return Math.max(RENEW_MS, Math.min(staleMs / 4, 15_000));
   }
 
-  private void renew(String query) {
+  private void renew(String query, long staleMs) {
     long beat = 0;
     long lastBeat = System.nanoTime();
     try (KafkaTopics admin = claims.kafka(kafka)) {
@@ -249,7 +253,7 @@ public final class WriterLease implements AutoCloseable {
         if (System.nanoTime() - lastBeat < TimeUnit.MILLISECONDS.toNanos(beatMs)) continue;
         lastBeat = System.nanoTime();
         try {
-          log.put(key, value(query, ++beat));
+          log.put(key, value(query, ++beat, staleMs));
         } catch (RuntimeException e) {
           LOG.warn("kplex: could not renew the writer claim {}: {}", key, e.toString());
         }
@@ -317,8 +321,30 @@ public final class WriterLease implements AutoCloseable {
     }
   }
 
-  private static byte[] value(String query, long beat) {
-    return ("{\"query\":\"" + query + "\",\"beat\":" + beat + "}").getBytes(StandardCharsets.UTF_8);
+  /** A claim's value: the query, its beat, and the claim timeout its writer renews it by. */
+  private static byte[] value(String query, long beat, long staleMs) {
+    return ("{\"query\":\"" + query + "\",\"beat\":" + beat + ",\"timeout_ms\":" + staleMs + "}")
+        .getBytes(StandardCharsets.UTF_8);
+  }
+
+  /**
+   * How long a claim with value {@code claimValue} may stand unchanged before it is stale, to
+   * a watcher whose own timeout is {@code watcherMs}: the longer of that and the timeout its
+   * holder renews it by (recorded in the claim; a claim of a kplex that did not record it:
+   * the watcher's).
+   */
+  public static long staleAfter(byte[] claimValue, long watcherMs) {
+    String text = new String(claimValue, StandardCharsets.UTF_8);
+    int i = text.indexOf("\"timeout_ms\":");
+    if (i < 0) return watcherMs;
+    int from = i + "\"timeout_ms\":".length();
+    int to = from;
+    while (to < text.length() && Character.isDigit(text.charAt(to))) to++;
+    try {
+      return Math.max(watcherMs, Long.parseLong(text.substring(from, to)));
+    } catch (NumberFormatException e) {
+      return watcherMs;
+    }
   }
 
   private static String queryOf(byte[] value) {

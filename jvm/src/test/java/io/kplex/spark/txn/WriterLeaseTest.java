@@ -103,6 +103,33 @@ public class WriterLeaseTest {
   }
 
   @Test
+  public void aWatcherWaitsTheHoldersOwnTimeoutWhenLongerThanItsOwn() {
+    // A stream with kplex.writer_claim_timeout_ms 60 s renews every 15 s; a write with 6 s
+    // must not take its claim over between two beats.
+    kafka.commitLog(clock).put(WriterLease.prefix(TABLE) + "slow",
+        json("{\"query\":\"query-0\",\"beat\":0,\"timeout_ms\":60000}"));
+    long started = clock.millis();
+    AtomicInteger beats = new AtomicInteger();
+    Clock renewing = clock.whenSleeping(ms -> {
+      if (clock.millis() - started >= 15_000 * (beats.get() + 1L)) {
+        kafka.commitLog(clock).put(WriterLease.prefix(TABLE) + "slow",
+            json("{\"query\":\"query-0\",\"beat\":" + beats.incrementAndGet() + ",\"timeout_ms\":60000}"));
+      }
+    });
+    KplexException e = assertThrows(KplexException.class,
+        () -> new WriterClaims(kafka, renewing).acquire(FakeKafka.CONF, TABLE, "query-1", null, 6_000));
+    assertEquals("TABLE_BUSY", e.code());
+    assertEquals(1, beats.get());
+    assertEquals(List.of("writer/views/slow"), List.copyOf(log().keySet()));
+    // Unchanged, it is waited for 60 s, not 6, before it is taken over.
+    long before = clock.millis();
+    try (WriterLease lease = claims.acquire(FakeKafka.CONF, TABLE, "query-2", null, 6_000)) {
+      assertTrue(clock.millis() - before >= 60_000);
+      assertTrue(log().get(lease.key()).contains("\"timeout_ms\":6000"));
+    }
+  }
+
+  @Test
   public void aLiveClaimIsRefusedNamingItsQueryAndTheNewcomerLeavesNothing() {
     otherClaim("live", "query-0", 0);
     AtomicInteger beats = new AtomicInteger();
