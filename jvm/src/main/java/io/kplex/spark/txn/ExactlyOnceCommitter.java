@@ -137,7 +137,7 @@ public final class ExactlyOnceCommitter {
         // so that none pins the topic until Kafka's own timeout. (After the log record, a
         // failure leaves them to recover(), which rolls the commit forward.)
         try {
-          abort();
+          abort(lease);
         } catch (RuntimeException e) {
           tooLate.addSuppressed(e);
         }
@@ -377,9 +377,19 @@ public final class ExactlyOnceCommitter {
     });
   }
 
-  /** Aborts a failed write: every open transaction of the table is fenced. */
-  public void abort() {
+  /**
+   * Aborts a failed write that held {@code lease}: every open transaction of the table is
+   * fenced, unless the claim was taken over (the writer stood still past its timeout, and its
+   * tasks failed fenced). Then the open transactions may be the taker's, live and waiting
+   * for its commit, and settling what this write left is the taker's to do.
+   */
+  public void abort(WriterLease lease) {
     try (KafkaTopics admin = connect()) {
+      if (lease != null && lease.takenAt(CommitLog.topic(admin)) >= 0) {
+        LOG.warn("kplex: the write into table {} failed after {} took its claim over: its open transactions are"
+            + " left to that writer", table, lease.takenBy(CommitLog.topic(admin)));
+        return;
+      }
       TransactionFencer.fenceOpen(admin, table, Set.of());
     }
   }

@@ -144,7 +144,7 @@ final class KplexBatchWrite implements BatchWrite {
     }
     try {
       if (conf.exactlyOnce()) {
-        committer().abort();
+        committer().abort(lease);
       }
     } finally {
       release();

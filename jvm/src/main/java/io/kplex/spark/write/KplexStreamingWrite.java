@@ -508,7 +508,7 @@ final class KplexStreamingWrite implements StreamingWrite {
     }
     try {
       if (conf.exactlyOnce()) {
-        committer.abort();
+        committer.abort(lease);
       }
     } finally {
       synchronized (run) {

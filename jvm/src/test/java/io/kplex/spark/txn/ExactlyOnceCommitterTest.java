@@ -251,6 +251,24 @@ public class ExactlyOnceCommitterTest {
     assertEquals(5, c.lastEpoch(QUERY).epoch());
   }
 
+  @Test
+  public void aWriteWhoseClaimWasTakenOverAbortsWithoutFencingTheTakersTransactions() {
+    WriterLease stale = claim();
+    takeOver(stale);
+    try (WriterLease live = taker()) {
+      // The taker's tasks hold their transactions open, waiting for its commit.
+      committer(t -> committed.add(t.id())).abort(stale);
+      assertEquals("the taker's transactions stand", List.of(), kafka.fenced);
+      assertTrue(live.held());
+    }
+    stale.close();
+    WriterLease own = claim();
+    committer(t -> committed.add(t.id())).abort(own);
+    assertEquals("a write that holds its claim fences what it left open",
+        TASKS.stream().map(TaskTransaction::id).sorted().toList(), kafka.fenced.stream().sorted().toList());
+    own.close();
+  }
+
   /** What a writer that found {@code lease} stale writes: its marker, then the claim's removal. */
   private void takeOver(WriterLease lease) {
     Map<String, byte[]> marker = new java.util.LinkedHashMap<>();
