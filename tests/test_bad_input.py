@@ -520,6 +520,26 @@ def test_null_keys_can_be_dropped_by_policy(spark, bootstrap, fresh_name):
     assert keys == [i for i in range(20) if i % 5 != 0]
 
 
+def test_a_table_name_the_control_plane_cannot_keep_apart_is_refused_and_nothing_is_stored(
+        spark, bootstrap, fresh_name):
+    """kplex's commit log keys a table's records `<table>` and `<kind>/<table>/...`: a table
+    named `a/b` (possible with kplex.topic) would share keys with table `a`, and `_layout` is
+    the key of the log's own layout record. Both are refused naming the table; an INSERT into
+    table `a` and table `a`'s claims are untouched."""
+    owner = fresh_name("owner")
+    spark.sql(f"CREATE TABLE kplex.{owner} TBLPROPERTIES ('kplex.virtual_partitions' = '3',"
+              " 'kplex.physical_partitions' = '3')")
+    for name, why in ((f"{owner}/b", "it holds '/'"), ("_layout", "'_layout' is the key of the control plane's")):
+        with pytest.raises(errors.OptionError) as raised, translated():
+            spark.sql(f"CREATE TABLE kplex.`{name}` TBLPROPERTIES ('kplex.virtual_partitions' = '3',"
+                      f" 'kplex.physical_partitions' = '3', 'kplex.topic' = '{fresh_name('elsewhere')}')")
+        assert str(raised.value).startswith(f"[KPLEX_BAD_TABLE_NAME] table name '{name}' cannot be a kplex table's:"
+                                            f" {why}"), raised.value
+    assert not [r for r in spark.sql("SHOW TABLES IN kplex").collect() if "/" in r[1] or r[1] == "_layout"]
+    spark.sql(f"INSERT INTO kplex.{owner} SELECT {GOOD_KEY}, {GOOD_ORDER}, {VALUE} FROM range(4)")
+    assert len(verify.read_topic(bootstrap, owner)) == 4
+
+
 def test_a_table_is_made_only_on_a_topic_free_for_it_so_drop_table_never_deletes_someone_elses_records(
         spark, bootstrap, fresh_name):
     """CREATE TABLE takes a new topic, or an existing one nobody wrote (DROP TABLE deletes it).

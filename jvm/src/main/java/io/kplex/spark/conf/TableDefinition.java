@@ -54,6 +54,10 @@ public final class TableDefinition implements Serializable {
 
   /** Validates the kplex.* entries of {@code tableProperties} (others are ignored). */
   public static TableDefinition create(String name, Map<String, String> tableProperties) {
+    String unkept = controlPlaneProblem(name);
+    if (unkept != null) {
+      throw Errors.badTableName(name, unkept);
+    }
     Map<String, String> props = TableProperties.validate(tableProperties, name);
     TableDefinition def = new TableDefinition(name, props, System.currentTimeMillis());
     // Its topic named after it (kplex.topic and kplex.late_topic are checked as topics by their
@@ -63,6 +67,22 @@ public final class TableDefinition implements Serializable {
       throw Errors.badTableTopicName(name, problem);
     }
     return def;
+  }
+
+  /**
+   * Why {@code name} cannot be a table's in kplex's control plane, or null: its records are
+   * keyed {@code <table>} and {@code <kind>/<table>/...}, so a '/' in the name would make one
+   * table's keys another's, and {@link io.kplex.spark.kafka.CompactedTopic#LAYOUT_KEY} is the
+   * key of the control plane's own layout record.
+   */
+  static String controlPlaneProblem(String name) {
+    if (name.indexOf('/') >= 0) {
+      return "it holds '/', which kplex's control plane keys its records of a table by";
+    }
+    if (name.equals(io.kplex.spark.kafka.CompactedTopic.LAYOUT_KEY)) {
+      return "'" + name + "' is the key of the control plane's layout record";
+    }
+    return null;
   }
 
   public String name() { return name; }

@@ -184,6 +184,11 @@ public final class Errors {
     return error("BAD_TOPIC_NAME.TOPIC", "topic", topic, "problem", problem);
   }
 
+  /** {@code table} cannot name a kplex table ({@code problem}: why, for people). */
+  public static KplexException badTableName(String table, String problem) {
+    return error("BAD_TABLE_NAME", "table", table, "problem", problem);
+  }
+
   /** Table {@code table}, with no {@code kplex.topic}, would write to the topic of its own name, which cannot be one. */
   public static KplexException badTableTopicName(String table, String problem) {
     return error("BAD_TOPIC_NAME.TABLE_NAME", "table", table, "problem", problem, "option", KplexOptions.TOPIC);
