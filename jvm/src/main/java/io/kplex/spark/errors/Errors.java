@@ -656,8 +656,8 @@ public final class Errors {
   }
 
   /** Committing failed with something kplex does not classify. */
-  public static KplexException commitFailed(Throwable cause) {
-    return error("COMMIT_FAILED.UNCLASSIFIED", cause, "cause", cause.toString());
+  public static KplexException commitFailed(String table, Throwable cause) {
+    return error("COMMIT_FAILED.UNCLASSIFIED", cause, "table", table, "cause", cause.toString());
   }
 
   public static KplexException kafkaClientsInternals(String version, Exception e) {

@@ -145,7 +145,7 @@ public final class ExactlyOnceCommitter {
       }
     }
     String completes = completing == null ? null : completing.key();
-    Uninterruptibly.call("kplex-commit " + table, () -> withKafka(admin -> {
+    Uninterruptibly.call(table, () -> withKafka(admin -> {
       // The open transactions to fence, asked while the commit is recorded and the claim
       // checked (read only; fenced once the claim is known to hold).
       long t0 = System.nanoTime();

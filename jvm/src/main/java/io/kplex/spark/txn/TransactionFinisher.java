@@ -72,7 +72,7 @@ final class TransactionFinisher {
             interrupted = true;  // finish what is under way; the caller sees the interrupt after
           } catch (ExecutionException e) {
             throw e.getCause() instanceof KplexException k ? k
-                : Errors.commitFailed(e.getCause());
+                : Errors.commitFailed(table, e.getCause());
           }
         }
       }

@@ -17,7 +17,8 @@ import java.util.function.Supplier;
 final class Uninterruptibly {
   private Uninterruptibly() {}
 
-  static <T> T call(String name, Supplier<T> body) {
+  /** Runs {@code body} for table {@code table}'s commit on a thread of its own, and waits for it. */
+  static <T> T call(String table, Supplier<T> body) {
     CompletableFuture<T> result = new CompletableFuture<>();
     Thread worker = new Thread(() -> {
       try {
@@ -25,7 +26,7 @@ final class Uninterruptibly {
       } catch (Throwable e) {
         result.completeExceptionally(e);
       }
-    }, name);
+    }, "kplex-commit " + table);
     worker.setDaemon(true);
     worker.start();
     boolean interrupted = false;
@@ -39,7 +40,7 @@ final class Uninterruptibly {
           Throwable cause = e.getCause();
           if (cause instanceof RuntimeException r) throw r;
           if (cause instanceof Error err) throw err;
-          throw Errors.commitFailed(cause);
+          throw Errors.commitFailed(table, cause);
         }
       }
     } finally {

@@ -27,7 +27,7 @@ public class ErrorParametersTest {
   private static final Set<String> NOTHING_TO_NAME = Set.of(
       "cannotAlter()", "cannotRename()", "noBootstrap()", "noTableOption()", "vpartitionArguments()",
       "writeVPartitionArguments()", "resumeWithTimestamp()",
-      "commitFailed(Throwable)", "definitionUnreadable(Exception)", "kafka(Throwable)");
+      "definitionUnreadable(Exception)", "kafka(Throwable)");
 
   /**
    * Arguments that are not culprits but choose the sub-class: commitFailed's condition code,
@@ -140,7 +140,7 @@ public class ErrorParametersTest {
     for (Method m : factories) {
       String signature = signature(m);
       Object[] args = samples(m.getParameterTypes());
-      if (args != null && signature.startsWith("commitFailed(String,")) args[0] = "COMMIT_FENCED";  // a condition
+      if (args != null && signature.startsWith("commitFailed(String,String,")) args[0] = "COMMIT_FENCED";  // a condition
       if (args == null) {
         skipped.add(signature);
         continue;

@@ -169,6 +169,8 @@ public class ExactlyOnceCommitterTest {
           () -> c.commit(QUERY, TASKS, NOTHING_TO_SEE, epoch(5), clock.millis(), lease, null));
       assertEquals("COMMIT_TIMED_OUT", e.code());
       assertTrue(e.getMessage(), e.getMessage().contains("after 601 attempts"));
+      assertTrue("a user must not run it again: it will become visible",
+          e.getMessage().contains("Its commit is recorded") && e.getMessage().contains("Do not run the write again."));
     }
     assertTrue(clock.millis() - before >= TransactionFinisher.DEADLINE_MS - 200);
     assertTrue("recorded: the next writer rolls it forward", log().pending(TABLE).isPresent());
