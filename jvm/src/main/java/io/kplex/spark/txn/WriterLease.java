@@ -70,6 +70,8 @@ public final class WriterLease implements AutoCloseable {
   /** The thread whose end ends the claim (null: ended by {@link #close} only). */
   private final Thread owner;
   private volatile boolean closed;
+  /** Who took this claim over, as its renewer found before a beat (null: not taken). */
+  private volatile String takenBy;
   /** The thread that closes the claim (null: open). */
   private Thread closer;
   /** Counted down by {@link #close}: wakes the renewer (no interrupt, which would break its Kafka calls). */
@@ -223,9 +225,21 @@ public final class WriterLease implements AutoCloseable {
     onEnd.add(ended);
   }
 
-  /** Whether this claim is still held: not closed, and its owning thread (if any) runs. */
+  /**
+   * Whether this claim is still held: not closed, not found taken over, and its owning thread
+   * (if any) runs.
+   */
   public boolean held() {
-    return !closed && (owner == null || owner.isAlive());
+    return !closed && takenBy == null && (owner == null || owner.isAlive());
+  }
+
+  /**
+   * Who took this claim over, as its renewer found before a beat (it renews it no more), or
+   * null: a writer that holds it for a run asks before each write, so that none of its tasks
+   * opens a transaction next to the taker's.
+   */
+  public String takenOverBy() {
+    return takenBy;
   }
 
   /**
@@ -250,9 +264,18 @@ public final class WriterLease implements AutoCloseable {
           close();  // the query's run ended between micro-batches
           return;
         }
-        if (System.nanoTime() - lastBeat < TimeUnit.MILLISECONDS.toNanos(beatMs)) continue;
+        if (takenBy != null || System.nanoTime() - lastBeat < TimeUnit.MILLISECONDS.toNanos(beatMs)) continue;
         lastBeat = System.nanoTime();
         try {
+          // Taken over (this driver stood still past the timeout): renewing would bring the
+          // removed claim back, and a later writer would take it for a live one.
+          Map.Entry<Long, byte[]> marker = log.readPrefix(takenPrefix(table)).get(takenKey(table, key));
+          if (marker != null) {
+            takenBy = queryOf(marker.getValue());
+            LOG.warn("kplex: the writer claim {} on table {} was taken over by {}: no longer renewed", key, table,
+                takenBy);
+            continue;
+          }
           log.put(key, value(query, ++beat, staleMs));
         } catch (RuntimeException e) {
           LOG.warn("kplex: could not renew the writer claim {}: {}", key, e.toString());

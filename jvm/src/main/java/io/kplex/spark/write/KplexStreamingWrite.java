@@ -91,6 +91,11 @@ final class KplexStreamingWrite implements StreamingWrite {
       // One writer per table (fail naming the other writer if one is live): claimed for the
       // whole run (renewed, and removed when the query's thread ends), or for this epoch
       // when Spark runs no stream thread.
+      if (run.lease != null && run.lease.takenOverBy() != null) {
+        // This run stood still past its claim timeout and another writer took the table:
+        // planning on would open transactions next to the taker's (and fence them).
+        throw Errors.claimTaken(conf.table, run.lease.takenOverBy(), false);
+      }
       if (run.lease == null || !run.lease.held()) {
         run.lease = WriterLease.acquire(conf.kafka, conf.table, queryId, run.runId == null ? null : Thread.currentThread(),
             conf.claimTimeoutMs);

@@ -130,6 +130,22 @@ public class WriterLeaseTest {
   }
 
   @Test
+  public void aClaimFoundTakenOverIsRenewedNoMoreAndNoLongerHeld() throws Exception {
+    // A writer's driver stood still past the timeout; another took the table over.
+    try (WriterLease lease = claims.acquire(FakeKafka.CONF, TABLE, "query-1", null, 4_000)) {
+      kafka.commitLog(clock).putAll(new java.util.LinkedHashMap<>(Map.of(
+          WriterLease.takenKey(TABLE, lease.key()), json("{\"query\":\"query-2\",\"at\":1}"))));
+      kafka.commitLog(clock).put(lease.key(), null);
+      long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
+      while (lease.takenOverBy() == null && System.nanoTime() < deadline) Thread.sleep(50);
+      assertEquals("query-2", lease.takenOverBy());
+      assertFalse(lease.held());
+      Thread.sleep(2_500);  // two beats' time
+      assertFalse("the removed claim is not brought back", log().containsKey(lease.key()));
+    }
+  }
+
+  @Test
   public void aLiveClaimIsRefusedNamingItsQueryAndTheNewcomerLeavesNothing() {
     otherClaim("live", "query-0", 0);
     AtomicInteger beats = new AtomicInteger();
