@@ -158,8 +158,10 @@ spark.stop()
 
 
 def test_a_users_headers_named_as_kplexs_are_left_out_and_the_rest_kept_in_order(spark, bootstrap, fresh_name):
-    """The contract: user headers are kept, but for any named as one of kplex's five, which
-    kplex writes. Read back with a plain consumer, every header as it came."""
+    """The contract: user headers are kept, but for kplex.vp and kplex.order, which kplex
+    writes (a late record's source coordinates are kept: a late topic written back into a
+    table keeps where its records came from). Read back with a plain consumer, every header
+    as it came."""
     table = fresh_name("headed")
     create(spark, table, 3, 3)
     spark.sql(f"INSERT INTO kplex.{table} SELECT kplex_key('u'), kplex_order(5), CAST('v' AS BINARY) AS value,"
@@ -170,8 +172,9 @@ def test_a_users_headers_named_as_kplexs_are_left_out_and_the_rest_kept_in_order
               " named_struct('key', 'kplex.source_partition', 'value', CAST('4' AS BINARY)),"
               " named_struct('key', 'span', 'value', CAST(NULL AS BINARY))) AS headers")
     [record] = verify.read_topic(bootstrap, table)
-    assert list(record.header_list) == [("trace", b"t-1"), ("span", None),
-                                        ("kplex.vp", str(virtual_partition(b"u", 3)).encode()),
+    assert list(record.header_list) == [("kplex.source_offset", b"999"), ("trace", b"t-1"),
+                                        ("kplex.source_topic", b"elsewhere"), ("kplex.source_partition", b"4"),
+                                        ("span", None), ("kplex.vp", str(virtual_partition(b"u", 3)).encode()),
                                         ("kplex.order", b"5")]
 
 

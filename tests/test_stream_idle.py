@@ -177,8 +177,9 @@ def test_with_strict_waiting_an_empty_partition_still_holds_everything(spark, bo
 def test_a_scheduled_run_finds_a_partition_quiet_since_the_last_run_idle_at_once(spark, bootstrap, fresh_name, tmp_path):
     """Trigger.AvailableNow runs as a scheduler starts them, without releaseAtEnd, idleTimeoutMs
     15 s. Partition 1 got one record before the first run and none since; partition 0 gets 200
-    records before each run. The second run starts 16 s after the first planned its offsets,
-    finds partition 1 where that run left it, so without a record for longer than the timeout:
+    records before each run. The second run starts 21 s after the first planned its offsets,
+    finds partition 1 where that run left it, so without a record for longer than the timeout
+    (and the 5 s allowed for the clocks of two drivers):
     idle at once, and what lies below partition 0's watermark is written. (Before, each run
     measured the quiet from its own start, and a run shorter than the timeout never found
     partition 1 idle: its records were held run after run and nothing was written.)"""
@@ -204,7 +205,7 @@ def test_a_scheduled_run_finds_a_partition_quiet_since_the_last_run_idle_at_once
         send(0, base + i * 100, f"User_{i % 7}")
     assert producer.flush(30) == 0
     scheduled_run()
-    time.sleep(16)
+    time.sleep(21)
     for i in range(200, 400):
         send(0, base + i * 100, f"User_{i % 7}")
     assert producer.flush(30) == 0

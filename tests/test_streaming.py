@@ -160,13 +160,18 @@ def test_a_record_later_than_the_bound_meets_the_late_policy(spark, bootstrap, f
     create(spark, target, delay_ms=1_000, **props)
     on_time = [pageview(f"User_{i % 5}", 1_000_000 + i * 100) for i in range(50)]
     produce(bootstrap, source, on_time)
-    run_available_now(spark, source, target, tmp_path / "chk")
+    with_headers = (*SELECT, "headers")  # the late record's own headers go with it to the side topic
+    run_available_now(spark, source, target, tmp_path / "chk", with_headers)
     assert len(verify.read_topic(bootstrap, target)) == 50  # the end of input released every record
 
-    produce(bootstrap, source, [pageview("User_late", 1_000_000), pageview("User_1", 2_000_000)])
+    producer = Producer({"bootstrap.servers": bootstrap, "partitioner": "murmur2_random", "enable.idempotence": True})
+    key, value = pageview("User_late", 1_000_000)
+    producer.produce(source, key=key, value=value, headers=[("trace", b"t-1"), ("kplex.source_offset", b"999")])
+    assert producer.flush(30) == 0
+    produce(bootstrap, source, [pageview("User_1", 2_000_000)])
     if policy == "fail":
         with pytest.raises(Exception, match="KPLEX_LATE_RECORD") as failure:
-            run_available_now(spark, source, target, tmp_path / "chk")
+            run_available_now(spark, source, target, tmp_path / "chk", with_headers)
         # The record, its order value, the bound it missed and why.
         message = str(failure.value)
         assert "key 'User_late' and order value 1000000" in message, message[:2000]
@@ -175,7 +180,7 @@ def test_a_record_later_than_the_bound_meets_the_late_policy(spark, bootstrap, f
         assert f"({source}-" in message and " offset 50)" in message, message[:2000]
         assert len(verify.read_topic(bootstrap, target)) == 50  # the failed batch wrote nothing
         return
-    query = run_available_now(spark, source, target, tmp_path / "chk")
+    query = run_available_now(spark, source, target, tmp_path / "chk", with_headers)
     derived = verify.read_topic(bootstrap, target)
     assert len(derived) == 51 and not any(b"User_late" in r.value for r in derived)
     late = sum(int(p.sink.metrics.get("lateRecords", "0")) for p in recent_progress(query))
@@ -194,6 +199,9 @@ def test_a_record_later_than_the_bound_meets_the_late_policy(spark, bootstrap, f
         source_record = next(r for r in verify.read_topic(bootstrap, source) if b"User_late" in r.value)
         assert names["kplex.source_partition"] == str(source_record.partition).encode()
         assert side.timestamp == source_record.timestamp  # the source record's, kept
+        # Its own headers kept, but for one named as kplex's: each of kplex's five is there once, kplex's.
+        assert [n for n, _ in side.header_list] == ["trace", "kplex.vp", "kplex.order", "kplex.source_topic",
+                                                   "kplex.source_partition", "kplex.source_offset"], side.header_list
 
 
 def test_a_misspelt_sink_option_fails_the_stream_naming_it_before_anything_is_written(

@@ -48,6 +48,7 @@ integers as they are).
 from __future__ import annotations
 
 import json
+import math
 import re
 import struct
 from dataclasses import dataclass
@@ -286,13 +287,17 @@ def _concat(values: list[str | None]) -> str | None:
 
 class _Number(str):
     """A JSON number as Spark's get_json_object prints it: an integer canonical, any other as
-    Java's ``Double.toString`` writes the double it reads as (``1.0E10``, ``1.5``)."""
+    Java's ``Double.toString`` writes the double it reads as (``1.0E10``, ``1.5``), and one
+    beyond a double's range as Jackson writes an infinite double, a quoted ``"Infinity"``."""
 
     def __new__(cls, text: str) -> _Number:
         try:
             return super().__new__(cls, str(int(text)))
         except ValueError:
-            return super().__new__(cls, java_double(float(text)))
+            number = float(text)
+            if math.isinf(number):
+                return super().__new__(cls, '"Infinity"' if number > 0 else '"-Infinity"')
+            return super().__new__(cls, java_double(number))
 
 
 _NOT_JSON = object()

@@ -94,6 +94,12 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
   private SourceOffset availableNow;
   private SourceOffset latestSeen;
   private final long idleReleaseMs;
+  /**
+   * How far the clock of the driver that planned a start offset may be behind this one's: a
+   * partition unmoved since then counts as quiet from that long after (a restart on another
+   * driver must not find a partition idle early).
+   */
+  static final long PLANNER_CLOCK_SKEW_MS = 5_000;
   private final long idleTimeoutMs;
   /** Per partition: its last end offset seen, and when it moved there (ms); what idleness is measured from. */
   private final Map<Integer, long[]> lastMoved = new HashMap<>();
@@ -487,7 +493,8 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
    * end as of {@code now} is idle when it is empty (nothing to read from its beginning) or
    * unmoved for {@code idleTimeoutMs} on the driver's clock. A partition's quiet is measured
    * from when this run saw its end move or, when this run first sees it where {@code start}
-   * stands, from when {@code start} was planned ({@link SourceOffset#at}): its end was at
+   * stands, from when {@code start} was planned ({@link SourceOffset#at}, on the clock of the
+   * driver that planned it, allowed {@link #PLANNER_CLOCK_SKEW_MS} of skew): its end was at
    * least there then and is no further now, so it has had no record since, and a scheduled
    * run finds a partition quiet since the last run idle at once. A plain topic's ordered
    * partitions are its physical ones. A kplex table's are its virtual partitions: those of an
@@ -501,8 +508,9 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
       long[] seen = lastMoved.get(p);
       if (seen != null && seen[0] != end) moved.add(p);
       if (seen == null) {
-        boolean unmoved = start.at > 0 && start.at <= at && start.next.getOrDefault(p, -1L) == (long) end;
-        lastMoved.put(p, new long[] {end, unmoved ? start.at : at});
+        long since = start.at + PLANNER_CLOCK_SKEW_MS;
+        boolean unmoved = start.at > 0 && since <= at && start.next.getOrDefault(p, -1L) == (long) end;
+        lastMoved.put(p, new long[] {end, unmoved ? since : at});
       } else if (seen[0] != end) {
         lastMoved.put(p, new long[] {end, at});
       }

@@ -93,7 +93,7 @@ final class ReadTimeRecords implements AutoCloseable {
     }
     RecordHeaders headers = new RecordHeaders();
     for (org.apache.kafka.common.header.Header h : r.headers()) {
-      if (!KplexHeaders.isReserved(h.key())) headers.add(h);
+      if (!KplexHeaders.isLateRecords(h.key())) headers.add(h);
     }
     headers.add(KplexHeaders.VP, KplexHeaders.ascii(vp));
     headers.add(KplexHeaders.ORDER, KplexHeaders.ascii(order));

@@ -266,16 +266,22 @@ public final class WriterLease implements AutoCloseable {
         }
         if (takenBy != null || System.nanoTime() - lastBeat < TimeUnit.MILLISECONDS.toNanos(beatMs)) continue;
         lastBeat = System.nanoTime();
+        // Taken over (this driver stood still past the timeout): renewing would bring the
+        // removed claim back, and a later writer would take it for a live one. A marker that
+        // cannot be read is taken for none: the beat must not be missed.
+        Map.Entry<Long, byte[]> marker = null;
         try {
-          // Taken over (this driver stood still past the timeout): renewing would bring the
-          // removed claim back, and a later writer would take it for a live one.
-          Map.Entry<Long, byte[]> marker = log.readPrefix(takenPrefix(table)).get(takenKey(table, key));
-          if (marker != null) {
-            takenBy = queryOf(marker.getValue());
-            LOG.warn("kplex: the writer claim {} on table {} was taken over by {}: no longer renewed", key, table,
-                takenBy);
-            continue;
-          }
+          marker = log.readPrefix(takenPrefix(table)).get(takenKey(table, key));
+        } catch (RuntimeException e) {
+          LOG.warn("kplex: could not read whether the writer claim {} was taken over: {}", key, e.toString());
+        }
+        if (marker != null) {
+          takenBy = queryOf(marker.getValue());
+          LOG.warn("kplex: the writer claim {} on table {} was taken over by {}: no longer renewed", key, table,
+              takenBy);
+          continue;
+        }
+        try {
           log.put(key, value(query, ++beat, staleMs));
         } catch (RuntimeException e) {
           LOG.warn("kplex: could not renew the writer claim {}: {}", key, e.toString());

@@ -18,13 +18,17 @@ public final class KplexHeaders {
   public static final String SOURCE_TOPIC = "kplex.source_topic";
   public static final String SOURCE_OFFSET = "kplex.source_offset";
 
-  /**
-   * Whether a header of this name is one kplex writes (any of the five): a user's or a
-   * source record's header so named is left out, as kplex sets its own.
-   */
+  /** Whether a user header of this name is replaced by kplex's own on a table's record ({@code kplex.vp}, {@code kplex.order}). */
   public static boolean isReserved(String name) {
-    return name.equals(VP) || name.equals(ORDER) || name.equals(SOURCE_TOPIC) || name.equals(SOURCE_PARTITION)
-        || name.equals(SOURCE_OFFSET);
+    return name.equals(VP) || name.equals(ORDER);
+  }
+
+  /**
+   * Whether a header of this name is one of the five kplex writes on a late record: a source
+   * record's header so named is left out of it, as kplex sets its own.
+   */
+  public static boolean isLateRecords(String name) {
+    return isReserved(name) || name.equals(SOURCE_TOPIC) || name.equals(SOURCE_PARTITION) || name.equals(SOURCE_OFFSET);
   }
 
   /**

@@ -294,6 +294,7 @@ abstract sealed class KplexDataWriter implements DataWriter<InternalRow>
     checkFailure();
     List<Header> headers = codec.userHeaders(row, 5);
     if (headers == null) headers = new ArrayList<>(5);
+    headers.removeIf(h -> KplexHeaders.isLateRecords(h.key()));
     headers.add(vpHeader(vp));
     headers.add(new RecordHeader(KplexHeaders.ORDER, KplexHeaders.ascii(orderValue)));
     if (sourceTopic != null) {

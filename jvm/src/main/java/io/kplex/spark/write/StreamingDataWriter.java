@@ -119,8 +119,11 @@ final class StreamingDataWriter implements DataWriter<InternalRow> {
         out.abort();
       } catch (RuntimeException aborting) {
         e.addSuppressed(aborting);
-      } finally {
+      }
+      try {
         out.close();
+      } catch (RuntimeException closing) {
+        e.addSuppressed(closing);
       }
       throw e;
     }
