@@ -135,7 +135,7 @@ JAAS = 'org.apache.kafka.common.security.scram.ScramLoginModule required usernam
 # jaas=...required \ + "   username=..."           -> one JAAS line            continued, leading blanks dropped
 # k=a\\ (even backslashes)                         -> a\                       not continued, escape kept as one
 # k=\u0041\tb                                      -> "A<tab>b"                Java's escapes
-# k=SASL_SSL<blank><tab> / k=a\<blank><blank>       -> SASL_SSL / "a "          trimmed as Kafka's clients do, but an escaped blank
+# k=SASL_SSL<blank><tab> / k=a\<blank><blank>       -> SASL_SSL / a             trimmed as Kafka's clients trim (String.trim), escaped or not
 @pytest.mark.parametrize("text, settings", [
     ("a=1\nb: 2\nc 3\n", {"a": "1", "b": "2", "c": "3"}),
     ("k = = v\n", {"k": "= v"}),
@@ -144,7 +144,7 @@ JAAS = 'org.apache.kafka.common.security.scram.ScramLoginModule required usernam
      '   username="kplex" \\\n\tpassword="s3cr3t";\n', {"sasl.jaas.config": JAAS}),
     ("k=a\\\\\nnext=1\n", {"k": "a\\", "next": "1"}),
     ("k=\\u0041\\tb\n", {"k": "A\tb"}),
-    ("security.protocol=SASL_SSL \t\nk=a\\  \n", {"security.protocol": "SASL_SSL", "k": "a "}),
+    ("security.protocol=SASL_SSL \t\nk=a\\  \nt=SASL_SSL\\t\n", {"security.protocol": "SASL_SSL", "k": "a", "t": "SASL_SSL"}),
 ])
 def test_a_settings_file_reads_as_kafkas_own_tools_read_it(text, settings, tmp_path):
     """--kafka-config is the file Kafka's tools take as --command-config: java.util.Properties."""

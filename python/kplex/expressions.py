@@ -24,10 +24,10 @@ expression                               result
                                          ``['name']``, ``[index]``; a string comes
                                          back unquoted, an integer in decimal, an
                                          object or array as compact JSON; NULL if
-                                         the path is missing or the text is not JSON.
-                                         (Fractional numbers are printed by Python's
-                                         ``repr``, which can differ from Spark's
-                                         text: do not key by them.)
+                                         the path is missing or the text is not JSON;
+                                         a fractional number as Java's
+                                         ``Double.toString`` prints it (``1.0E10``),
+                                         one beyond a double as ``"Infinity"``.
 ``coalesce(a, b, ...)``, ``lower(s)``,   as in Spark
 ``upper(s)``, ``concat(s, ...)``
 =======================================  ==========================================

@@ -47,6 +47,8 @@ _BLANK = " \t\f"
 #: likely the rest of the line before it, a JAAS line say, whose backslash went missing).
 _NAME = re.compile(r"[\w.-]+")
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+#: What Java's ``String.trim`` removes from both ends of a value: every character up to the space.
+_TRIMMED = "".join(chr(c) for c in range(0x21))
 
 
 def parse_properties(text: str, source: str = "the given text") -> dict[str, str]:
@@ -60,8 +62,8 @@ def parse_properties(text: str, source: str = "the given text") -> dict[str, str
     :class:`~kplex.errors.OptionError` naming ``source`` (the file), the line and the key if
     it has one, never the line's text: it may hold a password.
 
-    >>> parse_properties("# a comment\\nbootstrap.servers = h:9093\\nsasl.mechanism: PLAIN \\nx=\\\\ ")
-    {'bootstrap.servers': 'h:9093', 'sasl.mechanism': 'PLAIN', 'x': ' '}
+    >>> parse_properties("# a comment\\nbootstrap.servers = h:9093\\nsasl.mechanism: PLAIN\\t")
+    {'bootstrap.servers': 'h:9093', 'sasl.mechanism': 'PLAIN'}
     >>> parse_properties('sasl.jaas.config=ScramLoginModule required \\\\\\n    username="u" password="p";')
     {'sasl.jaas.config': 'ScramLoginModule required username="u" password="p";'}
     >>> parse_properties('sasl.jaas.config=ScramLoginModule required\\n  username="u" password="p";', "client.properties")
@@ -75,12 +77,12 @@ def parse_properties(text: str, source: str = "the given text") -> dict[str, str
             raise kplex_error("BAD_OPTION.SETTINGS_LINE", line=number, file=source)
         if value is None:  # a name alone: not named, as it may be a password on a line of its own
             raise kplex_error("BAD_OPTION.SETTINGS_NO_VALUE", line=number, file=source)
-        unescaped = _unescape(_without_trailing_blanks(value))
+        unescaped = _unescape(value)
         if unescaped is None:
             raise kplex_error("BAD_OPTION.SETTINGS_ESCAPE", line=number, file=source, key=key)
         if key == "sasl.jaas.config" and not unescaped.rstrip().endswith(";"):
             raise kplex_error("BAD_OPTION.SETTINGS_JAAS", line=number, file=source, key=key)
-        settings[key] = unescaped
+        settings[key] = unescaped.strip(_TRIMMED)  # as Kafka's clients trim a value (ConfigDef), escaped or not
     return settings
 
 
@@ -98,19 +100,6 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
             i += 1
         found.append((number, line))
     return found
-
-
-def _without_trailing_blanks(value: str) -> str:
-    r"""``value`` without the blanks that end it, but for an escaped one: Kafka's clients trim
-    a setting's value (``ConfigDef``), librdkafka takes it as given.
-
-    >>> _without_trailing_blanks("SASL_SSL  "), _without_trailing_blanks("a\\  ")
-    ('SASL_SSL', 'a\\ ')
-    """
-    stripped = value.rstrip(_BLANK)
-    if len(stripped) < len(value) and _continues(stripped):  # the first blank dropped was escaped
-        return value[:len(stripped) + 1]
-    return stripped
 
 
 def _continues(line: str) -> bool:

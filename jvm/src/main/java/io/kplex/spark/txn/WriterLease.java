@@ -265,16 +265,18 @@ public final class WriterLease implements AutoCloseable {
           return;
         }
         if (takenBy != null || System.nanoTime() - lastBeat < TimeUnit.MILLISECONDS.toNanos(beatMs)) continue;
-        lastBeat = System.nanoTime();
         // Taken over (this driver stood still past the timeout): renewing would bring the
         // removed claim back, and a later writer would take it for a live one. A marker that
-        // cannot be read is taken for none: the beat must not be missed.
-        Map.Entry<Long, byte[]> marker = null;
+        // cannot be read: no renewal yet, tried again at the next wake-up (a second on; a
+        // claim goes stale only after about four beats).
+        Map.Entry<Long, byte[]> marker;
         try {
           marker = log.readPrefix(takenPrefix(table)).get(takenKey(table, key));
         } catch (RuntimeException e) {
           LOG.warn("kplex: could not read whether the writer claim {} was taken over: {}", key, e.toString());
+          continue;
         }
+        lastBeat = System.nanoTime();
         if (marker != null) {
           takenBy = queryOf(marker.getValue());
           LOG.warn("kplex: the writer claim {} on table {} was taken over by {}: no longer renewed", key, table,

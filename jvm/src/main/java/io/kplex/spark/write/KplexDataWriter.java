@@ -294,7 +294,8 @@ abstract sealed class KplexDataWriter implements DataWriter<InternalRow>
     checkFailure();
     List<Header> headers = codec.userHeaders(row, 5);
     if (headers == null) headers = new ArrayList<>(5);
-    headers.removeIf(h -> KplexHeaders.isLateRecords(h.key()));
+    if (sourceTopic != null) headers.removeIf(h -> KplexHeaders.isLateRecords(h.key()));
+    else headers.removeIf(h -> KplexHeaders.isReserved(h.key()));
     headers.add(vpHeader(vp));
     headers.add(new RecordHeader(KplexHeaders.ORDER, KplexHeaders.ascii(orderValue)));
     if (sourceTopic != null) {
