@@ -198,7 +198,8 @@ def archive_key(home: Path, spark_home: Path, options: Mapping[str, str],
     return digest.hexdigest()[:24]
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (one of another user's counts as running)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -222,7 +223,7 @@ def _take_lock(lock: Path) -> bool:
                 fresh = time.time() - lock.stat().st_mtime < LOCK_STALE_S
             except OSError:
                 fresh = False
-            if holder and fresh and _alive(holder):
+            if holder and fresh and process_alive(holder):
                 return False
             lock.unlink(missing_ok=True)
             continue
@@ -379,7 +380,7 @@ def prune(directory: Path, keep: int = KEEP) -> list[Path]:
         deleted.append(old)
     for part in directory.glob("*.part"):
         pid = part.suffixes[-2].lstrip(".") if len(part.suffixes) >= 2 else ""
-        if not pid.isdigit() or not _alive(int(pid)):
+        if not pid.isdigit() or not process_alive(int(pid)):
             part.unlink(missing_ok=True)
             deleted.append(part)
     return deleted

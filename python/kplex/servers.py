@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
+from kplex.class_archive import process_alive
 from kplex.session import (
     CATALOG_CLASS,
     DEFAULT_JAVA_OPTIONS_KEY,
@@ -268,18 +269,9 @@ def _remove_when_listening(directory: Path, host: str, port: int) -> None:
             for fd in (0, 1, 2):
                 os.dup2(devnull, fd)
             deadline = time.monotonic() + REMOVE_WITHIN_S
-            while _alive(server) and not _listening(port, host) and time.monotonic() < deadline:
+            while process_alive(server) and not _listening(port, host) and time.monotonic() < deadline:
                 time.sleep(0.5)
             _remove(directory)
     finally:
         os._exit(0)
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
