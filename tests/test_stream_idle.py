@@ -72,6 +72,15 @@ def late(query) -> int:
     return sum(int((p.sink.metrics or {}).get("lateRecords", "0")) for p in recent_progress(query))
 
 
+def scheduled_run(spark, source: str, target: str, checkpoint, **read_options: str):
+    """One AvailableNow run, as a scheduler starts it, that keeps what it holds at its end."""
+    query = (stream(spark, source, target, checkpoint, releaseAtEnd="false", **read_options)
+             .trigger(availableNow=True).start())
+    query.awaitTermination(300)
+    assert query.exception() is None, query.exception()
+    return query
+
+
 def release_the_rest(spark, source: str, target: str, checkpoint) -> int:
     """The input has ended: one AvailableNow run on the same checkpoint releases what is held."""
     query = stream(spark, source, target, checkpoint, releaseAtEnd="true").trigger(availableNow=True).start()
@@ -193,23 +202,16 @@ def test_a_scheduled_run_finds_a_partition_quiet_since_the_last_run_idle_at_once
         producer.produce(source, key=b"k", partition=partition,
                          value=json.dumps({"viewtime": viewtime, "userid": user}).encode())
 
-    def scheduled_run():
-        query = (stream(spark, source, target, tmp_path / "chk", idleTimeoutMs="15000", releaseAtEnd="false")
-                 .trigger(availableNow=True).start())
-        query.awaitTermination(300)
-        assert query.exception() is None, query.exception()
-        return query
-
     send(1, base - 1_000, "User_x")
     for i in range(200):
         send(0, base + i * 100, f"User_{i % 7}")
     assert producer.flush(30) == 0
-    scheduled_run()
+    scheduled_run(spark, source, target, tmp_path / "chk", idleTimeoutMs="15000")
     time.sleep(21)
     for i in range(200, 400):
         send(0, base + i * 100, f"User_{i % 7}")
     assert producer.flush(30) == 0
-    second = scheduled_run()
+    second = scheduled_run(spark, source, target, tmp_path / "chk", idleTimeoutMs="15000")
     # Partition 1 idle: the watermark is partition 0's high (record 399) less max_delay_ms; its
     # one record lies below it too.
     below = 1 + sum(1 for i in range(400) if i * 100 < 399 * 100 - DELAY_MS)
@@ -245,17 +247,10 @@ def test_a_strict_stream_written_by_two_tasks_judges_none_of_its_own_held_record
                 producer.produce(source, key=user.encode(), value=value.encode(), partition=partition)
         assert producer.flush(30) == 0
 
-    def strict_run():
-        query = (stream(spark, source, target, tmp_path / "chk", idleTimeoutMs="-1", releaseAtEnd="false")
-                 .trigger(availableNow=True).start())
-        query.awaitTermination(300)
-        assert query.exception() is None, query.exception()
-        return query
-
     produce_rounds(0, 500)
-    first = strict_run()
+    first = scheduled_run(spark, source, target, tmp_path / "chk", idleTimeoutMs="-1")
     produce_rounds(500, 500)
-    second = strict_run()
+    second = scheduled_run(spark, source, target, tmp_path / "chk", idleTimeoutMs="-1")
     assert late(first) == 0 and late(second) == 0
     assert written(bootstrap, target) > 0
     assert release_the_rest(spark, source, target, tmp_path / "chk") == 0
