@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from read_support import clickstream, create_virtual, produce
 
-from kplex.errors import LateRecordError, translated
+from kplex.definitions import read_table_definition
+from kplex.errors import LateRecordError, OptionError, translated
 from kplex.placement import virtual_partition
 from kplex.reader import TableReader
 from kplex.session import read_metrics
@@ -145,6 +146,56 @@ def test_a_late_records_own_headers_named_as_kplexs_are_replaced_on_the_side_top
             ("trace", b"t-1"), ("kplex.vp", str(virtual_partition(b"7", 3)).encode()), ("kplex.order", b"2500"),
             ("kplex.source_topic", topic.encode()), ("kplex.source_partition", b"0"),
             ("kplex.source_offset", b"3")], side
+
+
+def test_a_late_topic_that_is_another_kplex_tables_topic_is_refused_before_anything_is_sent(
+        spark, bootstrap, with_late, fresh_name):
+    """A late record goes to a partition of the producer's choosing with kplex's headers: in the
+    topic of a kplex table it would land in that table's virtual partitions, out of their order
+    and outside its commits. A write, a read-time table's CREATE, a read's override and the
+    Python reader each refuse such a late topic, naming option, topic and both tables; the
+    Python reader refuses a source of the read and kplex's own topics too, as Spark does."""
+    other, writer, live = fresh_name("late_target"), fresh_name("late_writer"), fresh_name("late_reader")
+    spark.sql(f"CREATE TABLE kplex.{other} TBLPROPERTIES ('kplex.virtual_partitions' = '3',"
+              " 'kplex.physical_partitions' = '3')")
+    spark.sql(f"INSERT INTO kplex.{other} SELECT kplex_key(CAST(id AS STRING)), kplex_order(id),"
+              " CAST('v' AS BINARY) FROM range(6)")
+    before = sorted((r.partition, r.offset) for r in verify.read_topic(bootstrap, other))
+    assert len(before) == 6
+
+    def refusal(table: str) -> str:
+        return (f"[KPLEX_BAD_OPTION] option 'kplex.late_topic' = '{other}' of table {table} names the topic"
+                f" of kplex table {other}: late records would land in its virtual partitions")
+
+    spark.sql(f"CREATE TABLE kplex.{writer} TBLPROPERTIES ('kplex.virtual_partitions' = '3',"
+              f" 'kplex.physical_partitions' = '3', 'kplex.late_policy' = 'side_topic', 'kplex.late_topic' = '{other}')")
+    with pytest.raises(OptionError) as raised, translated():
+        spark.sql(f"INSERT INTO kplex.{writer} SELECT kplex_key(CAST(id AS STRING)), kplex_order(id),"
+                  " CAST('v' AS BINARY) FROM range(6)")
+    assert str(raised.value).startswith(refusal(writer)), raised.value
+    assert verify.read_topic(bootstrap, writer, isolation="read_uncommitted") == []
+    with pytest.raises(OptionError) as raised, translated():
+        create_virtual(spark, live, with_late, 3, key=USER, order=TIME, max_delay_ms="1000",
+                       late_policy="side_topic", late_topic=other)
+    assert str(raised.value).startswith(refusal(live)), raised.value
+    assert read_table_definition(bootstrap, live) is None
+    create_virtual(spark, live, with_late, 3, key=USER, order=TIME, max_delay_ms="1000", late_policy="drop")
+    with pytest.raises(OptionError) as raised, translated():
+        (spark.read.format("kplex").option("table", live).option("kplex.late_policy", "side_topic")
+         .option("kplex.late_topic", other).load().collect())
+    assert str(raised.value).startswith(refusal(live)), raised.value
+    with pytest.raises(OptionError) as raised:
+        list(TableReader(bootstrap, live, late_policy="side_topic", late_topic=other))
+    assert str(raised.value).startswith(refusal(live)), raised.value
+    with pytest.raises(OptionError, match=f"the late topic must not be a source topic \\('{with_late}'\\)"):
+        list(TableReader(bootstrap, live, late_policy="side_topic", late_topic=with_late))
+    with pytest.raises(OptionError, match="names a topic of Kafka's or kplex's own"):
+        list(TableReader(bootstrap, live, late_policy="side_topic", late_topic="_kplex_commits"))
+    assert sorted((r.partition, r.offset) for r in verify.read_topic(bootstrap, other)) == before
+    # The check does not refuse what it should let through: a fresh topic takes the late record.
+    python_late = fresh_name("late_free")
+    reader = TableReader(bootstrap, live, late_policy="side_topic", late_topic=python_late)
+    assert len(list(reader)) == 8 and len(verify.read_topic(bootstrap, python_late)) == 1
 
 
 def test_a_read_may_loosen_the_bound(spark, bootstrap, with_late, fresh_name):

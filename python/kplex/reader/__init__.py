@@ -35,12 +35,15 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
+from kplex import settings
 from kplex.definitions import (
     TABLES_TOPIC,
-    read_definition,
+    TableDefinition,
+    parse_definition,
+    read_stored_values,
     read_table_definition,
 )
-from kplex.errors import kplex_error
+from kplex.errors import DefinitionError, kplex_error
 from kplex.expressions import SourceRecord, compile_key, compile_order, pointer_or_expression
 from kplex.kafka.clients import access_error
 from kplex.kafka.clients import consumer as _consumer
@@ -108,8 +111,8 @@ def open_table(bootstrap: str, table: str, *, key: str | None = None, order: str
     """
     if virtual_partitions is not None and virtual_partitions < 1:
         raise kplex_error("BAD_OPTION.MINIMUM", option="virtual_partitions", minimum=1, value=virtual_partitions)
-    definition = read_definition(bootstrap, table, metadata_topic=metadata_topic, timeout=timeout,
-                                 config=config)
+    stored = read_stored_values(bootstrap, topic=metadata_topic, timeout=timeout, config=config)
+    definition = None if stored.get(table) is None else parse_definition(stored[table])
     overrides = {k: v for k, v in (("max_delay_ms", max_delay_ms), ("late_policy", late_policy),
                                    ("late_topic", late_topic)) if v is not None}
     defining = {k for k, v in (("key", key), ("order", order),
@@ -146,9 +149,37 @@ def open_table(bootstrap: str, table: str, *, key: str | None = None, order: str
                           expected=list(LATE_POLICIES))
     if info.late_policy == "side_topic" and not info.late_topic:
         raise kplex_error("MISSING_OPTION.LATE_TOPIC", option="late_topic")
+    if info.late_policy == "side_topic":
+        _check_late_topic(info, stored, metadata_topic)
     if info.max_delay_ms < 0:
         raise kplex_error("BAD_OPTION.MINIMUM", option="max_delay_ms", minimum=0, value=info.max_delay_ms)
     return info
+
+
+#: Kafka's own topics and kplex's commit log: no late record goes to them (nor to the catalog's
+#: metadata topic), as in Spark (``catalog/LateTopics``).
+RESERVED_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__cluster_metadata",
+                             "__share_group_state", "__remote_log_metadata", "_kplex_commits"})
+
+
+def _check_late_topic(info: TableInfo, stored: Mapping[str, bytes], metadata_topic: str) -> None:
+    """Refuse a late topic that is one of the read's sources (its late records would be read
+    again), a topic of Kafka's or kplex's own, or another kplex table's topic (they would land
+    in its virtual partitions, out of their order), as Spark does."""
+    late = str(info.late_topic)
+    if late in info.topics:
+        raise kplex_error("BAD_VIRTUAL_TABLE.LATE_TOPIC_IS_SOURCE", table=info.name, late_topic=late)
+    if late in RESERVED_TOPICS or late == metadata_topic:
+        raise kplex_error("BAD_OPTION.LATE_TOPIC_RESERVED", option=settings.LATE_TOPIC, late_topic=late,
+                          table=info.name)
+    for name, value in sorted(stored.items()):
+        try:
+            other: TableDefinition = parse_definition(value)
+        except DefinitionError:
+            continue  # not a table's record (the layout of a spread control plane), or another kplex's
+        if other.source is None and other.topic == late:
+            raise kplex_error("BAD_OPTION.LATE_TOPIC_OF_TABLE", option=settings.LATE_TOPIC, late_topic=late,
+                              table=info.name, other=name)
 
 
 #: A (topic, partition) pair.

@@ -6,7 +6,6 @@ import io.kplex.spark.conf.NullOrderPolicy;
 import io.kplex.spark.conf.TableDefinition;
 import io.kplex.spark.spec.KplexOptions;
 import io.kplex.spark.errors.Errors;
-import io.kplex.spark.kafka.KafkaTopics;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
@@ -92,7 +91,7 @@ public final class ReadTimeTables {
       Expressions expressions, Map<String, String> catalog, Map<String, String> session) {
     TableDefinition def = definition(table, given, store, expressions, null, catalog, session);
     if (ConfParser.of(def.properties()).enumConf(KplexOptions.LATE_POLICY, LatePolicy.class) == LatePolicy.SIDE_TOPIC) {
-      ensureLateTopic(store, def.property(KplexOptions.LATE_TOPIC, null));
+      LateTopics.prepare(store, table, ConfParser.of(def.properties()).text(KplexOptions.LATE_TOPIC));
     }
     store.putDefinition(def);
     return def;
@@ -145,10 +144,5 @@ public final class ReadTimeTables {
       expressions.check(table, def.property(KplexOptions.KEY, null), def.property(KplexOptions.ORDER, null));
     }
     return def;
-  }
-
-  /** Creates the side topic for late records (one partition) if it does not exist. */
-  public static void ensureLateTopic(KafkaTopics kafka, String topic) {
-    kafka.ensureTopic(topic, 1, Map.of());
   }
 }

@@ -143,6 +143,12 @@ public final class Errors {
         "table", table);
   }
 
+  /** {@code kplex.late_topic} of a write to or a read of {@code table} names the topic of table {@code other}. */
+  public static KplexException lateTopicOfTable(String table, String lateTopic, String other) {
+    return error("BAD_OPTION.LATE_TOPIC_OF_TABLE", "option", KplexOptions.LATE_TOPIC, "late_topic", lateTopic,
+        "table", table, "other", other);
+  }
+
   /** late_policy = side_topic without a late topic. */
   public static KplexException lateTopicNeeded(String key, String value) {
     return error("BAD_OPTION.LATE_TOPIC_NEEDED", "option", key, "value", value,

@@ -145,6 +145,9 @@ public class KafkaTopics implements AutoCloseable {
   public static final Set<String> KAFKA_INTERNAL = Set.of("__consumer_offsets", "__transaction_state",
       "__cluster_metadata", "__share_group_state", "__remote_log_metadata");
 
+  /** kplex's commit log, one for every catalog of a cluster ({@code txn.CommitLog}). */
+  public static final String COMMITS_TOPIC = "_kplex_commits";
+
   /** Every topic name, internal ones included. */
   public Set<String> topics() {
     return call(() -> new TreeSet<>(admin().listTopics().names().get(TIMEOUT_MS, TimeUnit.MILLISECONDS)));

@@ -4,7 +4,6 @@ import io.kplex.spark.conf.ConfParser;
 import io.kplex.spark.conf.LatePolicy;
 import io.kplex.spark.catalog.KplexTable;
 import io.kplex.spark.catalog.TableStore;
-import io.kplex.spark.catalog.ReadTimeTables;
 import io.kplex.spark.errors.Errors;
 import io.kplex.spark.spec.KplexOptions;
 import java.util.ArrayList;
@@ -123,7 +122,7 @@ final class KplexScan implements Scan, Batch {
           break;
         default:
           if (conf.latePolicy == LatePolicy.SIDE_TOPIC) {
-            ReadTimeTables.ensureLateTopic(store, conf.lateTopic);
+            io.kplex.spark.catalog.LateTopics.prepare(store, conf.table, conf.lateTopic);
           }
           if (readOnce) {
             // Each source partition whole in one task: lateness is judged along its sequence.

@@ -30,7 +30,7 @@ import java.util.Optional;
  * claims ({@link WriterLease}) and the commits Kafka cut short ({@link PartialCommit}).
  */
 public final class CommitLog {
-  public static final String TOPIC = "_kplex_commits";
+  public static final String TOPIC = io.kplex.spark.kafka.KafkaTopics.COMMITS_TOPIC;
   private static final ObjectMapper JSON = new ObjectMapper();
 
   private final CompactedTopic topic;

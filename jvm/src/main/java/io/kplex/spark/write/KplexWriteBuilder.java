@@ -44,9 +44,10 @@ public final class KplexWriteBuilder implements WriteBuilder {
   /**
    * Fails before any task starts if the topic lost its partitioning, or the principal may not
    * write it; under {@code late_policy = side_topic}, if the late topic is the table's own (its
-   * late records would go back into its virtual partitions), and otherwise makes the late topic
-   * if it is missing (one partition, as a read-time table makes it), so that no task blocks on
-   * sending to a topic that does not exist.
+   * late records would go back into its virtual partitions), another table's or a topic of
+   * Kafka's or kplex's own, and otherwise makes the late topic if it is missing (one partition,
+   * as a read-time table makes it), so that no task blocks on sending to a topic that does not
+   * exist.
    */
   private void check(WriteConf conf) {
     try (TableStore store = new TableStore(conf.kafka, table.metadataTopic())) {
@@ -57,11 +58,7 @@ public final class KplexWriteBuilder implements WriteBuilder {
       store.requireAllowed(conf.topic, AclOperation.WRITE);  // secured Kafka
       if (conf.latePolicy == io.kplex.spark.conf.LatePolicy.SIDE_TOPIC) {
         if (conf.lateTopic.equals(conf.topic)) throw Errors.lateTopicIsTable(conf.table, conf.lateTopic);
-        if (io.kplex.spark.kafka.KafkaTopics.KAFKA_INTERNAL.contains(conf.lateTopic)
-            || conf.lateTopic.equals(table.metadataTopic()) || conf.lateTopic.equals(io.kplex.spark.txn.CommitLog.TOPIC)) {
-          throw Errors.lateTopicReserved(conf.table, conf.lateTopic);
-        }
-        store.ensureTopic(conf.lateTopic, 1, Map.of());
+        io.kplex.spark.catalog.LateTopics.prepare(store, conf.table, conf.lateTopic);
         store.requireAllowed(conf.lateTopic, AclOperation.WRITE);
       }
       if (conf.exactlyOnce()) {
