@@ -171,6 +171,20 @@ public final class CompactedTopic {
         .map(e -> Map.entry(e.latestOffset(), e.lived().value())));
   }
 
+  /**
+   * As {@link #latest}, for {@code key} and every key that starts with {@code prefix}, in one
+   * read: the two must be of one scope (one table's records).
+   */
+  public Map<String, Map.Entry<Long, byte[]>> latest(String key, String prefix) {
+    return view(key, latest -> {
+      Map<String, Map.Entry<Long, byte[]>> out = new HashMap<>();
+      LogView.Entry one = latest.get(key);
+      if (one != null) out.put(key, Map.entry(one.latestOffset(), one.lived().value()));
+      withPrefix(latest, prefix).forEach((k, e) -> out.put(k, Map.entry(e.latestOffset(), e.lived().value())));
+      return out;
+    });
+  }
+
   /** The topic's description for a read: the one this object took within {@link #DESCRIPTION_REUSE_MS}, else the broker's. */
   private java.util.Optional<org.apache.kafka.clients.admin.TopicDescription> describedForRead() {
     synchronized (this) {

@@ -65,8 +65,8 @@ public final class CommitLog {
       }
     }
     for (String key : topic.readAll().keySet()) {
-      if (key.indexOf('/') < 0) {
-        throw Errors.controlPlaneCommitUnderWay(key);
+      if (key.indexOf('/') < 0 || key.startsWith("pending/")) {
+        throw Errors.controlPlaneCommitUnderWay(scope(key));
       }
     }
     int moved = topic.spread(CompactedTopic.SCOPED_PARTITIONS);
@@ -77,8 +77,9 @@ public final class CommitLog {
 
   /**
    * The table a commit log key (or key prefix) belongs to: {@code epoch/<t>/..},
-   * {@code partial/<t>/..}, {@code writer/<t>/..}, {@code writer-taken/<t>/..}, or {@code <t>}
-   * itself (a pending commit); null for a prefix of every table's keys ({@code epoch/}).
+   * {@code partial/<t>/..}, {@code writer/<t>/..}, {@code writer-taken/<t>/..},
+   * {@code pending/<t>/..}, or {@code <t>} itself (a pending commit an older kplex recorded);
+   * null for a prefix of every table's keys ({@code epoch/}).
    */
   static String scope(String keyOrPrefix) {
     int slash = keyOrPrefix.indexOf('/');
@@ -87,8 +88,25 @@ public final class CommitLog {
     return next < 0 ? null : keyOrPrefix.substring(slash + 1, next);
   }
 
+  /**
+   * The key of the commit {@code table}'s writer under {@code claim} records: one per claim,
+   * {@code pending/<table>/<claim id>}, so that a writer whose claim was taken over, waking up
+   * and recording its commit, leaves the taker's record as it is (the order of its record and
+   * the take-over marker tells recovery which to finish); {@code <table>} without a claim (as an
+   * older kplex recorded every commit).
+   */
+  static String pendingKey(String table, String claim) {
+    return claim == null ? table : pendingPrefix(table) + claim.substring(claim.lastIndexOf('/') + 1);
+  }
+
+  static String pendingPrefix(String table) {
+    return "pending/" + table + "/";
+  }
+
   /** A commit that was started and not finished. */
   public static final class Pending {
+    /** Its key in the log ({@link #pendingKey}). */
+    public final String key;
     public final String table;
     public final String query;
     public final List<TaskTransaction> transactions;
@@ -105,6 +123,12 @@ public final class CommitLog {
 
     Pending(String table, String query, List<TaskTransaction> transactions, EpochMark mark, String completes,
         boolean vpsKnown, String claim, long offset) {
+      this(pendingKey(table, claim), table, query, transactions, mark, completes, vpsKnown, claim, offset);
+    }
+
+    private Pending(String key, String table, String query, List<TaskTransaction> transactions, EpochMark mark,
+        String completes, boolean vpsKnown, String claim, long offset) {
+      this.key = key;
       this.claim = claim;
       this.offset = offset;
       this.table = table;
@@ -135,8 +159,8 @@ public final class CommitLog {
     byte[] markJson = mark == null ? null : entries.remove(mark.key());
     begun = mark;
     begunJson = markJson;
-    entries.put(table, toJson(table, queryId, txns, markJson == null ? null : EpochMark.tree(markJson), completes,
-        claim));
+    entries.put(pendingKey(table, claim), toJson(table, queryId, txns, markJson == null ? null
+        : EpochMark.tree(markJson), completes, claim));
     return topic.putAll(entries);
   }
 
@@ -174,23 +198,19 @@ public final class CommitLog {
 
   /** Ends a commit whose transactions are all committed: its epoch mark first, if any. */
   public void end(Pending pending) {
-    end(pending.table, pending.mark, pending.completes);
+    topic.putAll(ending(pending.key, pending.mark, pending.completes));
   }
 
-  /** Ends {@code table}'s commit, recording {@code mark} (if not null) before, in one round trip. */
+  /** Ends {@code table}'s commit without a claim, recording {@code mark} (if not null) before, in one round trip. */
   public void end(String table, EpochMark mark) {
-    end(table, mark, null);
+    topic.putAll(ending(pendingKey(table, null), mark, null));
   }
 
-  private void end(String table, EpochMark mark, String completes) {
-    topic.putAll(ending(table, mark, completes));
-  }
-
-  private Map<String, byte[]> ending(String table, EpochMark mark, String completes) {
+  private Map<String, byte[]> ending(String key, EpochMark mark, String completes) {
     Map<String, byte[]> entries = new LinkedHashMap<>();
     if (mark != null) entries.putAll(marking(mark));
     if (completes != null) entries.put(completes, null);
-    entries.put(table, null);
+    entries.put(key, null);
     return entries;
   }
 
@@ -203,7 +223,7 @@ public final class CommitLog {
     Map<String, byte[]> entries = new LinkedHashMap<>();
     if (mark != null) entries.putAll(marking(mark));
     entries.put(partial.key(), partial.toJson());
-    entries.put(pending.table, null);
+    entries.put(pending.key, null);
     topic.putAll(entries);
   }
 
@@ -448,15 +468,29 @@ public final class CommitLog {
     if (!gone.isEmpty()) topic.putAll(gone);
   }
 
+  /** The first of {@code table}'s commits started and not finished ({@link #pendings}), if any. */
   public Optional<Pending> pending(String table) {
-    return topic.latest(table).map(e -> {
+    return pendings(table).stream().findFirst();
+  }
+
+  /**
+   * {@code table}'s commits started and not finished, in the order they were recorded: one
+   * at most, but for the record of a writer whose claim was taken over (it woke up and
+   * recorded its commit), which recovery tells by its offset and removes.
+   */
+  public List<Pending> pendings(String table) {
+    List<Pending> out = new ArrayList<>();
+    Map<String, Map.Entry<Long, byte[]>> found = topic.latest(table, pendingPrefix(table));
+    found.forEach((key, e) -> {
       JsonNode mark = markOf(e.getValue());
       // An epoch's mark written as changes: its base was written before the pending record, and
       // is not written again before the pending record is gone.
       byte[] base = mark == null || !EpochMark.isDelta(mark) ? null : topic.latest(EpochMark.key(table,
           mark.path("query").asText()) + EpochMark.BASE).map(Map.Entry::getValue).orElse(null);
-      return fromJson(e.getValue(), e.getKey(), base);
+      out.add(fromJson(key, e.getValue(), e.getKey(), base));
     });
+    out.sort(java.util.Comparator.comparingLong(p -> p.offset));
+    return out;
   }
 
   /** Writes these keys in their order in one round trip (the writer claims' bookkeeping). */
@@ -468,8 +502,9 @@ public final class CommitLog {
     return topic;
   }
 
-  public void end(String table) {
-    topic.put(table, null);
+  /** Removes {@code pending}'s record, recording nothing else. */
+  public void drop(Pending pending) {
+    topic.put(pending.key, null);
   }
 
   static byte[] toJson(String table, String queryId, List<TaskTransaction> txns) {
@@ -522,6 +557,11 @@ public final class CommitLog {
 
   /** {@code base}: the base of its epoch mark, if that is written as changes. */
   static Pending fromJson(byte[] json, long offset, byte[] base) {
+    return fromJson(null, json, offset, base);
+  }
+
+  /** {@code key}: where it was read ({@link #pendingKey} of its table and claim if null). */
+  static Pending fromJson(String key, byte[] json, long offset, byte[] base) {
     try {
       JsonNode node = JSON.readTree(json);
       List<TaskTransaction> txns = new ArrayList<>();
@@ -534,8 +574,10 @@ public final class CommitLog {
             (short) t.path("epoch").asInt(), highs));
       }
       EpochMark mark = node.has("epoch_mark") ? EpochMark.fromJson(node.get("epoch_mark"), base) : null;
-      return new Pending(node.path("table").asText(), node.path("query").asText(null), txns, mark,
-          node.path("completes").asText(null), vpsKnown, node.path("claim").asText(null), offset);
+      String table = node.path("table").asText();
+      String claim = node.path("claim").asText(null);
+      return new Pending(key != null ? key : pendingKey(table, claim), table, node.path("query").asText(null), txns,
+          mark, node.path("completes").asText(null), vpsKnown, claim, offset);
     } catch (IOException e) {
       throw Errors.unreadableMetadata(Errors.MetadataRecord.PENDING_COMMIT, TOPIC, e);
     }

@@ -12,7 +12,6 @@ import io.kplex.spark.time.Clock;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.Set;
 import java.util.function.Function;
 import java.util.function.Supplier;
@@ -407,12 +406,12 @@ public final class ExactlyOnceCommitter {
     List<String> report = new java.util.ArrayList<>();
     try (KafkaTopics admin = connect()) {
       CommitLog log = new CommitLog(admin);
-      Optional<CommitLog.Pending> found = log.pending(table);
-      if (found.isPresent()) {
-        CommitLog.Pending pending = found.get();
+      // One at most, but for that of a writer that recorded its commit after its claim was
+      // taken over (each claim records under a key of its own: the taker's record stands).
+      for (CommitLog.Pending pending : log.pendings(table)) {
         if (recordedAfterTakeOver(log, pending)) {
           // Its writer lost its claim before recording it: it fails and commits nothing.
-          log.end(table);
+          log.drop(pending);
           report.add("removed the commit record of query " + pending.query + ", made after its writer's claim"
               + " was taken over (that write failed; none of its transactions is committed)");
         } else {
@@ -453,7 +452,7 @@ public final class ExactlyOnceCommitter {
   private KplexException settle(CommitLog log, CommitLog.Pending pending, List<TaskTransaction> lost) {
     boolean insert = pending.mark == null || EpochMark.INSERTS.equals(pending.mark.query());
     if (lost.size() == pending.transactions.size()) {
-      log.end(table);
+      log.drop(pending);
       KplexException allAborted = Errors.commitAllAborted(table, pending.query, insert,
           insert ? 0 : pending.mark.epoch(), lost.size());
       LOG.warn("kplex: {}", allAborted.text());

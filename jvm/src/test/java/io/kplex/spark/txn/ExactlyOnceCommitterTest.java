@@ -240,7 +240,7 @@ public class ExactlyOnceCommitterTest {
   public void aClaimTakenOverAfterTheRecordHandsTheCommitToTheTaker() {
     ExactlyOnceCommitter c = committer(task1Fails(() -> null));
     try (WriterLease lease = claim()) {
-      kafka.afterWriting(TABLE, () -> takeOver(lease));  // right after the commit record
+      kafka.afterWriting(CommitLog.pendingKey(TABLE, lease.key()), () -> takeOver(lease));  // right after the commit record
       KplexException e = assertThrows(KplexException.class,
           () -> c.commit(QUERY, TASKS, NOTHING_TO_SEE, epoch(5), clock.millis(), lease, null));
       assertEquals("CLAIM_TAKEN", e.code());
@@ -251,6 +251,41 @@ public class ExactlyOnceCommitterTest {
     assertTrue(report, report.startsWith("committed the 2 transactions"));
     assertEquals(2, committed.size());
     assertEquals(5, c.lastEpoch(QUERY).epoch());
+  }
+
+  /**
+   * A writer stands still; another takes its claim over, records its commit and dies before
+   * committing any of its transactions; the first wakes up and records its own commit. The
+   * taker's record stands (each claim records under a key of its own), so recovery commits the
+   * taker's transactions and removes the stale writer's record, committing none of its.
+   */
+  @Test
+  public void aStaleWritersRecordLeavesTheTakersPendingCommitToBeFinished() {
+    List<TaskTransaction> takers = List.of(
+        new TaskTransaction(TransactionalIds.of(TABLE, 0, 1, 0), 200, (short) 0, Map.of(0, 40L, 2, 50L)),
+        new TaskTransaction(TransactionalIds.of(TABLE, 1, 1, 0), 201, (short) 0, Map.of(1, 41L, 3, 51L)));
+    for (TaskTransaction t : takers) kafka.open(t.id());
+    WriterLease stale = claim();
+    takeOver(stale);
+    try (WriterLease live = taker()) {
+      log().begin(TABLE, "query-2", takers, null, null, live.key());  // and its driver dies here
+    }
+    ExactlyOnceCommitter c = committer(t -> committed.add(t.id()));
+    KplexException e = assertThrows(KplexException.class,
+        () -> c.commit(QUERY, TASKS, NOTHING_TO_SEE, epoch(5), clock.millis(), stale, null));
+    assertEquals("CLAIM_TAKEN", e.code());
+    stale.close();
+    assertEquals(List.of(), committed);
+    assertEquals("both records stand", 2, log().pendings(TABLE).size());
+    WriterLease next = claim();
+    String report = committer(t -> committed.add(t.id())).recover(next);
+    next.close();
+    assertTrue(report, report.contains("committed the 2 transactions of an interrupted commit (query query-2)"));
+    assertTrue(report, report.contains("removed the commit record of query query-1"));
+    assertEquals(takers.stream().map(TaskTransaction::id).sorted().toList(), committed.stream().sorted().toList());
+    assertTrue("the stale writer's transactions are fenced: " + kafka.fenced,
+        kafka.fenced.containsAll(TASKS.stream().map(TaskTransaction::id).toList()));
+    assertEquals(List.of(), log().pendings(TABLE));
   }
 
   @Test
