@@ -17,11 +17,13 @@ from read_support import (
     create_materialized,
     create_virtual,
     pageviews,
+    produce,
     python_sequences,
     spark_sequences,
 )
 
 from kplex.errors import ExpressionError, NullKeyError, OptionError, ReadOnlyTableError, translated
+from kplex.placement import virtual_partition
 from kplex.reader import TableReader, read_table_definition
 from kplex.session import read_metrics
 from kplex.testing import datagen, verify
@@ -93,6 +95,30 @@ def test_selecting_one_virtual_partition_reads_the_source_once_and_returns_only_
     assert spark_sequences(df.collect()) == {vp: expected[vp]}
     assert read_metrics(df)["kplexRecordsRead"] == 600
     assert spark.table(f"kplex.{live}").count() == 600
+
+
+def test_records_alike_in_two_sources_are_read_by_topic_name_whatever_order_the_source_lists(
+        spark, bootstrap, fresh_name):
+    """Ties after (order, key, value) go by topic name, then partition, then offset
+    (docs/contract.md): in Spark's read as in the Python reader's, with the topics listed in
+    'kplex.source' against their names' order."""
+    first, second = fresh_name("tie_a"), fresh_name("tie_b")
+    assert first < second
+    alike = [{"userid": t % 3, "viewtime": 1_000 + 10 * t} for t in range(12)]
+    produce(bootstrap, first, {0: alike})
+    produce(bootstrap, second, {p: [r for t, r in enumerate(alike) if t % 2 == p] for p in range(2)})
+    live = fresh_name("ties")
+    create_virtual(spark, live, f"{second}, {first}", 2)
+    expected = {}
+    for r in alike:
+        vp = virtual_partition(str(r["userid"]).encode(), 2)
+        expected.setdefault(vp, []).extend([(first, 0, r["viewtime"]), (second, (r["viewtime"] // 10) % 2,
+                                                                         r["viewtime"])])
+    rows = spark.table(f"kplex.{live}").collect()
+    assert {vp: [(r.topic, r.partition, r.order_value) for r in rows if r.vpartition == vp]
+            for vp in expected} == expected
+    assert {vp: [(r.topic, r.partition, r.order) for r in TableReader(bootstrap, live, vps=[vp])]
+            for vp in expected} == expected
 
 
 def test_several_source_topics_merge_into_one_order_per_virtual_partition(spark, bootstrap, fresh_name):

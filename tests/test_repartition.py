@@ -161,21 +161,33 @@ def test_a_users_headers_named_as_kplexs_are_left_out_and_the_rest_kept_in_order
     """The contract: user headers are kept, but for kplex.vp and kplex.order, which kplex
     writes (a late record's source coordinates are kept: a late topic written back into a
     table keeps where its records came from). Read back with a plain consumer, every header
-    as it came."""
-    table = fresh_name("headed")
+    as it came. A later INSERT's record below what the virtual partition holds goes to the late
+    topic with the same headers: kplex knows no source of an INSERT's row, so the row's own
+    kplex.source_* stay."""
+    table, late_topic = fresh_name("headed"), fresh_name("headed_late")
     create(spark, table, 3, 3)
+    headers = ("array(named_struct('key', 'kplex.source_offset', 'value', CAST('999' AS BINARY)),"
+               " named_struct('key', 'trace', 'value', CAST('t-1' AS BINARY)),"
+               " named_struct('key', 'kplex.vp', 'value', CAST('77' AS BINARY)),"
+               " named_struct('key', 'kplex.source_topic', 'value', CAST('elsewhere' AS BINARY)),"
+               " named_struct('key', 'kplex.source_partition', 'value', CAST('4' AS BINARY)),"
+               " named_struct('key', 'span', 'value', CAST(NULL AS BINARY))) AS headers")
     spark.sql(f"INSERT INTO kplex.{table} SELECT kplex_key('u'), kplex_order(5), CAST('v' AS BINARY) AS value,"
-              " array(named_struct('key', 'kplex.source_offset', 'value', CAST('999' AS BINARY)),"
-              " named_struct('key', 'trace', 'value', CAST('t-1' AS BINARY)),"
-              " named_struct('key', 'kplex.vp', 'value', CAST('77' AS BINARY)),"
-              " named_struct('key', 'kplex.source_topic', 'value', CAST('elsewhere' AS BINARY)),"
-              " named_struct('key', 'kplex.source_partition', 'value', CAST('4' AS BINARY)),"
-              " named_struct('key', 'span', 'value', CAST(NULL AS BINARY))) AS headers")
+              f" {headers}")
+
+    def expected(order: int) -> list:
+        return [("kplex.source_offset", b"999"), ("trace", b"t-1"), ("kplex.source_topic", b"elsewhere"),
+                ("kplex.source_partition", b"4"), ("span", None),
+                ("kplex.vp", str(virtual_partition(b"u", 3)).encode()), ("kplex.order", str(order).encode())]
+
     [record] = verify.read_topic(bootstrap, table)
-    assert list(record.header_list) == [("kplex.source_offset", b"999"), ("trace", b"t-1"),
-                                        ("kplex.source_topic", b"elsewhere"), ("kplex.source_partition", b"4"),
-                                        ("span", None), ("kplex.vp", str(virtual_partition(b"u", 3)).encode()),
-                                        ("kplex.order", b"5")]
+    assert list(record.header_list) == expected(5)
+    (spark.sql(f"SELECT kplex_key('u'), kplex_order(1), CAST('late' AS BINARY) AS value, {headers}")
+     .write.format("kplex").option("table", table).option("kplex.late_policy", "side_topic")
+     .option("kplex.late_topic", late_topic).mode("append").save())
+    assert [r.value for r in verify.read_topic(bootstrap, table)] == [b"v"]
+    [late] = verify.read_topic(bootstrap, late_topic)
+    assert late.value == b"late" and list(late.header_list) == expected(1)
 
 
 def test_order_headers_and_timestamps_spell_every_order_value_exactly(spark, bootstrap, fresh_name):
