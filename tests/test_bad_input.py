@@ -591,7 +591,8 @@ def test_replace_checks_the_new_definition_before_it_drops_the_table(spark, boot
     definition, naming the culprit, with the table, its topic and its records as they were;
     a good one drops the table and makes the new one (AS SELECT: with the query's records,
     or none at all when the query fails)."""
-    table, other = fresh_name("replaced"), fresh_name("other")
+    table, other, plain = fresh_name("replaced"), fresh_name("other"), fresh_name("plain")
+    datagen.ensure_topic(bootstrap, plain, 1)
     for name in (table, other):
         spark.sql(f"CREATE TABLE kplex.{name} TBLPROPERTIES ('kplex.virtual_partitions' = '3',"
                   " 'kplex.physical_partitions' = '3')")
@@ -610,6 +611,13 @@ def test_replace_checks_the_new_definition_before_it_drops_the_table(spark, boot
          f"[KPLEX_TOPIC_IN_USE] table {table} cannot use topic '{other}': it is the topic of kplex table {other}."),
         (f"CREATE OR REPLACE TABLE kplex.{table} TBLPROPERTIES ('kplex.virtual_partitions' = '0',"
          " 'kplex.physical_partitions' = '3') AS SELECT 1", errors.OptionError, "kplex.virtual_partitions"),
+        # A read-time definition is checked whole before the drop too, its late topic with it.
+        (f"CREATE OR REPLACE TABLE kplex.{table} TBLPROPERTIES ('kplex.source' = '{plain}',"
+         " 'kplex.virtual_partitions' = '3', 'kplex.late_policy' = 'side_topic', 'kplex.late_topic' = '_kplex_commits')",
+         errors.OptionError, "names a topic of Kafka's or kplex's own"),
+        (f"REPLACE TABLE kplex.{table} TBLPROPERTIES ('kplex.source' = '{plain}', 'kplex.virtual_partitions' = '3',"
+         f" 'kplex.late_policy' = 'side_topic', 'kplex.late_topic' = '{other}')",
+         errors.OptionError, f"names the topic of kplex table {other}"),
     ]
     for statement, error, culprit in refusals:
         with pytest.raises(error) as raised, translated():
@@ -620,6 +628,18 @@ def test_replace_checks_the_new_definition_before_it_drops_the_table(spark, boot
         spark.range(3).selectExpr(GOOD_KEY, GOOD_ORDER, VALUE).writeTo(f"kplex.{table}").createOrReplace()
     assert "kplex.virtual_partitions" in str(raised.value), raised.value
     intact()
+
+    # A read-time table cannot read the topic the REPLACE deletes (a table with a kplex.topic of its own).
+    named, named_topic = fresh_name("named"), fresh_name("named_topic")
+    spark.sql(f"CREATE TABLE kplex.{named} TBLPROPERTIES ('kplex.virtual_partitions' = '3',"
+              f" 'kplex.physical_partitions' = '3', 'kplex.topic' = '{named_topic}')")
+    spark.sql(f"INSERT INTO kplex.{named} SELECT {GOOD_KEY}, {GOOD_ORDER}, {VALUE} FROM range(4)")
+    with pytest.raises(errors.OptionError) as raised, translated():
+        spark.sql(f"REPLACE TABLE kplex.{named} TBLPROPERTIES ('kplex.source' = '{named_topic}',"
+                  " 'kplex.virtual_partitions' = '3')")
+    assert f"'kplex.source' lists '{named_topic}', the topic of the table this REPLACE drops" in str(raised.value)
+    assert len(verify.read_topic(bootstrap, named_topic)) == 4
+    assert dict(spark.sql(f"SHOW TBLPROPERTIES kplex.{named}").collect())["kplex.topic"] == named_topic
 
     # A good definition replaces the table: a new topic of the new P, holding nothing of the old.
     spark.sql(f"CREATE OR REPLACE TABLE kplex.{table} TBLPROPERTIES ('kplex.virtual_partitions' = '4',"

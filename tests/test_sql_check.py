@@ -71,6 +71,23 @@ def test_the_cli_takes_variables_and_names_a_missing_file(tmp_path: Path, capsys
     assert "unknown SQL dialect 'nosuch'" in capsys.readouterr().err
 
 
+def test_a_variables_value_never_ends_a_statement_nor_opens_a_quote_or_comment(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A scheduler passes values with --var: one that would end its statement early (a ';'
+    outside a string, a quote that closes the string, a comment that hides the rest) is refused
+    naming the variable, by check and by run (nothing is run), whatever the statement count;
+    a ';' or a doubled quote inside the string it goes into is the value's own."""
+    job = tmp_path / "daily.sql"
+    job.write_text("SELECT * FROM kplex.t WHERE d = '${day}';\nSELECT '${note}';\n")
+    for day in ("2026-01-01'; DROP TABLE kplex.t; --", "x' --", "x'"):
+        assert main(["sql", "check", str(job), "--var", f"day={day}", "--var", "note=n"]) == 1, day
+        assert "the value of --var day holds a ';', a quote or a comment" in capsys.readouterr().out, day
+        assert main(["sql", "run", "--dry-run", str(job), "--var", f"day={day}", "--var", "note=n"]) == 1, day
+        assert "nothing was run" in capsys.readouterr().err, day
+    assert main(["sql", "run", "--dry-run", str(job), "--var", "day=2026;01", "--var", "note=it''s"]) == 0
+    assert "WHERE d = '2026;01';\n\nSELECT 'it''s';" in capsys.readouterr().out
+
+
 def test_a_file_saved_with_a_byte_order_mark_and_crlf_checks_clean_and_keeps_its_bootstrap_line(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from kplex.sqltools.bootstrap import bootstrap_directive

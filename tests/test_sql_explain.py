@@ -4,6 +4,7 @@ stored definitions of a real broker, and a broker that does not answer."""
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 from pathlib import Path
@@ -78,6 +79,37 @@ def test_the_cli_explains_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[s
     out = capsys.readouterr().out
     assert "statement 1, line 1: INSERT INTO kplex.t" in out
     assert "V and P unknown: kplex.t is not created in this file and no broker was given" in out
+
+
+def test_the_cli_exits_1_when_the_file_it_explains_has_errors(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Exit code 1: the SQL has errors (the CLI's rule), here an undefined variable, which the
+    explanation names; a file with a list of brokers in its bootstrap comment is read whole."""
+    monkeypatch.delenv("KPLEX_BOOTSTRAP", raising=False)
+    job = tmp_path / "job.sql"
+    job.write_text("INSERT INTO kplex.t SELECT kplex_key(key), kplex_order(timestamp), value FROM kplex.${src};\n")
+    assert main(["sql", "explain", str(job)]) == 1
+    assert "undefined variable ${src}" in capsys.readouterr().out
+    assert main(["sql", "explain", str(job), "--var", "src=s"]) == 0
+    capsys.readouterr()
+    job.write_text("-- kplex.bootstrap = 127.0.0.1:1, 127.0.0.1:2\nSELECT 1;\n")
+    assert main(["sql", "explain", str(job), "--timeout", "1"]) == 0
+    assert "127.0.0.1:1,127.0.0.1:2 (from the kplex.bootstrap comment of the file)" in capsys.readouterr().out
+
+
+def test_a_file_that_did_not_read_whole_runs_no_statement(tmp_path: Path) -> None:
+    """`kplex stream` and a pipeline's tables.sql take their statements from spark_statements:
+    an undefined variable or an unterminated quote raises, naming it, instead of none or part."""
+    from kplex.sqltools.errors import CheckFailed
+    from kplex.sqltools.run import spark_statements
+    from kplex.sqltools.script import load_script
+
+    for text, culprit in (("CREATE TABLE kplex.${t} TBLPROPERTIES ('kplex.virtual_partitions' = '1');",
+                           "undefined variable ${t}"),
+                          ("SELECT 1; SELECT 'open", "unterminated")):
+        with pytest.raises(CheckFailed, match=re.escape(culprit)):
+            spark_statements(load_script(text, "tables.sql"))
+    assert spark_statements(load_script("SELECT 1; SELECT 2")) == ["SELECT 1", "SELECT 2"]
 
 
 def test_stored_definitions_are_read_from_a_real_broker_with_a_plain_consumer(bootstrap: str) -> None:

@@ -32,6 +32,7 @@ from typing import Any, Callable, Sequence
 from kplex.kafka import config as kafka_config
 from kplex.sqltools import remote
 from kplex.sqltools.check import check_file
+from kplex.sqltools.diagnostics import has_errors
 from kplex.sqltools.errors import (
     CheckFailed,
     NoBootstrap,
@@ -165,8 +166,10 @@ def explain_command(args: argparse.Namespace) -> int:
     settings = kafka_config.load(args.kafka_config)
     bootstrap = args.bootstrap or kafka_config.bootstrap_of(settings)
     settings.pop("bootstrap.servers", None)
-    print(explain_file(args.file, _pairs(args.var, "--var"), args.dialect, bootstrap, args.timeout, settings))
-    return 0
+    variables = _pairs(args.var, "--var")
+    print(explain_file(args.file, variables, args.dialect, bootstrap, args.timeout, settings))
+    # The file's own errors (syntax, undefined variables) are in the text; `kplex sql check` has the rest.
+    return 1 if has_errors(read_script(args.file, variables, args.dialect).diagnostics) else 0
 
 
 @_handled

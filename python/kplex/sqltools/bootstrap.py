@@ -22,13 +22,19 @@ from typing import Mapping
 __all__ = ["ENV_VAR", "resolve_bootstrap", "bootstrap_directive"]
 
 ENV_VAR = "KPLEX_BOOTSTRAP"
-_DIRECTIVE = re.compile(r"^[ \t]*--[ \t]*kplex\.bootstrap[ \t]*[=:][ \t]*(\S+)[ \t]*\r?$", re.MULTILINE)
+_DIRECTIVE = re.compile(r"^[ \t]*--[ \t]*kplex\.bootstrap[ \t]*[=:][ \t]*(\S+(?:[ \t]*,[ \t]*\S+)*)[ \t]*\r?$",
+                        re.MULTILINE)
 
 
 def bootstrap_directive(text: str) -> str | None:
-    """The address of the first ``-- kplex.bootstrap = ...`` line, if any."""
+    """The address of the first ``-- kplex.bootstrap = ...`` line, if any: a list of servers
+    may have blanks after its commas, as Kafka's clients allow.
+
+    >>> bootstrap_directive("-- kplex.bootstrap = a:9092, b:9092\\nSELECT 1;")
+    'a:9092,b:9092'
+    """
     match = _DIRECTIVE.search(text)
-    return match.group(1) if match else None
+    return re.sub(r"[ \t]*,[ \t]*", ",", match.group(1)) if match else None
 
 
 def resolve_bootstrap(

@@ -36,8 +36,8 @@ import kplex.sqltools.analysis as a
 from kplex.sqltools import remote as server
 from kplex.sqltools.bootstrap import ENV_VAR, resolve_bootstrap
 from kplex.sqltools.check import check_script, require_clean
-from kplex.sqltools.diagnostics import WARNING, format_diagnostics
-from kplex.sqltools.errors import StatementFailed, no_bootstrap, session_unavailable, statement_failed
+from kplex.sqltools.diagnostics import WARNING, format_diagnostics, has_errors
+from kplex.sqltools.errors import StatementFailed, check_failed, no_bootstrap, session_unavailable, statement_failed
 from kplex.sqltools.script import DEFAULT_DIALECT, Script, Statement, read_script
 
 __all__ = ["SPARK_LOG_LEVELS", "StatementOutcome", "RunSummary", "run_file", "run_script", "spark_statements"]
@@ -91,12 +91,16 @@ class RunSummary:
 
 
 def spark_statements(script: Script) -> list[str]:
-    """The Spark SQL of each statement: as written for Spark, else transpiled.
+    """The Spark SQL of each statement: as written for Spark, else transpiled. A script that
+    did not read whole (a syntax error, an undefined ``${variable}``) raises
+    :class:`~kplex.sqltools.errors.CheckFailed` naming where, rather than run part of it or none.
 
     >>> from kplex.sqltools.script import load_script
     >>> spark_statements(load_script("SELECT CAST(json_extract_scalar(x, '$.a') AS BIGINT) FROM t", dialect="trino"))
     ["SELECT CAST(get_json_object(x, '$.a') AS BIGINT) FROM t"]
     """
+    if has_errors(script.diagnostics):
+        raise check_failed(script.path, script.diagnostics)
     if script.dialect.lower() in _SPARK_DIALECTS:
         return [s.text for s in script.statements]
     return [s.expression.sql(dialect="spark", normalize_functions="lower") if s.expression is not None else s.text

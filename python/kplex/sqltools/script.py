@@ -181,7 +181,16 @@ def load_script(
     try:
         tokens = d.tokenize(substituted)
     except TokenError as error:
-        return Script(path, substituted, dialect, (), [_token_diagnostic(substituted, error)])
+        tokens = None
+        token_error = _token_diagnostic(substituted, error)
+    moved = _values_moving_ends(d, text, variables or {}, tokens)
+    if moved:
+        names = ", ".join(f"--var {name}" for name in moved)
+        return Script(path, substituted, dialect, (), [Diagnostic(
+            ERROR, 0, 1, 1, f"the value of {names} holds a ';', a quote or a comment that changes where the file's"
+                            " statements end: a value stays inside its statement; pass it without them")])
+    if tokens is None:
+        return Script(path, substituted, dialect, (), [token_error])
     statements: list[Statement] = []
     diagnostics: list[Diagnostic] = []
     for first, last in _statement_spans(tokens):
@@ -195,6 +204,54 @@ def load_script(
             diagnostics.append(Diagnostic(ERROR, number, *where, message))
         statements.append(Statement(number, body, tokens[first].start, line, column, expression))
     return Script(path, substituted, dialect, tuple(statements), diagnostics)
+
+
+def _values_moving_ends(d: Dialect, text: str, variables: Mapping[str, str], tokens: list[Token] | None) -> list[str]:
+    """The names of the variables used in ``text`` whose values change where its statements
+    end (``tokens``: the file's with the values in, None if it did not tokenize so): a value
+    that ends a statement or opens a quote or comment would run SQL the file does not hold.
+    Empty when the values leave every statement end where it is in the file as written, or
+    the file does not tokenize without them either.
+
+    >>> from sqlglot.dialects.dialect import Dialect
+    >>> spark = Dialect.get_or_raise("spark")
+    >>> text = "SELECT '${a}'; SELECT 1;"
+    >>> value = {"a": "'; DROP TABLE t; --"}
+    >>> _values_moving_ends(spark, text, value, spark.tokenize(substitute(text, value)[0]))
+    ['a']
+    >>> _values_moving_ends(spark, text, {"a": "it's; fine"}, None)
+    ['a']
+    >>> _values_moving_ends(spark, text, {"a": "2026-01-01"}, spark.tokenize("SELECT '2026-01-01'; SELECT 1;"))
+    []
+    """
+    used = {m.group(1) for m in _VARIABLE.finditer(text) if m.group(1) in variables}
+    suspects = sorted(n for n in used if any(c in variables[n] for c in (";", "'", '"', "`", "--", "/*", "*/", "\\")))
+    if not suspects:
+        return []
+    try:
+        masked = d.tokenize(_VARIABLE.sub(lambda m: "_" * len(m.group(0)), text))
+    except TokenError:
+        return []
+    if tokens is None:
+        return suspects
+    # The text between values, by its offset with the values in and as written.
+    outside: list[tuple[int, int, int]] = []
+    written = put = 0
+    for m in _VARIABLE.finditer(text):
+        if m.group(1) in variables:
+            outside.append((put, put + m.start() - written, written))
+            put += m.start() - written + len(variables[m.group(1)])
+            written = m.end()
+    outside.append((put, put + len(text) - written, written))
+
+    def as_written(offset: int) -> int:
+        for start, end, at in outside:
+            if start <= offset < end:
+                return at + offset - start
+        return -1  # inside a value
+
+    ends = {as_written(t.start) for t in tokens if t.token_type == TokenType.SEMICOLON}
+    return [] if ends == {t.start for t in masked if t.token_type == TokenType.SEMICOLON} else suspects
 
 
 def _statement_spans(tokens: list[Token]) -> list[tuple[int, int]]:

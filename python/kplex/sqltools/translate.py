@@ -272,13 +272,15 @@ def _header(name: str, broker: str | None, workers: int | None) -> str:
                  "FILE`, see what it will do with `kplex sql explain FILE`, run it with `kplex sql run FILE`.")
         + "\n--\n"
         + _comment("The original job tails its topics forever; this is a batch job: each INSERT "
-                   "processes what its source topic holds when it runs, and running the file again "
-                   "appends all of it again."),
+                   "processes what its source topic holds when it runs. Running the file again "
+                   "writes nothing twice: a record an earlier run read is skipped (already_written), "
+                   "so a rerun adds what arrived since, and a new record below what its virtual "
+                   "partition holds by then is late (kplex.late_policy)."),
     ]
     if broker:
         parts.append(_comment("kafka.broker: `kplex sql run` and `kplex sql explain` connect here unless "
                               "--bootstrap or KPLEX_BOOTSTRAP name another cluster.")
-                     + f"\n-- kplex.bootstrap = {' '.join(broker.split()) or '?'}")
+                     + f"\n-- kplex.bootstrap = {','.join(s.strip() for s in broker.split(',') if s.strip()) or '?'}")
     if workers:
         parts.append(_comment(f"workers = {workers}: the original's consumer threads; here the "
                               "parallelism of Spark's shuffles.")
@@ -307,7 +309,8 @@ def _derive_sql(d: _Derive, workers: int | None, physical: int | None) -> str:
             f"{_table(table)}; every record takes the constant key {key} (any non-null key would do: "
             f"with V = 1 they all land in virtual partition 0).{ignored}")
     else:
-        table, v = d.name, d.count
+        # A derive without `from` reads the topic of its own name: the table takes another.
+        table, v = (d.name if d.name != d.source else f"{d.name}_by_key"), d.count
         p = physical or default_physical_partitions(v, workers)
         assert d.key is not None
         key, key_text = spark_extract(d.key), f"JSON pointer {d.key} of the value"

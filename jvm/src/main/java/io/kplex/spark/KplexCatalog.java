@@ -155,7 +155,20 @@ public class KplexCatalog implements StagingTableCatalog, FunctionCatalog {
       if (existing.isEmpty()) {
         store.createTopic(def.topic(), def.physicalPartitions(), def.replicationFactor(), Map.of());
       }
-      store.putDefinition(def);
+      try {
+        store.putDefinition(def);
+      } catch (RuntimeException e) {
+        // No definition, no table: a topic made for it would be left that kplex may neither
+        // CREATE over nor DROP. The topic an admin made for it stays, as it was.
+        if (existing.isEmpty()) {
+          try {
+            store.deleteTopic(def.topic());
+          } catch (RuntimeException left) {
+            e.addSuppressed(left);
+          }
+        }
+        throw e;
+      }
     }
     return kplexTable(table, def.topic(), Optional.of(def));
   }

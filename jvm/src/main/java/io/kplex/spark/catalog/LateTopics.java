@@ -22,6 +22,12 @@ public final class LateTopics {
    * partition. The caller has refused the table's own topic, or its sources, already.
    */
   public static void prepare(TableStore store, String table, String lateTopic) {
+    check(store, table, lateTopic);
+    store.ensureTopic(lateTopic, 1, Map.of());
+  }
+
+  /** The refusals of {@link #prepare}, making nothing (a REPLACE checks before it drops the old table). */
+  public static void check(TableStore store, String table, String lateTopic) {
     if (KafkaTopics.KAFKA_INTERNAL.contains(lateTopic) || lateTopic.equals(store.metadataTopic())
         || lateTopic.equals(KafkaTopics.COMMITS_TOPIC)) {
       throw Errors.lateTopicReserved(table, lateTopic);
@@ -31,6 +37,5 @@ public final class LateTopics {
         throw Errors.lateTopicOfTable(table, lateTopic, def.name());
       }
     }
-    store.ensureTopic(lateTopic, 1, Map.of());
   }
 }

@@ -91,7 +91,7 @@ public final class ReadTimeTables {
       Expressions expressions, Map<String, String> catalog, Map<String, String> session) {
     TableDefinition def = definition(table, given, store, expressions, null, catalog, session);
     if (ConfParser.of(def.properties()).enumConf(KplexOptions.LATE_POLICY, LatePolicy.class) == LatePolicy.SIDE_TOPIC) {
-      LateTopics.prepare(store, table, ConfParser.of(def.properties()).text(KplexOptions.LATE_TOPIC));
+      store.ensureTopic(ConfParser.of(def.properties()).text(KplexOptions.LATE_TOPIC), 1, Map.of());  // checked above
     }
     store.putDefinition(def);
     return def;
@@ -114,6 +114,9 @@ public final class ReadTimeTables {
     List<String> sources = TableDefinition.sourceList(props.get(KplexOptions.SOURCE));
     if (sources.contains(table) || (!sources.isEmpty() && !table.equals(goingAway) && store.visible(table))) {
       throw Errors.virtualNameTaken(table);
+    }
+    if (goingAway != null && sources.contains(goingAway)) {
+      throw Errors.virtualSourceReplaced(table, goingAway);
     }
     if (!sources.isEmpty()) {
       props.put(KplexOptions.SOURCE, String.join(", ", sources));
@@ -140,6 +143,10 @@ public final class ReadTimeTables {
     }
     TableDefinition def = TableDefinition.create(table, props);
     validate(def.properties(), table);
+    ConfParser stored = ConfParser.of(def.properties());
+    if (stored.enumConf(KplexOptions.LATE_POLICY, LatePolicy.class) == LatePolicy.SIDE_TOPIC) {
+      LateTopics.check(store, table, stored.text(KplexOptions.LATE_TOPIC));
+    }
     if (expressions.checkable()) {
       expressions.check(table, def.property(KplexOptions.KEY, null), def.property(KplexOptions.ORDER, null));
     }

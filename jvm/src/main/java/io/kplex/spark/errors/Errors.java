@@ -368,6 +368,11 @@ public final class Errors {
     return error("BAD_VIRTUAL_TABLE.LATE_TOPIC_IS_SOURCE", "table", table, "late_topic", lateTopic);
   }
 
+  /** A REPLACE into a read-time table whose source is the topic of the table it drops. */
+  public static KplexException virtualSourceReplaced(String table, String source) {
+    return error("BAD_VIRTUAL_TABLE.SOURCE_REPLACED", "table", table, "source", source);
+  }
+
   public static KplexException virtualNameTaken(String table) {
     return error("BAD_VIRTUAL_TABLE.NAME_TAKEN", "table", table);
   }

@@ -458,13 +458,18 @@ public final class CommitLog {
     topic.put(topicIdKey(table), node.toString().getBytes(StandardCharsets.UTF_8));
   }
 
-  /** Removes every epoch mark of {@code table}, and the topic id its writes went to (it was dropped). */
+  /**
+   * Removes every epoch mark of {@code table}, its partial and pending commits and the topic id
+   * its writes went to (it was dropped: a table created again under its name starts afresh).
+   */
   public void forgetMarks(String table) {
     String prefix = EpochMark.key(table, "");
     Map<String, byte[]> gone = new LinkedHashMap<>();
-    topic.readPrefixes(prefix, PartialCommit.prefix(table), topicIdKey(table)).forEach((key, json) -> {
+    topic.readPrefixes(prefix, PartialCommit.prefix(table), topicIdKey(table), pendingPrefix(table)).forEach((key, json) -> {
       if (json != null) gone.put(key, null);
     });
+    // A commit under way, as an older kplex recorded it: its transactions wrote the topic deleted.
+    if (topic.latest(table).isPresent()) gone.put(table, null);
     if (!gone.isEmpty()) topic.putAll(gone);
   }
 

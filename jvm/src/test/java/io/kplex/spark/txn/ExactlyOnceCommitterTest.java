@@ -288,6 +288,20 @@ public class ExactlyOnceCommitterTest {
     assertEquals(List.of(), log().pendings(TABLE));
   }
 
+  /** A dropped table's commits under way go with it, both kinds of record, and no other table's. */
+  @Test
+  public void aDroppedTableForgetsItsCommitsUnderWay() {
+    try (WriterLease lease = claim()) {
+      log().begin(TABLE, QUERY, TASKS, null, null, lease.key());
+    }
+    log().begin(TABLE, "older", TASKS, null, null, null);  // as a kplex before claims' keys recorded it
+    log().begin("views2", QUERY, TASKS, null, null, null);
+    assertEquals(2, log().pendings(TABLE).size());
+    log().forgetMarks(TABLE);
+    assertEquals(List.of(), log().pendings(TABLE));
+    assertEquals(1, log().pendings("views2").size());
+  }
+
   @Test
   public void aWriteWhoseClaimWasTakenOverAbortsWithoutFencingTheTakersTransactions() {
     WriterLease stale = claim();
