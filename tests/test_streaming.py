@@ -692,3 +692,43 @@ def test_a_micro_batch_that_outlives_the_transaction_timeout_fails_clearly_write
     run_available_now(spark, source, target, tmp_path / "chk")  # the end of the input: the rest
     assert_exactly_once_in_order(bootstrap, source, target, 300)
     assert stable_offsets_reach_the_end(bootstrap, target)
+
+
+def test_the_session_setting_starting_offsets_latest_starts_a_stream_at_the_end_and_an_end_bound_is_refused(
+        spark, bootstrap, fresh_name, tmp_path):
+    """`SET kplex.stream.startingOffsets = latest`, a SQL user's way to skip a topic's history
+    (options.json: a session setting), starts the stream where the topic ends: of two
+    AvailableNow runs, the second writes what came after the first, and nothing from before.
+    A stream has no end: 'endingOffsets' on it fails the query naming the option, writing nothing."""
+    source, target = fresh_name("views_latest"), fresh_name("by_user_latest")
+    datagen.ensure_topic(bootstrap, source, 3)
+    produce(bootstrap, source, [pageview(f"u{i % 4}", 1_000 + i) for i in range(40)])
+    create(spark, target, delay_ms=1_000)
+
+    def run() -> None:
+        query = (spark.readStream.format("kplex").option("table", source).option("releaseAtEnd", "true").load()
+                 .selectExpr(*SELECT).writeStream.format("kplex").option("table", target)
+                 .option("checkpointLocation", str(tmp_path / "chk")).trigger(availableNow=True).start())
+        query.awaitTermination(300)
+        assert query.exception() is None, query.exception()
+
+    spark.conf.set("kplex.stream.startingOffsets", "latest")
+    try:
+        run()
+        produce(bootstrap, source, [pageview(f"u{i % 4}", 5_000 + i) for i in range(25)])
+        run()
+    finally:
+        spark.conf.unset("kplex.stream.startingOffsets")
+    times = sorted(json.loads(r.value)["viewtime"] for r in verify.read_topic(bootstrap, target))
+    assert times == list(range(5_000, 5_025))
+
+    bounded = stream(spark, source, fresh_name("never"), tmp_path / "chk_end", endingOffsets="latest")
+    query = bounded.trigger(availableNow=True).start()
+    try:
+        query.awaitTermination(300)
+    except Exception:  # noqa: BLE001 - the error is read from query.exception() below
+        pass
+    finally:
+        query.stop()
+    error = str(query.exception())
+    assert "[KPLEX_BAD_OPTION] read bounds: 'endingOffsets' ends a batch read; a stream has no end" in error, error[:2000]

@@ -53,6 +53,12 @@ public final class KafkaConf implements Serializable {
     if (!props.containsKey(CommonClientConfigs.BOOTSTRAP_SERVERS_CONFIG)) {
       throw Errors.noBootstrap();
     }
+    // kplex's consumers read offset ranges it planned: a reset would move one past records
+    // that retention deleted meanwhile, silently, where kplex reports the loss.
+    String reset = props.get(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG);
+    if (reset != null && !reset.trim().equalsIgnoreCase("none")) {
+      throw Errors.kafkaSettingOwned(KplexOptions.KAFKA_PREFIX + ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, reset);
+    }
     return new KafkaConf(relocated(props, KAFKA_PACKAGE));
   }
 

@@ -125,6 +125,9 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     ReadConf.checkStreamSession(io.kplex.spark.compat.Scala.asJava(
         org.apache.spark.sql.internal.SQLConf.get().getAllConfs()).keySet());
     ConfParser settings = settings(options);
+    for (String end : List.of(KplexOptions.ENDING_OFFSETS, KplexOptions.ENDING_TIMESTAMP)) {
+      if (settings.isSet(end)) throw Errors.boundsStreamEnd(end);
+    }
     this.failOnDataLoss = settings.booleanConf(FAIL_ON_DATA_LOSS);
     this.releaseAtEnd = settings.booleanConf(RELEASE_AT_END);
     this.maxOffsetsPerTrigger = settings.isSet(MAX_OFFSETS_PER_TRIGGER)
@@ -357,7 +360,9 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
   private SourceOffset resolveInitialOffset() {
     List<TopicPartition> tps = partitions();
     if (resumes()) return resumedOffset(tps);
-    Map<TopicPartition, long[]> bounds = ReadBounds.resolve(store, List.of(conf.topic), tps, options);
+    // The read's options over the session's kplex.stream.* settings (SET kplex.stream.startingOffsets = latest).
+    Map<TopicPartition, long[]> bounds = ReadBounds.resolve(store, List.of(conf.topic), tps,
+        new CaseInsensitiveStringMap(settings(options).merged()));
     Map<Integer, Long> next = new TreeMap<>();
     bounds.forEach((tp, b) -> next.put(tp.partition(), b[0]));
     return new SourceOffset(conf.topic, next);

@@ -152,6 +152,9 @@ final class ReadBounds {
         throw Errors.boundsOtherTopic(offsetsKey, t.getKey(), topics);
       }
       String topic = t.getKey();
+      if (!t.getValue().isObject()) {
+        throw Errors.boundsNotObject(offsetsKey, text);
+      }
       for (Iterator<Map.Entry<String, JsonNode>> ps = t.getValue().fields(); ps.hasNext(); ) {
         Map.Entry<String, JsonNode> p = ps.next();
         TopicPartition tp;
@@ -163,7 +166,8 @@ final class ReadBounds {
         if (!begin.containsKey(tp)) {
           throw Errors.boundsNoPartition(offsetsKey, topic, tp.partition());
         }
-        if (!p.getValue().canConvertToLong()) {
+        // A whole number: an offset, or -2 (earliest) or -1 (latest), as Spark's Kafka source.
+        if (!p.getValue().isIntegralNumber() || !p.getValue().canConvertToLong() || p.getValue().asLong() < -2) {
           throw Errors.boundsOffset(offsetsKey, String.valueOf(p.getValue()));
         }
         long o = p.getValue().asLong();

@@ -89,7 +89,11 @@ public class ReadBoundsTest {
     assertBad("names topic 'clicks'; this read is of 'views'", "startingOffsets", "{\"clicks\":{\"0\":1}}");
     assertBad("topic 'views' has no partition 7", "endingOffsets", "{\"views\":{\"7\":1}}");
     assertBad("partition 'x' is not a number", "startingOffsets", "{\"views\":{\"x\":1}}");
-    assertBad("offset '\"ten\"' is not a number", "startingOffsets", "{\"views\":{\"0\":\"ten\"}}");
+    assertBad("'\"ten\"' is not an offset: a whole number >= 0, or -2 (earliest) or -1 (latest)", "startingOffsets",
+        "{\"views\":{\"0\":\"ten\"}}");
+    assertBad("'-7' is not an offset", "startingOffsets", "{\"views\":{\"0\":-7}}");
+    assertBad("'1.5' is not an offset", "endingOffsets", "{\"views\":{\"0\":1.5}}");
+    assertBad("'{\"views\":5}' is not a JSON object", "startingOffsets", "{\"views\":5}");
     KplexException table = assertThrows(KplexException.class, () -> ranges("startingOffsets", "table"));
     assertEquals("KPLEX_RESUME_FROM_TABLE.BATCH_READ", table.getCondition());
   }
