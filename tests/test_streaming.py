@@ -88,6 +88,17 @@ def wait_for(count: int, bootstrap: str, topic: str, timeout: float = 180) -> in
     return seen
 
 
+def failure_of(query) -> str:
+    """What a query that is to fail failed with, once it stopped (within 300 s)."""
+    try:
+        query.awaitTermination(300)
+    except Exception:  # noqa: BLE001 - the error is read from query.exception() below
+        pass
+    finally:
+        query.stop()
+    return str(query.exception())
+
+
 def assert_exactly_once_in_order(bootstrap: str, source: str, target: str, rows: int) -> None:
     report = verify.check_derived_topic(bootstrap, source, target, 9, 3)
     assert report.ok, report.summary()
@@ -602,14 +613,7 @@ def test_a_kplex_table_streamed_whose_topic_was_given_more_partitions_fails_the_
     spark.sql(f"INSERT INTO kplex.{upstream} SELECT kplex_key(CAST(id % 7 AS STRING)), kplex_order(id),"
               " CAST(CAST(id AS STRING) AS BINARY) FROM range(50)")
     datagen.grow_topic(bootstrap, upstream, 4)
-    query = stream(spark, upstream, target, tmp_path / "chk").trigger(availableNow=True).start()
-    try:
-        query.awaitTermination(300)
-    except Exception:  # noqa: BLE001 - the error is read from query.exception() below
-        pass
-    finally:
-        query.stop()
-    error = str(query.exception())
+    error = failure_of(stream(spark, upstream, target, tmp_path / "chk").trigger(availableNow=True).start())
     assert "[KPLEX_PARTITION_MISMATCH]" in error and f"4 partitions but table {upstream} says 3" in error, error[:3000]
     assert verify.read_topic(bootstrap, target, isolation="read_uncommitted") == []
 
@@ -723,12 +727,5 @@ def test_the_session_setting_starting_offsets_latest_starts_a_stream_at_the_end_
     assert times == list(range(5_000, 5_025))
 
     bounded = stream(spark, source, fresh_name("never"), tmp_path / "chk_end", endingOffsets="latest")
-    query = bounded.trigger(availableNow=True).start()
-    try:
-        query.awaitTermination(300)
-    except Exception:  # noqa: BLE001 - the error is read from query.exception() below
-        pass
-    finally:
-        query.stop()
-    error = str(query.exception())
+    error = failure_of(bounded.trigger(availableNow=True).start())
     assert "[KPLEX_BAD_OPTION] read bounds: 'endingOffsets' ends a batch read; a stream has no end" in error, error[:2000]
