@@ -474,7 +474,8 @@ public final class Errors {
 
   /**
    * Offsets [{@code from}, {@code until}) of a source partition that a stream cannot read:
-   * {@code how} (a sub-class of KPLEX_DATA_LOSS: PARTITION_GONE, END_WENT_BACK, BROKER_DELETED);
+   * {@code how} (a sub-class of KPLEX_DATA_LOSS: PARTITION_GONE, END_WENT_BACK, BROKER_DELETED,
+   * TOPIC_RECREATED: {@code from} where the query stood in the old topic, {@code until} the new one's end);
    * {@code option}: the read option that skips them.
    */
   public static KplexException dataLoss(DataLoss how, String topic, int partition, long from, long until,
@@ -484,7 +485,7 @@ public final class Errors {
   }
 
   /** How a stream lost source offsets (the sub-classes of KPLEX_DATA_LOSS). */
-  public enum DataLoss { PARTITION_GONE, END_WENT_BACK, BROKER_DELETED }
+  public enum DataLoss { PARTITION_GONE, END_WENT_BACK, BROKER_DELETED, TOPIC_RECREATED }
 
   public static KplexException virtualStream(String table) {
     return error("STREAM", "table", table);

@@ -168,6 +168,7 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
   private List<TopicPartition> partitions() {
     consumer();
     TopicDescription described = store.describe(conf.topic).orElseThrow(() -> conf.topicError(conf.topic, null));
+    knownTopicId = io.kplex.spark.kafka.KafkaTopics.topicId(described);
     if (conf.kind == ReadConf.Kind.DERIVED && described.partitions().size() != conf.physicalPartitions) {
       throw Errors.partitionMismatchOnRead(conf.topic, described.partitions().size(), conf.table,
           conf.physicalPartitions);
@@ -257,8 +258,11 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
       describedEarliest = store.admin().listOffsets(earliestOf).all();
     }
     lastEnds = next;
-    return new SourceOffset(conf.topic, next);
+    return new SourceOffset(conf.topic, next).withTopicId(knownTopicId);
   }
+
+  /** The id of the topic as {@link #partitions} last described it (null: the broker gives none). */
+  private volatile String knownTopicId;
 
   /** The ends {@link #latest} last found. */
   private Map<Integer, Long> lastEnds;
@@ -354,7 +358,7 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     for (TopicPartition tp : tps) next.put(tp.partition(), last.lineage().ends().getOrDefault(tp.partition(), begin.get(tp)));
     LOG.info("kplex: the stream from topic '{}' resumes table {} where query {} stopped (epoch {}): offsets {}",
         conf.topic, from, last.query(), last.epoch(), next);
-    return new SourceOffset(conf.topic, next);
+    return new SourceOffset(conf.topic, next).withTopicId(knownTopicId);
   }
 
   private SourceOffset resolveInitialOffset() {
@@ -365,7 +369,7 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
         new CaseInsensitiveStringMap(settings(options).merged()));
     Map<Integer, Long> next = new TreeMap<>();
     bounds.forEach((tp, b) -> next.put(tp.partition(), b[0]));
-    return new SourceOffset(conf.topic, next);
+    return new SourceOffset(conf.topic, next).withTopicId(knownTopicId);
   }
 
   /**
@@ -453,17 +457,19 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     if (stopping) {
       QuerySinks.DRIVER.released(batch.queryId(), QuerySinks.Release.PLANNED);
       dataSinceFlush = false;
-      return new SourceOffset(conf.topic, until, start.flushes + 1, idleness.idle, idleness.drained, at);
+      return new SourceOffset(conf.topic, until, start.flushes + 1, idleness.idle, idleness.drained, at)
+          .withTopicId(now.topicId);
     }
     if (!until.equals(start.next)) {
       lastDataAt = conf.clock.millis();
       dataSinceFlush = true;
-      return new SourceOffset(conf.topic, until, start.flushes, idleness.idle, idleness.drained, at);
+      return new SourceOffset(conf.topic, until, start.flushes, idleness.idle, idleness.drained, at)
+          .withTopicId(now.topicId);
     }
     if (!idleness.idle.equals(start.idle) || !idleness.drained.equals(start.drained)) {
       // No new record, but a partition went idle (or came back): a micro-batch without
       // records moves the watermark on.
-      return start.withIdle(idleness.idle, idleness.drained, at);
+      return start.withIdle(idleness.idle, idleness.drained, at).withTopicId(now.topicId);
     }
     // No new record: once the input is idle (AvailableNow at its end, or nothing for
     // idleReleaseMs), one more micro-batch tells a kplex sink to release what it holds.
@@ -896,6 +902,8 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
   private Planned plan(SourceOffset start, SourceOffset end) {
     Map<Integer, Long> starts = new TreeMap<>();
     Map<Integer, Long> begin = earliestOfThisBatch();
+    // Deleted and created again: its offsets start again, and none continues the old topic's.
+    boolean recreated = start.recreatedBy(end);
     List<OffsetRange> ranges = new ArrayList<>();
     for (Map.Entry<Integer, Long> e : end.next.entrySet()) {
       int p = e.getKey();
@@ -905,7 +913,10 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
         lost(Errors.DataLoss.PARTITION_GONE, p, from, until);
         continue;
       }
-      if (until < from) {
+      if (recreated && start.next.containsKey(p)) {
+        lost(Errors.DataLoss.TOPIC_RECREATED, p, from, until);
+        from = begin.get(p);  // failOnDataLoss = false: read what the new topic holds
+      } else if (until < from) {
         lost(Errors.DataLoss.END_WENT_BACK, p, until, from);
         from = begin.get(p);  // failOnDataLoss = false: read what the partition holds now
       }
@@ -960,7 +971,8 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
       throw lost;
     }
     dataLossEvents.incrementAndGet();
-    offsetsLost.addAndGet(Math.max(0, until - from));
+    // (What the old topic held past the query's position of a recreated one is not known.)
+    if (how != Errors.DataLoss.TOPIC_RECREATED) offsetsLost.addAndGet(Math.max(0, until - from));
     LOG.warn("kplex: {} Skipped ({} = false).", lost.text(), FAIL_ON_DATA_LOSS);
   }
 

@@ -48,10 +48,23 @@ public final class SourceOffset extends Offset {
   /** When the source planned this offset (ms; 0: not recorded), what quietness is measured against. */
   final long at;
   private static final String AT = "kplex.at";
+  /**
+   * The id of the topic these offsets are of, or null (not known: a checkpoint of an older
+   * kplex, a broker before topic ids): a topic deleted and created again under its name has
+   * another, and its offsets start again, so no offset of it continues one of the old topic.
+   */
+  final String topicId;
+  private static final String TOPIC_ID = "kplex.topic_id";
 
   SourceOffset(String topic, Map<Integer, Long> next, long flushes, Set<Integer> idle, Set<Integer> drained,
       long at) {
+    this(topic, next, flushes, idle, drained, at, null);
+  }
+
+  private SourceOffset(String topic, Map<Integer, Long> next, long flushes, Set<Integer> idle, Set<Integer> drained,
+      long at, String topicId) {
     this.topic = topic;
+    this.topicId = topicId;
     this.next = Collections.unmodifiableMap(new TreeMap<>(next));
     this.flushes = flushes;
     this.idle = Collections.unmodifiableSortedSet(new TreeSet<>(idle));
@@ -72,12 +85,22 @@ public final class SourceOffset extends Offset {
   }
 
   SourceOffset flushed() {
-    return new SourceOffset(topic, next, flushes + 1, idle, drained, at);
+    return new SourceOffset(topic, next, flushes + 1, idle, drained, at, topicId);
   }
 
   /** The same offsets, with other idle and drained partitions, planned at {@code atMs}. */
   SourceOffset withIdle(Set<Integer> partitions, Set<Integer> drainedVps, long atMs) {
-    return new SourceOffset(topic, next, flushes, partitions, drainedVps, atMs);
+    return new SourceOffset(topic, next, flushes, partitions, drainedVps, atMs, topicId);
+  }
+
+  /** The same offsets, of the topic of id {@code id} (null: not known). */
+  SourceOffset withTopicId(String id) {
+    return new SourceOffset(topic, next, flushes, idle, drained, at, id);
+  }
+
+  /** Whether {@code later}'s offsets are of another topic of this name than these (both ids known). */
+  boolean recreatedBy(SourceOffset later) {
+    return topicId != null && later.topicId != null && !topicId.equals(later.topicId);
   }
 
   @Override
@@ -89,6 +112,7 @@ public final class SourceOffset extends Offset {
     if (!idle.isEmpty()) idle.forEach(root.putArray(IDLE)::add);
     if (!drained.isEmpty()) drained.forEach(root.putArray(DRAINED)::add);
     if (at > 0) root.put(AT, at);
+    if (topicId != null) root.put(TOPIC_ID, topicId);
     return root.toString();
   }
 
@@ -109,7 +133,8 @@ public final class SourceOffset extends Offset {
       root.path(IDLE).forEach(p -> idle.add(p.asInt()));
       Set<Integer> drained = new TreeSet<>();
       root.path(DRAINED).forEach(p -> drained.add(p.asInt()));
-      return new SourceOffset(topic, next, root.path(FLUSHES).asLong(0), idle, drained, root.path(AT).asLong(0));
+      return new SourceOffset(topic, next, root.path(FLUSHES).asLong(0), idle, drained, root.path(AT).asLong(0),
+          root.path(TOPIC_ID).asText(null));
     } catch (IOException | NumberFormatException e) {
       throw Errors.checkpointUnreadable(json, e);
     }

@@ -33,6 +33,20 @@ public class StreamOffsetsTest {
     assertEquals(1_700_000_000_000L, back.at);
   }
 
+  /** The topic's id travels with the offsets; only two known and different ids say it was recreated. */
+  @Test
+  public void theTopicsIdReadsBackAndTellsARecreatedTopic() {
+    SourceOffset o = new SourceOffset("views", Map.of(0, 42L)).withTopicId("AAAAAAAAAAAAAAAAAAAAAQ");
+    assertEquals("{\"views\":{\"0\":42},\"kplex.topic_id\":\"AAAAAAAAAAAAAAAAAAAAAQ\"}", o.json());
+    SourceOffset back = SourceOffset.parse("views", o.flushed().withIdle(java.util.Set.of(1), java.util.Set.of(), 5).json());
+    assertEquals("AAAAAAAAAAAAAAAAAAAAAQ", back.topicId);
+    org.junit.Assert.assertFalse(o.recreatedBy(back));
+    org.junit.Assert.assertTrue(o.recreatedBy(back.withTopicId("AAAAAAAAAAAAAAAAAAAAAg")));
+    SourceOffset older = SourceOffset.parse("views", "{\"views\":{\"0\":42}}");  // a checkpoint without it
+    org.junit.Assert.assertFalse(older.recreatedBy(o));
+    org.junit.Assert.assertFalse(o.recreatedBy(older));
+  }
+
   @Test
   public void aCheckpointOfAnEarlierKplexWithItsCaughtUpFlagStillReads() {
     SourceOffset old = SourceOffset.parse("views", "{\"views\":{\"0\":42},\"kplex.caught_up\":true}");
