@@ -6,6 +6,7 @@ that the target topic holds no record.
 """
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from test_streaming import create, stream, wait_for
 
 from kplex import errors, status
+from kplex.definitions import read_table_definition
 from kplex.errors import translated
 from kplex.settings import session_setting_problem
 from kplex.streaming import recent_progress
@@ -703,3 +705,54 @@ def test_create_table_as_select_records_what_it_read_so_a_stream_over_it_writes_
     skipped = sum(int((p.sink.metrics or {}).get("alreadyWritten", "0")) for p in recent_progress(query))
     assert skipped == 120
     assert len(verify.read_topic(bootstrap, made)) == 120
+
+
+def test_a_create_table_with_columns_partitioned_by_or_a_property_twice_is_refused_naming_it(
+        spark, bootstrap, fresh_name):
+    """A kplex table's columns and partitioning are kplex's: a column list, PARTITIONED BY, or
+    one property in two spellings with two values (which one wins would be chance) is refused,
+    naming it, with no topic and no definition made (as `kplex sql check` says beforehand)."""
+    table = fresh_name("shaped")
+    props = "TBLPROPERTIES ('kplex.virtual_partitions' = '3', 'kplex.physical_partitions' = '3')"
+    refusals = [
+        (f"CREATE TABLE kplex.{table} (userid STRING, n INT) {props}", errors.UnsupportedError,
+         f"CREATE TABLE kplex.{table} takes no column list (it has column userid)"),
+        (f"CREATE TABLE kplex.{table} PARTITIONED BY (key) {props} AS SELECT {GOOD_KEY} AS key, {GOOD_ORDER},"
+         f" {VALUE} FROM range(3)", errors.UnsupportedError, f"CREATE TABLE kplex.{table} takes no PARTITIONED BY"),
+        (f"CREATE TABLE kplex.{table} TBLPROPERTIES ('kplex.virtual_partitions' = '9',"
+         " 'KPLEX.Virtual_Partitions' = '12', 'kplex.physical_partitions' = '3')", errors.OptionError,
+         "table property 'kplex.virtual_partitions' is given twice"),
+    ]
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for statement, error, culprit in refusals:
+        with pytest.raises(error) as raised, translated():
+            spark.sql(statement)
+        assert culprit in str(raised.value), (statement, raised.value)
+        assert table not in admin.list_topics(timeout=10).topics
+        assert read_table_definition(bootstrap, table) is None
+    spark.sql(f"CREATE TABLE kplex.{table} {props} AS SELECT {GOOD_KEY}, {GOOD_ORDER}, {VALUE} FROM range(3)")
+    assert len(verify.read_topic(bootstrap, table)) == 3  # AS SELECT's columns are the query's, not a list
+
+
+def test_a_definition_this_kplex_cannot_read_fails_its_own_table_only_naming_it(spark, bootstrap, fresh_name):
+    """A record in the metadata topic from a newer kplex (or damaged) takes no other table
+    down: listing, creating and writing other tables work, and its own table's statements fail
+    naming it."""
+    future, other = fresh_name("future"), fresh_name("beside_future")
+    producer = Producer({"bootstrap.servers": bootstrap})
+    record = {"format": "kplex-table", "version": 99, "name": future, "topic": future, "virtual_partitions": 3}
+    producer.produce("_kplex_tables", key=future.encode(), value=json.dumps(record).encode(), partition=0)
+    assert producer.flush(30) == 0
+    try:
+        spark.sql(f"CREATE TABLE kplex.{other} TBLPROPERTIES ('kplex.virtual_partitions' = '3',"
+                  " 'kplex.physical_partitions' = '3')")
+        spark.sql(f"INSERT INTO kplex.{other} SELECT {GOOD_KEY}, {GOOD_ORDER}, {VALUE} FROM range(4)")
+        assert len(verify.read_topic(bootstrap, other)) == 4
+        assert spark.sql(f"SHOW TABLES IN kplex LIKE '{other}'").collect()
+        with pytest.raises(errors.DefinitionError) as raised, translated():
+            spark.table(f"kplex.{future}").collect()
+        assert f"the definition of table {future} stored in '_kplex_tables' cannot be read" in str(raised.value)
+        assert "version 99" in str(raised.value), raised.value
+    finally:
+        producer.produce("_kplex_tables", key=future.encode(), value=None, partition=0)
+        assert producer.flush(30) == 0

@@ -115,7 +115,9 @@ def properties_of(node: exp.Expression | None) -> list[tuple[str, str, exp.Prope
             text = value.name
         else:
             text = value.sql() if value else ""
-        found.append((prop.name, text, prop))
+        # An unquoted dotted key (Spark's grammar allows kplex.virtual_partitions = 9) is a Dot.
+        name = prop.name or (prop.this.sql(dialect="spark") if isinstance(prop.this, (exp.Dot, exp.Column)) else "")
+        found.append((name, text, prop))
     return found
 
 

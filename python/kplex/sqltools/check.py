@@ -213,6 +213,12 @@ def _create(ctx: _Context) -> Iterator[Diagnostic]:
                      "the columns of a kplex table are fixed (key, value, topic, partition, offset, timestamp, "
                      "headers, ...)")
     values = {name: value for name, value, _ in create.properties}
+    spelt: dict[str, str] = {}
+    for name, value, node in create.properties:
+        first = spelt.setdefault(name.lower(), value.strip())
+        if first != value.strip():
+            yield ctx.at(node, f"table property '{name.lower()}' is given twice (its name is case-insensitive), "
+                               f"with values ['{first}', '{value.strip()}']: give it once")
     for name, value, node in create.properties:
         problem = problem_of(name, value)
         if problem:

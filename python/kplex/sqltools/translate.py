@@ -57,6 +57,7 @@ from typing import Any, Mapping
 
 import tomllib
 from sqlglot import exp
+from sqlglot.dialects.spark import Spark
 
 from kplex.jsonpointer import PointerError, spark_extract
 from kplex.sqltools.errors import untranslatable_file, untranslatable_job
@@ -69,6 +70,8 @@ _KAFKA = {"broker"}
 _TOPIC = {"max_delay_ms", "polling_interval_ms", "polling_interval"}
 _DERIVE = {"from", "key", "timestamp", "order", "output"}
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: Spark SQL's keywords, as sqlglot reads them: a table named like one is quoted.
+_KEYWORDS = frozenset(k for k in Spark.Tokenizer.KEYWORDS if " " not in k)
 
 
 def load_job(path: str | Path) -> dict[str, Any]:
@@ -263,7 +266,8 @@ def _literal(text: str) -> str:
 
 
 def _table(name: str) -> str:
-    return "kplex." + (name if _PLAIN.fullmatch(name) else "`" + name.replace("`", "``") + "`")
+    plain = _PLAIN.fullmatch(name) and name.upper() not in _KEYWORDS  # `select` is a name only in backticks
+    return "kplex." + (name if plain else "`" + name.replace("`", "``") + "`")
 
 
 def _header(name: str, broker: str | None, workers: int | None) -> str:

@@ -43,3 +43,7 @@ CREATE TABLE kplex.`page views` TBLPROPERTIES ('kplex.virtual_partitions' = '9',
 CREATE TABLE kplex.ok TBLPROPERTIES ('kplex.virtual_partitions' = '9', 'kplex.physical_partitions' = '3',
                                      'kplex.topic' = 'page views', 'kplex.late_topic' = '..');
 CREATE TABLE kplex.`by user!` TBLPROPERTIES ('kplex.source' = 'pageviews', 'kplex.virtual_partitions' = '9');
+-- Spark's grammar: unquoted dotted keys; the same key twice in two spellings is an error.
+CREATE TABLE kplex.dotted TBLPROPERTIES (kplex.virtual_partitions = 9, kplex.physical_partitions = 3);
+CREATE TABLE kplex.twice TBLPROPERTIES ('kplex.virtual_partitions' = '9', 'KPLEX.Virtual_Partitions' = '12',
+                                        'kplex.physical_partitions' = '3');

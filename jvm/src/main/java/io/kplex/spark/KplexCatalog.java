@@ -132,10 +132,28 @@ public class KplexCatalog implements StagingTableCatalog, FunctionCatalog {
     }
   }
 
+  /**
+   * {@code CREATE TABLE}: a kplex table's columns are fixed (key, value, topic, partition,
+   * offset, timestamp, headers, and a table's vpartition and order_value) and it is partitioned
+   * by {@code kplex.virtual_partitions}, so a column list or {@code PARTITIONED BY} is refused
+   * naming it, as {@code kplex sql check} does ({@code AS SELECT} gives the query's columns:
+   * {@link #stageCreate}).
+   */
   @Override
   public Table createTable(Identifier ident, Column[] columns, Transform[] partitions,
       Map<String, String> properties) throws TableAlreadyExistsException {
+    if (columns.length > 0) {
+      throw Errors.columnsGiven(tableName(ident), columns[0].name());
+    }
+    return create(ident, partitions, properties);
+  }
+
+  private Table create(Identifier ident, Transform[] partitions, Map<String, String> properties)
+      throws TableAlreadyExistsException {
     String table = tableName(ident);
+    if (partitions.length > 0) {
+      throw Errors.partitionedBy(table, partitions[0].describe());
+    }
     if (ReadTimeTables.isReadTime(properties)) {
       try (TableStore store = store()) {
         if (store.definition(table).isPresent()) {
@@ -210,7 +228,7 @@ public class KplexCatalog implements StagingTableCatalog, FunctionCatalog {
   @Override
   public StagedTable stageCreate(Identifier ident, Column[] columns, Transform[] partitions,
       Map<String, String> properties) throws TableAlreadyExistsException {
-    return new StagedKplexTable(createTable(ident, columns, partitions, properties), () -> dropTable(ident));
+    return new StagedKplexTable(create(ident, partitions, properties), () -> dropTable(ident));
   }
 
   @Override
@@ -280,7 +298,7 @@ public class KplexCatalog implements StagingTableCatalog, FunctionCatalog {
     }
     dropTable(ident);
     try {
-      return new StagedKplexTable(createTable(ident, columns, partitions, properties), () -> dropTable(ident));
+      return new StagedKplexTable(create(ident, partitions, properties), () -> dropTable(ident));
     } catch (TableAlreadyExistsException e) {
       throw new IllegalStateException("kplex: table " + table + " was created again while it was being replaced", e);
     }
@@ -290,7 +308,10 @@ public class KplexCatalog implements StagingTableCatalog, FunctionCatalog {
   @SuppressWarnings("deprecation")
   public Table createTable(Identifier ident, StructType schema, Transform[] partitions,
       Map<String, String> properties) throws TableAlreadyExistsException {
-    return createTable(ident, new Column[0], partitions, properties);
+    if (schema.fields().length > 0) {
+      throw Errors.columnsGiven(tableName(ident), schema.fields()[0].name());
+    }
+    return create(ident, partitions, properties);
   }
 
   @Override

@@ -16,6 +16,7 @@ import java.util.Optional;
  * in a compacted topic (one record per table, keyed by name; a tombstone drops it).
  */
 public final class TableStore extends KafkaTopics {
+  private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(TableStore.class);
   private final CompactedTopic definitions;
 
   public TableStore(KafkaConf kafka, String metadataTopic) {
@@ -33,15 +34,31 @@ public final class TableStore extends KafkaTopics {
     return definitions.name();
   }
 
-  /** All live table definitions, by table name. */
+  /**
+   * All live table definitions, by table name; one this kplex cannot read (written by a newer
+   * kplex, or damaged) is left out with a warning that names it, so that it takes no other
+   * table down with it: its own table's statements fail naming it ({@link #definition}).
+   */
   public Map<String, TableDefinition> definitions() {
     Map<String, TableDefinition> defs = new HashMap<>();
-    definitions.readAll().forEach((name, json) -> defs.put(name, TableDefinition.fromJson(json)));
+    definitions.readAll().forEach((name, json) -> {
+      try {
+        defs.put(name, TableDefinition.fromJson(json));
+      } catch (io.kplex.spark.errors.KplexException e) {
+        LOG.warn("kplex: the definition of table {} in {} is left out: {}", name, metadataTopic(), e.getMessage());
+      }
+    });
     return defs;
   }
 
+  /** The definition of table {@code name}, if it has one; one this kplex cannot read is an error naming the table. */
   public Optional<TableDefinition> definition(String name) {
-    return Optional.ofNullable(definitions().get(name));
+    Optional<byte[]> json = definitions.latest(name).map(Map.Entry::getValue);
+    try {
+      return json.map(TableDefinition::fromJson);
+    } catch (io.kplex.spark.errors.KplexException e) {
+      throw Errors.definitionOfTable(name, metadataTopic(), e);
+    }
   }
 
   /**

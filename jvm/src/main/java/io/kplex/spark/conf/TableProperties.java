@@ -28,7 +28,12 @@ public final class TableProperties {
       if (!KplexOptions.TABLE_PROPERTIES.contains(key)) {
         throw Errors.unknownProperty(e.getKey(), closest(key));
       }
-      props.put(key, e.getValue().trim());
+      String before = props.put(key, e.getValue().trim());
+      if (before != null && !before.equals(e.getValue().trim())) {
+        // The same property in two spellings ('kplex.virtual_partitions', 'KPLEX.Virtual_Partitions'):
+        // which one a map gives last is chance.
+        throw Errors.propertyTwice(key, java.util.List.of(before, e.getValue().trim()));
+      }
     }
     requirePositive(props, KplexOptions.VIRTUAL_PARTITIONS, table);
     boolean virtual = props.containsKey(KplexOptions.SOURCE);

@@ -373,6 +373,11 @@ public final class Errors {
     return error("BAD_VIRTUAL_TABLE.SOURCE_REPLACED", "table", table, "source", source);
   }
 
+  /** The stored definition of {@code table} in {@code topic} that this kplex cannot read ({@code cause}). */
+  public static KplexException definitionOfTable(String table, String topic, KplexException cause) {
+    return error("DEFINITION_FORMAT.OF_TABLE", cause, "table", table, "topic", topic, "cause", cause.getMessage());
+  }
+
   public static KplexException virtualNameTaken(String table) {
     return error("BAD_VIRTUAL_TABLE.NAME_TAKEN", "table", table);
   }
@@ -837,6 +842,21 @@ public final class Errors {
 
   public static KplexException checkpointUnreadable(String offsets, Exception e) {
     return error("CHECKPOINT.UNREADABLE", e, "offsets", offsets);
+  }
+
+  /** A table property given twice, in two spellings, with different values. */
+  public static KplexException propertyTwice(String key, List<String> values) {
+    return error("BAD_OPTION.TWICE", "option", key, "values", values);
+  }
+
+  /** A CREATE TABLE with a column list (its first column {@code column}). */
+  public static KplexException columnsGiven(String table, String column) {
+    return error("UNSUPPORTED.COLUMNS", "table", table, "column", column);
+  }
+
+  /** A CREATE TABLE with PARTITIONED BY (its first transform {@code by}). */
+  public static KplexException partitionedBy(String table, String by) {
+    return error("UNSUPPORTED.PARTITIONED_BY", "table", table, "by", by);
   }
 
   public static KplexException cannotAlter() {

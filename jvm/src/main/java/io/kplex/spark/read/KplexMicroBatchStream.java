@@ -288,16 +288,45 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
           org.apache.spark.SparkContext.getOrCreate().hadoopConfiguration());
       if (fs.exists(path)) {
         try (java.io.InputStream in = fs.open(path)) {
-          return SourceOffset.parse(conf.topic, new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8));
+          initial = SourceOffset.parse(conf.topic, new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8));
+          return initial;
         }
       }
       SourceOffset start = resolveInitialOffset();
       try (java.io.OutputStream out = fs.create(path, false)) {
         out.write(start.json().getBytes(java.nio.charset.StandardCharsets.UTF_8));
       }
+      initial = start;
       return start;
     } catch (java.io.IOException e) {
       throw Errors.startingOffsetsWrite(path, e);
+    }
+  }
+
+  /** Where the query started (its checkpoint's), once known; null before. */
+  private volatile SourceOffset initial;
+  private volatile boolean startedAsked;
+
+  /**
+   * Where the query started, as its checkpoint keeps it ({@link #initialOffset}, which Spark
+   * asks only of a query without committed offsets: a restarted one reads the file here);
+   * null where there is none (a checkpoint of a kplex before it kept one).
+   */
+  private SourceOffset started() {
+    if (initial != null || startedAsked || checkpointLocation == null) return initial;
+    startedAsked = true;  // once per run: a checkpoint without the file does not get one
+    org.apache.hadoop.fs.Path path = new org.apache.hadoop.fs.Path(checkpointLocation, INITIAL_OFFSETS);
+    try {
+      org.apache.hadoop.fs.FileSystem fs = path.getFileSystem(
+          org.apache.spark.SparkContext.getOrCreate().hadoopConfiguration());
+      if (!fs.exists(path)) return null;
+      try (java.io.InputStream in = fs.open(path)) {
+        initial = SourceOffset.parse(conf.topic, new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8));
+        return initial;
+      }
+    } catch (Exception e) {  // no Spark (SparkException), no file system: not known
+      LOG.warn("kplex: the starting offsets in {} cannot be read: {}", path, e.toString());
+      return null;
     }
   }
 
@@ -555,7 +584,20 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     begin.forEach((p, first) -> {
       if (first >= now.next.get(p)) idle.add(p);
     });
-    if (conf.kind != ReadConf.Kind.DERIVED) return new Idleness(idle, java.util.Set.of());
+    if (conf.kind != ReadConf.Kind.DERIVED) {
+      // Read to its end, yet maybe with no row that reaches the sink (a WHERE, null_key or
+      // null_order = drop removed them all): the sink makes it idle when no row of it has
+      // reached it yet (HeldRelease.Signal#idleBy), once an earlier micro-batch of the query
+      // read some of its records (the sink's marks hold earlier micro-batches' rows only).
+      java.util.Set<Integer> drained = new java.util.TreeSet<>();
+      SourceOffset first = started();
+      for (int p : atEnd) {
+        if (!idle.contains(p) && first != null && start.next.getOrDefault(p, 0L) > first.next.getOrDefault(p, 0L)) {
+          drained.add(p);
+        }
+      }
+      return new Idleness(idle, drained);
+    }
     java.util.Set<Integer> idleVps = new java.util.TreeSet<>();
     java.util.Set<Integer> drained = new java.util.TreeSet<>();
     int physical = conf.physicalPartitions > 0 ? conf.physicalPartitions : now.next.size();

@@ -40,11 +40,20 @@ public final class HeldRelease {
           -1, null, null);
     }
 
-    /** The partitions idle in the batch: the source's, and those of {@code drained} idle by {@code before}. */
+    /**
+     * The partitions idle in the batch: the source's, and those of {@code drained} idle by
+     * {@code before}; of a topic's partitions (no {@code sourceTable}), only those no row of
+     * which reached the sink yet: the source judges a topic's quiet by its offsets, and
+     * {@code before} does not hold this batch's rows, so a partition quiet by it may have
+     * records in this very batch (the first of a run that starts long after the last).
+     */
     public int[] idleBy(io.kplex.spark.time.EventTime.Marks before) {
       java.util.Set<Integer> out = new java.util.TreeSet<>();
       for (int p : idle) out.add(p);
-      for (int p : before.idleOf(drained, atMs, idleTimeoutMs)) out.add(p);
+      for (int p : sourceTable == null ? before.emptyOf(drained, idleTimeoutMs)
+          : before.idleOf(drained, atMs, idleTimeoutMs)) {
+        out.add(p);
+      }
       return out.stream().mapToInt(Integer::intValue).toArray();
     }
   }

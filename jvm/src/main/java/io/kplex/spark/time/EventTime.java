@@ -105,6 +105,11 @@ public final class EventTime {
           || (atMs > 0 && moved.containsKey(p) && atMs - moved.get(p) >= timeoutMs)).toArray();
     }
 
+    /** Those of {@code drained} with no record yet (a negative timeout: none), quiet ones not. */
+    public int[] emptyOf(int[] drained, long timeoutMs) {
+      return idleOf(drained, 0, timeoutMs);
+    }
+
     /** Marks of what is written alone (a batch write's floor). */
     public static Marks of(Map<Integer, Long> written) {
       return new Marks(Map.of(), written);
