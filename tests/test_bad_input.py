@@ -613,6 +613,9 @@ def test_replace_checks_the_new_definition_before_it_drops_the_table(spark, boot
          f"[KPLEX_TOPIC_IN_USE] table {table} cannot use topic '{other}': it is the topic of kplex table {other}."),
         (f"CREATE OR REPLACE TABLE kplex.{table} TBLPROPERTIES ('kplex.virtual_partitions' = '0',"
          " 'kplex.physical_partitions' = '3') AS SELECT 1", errors.OptionError, "kplex.virtual_partitions"),
+        (f"CREATE OR REPLACE TABLE kplex.{table} PARTITIONED BY (key) TBLPROPERTIES ('kplex.virtual_partitions' = '3',"
+         f" 'kplex.physical_partitions' = '3') AS SELECT {GOOD_KEY} AS key, {GOOD_ORDER}, {VALUE} FROM range(3)",
+         errors.UnsupportedError, "takes no PARTITIONED BY"),
         # A read-time definition is checked whole before the drop too, its late topic with it.
         (f"CREATE OR REPLACE TABLE kplex.{table} TBLPROPERTIES ('kplex.source' = '{plain}',"
          " 'kplex.virtual_partitions' = '3', 'kplex.late_policy' = 'side_topic', 'kplex.late_topic' = '_kplex_commits')",

@@ -79,11 +79,15 @@ def test_a_variables_value_never_ends_a_statement_nor_opens_a_quote_or_comment(
     a ';' or a doubled quote inside the string it goes into is the value's own."""
     job = tmp_path / "daily.sql"
     job.write_text("SELECT * FROM kplex.t WHERE d = '${day}';\nSELECT '${note}';\n")
+    job.write_text("SELECT * FROM kplex.t WHERE d = '${day}';\nSELECT '${note}';\n-- ${note}\n")
     for day in ("2026-01-01'; DROP TABLE kplex.t; --", "x' --", "x'"):
         assert main(["sql", "check", str(job), "--var", f"day={day}", "--var", "note=n"]) == 1, day
-        assert "the value of --var day holds a ';', a quote or a comment" in capsys.readouterr().out, day
+        assert "the value of --var day holds a ';', a quote, a comment or a line break" in capsys.readouterr().out, day
         assert main(["sql", "run", "--dry-run", str(job), "--var", f"day={day}", "--var", "note=n"]) == 1, day
         assert "nothing was run" in capsys.readouterr().err, day
+    # A line break in a value that ends up in a comment would start a statement of its own.
+    assert main(["sql", "run", "--dry-run", str(job), "--var", "day=d", "--var", "note=n\nDROP TABLE kplex.t"]) == 1
+    assert "the value of --var note holds" in capsys.readouterr().err
     assert main(["sql", "run", "--dry-run", str(job), "--var", "day=2026;01", "--var", "note=it''s"]) == 0
     assert "WHERE d = '2026;01';\n\nSELECT 'it''s';" in capsys.readouterr().out
 

@@ -78,7 +78,9 @@ def start_stream(spark: Any, insert: StreamingInsert, checkpoint: str, *, trigge
     if resume:
         spark.conf.set(settings.session_key(settings.STARTING_OFFSETS), settings.RESUME_FROM_TABLE)
         spark.conf.set(settings.session_key(settings.STARTING_TABLE), insert.table.split(".", 1)[-1])
-    else:
+    elif (spark.conf.get(settings.session_key(settings.STARTING_OFFSETS), None) == settings.RESUME_FROM_TABLE
+          and spark.conf.get(settings.session_key(settings.STARTING_TABLE), None) == insert.table.split(".", 1)[-1]):
+        # What an earlier resume of this session set; a user's own SET (latest, offsets) stays.
         spark.conf.unset(settings.session_key(settings.STARTING_OFFSETS))
         spark.conf.unset(settings.session_key(settings.STARTING_TABLE))
     writer = spark.sql(insert.query).writeStream.option("checkpointLocation", checkpoint)

@@ -187,7 +187,7 @@ def load_script(
     if moved:
         names = ", ".join(f"--var {name}" for name in moved)
         return Script(path, substituted, dialect, (), [Diagnostic(
-            ERROR, 0, 1, 1, f"the value of {names} holds a ';', a quote or a comment that changes where the file's"
+            ERROR, 0, 1, 1, f"the value of {names} holds a ';', a quote, a comment or a line break that changes where the file's"
                             " statements end: a value stays inside its statement; pass it without them")])
     if tokens is None:
         return Script(path, substituted, dialect, (), [token_error])
@@ -223,9 +223,14 @@ def _values_moving_ends(d: Dialect, text: str, variables: Mapping[str, str], tok
     ['a']
     >>> _values_moving_ends(spark, text, {"a": "2026-01-01"}, spark.tokenize("SELECT '2026-01-01'; SELECT 1;"))
     []
+    >>> text = "SELECT 1;\\n-- run by ${who}\\n"
+    >>> value = {"who": "me\\nDROP TABLE kplex.t"}
+    >>> _values_moving_ends(spark, text, value, spark.tokenize(substitute(text, value)[0]))
+    ['who']
     """
     used = {m.group(1) for m in _VARIABLE.finditer(text) if m.group(1) in variables}
-    suspects = sorted(n for n in used if any(c in variables[n] for c in (";", "'", '"', "`", "--", "/*", "*/", "\\")))
+    suspects = sorted(n for n in used if any(c in variables[n] for c in (";", "'", '"', "`", "--", "/*", "*/", "\\",
+                                                                        "\n", "\r")))
     if not suspects:
         return []
     try:
@@ -250,8 +255,12 @@ def _values_moving_ends(d: Dialect, text: str, variables: Mapping[str, str], tok
                 return at + offset - start
         return -1  # inside a value
 
+    # Where each statement starts and ends (its ';'), as written: a value must move none.
     ends = {as_written(t.start) for t in tokens if t.token_type == TokenType.SEMICOLON}
-    return [] if ends == {t.start for t in masked if t.token_type == TokenType.SEMICOLON} else suspects
+    starts = [as_written(tokens[first].start) for first, _ in _statement_spans(tokens)]
+    if ends != {t.start for t in masked if t.token_type == TokenType.SEMICOLON}:
+        return suspects
+    return [] if starts == [masked[first].start for first, _ in _statement_spans(masked)] else suspects
 
 
 def _statement_spans(tokens: list[Token]) -> list[tuple[int, int]]:

@@ -177,8 +177,9 @@ public class KplexCatalog implements StagingTableCatalog, FunctionCatalog {
         store.putDefinition(def);
       } catch (RuntimeException e) {
         // No definition, no table: a topic made for it would be left that kplex may neither
-        // CREATE over nor DROP. The topic an admin made for it stays, as it was.
-        if (existing.isEmpty()) {
+        // CREATE over nor DROP. The topic an admin made for it stays, as it was, and so does
+        // one whose definition was stored after all (a write that timed out late).
+        if (existing.isEmpty() && !definitionStored(store, table)) {
           try {
             store.deleteTopic(def.topic());
           } catch (RuntimeException left) {
@@ -189,6 +190,15 @@ public class KplexCatalog implements StagingTableCatalog, FunctionCatalog {
       }
     }
     return kplexTable(table, def.topic(), Optional.of(def));
+  }
+
+  /** Whether {@code table}'s definition is in the store; when that cannot be told, no. */
+  private static boolean definitionStored(TableStore store, String table) {
+    try {
+      return store.definition(table).isPresent();
+    } catch (RuntimeException e) {
+      return false;  // a definition without its topic is DROPped; a topic without one is not
+    }
   }
 
   /**
@@ -209,6 +219,9 @@ public class KplexCatalog implements StagingTableCatalog, FunctionCatalog {
         throw Errors.topicOfAnotherTable(table, topic, other.name());
       }
     }
+    store.unreadableTopics().forEach((other, itsTopic) -> {
+      if (itsTopic.equals(topic) && !other.equals(table)) throw Errors.topicOfAnotherTable(table, topic, other);
+    });
     Optional<Integer> existing = store.partitionCount(topic);
     if (existing.isPresent()) {
       Map<Integer, Long> ends = store.endOffsets(topic, existing.get());
@@ -280,6 +293,9 @@ public class KplexCatalog implements StagingTableCatalog, FunctionCatalog {
   private StagedTable replace(Identifier ident, Column[] columns, Transform[] partitions,
       Map<String, String> properties) {
     String table = tableName(ident);
+    if (partitions.length > 0) {
+      throw Errors.partitionedBy(table, partitions[0].describe());  // before the drop, as every check
+    }
     try (TableStore store = store()) {
       Optional<TableDefinition> old = store.definition(table);
       if (old.isEmpty() && store.visible(table)) {

@@ -37,5 +37,8 @@ public final class LateTopics {
         throw Errors.lateTopicOfTable(table, lateTopic, def.name());
       }
     }
+    store.unreadableTopics().forEach((other, itsTopic) -> {
+      if (itsTopic.equals(lateTopic) && !other.equals(table)) throw Errors.lateTopicOfTable(table, lateTopic, other);
+    });
   }
 }

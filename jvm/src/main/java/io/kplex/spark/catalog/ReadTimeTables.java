@@ -109,8 +109,13 @@ public final class ReadTimeTables {
   public static TableDefinition definition(String table, Map<String, String> given, TableStore store,
       Expressions expressions, String goingAway, Map<String, String> catalog, Map<String, String> session) {
     Map<String, String> props = new TreeMap<>();
-    given.forEach((k, v) -> props.put(k.toLowerCase(Locale.ROOT).startsWith("kplex.")
-        ? k.toLowerCase(Locale.ROOT) : k, v));
+    given.forEach((k, v) -> {
+      String key = k.toLowerCase(Locale.ROOT).startsWith("kplex.") ? k.toLowerCase(Locale.ROOT) : k;
+      String before = props.put(key, v);
+      if (before != null && !before.trim().equals(v.trim())) {
+        throw Errors.propertyTwice(key, List.of(before.trim(), v.trim()));
+      }
+    });
     List<String> sources = TableDefinition.sourceList(props.get(KplexOptions.SOURCE));
     if (sources.contains(table) || (!sources.isEmpty() && !table.equals(goingAway) && store.visible(table))) {
       throw Errors.virtualNameTaken(table);

@@ -51,6 +51,28 @@ public final class TableStore extends KafkaTopics {
     return defs;
   }
 
+  /**
+   * The topics of the definitions {@link #definitions} leaves out, by table name, as far as
+   * their JSON gives one ({@code topic}, else the name; a read-time table's none): a topic a
+   * table of a newer kplex writes is taken, for a new table as for late records.
+   */
+  public Map<String, String> unreadableTopics() {
+    Map<String, String> out = new HashMap<>();
+    definitions.readAll().forEach((name, json) -> {
+      try {
+        TableDefinition.fromJson(json);
+      } catch (io.kplex.spark.errors.KplexException e) {
+        try {
+          com.fasterxml.jackson.databind.JsonNode node = new com.fasterxml.jackson.databind.ObjectMapper().readTree(json);
+          if (node != null && node.isObject() && !node.has("source")) out.put(name, node.path("topic").asText(name));
+        } catch (java.io.IOException | RuntimeException unreadable) {
+          out.put(name, name);
+        }
+      }
+    });
+    return out;
+  }
+
   /** The definition of table {@code name}, if it has one; one this kplex cannot read is an error naming the table. */
   public Optional<TableDefinition> definition(String name) {
     Optional<byte[]> json = definitions.latest(name).map(Map.Entry::getValue);

@@ -459,11 +459,6 @@ public final class Errors {
     return error("BAD_OPTION.BOUNDS_NO_PARTITION", "option", offsetsKey, "topic", topic, "partition", partition);
   }
 
-  /** A Kafka client setting that kplex sets itself, given another value. */
-  public static KplexException kafkaSettingOwned(String option, String value) {
-    return error("BAD_OPTION.KAFKA_SETTING_OWNED", "option", option, "value", value);
-  }
-
   /** An ending bound given to a stream, which has none. */
   public static KplexException boundsStreamEnd(String key) {
     return error("BAD_OPTION.BOUNDS_STREAM_END", "option", key);

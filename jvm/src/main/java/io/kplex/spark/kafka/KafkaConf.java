@@ -53,12 +53,6 @@ public final class KafkaConf implements Serializable {
     if (!props.containsKey(CommonClientConfigs.BOOTSTRAP_SERVERS_CONFIG)) {
       throw Errors.noBootstrap();
     }
-    // kplex's consumers read offset ranges it planned: a reset would move one past records
-    // that retention deleted meanwhile, silently, where kplex reports the loss.
-    String reset = props.get(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG);
-    if (reset != null && !reset.trim().equalsIgnoreCase("none")) {
-      throw Errors.kafkaSettingOwned(KplexOptions.KAFKA_PREFIX + ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, reset);
-    }
     return new KafkaConf(relocated(props, KAFKA_PACKAGE));
   }
 
@@ -181,6 +175,10 @@ public final class KafkaConf implements Serializable {
     // partition) waited for it too. Kafka's 500 ms made every such task 500 ms longer (measured).
     p.put(ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG, 10);
     p.putAll(clientProps);
+    // kplex's consumers read offset ranges it planned: a reset (a shared consumer settings
+    // file's auto.offset.reset = earliest, say) would move one past records that retention
+    // deleted meanwhile, silently, where kplex reports the loss. So kplex keeps "none".
+    p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "none");
     p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
     p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
     return p;

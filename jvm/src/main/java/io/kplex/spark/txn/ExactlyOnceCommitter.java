@@ -156,8 +156,18 @@ public final class ExactlyOnceCommitter {
       if (lease != null) {
         long takenAt = lease.takenAt(log.topic());
         if (takenAt >= 0) {
-          // recorded before the marker: the taker finishes this commit; after: nobody does.
-          throw Errors.claimTaken(table, lease.takenBy(log.topic()), recorded < takenAt);
+          // recorded before the marker: the taker finishes this commit; after: nobody does, and
+          // the record (under this claim's key: the taker's stands) goes now, not at the next
+          // recovery, so that nothing takes it for a commit under way meanwhile.
+          KplexException taken = Errors.claimTaken(table, lease.takenBy(log.topic()), recorded < takenAt);
+          if (recorded >= takenAt) {
+            try {
+              log.drop(new CommitLog.Pending(table, queryId, txns, mark, completes, true, claim, recorded));
+            } catch (RuntimeException e) {
+              taken.addSuppressed(e);  // recovery removes it
+            }
+          }
+          throw taken;
         }
       }
       long t2 = System.nanoTime();
