@@ -495,7 +495,10 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
       return new SourceOffset(conf.topic, until, start.flushes, idleness.idle, idleness.drained, at)
           .withTopicId(now.topicId);
     }
-    if (!idleness.idle.equals(start.idle) || !idleness.drained.equals(start.drained)) {
+    // (A topic's drained partitions alone make no micro-batch: they travel with the next one
+    // that has records, which is what the sink can release past a partition it never saw.)
+    boolean drainedMatters = conf.kind == ReadConf.Kind.DERIVED && !idleness.drained.equals(start.drained);
+    if (!idleness.idle.equals(start.idle) || drainedMatters) {
       // No new record, but a partition went idle (or came back): a micro-batch without
       // records moves the watermark on.
       return start.withIdle(idleness.idle, idleness.drained, at).withTopicId(now.topicId);
