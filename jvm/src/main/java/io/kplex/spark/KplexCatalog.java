@@ -214,12 +214,7 @@ public class KplexCatalog implements StagingTableCatalog, FunctionCatalog {
     if (io.kplex.spark.kafka.KafkaTopics.KAFKA_INTERNAL.contains(topic)) throw Errors.topicOfKafka(table, topic);
     if (topic.equals(metadataTopic)) throw Errors.topicOfDefinitions(table, topic);
     if (topic.equals(io.kplex.spark.txn.CommitLog.TOPIC)) throw Errors.topicOfCommitLog(table, topic);
-    for (TableDefinition other : store.definitions().values()) {
-      if (!other.isReadTime() && other.topic().equals(topic) && !other.name().equals(table)) {
-        throw Errors.topicOfAnotherTable(table, topic, other.name());
-      }
-    }
-    store.unreadableTopics().forEach((other, itsTopic) -> {
+    store.writtenTopics().forEach((other, itsTopic) -> {
       if (itsTopic.equals(topic) && !other.equals(table)) throw Errors.topicOfAnotherTable(table, topic, other);
     });
     Optional<Integer> existing = store.partitionCount(topic);

@@ -1,6 +1,5 @@
 package io.kplex.spark.catalog;
 
-import io.kplex.spark.conf.TableDefinition;
 import io.kplex.spark.errors.Errors;
 import io.kplex.spark.kafka.KafkaTopics;
 import java.util.Map;
@@ -32,12 +31,7 @@ public final class LateTopics {
         || lateTopic.equals(KafkaTopics.COMMITS_TOPIC)) {
       throw Errors.lateTopicReserved(table, lateTopic);
     }
-    for (TableDefinition def : store.definitions().values()) {
-      if (!def.isReadTime() && def.topic().equals(lateTopic) && !def.name().equals(table)) {
-        throw Errors.lateTopicOfTable(table, lateTopic, def.name());
-      }
-    }
-    store.unreadableTopics().forEach((other, itsTopic) -> {
+    store.writtenTopics().forEach((other, itsTopic) -> {
       if (itsTopic.equals(lateTopic) && !other.equals(table)) throw Errors.lateTopicOfTable(table, lateTopic, other);
     });
   }

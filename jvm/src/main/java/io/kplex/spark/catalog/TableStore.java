@@ -52,15 +52,17 @@ public final class TableStore extends KafkaTopics {
   }
 
   /**
-   * The topics of the definitions {@link #definitions} leaves out, by table name, as far as
-   * their JSON gives one ({@code topic}, else the name; a read-time table's none): a topic a
-   * table of a newer kplex writes is taken, for a new table as for late records.
+   * The topic each kplex-written table writes, by table name (a read-time table has none); of a
+   * definition {@link #definitions} leaves out, as far as its JSON gives one ({@code topic},
+   * else the name): a topic a table of a newer kplex writes is taken, for a new table as for
+   * late records.
    */
-  public Map<String, String> unreadableTopics() {
+  public Map<String, String> writtenTopics() {
     Map<String, String> out = new HashMap<>();
     definitions.readAll().forEach((name, json) -> {
       try {
-        TableDefinition.fromJson(json);
+        TableDefinition def = TableDefinition.fromJson(json);
+        if (!def.isReadTime()) out.put(name, def.topic());
       } catch (io.kplex.spark.errors.KplexException e) {
         try {
           com.fasterxml.jackson.databind.JsonNode node = new com.fasterxml.jackson.databind.ObjectMapper().readTree(json);
