@@ -5,6 +5,7 @@ from one session's threads do not disturb each other.
 """
 from __future__ import annotations
 
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -116,3 +117,38 @@ def test_a_write_right_after_a_streaming_run_ended_finds_the_table_free_round_af
     report = verify.check_records(written, verify.read_topic(bootstrap, target), 9, 3)
     assert report.ok, report.summary()
     assert report.derived_count == rounds * 200
+
+
+@pytest.mark.parametrize("if_not_exists", [True, False], ids=["if_not_exists", "plain"])
+def test_sessions_creating_one_table_at_once_never_fail_on_the_topic_another_made(
+        spark, bootstrap, fresh_name, if_not_exists):
+    """A scheduler that runs one SQL file twice at once: sessions CREATE the same table together.
+    Whichever makes the topic first, the others find the table there (IF NOT EXISTS: nothing to
+    do; plain CREATE: Spark's "already exists"), never Kafka's TopicExists; the table is usable."""
+    sessions = [spark.newSession() for _ in range(4)]
+    clause = "IF NOT EXISTS " if if_not_exists else ""
+    for round_ in range(4):
+        table = fresh_name(f"raced_{round_}")
+        statement = (f"CREATE TABLE {clause}kplex.{table} TBLPROPERTIES ('kplex.virtual_partitions' = '6',"
+                     " 'kplex.physical_partitions' = '3')")
+        gate = threading.Barrier(len(sessions))
+
+        def create_in(session) -> str:
+            gate.wait()
+            try:
+                session.sql(statement)
+                return "ok"
+            except Exception as e:  # noqa: BLE001 - the test inspects the message
+                return str(e)
+
+        with ThreadPoolExecutor(len(sessions)) as pool:
+            outcomes = list(pool.map(create_in, sessions))
+        assert "ok" in outcomes, outcomes
+        failures = [o for o in outcomes if o != "ok"]
+        if if_not_exists:
+            assert not failures, failures
+        else:
+            assert all("TABLE_OR_VIEW_ALREADY_EXISTS" in f or "already exists" in f for f in failures), failures
+        spark.sql(f"INSERT INTO kplex.{table} SELECT kplex_key(CAST(id AS STRING)), kplex_order(id),"
+                  " CAST(id AS STRING) FROM range(30)")
+        assert sorted(int(r.key) for r in verify.read_topic(bootstrap, table)) == list(range(30))

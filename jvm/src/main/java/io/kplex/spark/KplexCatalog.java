@@ -8,6 +8,7 @@ import io.kplex.spark.catalog.ReadTimeTables;
 import io.kplex.spark.conf.WriteConf;
 import io.kplex.spark.spec.KplexOptions;
 import io.kplex.spark.errors.Errors;
+import io.kplex.spark.errors.KplexException;
 import io.kplex.spark.functions.KplexFunctions;
 import io.kplex.spark.kafka.KafkaConf;
 import io.kplex.spark.read.KplexScanBuilder;
@@ -171,7 +172,7 @@ public class KplexCatalog implements StagingTableCatalog, FunctionCatalog {
       }
       Optional<Integer> existing = requireFree(store, table, def);
       if (existing.isEmpty()) {
-        store.createTopic(def.topic(), def.physicalPartitions(), def.replicationFactor(), Map.of());
+        createTopicOrYield(store, ident, def);
       }
       try {
         store.putDefinition(def);
@@ -190,6 +191,39 @@ public class KplexCatalog implements StagingTableCatalog, FunctionCatalog {
       }
     }
     return kplexTable(table, def.topic(), Optional.of(def));
+  }
+
+  /** How long a CREATE that lost the race for its topic waits for the winner's definition. */
+  static final long CREATED_MEANWHILE_WAIT_MS = 5_000;
+
+  /**
+   * Creates the topic of new table {@code def}. Another client may have created it since
+   * {@link #requireFree} found none: most often a second session's CREATE of the same table
+   * (a scheduler's {@code CREATE TABLE IF NOT EXISTS} run twice at once), whose definition
+   * follows its topic within moments. Once that definition is there, this CREATE finds the
+   * table existing, as Spark expects (IF NOT EXISTS then does nothing); without one, the topic
+   * is someone else's and the CREATE fails naming it.
+   */
+  private static void createTopicOrYield(TableStore store, Identifier ident, TableDefinition def)
+      throws TableAlreadyExistsException {
+    try {
+      store.createTopic(def.topic(), def.physicalPartitions(), def.replicationFactor(), Map.of());
+    } catch (KplexException e) {
+      if (!(e.getCause() instanceof org.apache.kafka.common.errors.TopicExistsException)) throw e;
+      long deadline = System.nanoTime() + CREATED_MEANWHILE_WAIT_MS * 1_000_000;
+      do {
+        if (store.definition(def.name()).isPresent()) throw new TableAlreadyExistsException(ident);
+        try {
+          Thread.sleep(100);
+        } catch (InterruptedException stop) {
+          Thread.currentThread().interrupt();
+          throw e;
+        }
+      } while (System.nanoTime() < deadline);
+      KplexException taken = Errors.topicCreatedMeanwhile(def.name(), def.topic(), CREATED_MEANWHILE_WAIT_MS);
+      taken.addSuppressed(e);
+      throw taken;
+    }
   }
 
   /** Whether {@code table}'s definition is in the store; when that cannot be told, no. */

@@ -887,6 +887,14 @@ public final class Errors {
     return error("TOPIC_IN_USE.WRITTEN", "table", table, "topic", topic, "end_offsets", endOffsets);
   }
 
+  /**
+   * CREATE TABLE of {@code table}: {@code topic} was free when checked, and another client created
+   * it before this CREATE could; no definition of {@code table} followed within {@code waitMs}.
+   */
+  public static KplexException topicCreatedMeanwhile(String table, String topic, long waitMs) {
+    return error("TOPIC_IN_USE.CREATED_MEANWHILE", "table", table, "topic", topic, "wait_ms", waitMs);
+  }
+
   public static KplexException dropPlainTopic(String table) {
     return error("NOT_A_KPLEX_TABLE.DROP", "topic", table);
   }
