@@ -89,3 +89,26 @@ def test_pipeline_run_on_a_remote_server_refuses_the_catalog_flags_it_cannot_app
     err = capsys.readouterr().err
     assert err.startswith(f"kplex pipeline run: {named} set the catalog of the server started for the run;"), err
     assert f"give {named} to its `kplex server connect`" in err
+
+
+def test_the_demo_runs_and_replaces_its_topics_only_when_told(bootstrap):
+    """`kplex demo` runs the seed article's example on the broker and checks every guarantee; on a
+    broker where topics of the demo's names exist (maybe a user's own, named as in the README),
+    it deletes nothing unless given --replace, and says so."""
+    from kplex.testing import verify
+
+    env = {**os.environ, "PYTHONPATH": str(cli.__file__).rsplit("/kplex/", 1)[0]}
+
+    def demo(*flags: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "kplex", "demo", "--bootstrap", bootstrap, "--records", "2000",
+                               *flags], capture_output=True, text=True, timeout=600, env=env)
+
+    done = demo("--replace")
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    assert "PASS G2 order" in done.stdout and "derived 2000" in done.stdout, done.stdout[-3000:]
+    kept = sorted((r.partition, r.offset) for r in verify.read_topic(bootstrap, "pageviews"))
+    refused = demo()
+    assert refused.returncode == 2, (refused.stdout + refused.stderr)[-3000:]
+    assert "pageviews, pageviews_by_user exist on" in refused.stderr and "--replace" in refused.stderr, refused.stderr
+    assert sorted((r.partition, r.offset) for r in verify.read_topic(bootstrap, "pageviews")) == kept
+    assert len(verify.read_topic(bootstrap, "pageviews_by_user")) == 2000

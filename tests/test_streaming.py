@@ -402,19 +402,90 @@ def test_a_bad_streaming_read_option_is_named(spark, fresh_name, bootstrap):
          .start().awaitTermination(60))
 
 
-def test_the_cli_runs_the_streaming_job_of_sql_and_prints_each_micro_batch(bootstrap, fresh_name, tmp_path):
+def kplex_stream(job: Path, bootstrap: str, *flags: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kplex", "stream", str(job), "--bootstrap", bootstrap,
+                           "--master", "local[2]", "--conf", "spark.sql.shuffle.partitions=3", *flags],
+                          capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": str(ROOT / "python"), **(env or {})})
+
+
+@pytest.mark.parametrize("release", ["flag", "set_in_file"])
+def test_the_cli_runs_the_streaming_job_of_sql_and_prints_each_micro_batch(bootstrap, fresh_name, tmp_path, release):
+    """`kplex stream` runs sql/pageviews_by_user_stream.sql; the last run releases what it holds,
+    asked by --release-at-end or by the file's own SET kplex.stream.releaseAtEnd (a session
+    setting the command keeps). An exported $SPARK_REMOTE does not keep it from its own Spark."""
     source, target = fresh_name("pageviews_cli"), fresh_name("pageviews_by_user_cli")
     datagen.generate_pageviews(bootstrap, source, 2_000, partitions=3, users=15, seed=17, out_of_order_ms=3_000)
     job = stream_job(tmp_path, source, target)
-    done = subprocess.run([sys.executable, "-m", "kplex", "stream", str(job), "--bootstrap", bootstrap,
-                           "--checkpoint", str(tmp_path / "chk"), "--available-now", "--release-at-end", "--master", "local[2]",
-                           "--conf", "spark.sql.shuffle.partitions=3"],
-                          capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "PYTHONPATH": str(ROOT / "python")})
+    flags = ["--checkpoint", str(tmp_path / "chk"), "--available-now"]
+    if release == "flag":
+        flags.append("--release-at-end")
+    else:
+        job.write_text("SET kplex.stream.releaseAtEnd = true;\n" + job.read_text())
+    done = kplex_stream(job, bootstrap, *flags, env={"SPARK_REMOTE": "sc://127.0.0.1:1"})
     assert done.returncode == 0, done.stderr[-3000:]
     assert "batch 0: 2000 rows read" in done.stdout and "late 0" in done.stdout, done.stdout
     assert "(slowest task: sort " in done.stdout, done.stdout
     assert_exactly_once_in_order(bootstrap, source, target, 2_000)
+
+
+def test_the_cli_runs_nothing_of_a_file_that_cannot_stream_and_names_a_failing_statement(
+        spark, bootstrap, fresh_name, tmp_path):
+    """A batch job given to `kplex stream` by mistake, or a stream file with a kplex error, runs no
+    statement (its CREATE makes no topic, its INSERT writes nothing); a statement Spark refuses is
+    named with its line, exit 1; a missing file is exit 2, before any Spark starts."""
+    source, target = fresh_name("pageviews_nostream"), fresh_name("pageviews_by_user_nostream")
+    datagen.generate_pageviews(bootstrap, source, 200, partitions=3, users=15, seed=17)
+    batch = tmp_path / "batch.sql"
+    batch.write_text((ROOT / "sql" / "pageviews_by_user.sql").read_text()
+                     .replace("kplex.pageviews_by_user", f"kplex.{target}").replace("kplex.pageviews", f"kplex.{source}"))
+    done = kplex_stream(batch, bootstrap, "--checkpoint", str(tmp_path / "chk"), "--available-now")
+    assert done.returncode == 2 and "FROM STREAM(<source>) to run; nothing was run" in done.stderr, done.stderr[-3000:]
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    assert target not in admin.list_topics(timeout=10).topics, "the batch file's CREATE ran"
+
+    broken = stream_job(tmp_path, source, target)
+    broken.write_text(broken.read_text().replace("kplex_order(", "kplex_ordr("))
+    done = kplex_stream(broken, bootstrap, "--checkpoint", str(tmp_path / "chk"), "--available-now")
+    assert done.returncode == 1 and "kplex_ordr" in done.stderr, done.stderr[-3000:]
+    assert target not in admin.list_topics(timeout=10).topics, "the broken file's CREATE ran"
+
+    refused = stream_job(tmp_path, source, target)
+    refused.write_text(refused.read_text().replace("       value\nFROM STREAM", "       no_such_column\nFROM STREAM"))
+    done = kplex_stream(refused, bootstrap, "--checkpoint", str(tmp_path / "chk"), "--available-now")
+    assert done.returncode == 1 and "no_such_column" in done.stderr and "statement 2" in done.stderr, \
+        done.stderr[-3000:]
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+
+    missing = kplex_stream(tmp_path / "nowhere.sql", bootstrap, "--checkpoint", str(tmp_path / "chk"))
+    assert missing.returncode == 2 and "no SQL file at" in missing.stderr, missing.stderr
+
+
+def test_start_stream_undoes_only_what_an_earlier_start_set(spark):
+    """The Python API's start_stream sets a resume or a release for its own query; the next start
+    undoes them, but never a user's own SET of the same settings (a resume written as SET)."""
+    from kplex import settings
+    from kplex.streaming import _set_for_this_start
+
+    offsets, table, release = (settings.session_key(n) for n in
+                               (settings.STARTING_OFFSETS, settings.STARTING_TABLE, settings.RELEASE_AT_END))
+    try:
+        _set_for_this_start(spark, {settings.STARTING_OFFSETS: "table", settings.STARTING_TABLE: "t",
+                                    settings.RELEASE_AT_END: "true"})
+        _set_for_this_start(spark, {})
+        assert [spark.conf.get(k, None) for k in (offsets, table, release)] == [None, None, None]
+        spark.sql(f"SET {offsets} = table")
+        spark.sql(f"SET {table} = t")
+        spark.sql(f"SET {release} = true")
+        _set_for_this_start(spark, {})
+        assert [spark.conf.get(k, None) for k in (offsets, table, release)] == ["table", "t", "true"]
+        _set_for_this_start(spark, {settings.RELEASE_AT_END: "true"})
+        spark.sql(f"SET {release} = false")  # the user's, after the start's
+        _set_for_this_start(spark, {})
+        assert spark.conf.get(release, None) == "false"
+    finally:
+        for key in (offsets, table, release):
+            spark.conf.unset(key)
 
 
 def test_the_declarative_pipeline_runs_end_to_end_through_its_cli(bootstrap, fresh_name, tmp_path):

@@ -28,15 +28,18 @@ def create_tables(spec: Path, remote: str) -> int:
     """Runs the statements of ``tables.sql`` next to ``spec`` on ``remote``; returns how many."""
     from pyspark.sql import SparkSession
 
+    from kplex.sqltools.check import check_script, require_clean
     from kplex.sqltools.run import spark_statements
     from kplex.sqltools.script import read_script
 
     tables = spec.parent / TABLES_FILE
     if not tables.exists():
         return 0
+    script = read_script(tables)
+    require_clean(check_script(script))  # as `kplex sql run`: a file with errors runs no statement
+    statements = spark_statements(script)
     spark = SparkSession.builder.remote(remote).getOrCreate()
     try:
-        statements = spark_statements(read_script(tables))
         for statement in statements:
             spark.sql(statement)
         return len(statements)

@@ -30,9 +30,12 @@ from typing import Any, Mapping, TextIO
 from kplex import settings
 from kplex.errors import KplexError, kplex_error
 
-#: ``INSERT INTO <table> <query reading STREAM(...)>``: the statement that becomes a stream.
-_STREAM_INSERT = re.compile(r"^\s*INSERT\s+INTO\s+(?:TABLE\s+)?([\w.`]+)\s+(.*\bSTREAM\b.*)$",
-                            re.IGNORECASE | re.DOTALL)
+#: ``INSERT INTO <table> <query>``: a candidate for the statement that becomes a stream.
+_INSERT = re.compile(r"^\s*INSERT\s+INTO\s+(?:TABLE\s+)?([\w.`]+)\s+(.*)$", re.IGNORECASE | re.DOTALL)
+#: A relation read as a stream: ``FROM STREAM(t)``, ``FROM STREAM t``, ``JOIN STREAM(t)``, ``, STREAM t``.
+_STREAM_RELATION = re.compile(r"(?:\bFROM|\bJOIN|,)\s+STREAM\s*(?:\(|[\w`])", re.IGNORECASE)
+#: String literals and comments, whose words are not SQL's.
+_LITERALS = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|--[^\n]*|/\*.*?\*/", re.DOTALL)
 
 
 class NoStreamingInsert(KplexError):
@@ -54,11 +57,36 @@ def streaming_insert(statement: str) -> StreamingInsert | None:
     StreamingInsert(table='kplex.t', query='SELECT k, o, value FROM STREAM(kplex.s)')
     >>> streaming_insert("INSERT INTO kplex.t SELECT * FROM kplex.s") is None
     True
+
+    The word alone, in a string or a column's name, does not make an INSERT a stream:
+
+    >>> streaming_insert("INSERT INTO kplex.t SELECT k, o, value FROM kplex.s WHERE kind = 'from stream x'") is None
+    True
+    >>> streaming_insert("INSERT INTO kplex.t SELECT stream, o, value FROM kplex.s") is None
+    True
     """
-    match = _STREAM_INSERT.match(statement.strip().rstrip(";"))
-    if match is None:
+    match = _INSERT.match(statement.strip().rstrip(";"))
+    if match is None or not _STREAM_RELATION.search(_LITERALS.sub(" ", match.group(2))):
         return None
     return StreamingInsert(match.group(1).replace("`", ""), match.group(2).strip())
+
+
+#: What :func:`start_stream` set in each session (by ``id``), so that a later start undoes it
+#: and never a user's own ``SET``: {session: {setting: value}}.
+_SET_BY_START: dict[int, dict[str, str]] = {}
+
+
+def _set_for_this_start(spark: Any, wanted: Mapping[str, str]) -> None:
+    """Set ``wanted`` (kplex's stream session settings) for this start; a setting an earlier
+    start set that this one does not want is unset, unless the user has changed it since."""
+    earlier = _SET_BY_START.pop(id(spark), {})
+    for name, value in earlier.items():
+        if name not in wanted and spark.conf.get(settings.session_key(name), None) == value:
+            spark.conf.unset(settings.session_key(name))
+    for name, value in wanted.items():
+        spark.conf.set(settings.session_key(name), value)
+    if wanted:
+        _SET_BY_START[id(spark)] = dict(wanted)
 
 
 def start_stream(spark: Any, insert: StreamingInsert, checkpoint: str, *, trigger: str | None = None,
@@ -74,15 +102,13 @@ def start_stream(spark: Any, insert: StreamingInsert, checkpoint: str, *, trigge
     from kplex.session import require_spark
 
     require_spark("STREAM(...) in SQL (a streaming INSERT)", (4, 1), spark.version)
-    spark.conf.set(settings.session_key(settings.RELEASE_AT_END), "true" if release_at_end else "false")
+    # Only what this start asks for is set; a user's own SET (releaseAtEnd, startingOffsets,
+    # a resume written as SET ... = 'table') stays, and what an earlier start set goes.
+    wanted = {settings.RELEASE_AT_END: "true"} if release_at_end else {}
     if resume:
-        spark.conf.set(settings.session_key(settings.STARTING_OFFSETS), settings.RESUME_FROM_TABLE)
-        spark.conf.set(settings.session_key(settings.STARTING_TABLE), insert.table.split(".", 1)[-1])
-    elif (spark.conf.get(settings.session_key(settings.STARTING_OFFSETS), None) == settings.RESUME_FROM_TABLE
-          and spark.conf.get(settings.session_key(settings.STARTING_TABLE), None) == insert.table.split(".", 1)[-1]):
-        # What an earlier resume of this session set; a user's own SET (latest, offsets) stays.
-        spark.conf.unset(settings.session_key(settings.STARTING_OFFSETS))
-        spark.conf.unset(settings.session_key(settings.STARTING_TABLE))
+        wanted[settings.STARTING_OFFSETS] = settings.RESUME_FROM_TABLE
+        wanted[settings.STARTING_TABLE] = insert.table.split(".", 1)[-1]
+    _set_for_this_start(spark, wanted)
     writer = spark.sql(insert.query).writeStream.option("checkpointLocation", checkpoint)
     for key, value in (options or {}).items():
         writer = writer.option(key, value)
@@ -199,21 +225,47 @@ def run_stream_file(path: str | Path, spark: Any, checkpoint: str, *, trigger: s
                     variables: Mapping[str, str] | None = None) -> Any:
     """Run the statements of the SQL file at ``path`` in order; its streaming INSERT
     becomes a streaming query, watched (a line per micro-batch on ``out``) until it stops,
-    fails, or ``timeout`` seconds pass (then it is stopped). Returns the query."""
-    from kplex.sqltools.run import spark_statements
+    fails, or ``timeout`` seconds pass (then it is stopped). Returns the query.
+
+    Nothing runs of a file with errors (:class:`~kplex.sqltools.errors.CheckFailed`, as
+    ``kplex sql run``), without a streaming INSERT (:class:`NoStreamingInsert`), or on a Spark
+    before 4.1; a statement that fails, or a query that fails, raises
+    :class:`~kplex.sqltools.errors.StatementFailed` naming it and its line."""
+    from kplex.session import require_spark
+    from kplex.sqltools.check import check_script, require_clean
+    from kplex.sqltools.errors import statement_failed
+    from kplex.sqltools.run import _reason, spark_statements
     from kplex.sqltools.script import read_script
 
     out = out or sys.stderr
+    script = read_script(path, variables)
+    require_clean(check_script(script))
+    texts = spark_statements(script)
+    # A batch job given by mistake would write its INSERTs before being refused; a Spark that
+    # cannot stream SQL would run the file's CREATEs first.
+    if not any(streaming_insert(text) for text in texts):
+        raise NoStreamingInsert(f"{path}: no INSERT INTO kplex.<table> SELECT ... FROM STREAM(<source>) to run;"
+                                " nothing was run (a batch job runs with `kplex sql run`)")
+    require_spark("STREAM(...) in SQL (a streaming INSERT)", (4, 1), spark.version)
     query = None
-    for statement in spark_statements(read_script(path, variables)):
-        insert = streaming_insert(statement)
+    for statement, text in zip(script.statements, texts):
+        def failed(error: BaseException, statement=statement) -> Exception:
+            return statement_failed(script.path, statement.number, statement.line, statement.head, _reason(error))
+
+        insert = streaming_insert(text)
         if insert is None:
-            spark.sql(statement)
+            try:
+                spark.sql(text)
+            except Exception as error:  # noqa: BLE001 - named with its statement
+                raise failed(error) from error
             continue
         stop_file = Path(checkpoint) / STOP_FILE
         stop_file.unlink(missing_ok=True)  # a request left from an earlier run
-        query = start_stream(spark, insert, checkpoint, trigger=trigger, available_now=available_now,
-                             release_at_end=release_at_end, resume=resume)
+        try:
+            query = start_stream(spark, insert, checkpoint, trigger=trigger, available_now=available_now,
+                                 release_at_end=release_at_end, resume=resume)
+        except Exception as error:  # noqa: BLE001 - named with its statement
+            raise failed(error) from error
         print(f"kplex: streaming into {insert.table} (query {query.id}, checkpoint {checkpoint})",
               file=out, flush=True)
         try:
@@ -223,9 +275,9 @@ def run_stream_file(path: str | Path, spark: Any, checkpoint: str, *, trigger: s
                 stop_gracefully(spark, query)
                 stop_file.unlink(missing_ok=True)
                 watch(query, out, 0)
+        except Exception as error:  # noqa: BLE001 - the query's failure, named with its statement
+            raise failed(error) from error
         finally:
             if query.isActive:
                 query.stop()
-    if query is None:
-        raise NoStreamingInsert(f"{path}: no INSERT INTO kplex.<table> SELECT ... FROM STREAM(<source>) to run")
     return query

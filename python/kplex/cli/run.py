@@ -8,10 +8,22 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from kplex import settings as options
 from kplex.kafka import config as kafka_config
+
+
+def own_spark(command: str) -> None:
+    """``command`` runs in a Spark of its own (a stream's graceful stop needs its driver): an
+    exported ``$SPARK_REMOTE`` (which ``kplex sql run`` follows) would make pyspark refuse the
+    local master, so it is set aside for this process, saying so."""
+    import os
+
+    remote = os.environ.pop("SPARK_REMOTE", None)
+    if remote:
+        print(f"{command}: runs in a Spark of its own; $SPARK_REMOTE ({remote}) is not used", file=sys.stderr)
 
 
 def _stream(args: argparse.Namespace) -> int:
@@ -25,6 +37,12 @@ def _stream(args: argparse.Namespace) -> int:
         print(f"kplex: asked the stream on checkpoint {args.checkpoint} to stop gracefully ({path})")
         return 0
 
+    from kplex.sqltools.errors import CheckFailed, StatementFailed
+
+    if not Path(args.file).is_file():
+        print(f"kplex stream: no SQL file at {args.file}", file=sys.stderr)
+        return 2
+    own_spark("kplex stream")
     bootstrap, settings = kafka_config.from_args(args)
     conf = dict(c.split("=", 1) for c in args.conf)  # each KEY=VALUE (_setting)
     # A session that runs only this query: adaptive execution would plan each micro-batch
@@ -33,18 +51,24 @@ def _stream(args: argparse.Namespace) -> int:
                                                               "spark.sql.adaptive.enabled": "false", **conf},
                           kafka_options=settings)
     spark.sparkContext.setLogLevel("ERROR")
-    query = run_stream_file(args.file, spark, args.checkpoint, trigger=args.trigger,
-                            available_now=args.available_now, release_at_end=args.release_at_end,
-                            resume=args.resume, out=sys.stdout, timeout=args.timeout)
-    return 0 if query.exception() is None else 1
+    try:
+        run_stream_file(args.file, spark, args.checkpoint, trigger=args.trigger, available_now=args.available_now,
+                        release_at_end=args.release_at_end, resume=args.resume, out=sys.stdout,
+                        timeout=args.timeout)
+    except (CheckFailed, StatementFailed) as error:  # as `kplex sql run`
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def _pipeline(args: argparse.Namespace) -> int:
     import tempfile
-    from pathlib import Path
 
     from kplex.pipelines import run_pipeline
     from kplex.servers import ServerDidNotStart, running_server
+    from kplex.session import require_spark
+
+    require_spark("Declarative Pipelines (spark-pipelines)", (4, 1))  # before a server starts for it
 
     spec = Path(args.spec)
     if spec.is_dir():

@@ -5,6 +5,7 @@ Their tools (:mod:`kplex.testing`) are loaded when they run.
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from kplex.kafka import config as kafka_config
@@ -15,17 +16,32 @@ def _bootstrap(args: argparse.Namespace) -> str:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from kplex.testing.demo import run_demo
+    from confluent_kafka import KafkaException
 
-    return 0 if run_demo(_bootstrap(args), records=args.records, master=args.master) else 1
+    from kplex.cli.run import own_spark
+    from kplex.testing.demo import DemoTopicsExist, run_demo
+
+    own_spark("kplex demo")
+    try:
+        ok = run_demo(_bootstrap(args), records=args.records, master=args.master, replace=args.replace)
+    except (DemoTopicsExist, KafkaException) as error:
+        print(f"kplex demo: {error}", file=sys.stderr)
+        return 2
+    return 0 if ok else 1
 
 
 def _datagen(args: argparse.Namespace) -> int:
+    from confluent_kafka import KafkaException
+
     from kplex.testing.datagen import generate_pageviews
 
-    summary = generate_pageviews(_bootstrap(args), args.topic, args.records, partitions=args.partitions,
-                                 users=args.users, out_of_order_ms=args.out_of_order_ms,
-                                 skew=args.skew, non_ascii=args.non_ascii, seed=args.seed)
+    try:
+        summary = generate_pageviews(_bootstrap(args), args.topic, args.records, partitions=args.partitions,
+                                     users=args.users, out_of_order_ms=args.out_of_order_ms,
+                                     skew=args.skew, non_ascii=args.non_ascii, seed=args.seed)
+    except (ValueError, KafkaException) as error:  # a bad count, a topic of another size, no broker
+        print(f"kplex datagen: {error}", file=sys.stderr)
+        return 2
     print(summary.table())
     return 0
 
@@ -36,6 +52,8 @@ def register(sub: Any) -> None:
     demo.add_argument("--bootstrap", help="Kafka address (default $KPLEX_BOOTSTRAP)")
     demo.add_argument("--records", type=int, default=10_000)
     demo.add_argument("--master", default="local[2]")
+    demo.add_argument("--replace", action="store_true",
+                      help="delete topics pageviews and pageviews_by_user first if they exist (they may be yours)")
     demo.set_defaults(handler=_demo)
 
     gen = sub.add_parser("datagen", help="generate a pageviews topic keyed by page")

@@ -18,12 +18,22 @@ JOB = Path(__file__).resolve().parent.parent / "sql" / "pageviews_by_user.sql"
 SOURCE, TARGET, V, P = "pageviews", "pageviews_by_user", 9, 3
 
 
-def run_demo(bootstrap: str, records: int = 10_000, master: str = "local[2]") -> bool:
-    """Run the demo and print each step; True if every guarantee checks out."""
+class DemoTopicsExist(Exception):
+    """The demo's topics exist on the cluster and the demo was not told to replace them."""
+
+
+def run_demo(bootstrap: str, records: int = 10_000, master: str = "local[2]", replace: bool = False) -> bool:
+    """Run the demo and print each step; True if every guarantee checks out. The demo makes
+    topics ``pageviews`` and ``pageviews_by_user`` afresh: where either exists, it deletes them
+    only when ``replace`` (they may be a user's own, named as in the README's example), else
+    raises :class:`DemoTopicsExist` before changing anything."""
     from confluent_kafka.admin import AdminClient
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     stale = [t for t in (SOURCE, TARGET) if t in admin.list_topics(timeout=10).topics]
+    if stale and not replace:
+        raise DemoTopicsExist(f"topic(s) {', '.join(stale)} exist on {bootstrap}; the demo deletes and makes"
+                              " them again: run it with --replace to allow that, or on another broker")
     if stale:
         for future in admin.delete_topics(stale).values():
             future.result()
