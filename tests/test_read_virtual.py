@@ -173,6 +173,31 @@ def test_a_source_whose_records_lack_the_key_is_named(spark, bootstrap, source, 
         spark.table(f"kplex.{live}").collect()
 
 
+def test_a_read_time_table_keeps_the_null_policy_it_was_created_under_for_spark_and_kplex_read(
+        spark, bootstrap, source, fresh_name):
+    """null_key and null_order not given are stored as the session (or catalog) sets them when the
+    table is created, as max_delay_ms is: Spark and the Python reader, which reads the definition
+    alone, then drop the same records, whatever the session says at read time."""
+    other = fresh_name("somekeyless")
+    datagen.ensure_topic(bootstrap, other, 1)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    producer.produce(other, value=b'{"viewtime": 1, "page": "x"}', partition=0)  # no userid
+    producer.produce(other, value=b'{"viewtime": 2, "userid": "User_1", "page": "y"}', partition=0)
+    assert producer.flush(30) == 0
+    live = fresh_name("dropping")
+    spark.conf.set("spark.kplex.null_key", "drop")
+    try:
+        create_virtual(spark, live, f"{source}, {other}", 4, max_delay_ms=str(LAG_MS))
+    finally:
+        spark.conf.unset("spark.kplex.null_key")
+    assert read_table_definition(bootstrap, live)["properties"]["kplex.null_key"] == "drop"
+    by_spark = spark_sequences(spark.table(f"kplex.{live}").collect())
+    assert python_sequences(TableReader(bootstrap, live)) == by_spark
+    values = {value for seq in by_spark.values() for _, value, _ in seq}
+    assert b'{"viewtime": 2, "userid": "User_1", "page": "y"}' in values
+    assert not any(b'"page": "x"' in v for v in values)
+
+
 def test_a_source_topic_named_twice_or_missing_is_refused(spark, source, fresh_name):
     with pytest.raises(OptionError, match="names a topic twice"), translated():
         create_virtual(spark, fresh_name("twice"), f"{source}, {source}", 4)
@@ -201,7 +226,7 @@ def test_a_read_time_table_creates_no_topic_and_stores_a_self_describing_definit
     assert definition["properties"] == {
         "kplex.source": source, "kplex.virtual_partitions": "4", "kplex.physical_partitions": "3",
         "kplex.key": USERID, "kplex.order": definition["properties"]["kplex.order"],
-        "kplex.max_delay_ms": "0", "kplex.late_policy": "fail"}
+        "kplex.max_delay_ms": "0", "kplex.late_policy": "fail", "kplex.null_key": "fail", "kplex.null_order": "fail"}
     with pytest.raises(ValueError, match="does not exist"):
         verify.read_topic(bootstrap, live, timeout=10)
     assert live in {r.tableName for r in spark.sql("SHOW TABLES IN kplex").collect()}

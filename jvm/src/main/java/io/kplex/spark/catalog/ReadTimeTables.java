@@ -138,7 +138,10 @@ public final class ReadTimeTables {
     props.putIfAbsent(KplexOptions.KEY, KplexOptions.DEFAULT_VIRTUAL_KEY);
     props.putIfAbsent(KplexOptions.ORDER, KplexOptions.DEFAULT_VIRTUAL_ORDER);
     ConfParser defaults = ConfParser.builder().catalog(catalog).session(session).build();
-    for (String stored : List.of(KplexOptions.MAX_DELAY_MS, KplexOptions.LATE_POLICY)) {
+    // Stored as the table is created, so that Spark and a reader outside it (kplex read, the
+    // Python reader: the definition alone) read it by the same rule whatever the catalog says later.
+    for (String stored : List.of(KplexOptions.MAX_DELAY_MS, KplexOptions.LATE_POLICY, KplexOptions.NULL_KEY,
+        KplexOptions.NULL_ORDER)) {
       props.putIfAbsent(stored, defaults.text(stored));
     }
     // A side_topic policy brings the late topic the catalog or the session names, if not given.
