@@ -689,6 +689,35 @@ def test_a_late_topic_that_is_the_tables_own_topic_is_refused_before_anything_is
     assert verify.read_topic(bootstrap, table, isolation="read_uncommitted") == []
 
 
+def test_a_late_topic_that_the_write_reads_is_refused_before_anything_is_written(
+        spark, bootstrap, fresh_name, tmp_path):
+    """Late records sent to a topic the query reads would be read again, judged late again and
+    sent again (a stream: without end): a batch INSERT, or a stream's first micro-batch, with that
+    late topic fails naming option, topic and table; the table gets nothing, the source keeps
+    what it had."""
+    source, table = fresh_name("loop_src"), fresh_name("loop")
+    datagen.generate_pageviews(bootstrap, source, 60, partitions=3, users=7, seed=43, out_of_order_ms=2_000)
+    spark.sql(f"CREATE TABLE kplex.{table} TBLPROPERTIES ('kplex.virtual_partitions' = '3',"
+              f" 'kplex.physical_partitions' = '3', 'kplex.late_policy' = 'side_topic', 'kplex.late_topic' = '{source}')")
+    refusal = (f"[KPLEX_BAD_OPTION] option 'kplex.late_topic' = '{source}' of table {table} names a topic the"
+               " query reads")
+    select = ("kplex_key(kplex_json(value, '/userid'))", "kplex_order(CAST(kplex_json(value, '/viewtime') AS BIGINT))",
+              "value")
+    with pytest.raises(errors.OptionError) as raised, translated():
+        spark.sql(f"INSERT INTO kplex.{table} SELECT {', '.join(select)} FROM kplex.{source} WHERE value IS NOT NULL")
+    assert str(raised.value).startswith(refusal), raised.value
+    query = stream(spark, source, table, tmp_path / "chk", select=select).trigger(availableNow=True).start()
+    with pytest.raises(errors.OptionError) as raised, translated():
+        query.awaitTermination(300)
+    assert refusal in str(raised.value), raised.value
+    assert verify.read_topic(bootstrap, table, isolation="read_uncommitted") == []
+    assert len(verify.read_topic(bootstrap, source)) == 60
+    # The write's own late topic, another one, wins over the table's: the same write runs.
+    (spark.table(f"kplex.{source}").selectExpr(*select).write.format("kplex").option("table", table)
+     .option("kplex.late_topic", fresh_name("late")).mode("append").save())
+    assert len(verify.read_topic(bootstrap, table)) == 60
+
+
 def test_create_table_as_select_records_what_it_read_so_a_stream_over_it_writes_nothing_twice(
         spark, bootstrap, fresh_name, tmp_path):
     """CREATE TABLE ... AS SELECT from a kplex topic writes the staged table, and records the

@@ -85,6 +85,11 @@ public final class KplexTable implements SupportsRead, SupportsWrite, ReportsSin
     }
   }
   public String topic() { return topic; }
+
+  /** The topics a read of this table reads: a read-time table's sources, else its topic. */
+  public java.util.List<String> readTopics() {
+    return definition.filter(TableDefinition::isReadTime).map(TableDefinition::sources).orElse(java.util.List.of(topic));
+  }
   public Map<String, String> catalogOptions() { return catalogOptions; }
   public String metadataTopic() { return metadataTopic; }
 

@@ -82,12 +82,49 @@ public final class SourcePositions extends Rule<LogicalPlan> {
     if (!(written instanceof KplexTable table) || table.definition().isEmpty()) {
       return append;
     }
+    if (append.query().resolved()) requireLateTopicNotRead(table, Scala.asJava(append.writeOptions()), append.query());
     Positioned found = source(append.query());
     if (found == null) return append;
     List<NamedExpression> columns = new ArrayList<>(Scala.asJava(append.query().output()));
     columns.add(alias(found.partition, 0, null));
     columns.add(alias(found.offset, 1, new MetadataBuilder().putString(WriteSchema.SOURCE_TOPIC, found.topic).build()));
     return append.withNewChildren(seq(List.of(new Project(seq(columns), found.plan))));
+  }
+
+  /**
+   * Refuses a batch write into {@code table} whose late records ({@code late_policy =
+   * side_topic}) would go to a topic its query reads: appended to its source, they would be
+   * read again by the next such INSERT, judged late again and sent again. (A stream's write
+   * checks the same against what its source reads: {@link io.kplex.spark.stream.QuerySinks#reads}.)
+   * Options the write cannot read are left to the write to name.
+   */
+  private static void requireLateTopicNotRead(KplexTable table, java.util.Map<String, String> options,
+      LogicalPlan query) {
+    io.kplex.spark.conf.WriteConf conf;
+    try {
+      conf = new io.kplex.spark.conf.WriteConf(table.definition().get(), table.catalogOptions(), options,
+          io.kplex.spark.conf.WriteConf.sessionSettings());
+    } catch (RuntimeException e) {
+      return;
+    }
+    if (conf.latePolicy != io.kplex.spark.conf.LatePolicy.SIDE_TOPIC) return;
+    if (readTopics(query).contains(conf.lateTopic)) {
+      throw io.kplex.spark.errors.Errors.lateTopicIsSource(conf.table, conf.lateTopic);
+    }
+  }
+
+  /** The topics the kplex relations of {@code plan} read (a read-time table's: its sources). */
+  private static java.util.Set<String> readTopics(LogicalPlan plan) {
+    java.util.Set<String> topics = new java.util.TreeSet<>();
+    java.util.ArrayDeque<LogicalPlan> todo = new java.util.ArrayDeque<>(List.of(plan));
+    while (!todo.isEmpty()) {
+      LogicalPlan p = todo.pop();
+      org.apache.spark.sql.connector.catalog.Table t = p instanceof DataSourceV2Relation r ? r.table()
+          : p instanceof StreamingRelationV2 r ? r.table() : null;
+      if (t instanceof KplexTable kplex) topics.addAll(kplex.readTopics());
+      todo.addAll(Scala.asJava(p.children()));
+    }
+    return topics;
   }
 
   /**

@@ -135,6 +135,10 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     this.idleReleaseMs = settings.longConf(IDLE_RELEASE_MS);
     this.idleTimeoutMs = settings.longConf(KplexOptions.IDLE_TIMEOUT_MS);
     this.monitorGroup = settings.text(KplexOptions.MONITOR_GROUP);
+    // Spark makes a query's sources on its stream thread, which knows the query: its kplex sink
+    // refuses a late topic this source reads before it writes anything.
+    String query = io.kplex.spark.stream.StreamingBatch.queryIdOfThread();
+    if (query != null) QuerySinks.DRIVER.reads(query, conf.sources);
   }
 
   /**
@@ -234,7 +238,10 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     }
     List<TopicPartition> known = knownPartitions;
     io.kplex.spark.stream.StreamingBatch batch = io.kplex.spark.stream.StreamingBatch.current();
-    if (batch != null) queryId = batch.queryId();
+    if (batch != null) {
+      queryId = batch.queryId();
+      QuerySinks.DRIVER.reads(queryId, conf.sources);
+    }
     Map<TopicPartition, Long> end;
     try {
       end = store.call("READ", Errors.Resource.topic(conf.topic), () -> c.endOffsets(known));

@@ -114,6 +114,19 @@ public final class QuerySinks {
     return tables.get(query);
   }
 
+  private final Map<String, java.util.Set<String>> reads = bounded(256);
+
+  /** The source: query {@code query} reads {@code topics} (a query of several sources: each adds its own). */
+  public synchronized void reads(String query, java.util.Collection<String> topics) {
+    reads.computeIfAbsent(query, q -> new java.util.TreeSet<>()).addAll(topics);
+  }
+
+  /** Whether query {@code query} reads topic {@code topic} through kplex's source, as far as this driver knows. */
+  public synchronized boolean readsTopic(String query, String topic) {
+    java.util.Set<String> topics = reads.get(query);
+    return topics != null && topics.contains(topic);
+  }
+
   /** Per query: its sink's commit to the monitoring group still under way (lag tools only). */
   private final Map<String, java.util.concurrent.Future<?>> monitoring = bounded(256);
 

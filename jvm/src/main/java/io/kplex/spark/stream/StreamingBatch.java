@@ -13,6 +13,13 @@ public record StreamingBatch(String queryId, long batchId) {
   /** Set by Spark's micro-batch execution for each batch it runs. */
   public static final String BATCH_ID = "streaming.sql.batchId";
 
+  /** The streaming query this thread runs for (its id), or null: not a stream's thread, or no Spark session. */
+  public static String queryIdOfThread() {
+    scala.Option<org.apache.spark.sql.SparkSession> session = org.apache.spark.sql.SparkSession.getActiveSession();
+    if (session.isEmpty()) session = org.apache.spark.sql.SparkSession.getDefaultSession();
+    return session.isEmpty() ? null : session.get().sparkContext().getLocalProperty(QUERY_ID);
+  }
+
   /**
    * The query and batch of this thread, or null outside a micro-batch of a streaming query
    * (and in a JVM with no Spark session, as a JUnit test's: none is started for the asking).

@@ -87,6 +87,12 @@ final class KplexStreamingWrite implements StreamingWrite {
 
   @Override
   public StreamingDataWriterFactory createStreamingWriterFactory(PhysicalWriteInfo info) {
+    if (conf.latePolicy == io.kplex.spark.conf.LatePolicy.SIDE_TOPIC
+        && io.kplex.spark.stream.QuerySinks.DRIVER.readsTopic(queryId, conf.lateTopic)) {
+      // Late records sent to the stream's own source would be read again, late again, without
+      // end. (Its source has planned this micro-batch, so it has said what it reads.)
+      throw Errors.lateTopicIsSource(conf.table, conf.lateTopic);
+    }
     synchronized (run) {
       // One writer per table (fail naming the other writer if one is live): claimed for the
       // whole run (renewed, and removed when the query's thread ends), or for this epoch
