@@ -141,3 +141,13 @@ def test_bad_input_is_named(bootstrap, skewed, args, culprit):
 def test_an_unknown_topic_is_named(bootstrap):
     done = run_cli("no_such_topic_for_advise", bootstrap=bootstrap)
     assert done.returncode == 2 and "no_such_topic_for_advise" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("chart, said", [("sizing.jpg", "must end in .png or .svg"),
+                                         ("missing/sizing.png", "no folder")])
+def test_a_chart_that_cannot_be_written_is_refused_before_the_topic_is_read(tmp_path, chart, said):
+    """--chart's name is checked first: a read of a large topic is not spent on a chart that
+    cannot be written (here no broker answers at all, and the refusal still comes)."""
+    done = run_cli("no_such_topic", "--key", "/userid", "--chart", str(tmp_path / chart), bootstrap="127.0.0.1:1")
+    assert done.returncode != 0 and said in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr

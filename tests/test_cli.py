@@ -112,3 +112,15 @@ def test_the_demo_runs_and_replaces_its_topics_only_when_told(bootstrap):
     assert "pageviews, pageviews_by_user exist on" in refused.stderr and "--replace" in refused.stderr, refused.stderr
     assert sorted((r.partition, r.offset) for r in verify.read_topic(bootstrap, "pageviews")) == kept
     assert len(verify.read_topic(bootstrap, "pageviews_by_user")) == 2000
+
+
+def test_an_operating_command_without_a_java_says_so_without_a_traceback(tmp_path):
+    """`kplex recover` runs kplex in a JVM of its own: with no java where JAVA_HOME points, it
+    exits 2 naming JAVA_HOME, before any broker is asked."""
+    env = {**os.environ, "JAVA_HOME": str(tmp_path / "no-jdk"),
+           "PYTHONPATH": str(cli.__file__).rsplit("/kplex/", 1)[0]}
+    done = subprocess.run([sys.executable, "-m", "kplex", "recover", "--bootstrap", "127.0.0.1:1", "--table", "t"],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 2, done.stderr
+    assert f"JAVA_HOME={tmp_path / 'no-jdk'} could not be started" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr

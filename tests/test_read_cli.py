@@ -228,3 +228,37 @@ def test_the_python_side_says_of_a_topic_name_what_the_plugin_says(spark, name):
     from kplex.settings import topic_name_problem
 
     assert topic_name_problem(name) == spark._jvm.io.kplex.spark.kafka.TopicNames.problem(name)  # noqa: SLF001
+
+
+def test_files_of_a_read_that_fails_are_not_left_truncated_and_a_bad_out_dir_is_named(bootstrap, tmp_path):
+    """--out-dir without --fifo: a read that fails (a late record under `fail`) leaves no file under
+    a virtual partition's name, and a file of an earlier read as it was; --out-dir naming a file,
+    or holding a file where a FIFO goes, is refused naming it (no traceback, no FIFO made)."""
+    topic = f"read_cli_files_late_{uuid.uuid4().hex[:8]}"
+    produce(bootstrap, topic, {0: [{"_time": t, "userid": u} for u, t in enumerate((1_000, 5_000, 2_000))]})
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / f"{topic}.0").write_bytes(b"an earlier read\n")
+    done = run(f"{KPLEX} {topic} --order /_time --key /userid --max-delay-ms 1000 --virtual-partitions 3"
+               f" --out-dir {out}", bootstrap)
+    assert done.returncode == 2 and "KPLEX_LATE_RECORD" in done.stderr, done.stderr
+    assert sorted(p.name for p in out.iterdir()) == [f"{topic}.0"]
+    assert (out / f"{topic}.0").read_bytes() == b"an earlier read\n"
+    # The same read that succeeds takes the names.
+    done = run(f"{KPLEX} {topic} --order /_time --key /userid --max-delay-ms 1000 --virtual-partitions 3"
+               f" --late-policy drop --out-dir {out}", bootstrap)
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in out.iterdir()) == [f"{topic}.{vp}" for vp in range(3)]
+    assert sum(len(p.read_bytes().splitlines()) for p in out.iterdir()) == 2
+
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    done = run(f"{KPLEX} {topic} --order /_time --max-delay-ms 9000 --out-dir {a_file}", bootstrap)
+    assert done.returncode == 2 and str(a_file) in done.stderr and "Traceback" not in done.stderr, done.stderr
+    fifos = tmp_path / "fifos"
+    fifos.mkdir()
+    (fifos / f"{topic}.2").write_text("mine")
+    done = run(f"{KPLEX} {topic} --order /_time --max-delay-ms 9000 --virtual-partitions 3 --out-dir {fifos} --fifo",
+               bootstrap)
+    assert done.returncode == 2 and "is not a FIFO" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert sorted(p.name for p in fifos.iterdir()) == [f"{topic}.2"]

@@ -148,3 +148,55 @@ def test_a_moved_checkpoint_with_held_records_restarts_exactly_once_in_order(
     shutil.move(str(first), str(moved))
     run_available_now(spark, source, target, moved)
     assert_exactly_once_in_order(bootstrap, source, target, 600)
+
+
+def test_records_the_broker_deletes_while_a_task_reads_them_are_data_loss_naming_them(spark, bootstrap, fresh_name):
+    """Retention (here DeleteRecords) that removes offsets after the read planned them and before
+    its task fetched them: the read fails with [KPLEX_DATA_LOSS] naming topic, partition and the
+    offsets lost, not Kafka's bare OffsetOutOfRangeException (kplex's consumers never reset).
+    A slow step after the read keeps its task fetching while the records go."""
+    from confluent_kafka import TopicPartition
+    from pyspark.sql.functions import udf
+
+    from kplex import errors
+    from kplex.errors import translated
+
+    topic = fresh_name("deleted_in_read")
+    datagen.ensure_topic(bootstrap, topic, 1)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
+    for i in range(3_000):
+        producer.produce(topic, key=str(i).encode(), value=b"x" * 2_000, partition=0)
+    assert producer.flush(60) == 0
+
+    @udf("int")
+    def slowly(value):  # ~4 ms a record: the task fetches 1 MiB (~500 records) at a time
+        time.sleep(0.004)
+        return len(value)
+
+    outcome: list[BaseException | None] = []
+
+    def read() -> None:
+        try:
+            with translated():
+                spark.read.format("kplex").option("table", topic).load().select(slowly("value")).collect()
+            outcome.append(None)
+        except BaseException as e:  # noqa: BLE001 - the test inspects it
+            outcome.append(e)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    tracker = spark.sparkContext.statusTracker()
+    deadline = time.monotonic() + 120
+    while not tracker.getActiveStageIds():
+        assert time.monotonic() < deadline and reader.is_alive(), outcome
+        time.sleep(0.05)
+    time.sleep(1.0)  # a few hundred records in: the next fetch is well below 2,000
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.delete_records([TopicPartition(topic, 0, 2_000)]).values():
+        future.result(timeout=30)
+    reader.join(240)
+    assert outcome and isinstance(outcome[0], errors.DataLossError), outcome
+    message = str(outcome[0])
+    assert f"topic '{topic}' partition 0: offsets [" in message, message[:2000]
+    assert ", 2000) were not read because the broker deleted them (retention or truncation) after the read" \
+        " planned them" in message, message[:2000]

@@ -105,14 +105,22 @@ def _run_in_own_jvm(args: Sequence[str], options: Mapping[str, str]) -> dict:
     home = os.environ.get("JAVA_HOME")
     java = str(Path(home) / "bin" / "java") if home else "java"
     classpath = os.pathsep.join([*jars(), str(Path(_find_spark_home()) / "jars" / "*")])
-    done = subprocess.run([java, *ADMIN_JAVA_OPTIONS, "-cp", classpath, ADMIN_MAIN, *args],
-                          input=json.dumps(dict(options)), stdout=subprocess.PIPE, text=True)
+    from kplex.errors import kplex_error
+
+    try:
+        done = subprocess.run([java, *ADMIN_JAVA_OPTIONS, "-cp", classpath, ADMIN_MAIN, *args],
+                              input=json.dumps(dict(options)), stdout=subprocess.PIPE, text=True)
+    except OSError as error:  # no java there
+        where = f"JAVA_HOME={home}" if home else "the java on PATH (JAVA_HOME is unset)"
+        raise kplex_error("SESSION_UNAVAILABLE", cause=f"`{' '.join(args)}` runs in a JVM of its own, and {where}"
+                          f" could not be started: {error}") from error
     lines = done.stdout.strip().splitlines()
     try:
         return json.loads(lines[-1])
     except (IndexError, ValueError):  # what it logged went to standard error, as it came
-        raise RuntimeError(f"kplex: the JVM of `{' '.join(args)}` ended with exit code {done.returncode}"
-                           f"{':' if done.stdout else ''}\n{done.stdout[-3000:]}") from None
+        raise kplex_error("SESSION_UNAVAILABLE", cause=f"the JVM of `{' '.join(args)}` ended with exit code"
+                          f" {done.returncode} (its own words are above){':' if done.stdout else ''}"
+                          f"\n{done.stdout[-3000:]}") from None
 
 
 def recover(bootstrap: str | None, table: str, metadata_topic: str = TABLES_TOPIC,

@@ -42,18 +42,28 @@ def render(advice: Advice) -> str:
     return "\n".join(lines)
 
 
+def require_chart(path: Path) -> None:
+    """What ``--chart`` needs, checked before the topic is read: matplotlib, a ``.png`` or
+    ``.svg`` name, a folder to write it in."""
+    try:
+        import matplotlib  # noqa: F401 - only whether it is there
+    except ImportError as error:
+        raise SystemExit("kplex advise --chart needs matplotlib: pip install 'kplex-spark[advise]'") from error
+    if path.suffix.lower() not in (".png", ".svg"):
+        raise SystemExit(f"kplex advise --chart: {path} must end in .png or .svg")
+    if not path.parent.is_dir():
+        raise SystemExit(f"kplex advise --chart: no folder {path.parent} to write {path.name} in")
+
+
 def draw_chart(advice: Advice, path: Path) -> Path:
     """Load per partition now (source partitions) next to the advised virtual partitions,
     coloured by the physical partition each lands on; PNG or SVG by ``path``'s suffix."""
-    try:
-        import matplotlib
-    except ImportError as error:
-        raise SystemExit("kplex advise --chart needs matplotlib: pip install 'kplex-spark[advise]'") from error
+    require_chart(path)
+    import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    if path.suffix.lower() not in (".png", ".svg"):
-        raise SystemExit(f"kplex advise --chart: {path} must end in .png or .svg")
     best: Candidate | None = advice.recommended
     fig, (now, proposed) = plt.subplots(1, 2, figsize=(12, 4.5), gridspec_kw={"width_ratios": [1, 2.5]})
     source = advice.per_source_partition
@@ -107,6 +117,8 @@ def _candidates(text: str) -> tuple[int, ...]:
 
 
 def _advise(args: argparse.Namespace) -> int:
+    if args.chart:
+        require_chart(Path(args.chart))  # before a read that may take minutes
     bootstrap, settings = kafka_config.from_args(args)
     advice = advise(bootstrap, args.topic, key=args.key, order=args.order, sample=args.sample,
                     candidates=args.candidates or (), consumers=args.consumers, start_timestamp=args.since,

@@ -61,6 +61,9 @@ def _read(args: argparse.Namespace) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    except (FileExistsError, NotADirectoryError, PermissionError) as error:  # --out-dir cannot take the files
+        print(f"kplex read: {error}", file=sys.stderr)
+        return 2
     if args.stats:
         print(f"kplex read {args.table}: {stats.summary()}", file=sys.stderr)
     return 0

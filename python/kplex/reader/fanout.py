@@ -94,18 +94,32 @@ def partition_path(out_dir: Path, table: str, vp: int) -> Path:
 def write_partition_files(bootstrap: str, table: str | TableInfo, out_dir: str | Path,
                           vps: Iterable[int] | None = None, fmt: str = "value",
                           **options: Any) -> tuple[dict[int, Path], ReadStats]:
-    """Read the table once and write each virtual partition to ``<out_dir>/<table>.<vp>``."""
+    """Read the table once and write each virtual partition to ``<out_dir>/<table>.<vp>``.
+
+    Each file is written beside its name (``<table>.<vp>.part``) and takes it once the whole read
+    succeeded: a read that fails (a late record under ``fail``, a stall) leaves no truncated file
+    under a partition's name, and a file of an earlier read stays as it was."""
     reader = TableReader(bootstrap, table, vps=vps, **options)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {vp: partition_path(out_dir, reader.info.name, vp) for vp in sorted(reader.vps)}
-    files = {vp: open(path, "wb") for vp, path in paths.items()}  # noqa: SIM115 - closed below
+    parts = {vp: path.with_name(path.name + ".part") for vp, path in paths.items()}
+    files: dict[int, Any] = {}
+    done = False
     try:
+        for vp, part in parts.items():
+            files[vp] = open(part, "wb")  # noqa: SIM115 - closed below
         for record in reader:
             files[record.vp].write(format_record(record, fmt))
+        done = True
     finally:
         for f in files.values():
             f.close()
+        for vp, part in parts.items():
+            if done:
+                part.replace(paths[vp])
+            else:
+                part.unlink(missing_ok=True)
     return paths, reader.stats
 
 
@@ -250,9 +264,10 @@ def serve_fifos(bootstrap: str, table: str | TableInfo, out_dir: str | Path,
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {vp: partition_path(out_dir, reader.info.name, vp) for vp in sorted(reader.vps)}
-    for path in paths.values():
+    for path in paths.values():  # all checked before any FIFO is made: a refusal leaves none
         if path.exists() and not stat.S_ISFIFO(path.stat().st_mode):
             raise FileExistsError(f"{path} exists and is not a FIFO; remove it or pick another --out-dir.")
+    for path in paths.values():
         if not path.exists():
             os.mkfifo(path)
     pipes = {vp: _Pipe(queue_records) for vp in paths}

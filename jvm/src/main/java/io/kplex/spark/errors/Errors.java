@@ -491,7 +491,7 @@ public final class Errors {
   }
 
   /** How a stream lost source offsets (the sub-classes of KPLEX_DATA_LOSS). */
-  public enum DataLoss { PARTITION_GONE, END_WENT_BACK, BROKER_DELETED, TOPIC_RECREATED }
+  public enum DataLoss { PARTITION_GONE, END_WENT_BACK, BROKER_DELETED, TOPIC_RECREATED, DELETED_IN_READ }
 
   public static KplexException virtualStream(String table) {
     return error("STREAM", "table", table);

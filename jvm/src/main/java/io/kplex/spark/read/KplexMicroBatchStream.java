@@ -1030,7 +1030,7 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
 
   @Override
   public PartitionReaderFactory createReaderFactory() {
-    return new KplexReaderFactory(conf, columns, null);
+    return new KplexReaderFactory(failOnDataLoss ? conf : conf.skippingDeleted(), columns, null);
   }
 
   @Override

@@ -25,6 +25,7 @@ import org.apache.spark.unsafe.types.UTF8String;
 final class KplexPartitionReader implements PartitionReader<InternalRow> {
   private static final Duration POLL = Duration.ofMillis(500);
 
+  private final ReadConf conf;
   private final KafkaConf kafka;
   private final io.kplex.spark.kafka.KafkaClients clients;
   private final OffsetRange range;
@@ -45,6 +46,7 @@ final class KplexPartitionReader implements PartitionReader<InternalRow> {
    * every kplex-written record, as derived rows; otherwise that virtual partition's.
    */
   KplexPartitionReader(ReadConf conf, OffsetRange range, int vp, int[] columns) {
+    this.conf = conf;
     this.kafka = conf.kafka;
     this.clients = conf.clients;
     this.progress = new ReadProgress(conf.clock);
@@ -82,7 +84,7 @@ final class KplexPartitionReader implements PartitionReader<InternalRow> {
         finished = true;
         return false;
       }
-      List<ConsumerRecord<byte[], byte[]>> records = consumer.poll(POLL).records(tp);
+      List<ConsumerRecord<byte[], byte[]>> records = DeletedOffsets.poll(consumer, POLL, conf).records(tp);
       progress.polled(!records.isEmpty(), () -> range + " at offset " + consumer.position(tp));
       batch = records.iterator();
     }

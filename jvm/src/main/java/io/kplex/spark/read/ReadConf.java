@@ -55,10 +55,16 @@ public final class ReadConf implements Serializable {
   public final io.kplex.spark.kafka.KafkaClients clients;
   /** The time the read reads (stalls, idle partitions, release timing): {@link io.kplex.spark.time.Clock#SYSTEM}. */
   public final io.kplex.spark.time.Clock clock;
+  /**
+   * Offsets the broker deleted after the read planned them are skipped, counted in the log, not
+   * a failure: a stream's {@code failOnDataLoss = false} ({@link DeletedOffsets}).
+   */
+  public final boolean skipDeleted;
 
   private ReadConf(KplexTable t, ConfParser settings, KafkaConf kafka) {
     this.clients = io.kplex.spark.kafka.KafkaClients.REAL;
     this.clock = io.kplex.spark.time.Clock.SYSTEM;
+    this.skipDeleted = false;
     TableDefinition def = t.definition().orElse(null);
     this.kind = def == null ? Kind.TOPIC : def.isReadTime() ? Kind.READ_TIME : Kind.DERIVED;
     this.table = t.name();
@@ -89,7 +95,8 @@ public final class ReadConf implements Serializable {
         def.property(KplexOptions.ORDER, KplexOptions.DEFAULT_VIRTUAL_ORDER));
   }
 
-  private ReadConf(ReadConf o, io.kplex.spark.kafka.KafkaClients clients, io.kplex.spark.time.Clock clock) {
+  private ReadConf(ReadConf o, io.kplex.spark.kafka.KafkaClients clients, io.kplex.spark.time.Clock clock,
+      boolean skipDeleted) {
     this.kind = o.kind;
     this.table = o.table;
     this.topic = o.topic;
@@ -105,11 +112,17 @@ public final class ReadConf implements Serializable {
     this.expressions = o.expressions;
     this.clients = clients;
     this.clock = clock;
+    this.skipDeleted = skipDeleted;
   }
 
   /** This read with other Kafka clients and another clock (a JUnit test's). */
   public ReadConf with(io.kplex.spark.kafka.KafkaClients clients, io.kplex.spark.time.Clock clock) {
-    return new ReadConf(this, clients, clock);
+    return new ReadConf(this, clients, clock, skipDeleted);
+  }
+
+  /** This read, skipping offsets deleted under it ({@link #skipDeleted}). */
+  public ReadConf skippingDeleted() {
+    return new ReadConf(this, clients, clock, true);
   }
 
   public static ReadConf resolve(KplexTable t, Map<String, String> readOptions) {

@@ -19,12 +19,14 @@ import org.apache.spark.sql.connector.read.PartitionReader;
 abstract class ReadTimeReader implements PartitionReader<InternalRow> {
   static final Duration POLL = Duration.ofMillis(500);
 
+  final ReadConf readConf;
   final ReadTimeRecords records;
   final Consumer<byte[], byte[]> consumer;
   final ReadProgress progress;
   InternalRow current;
 
   ReadTimeReader(ReadConf conf) {
+    this.readConf = conf;
     this.records = new ReadTimeRecords(conf);
     this.consumer = conf.clients.consumer(conf.kafka.consumer());
     this.progress = new ReadProgress(conf.clock);

@@ -74,7 +74,7 @@ final class VirtualPartitionReader extends ReadTimeReader {
 
   private void fetch() {
     flowControl();
-    ConsumerRecords<byte[], byte[]> polled = consumer.poll(POLL);
+    ConsumerRecords<byte[], byte[]> polled = DeletedOffsets.poll(consumer, POLL, conf);
     for (TopicPartition tp : polled.partitions()) {
       int i = index.get(tp);
       for (ConsumerRecord<byte[], byte[]> r : polled.records(tp)) {

@@ -133,6 +133,37 @@ public class StreamPlanningTest {
     assertEquals("10", s.metrics(Optional.empty()).get("offsetsLost"));
   }
 
+  /** The rows a task of {@code s} reads of {@code partition}, planned before. */
+  private static int rowsRead(KplexMicroBatchStream s, InputPartition partition) throws java.io.IOException {
+    int rows = 0;
+    try (var reader = s.createReaderFactory().createReader(partition)) {
+      while (reader.next()) rows++;
+    }
+    return rows;
+  }
+
+  @Test
+  public void recordsTheBrokerDeletesAfterPlanningAreDataLossInTheTaskOrSkippedWithoutFailOnDataLoss()
+      throws Exception {
+    produce(1, 20);
+    KplexMicroBatchStream failing = stream("minPartitions", "1");
+    InputPartition[] planned = failing.planInputPartitions(at(0, 5, 0), at(0, 20, 0));
+    kafka.deleteBefore(TOPIC, 1, 15);  // retention, between the planning and the task's fetch
+    KplexException lost = assertThrows(KplexException.class, () -> rowsRead(failing, planned[0]));
+    assertTrue(lost.getMessage(), lost.getMessage().startsWith("[KPLEX_DATA_LOSS] topic 'views' partition 1:"
+        + " offsets [5, 15) were not read because the broker deleted them (retention or truncation) after the read"
+        + " planned them"));
+    KplexTable table = new KplexTable(TOPIC, TOPIC, Optional.empty(), Map.of("kafka.bootstrap.servers", "fake:9092"),
+        "_kplex_tables", null);
+    Map<String, String> opts = Map.of("failOnDataLoss", "false", "minPartitions", "1");
+    KplexMicroBatchStream skipping = new KplexMicroBatchStream(table,
+        ReadConf.resolve(table, opts).with(kafka.clients(), clock), new CaseInsensitiveStringMap(opts),
+        new int[] {0}, "/nonexistent");
+    InputPartition[] again = skipping.planInputPartitions(at(0, 0, 0), at(0, 20, 0));
+    kafka.deleteBefore(TOPIC, 1, 17);
+    assertEquals("what the partition holds now", 3, rowsRead(skipping, again[0]));
+  }
+
   @Test
   public void onceTheInputIsQuietForIdleReleaseMsOneMicroBatchReleasesWhatIsHeldAndThenNoneUntilNewRecords() {
     produce(0, 10);

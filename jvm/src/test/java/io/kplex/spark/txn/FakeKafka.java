@@ -245,6 +245,13 @@ final class FakeKafka implements KafkaClients {
         java.time.Duration timeout) {
       Map<TopicPartition, List<ConsumerRecord<byte[], byte[]>>> now = refresh();
       for (TopicPartition tp : assignment()) {
+        // As a broker answers a fetch below the log's start, to a consumer that never resets.
+        long start = logStart.getOrDefault(tp, 0L);
+        if (!paused().contains(tp) && super.position(tp) < start) {
+          throw new org.apache.kafka.clients.consumer.OffsetOutOfRangeException(Map.of(tp, super.position(tp)));
+        }
+      }
+      for (TopicPartition tp : assignment()) {
         List<ConsumerRecord<byte[], byte[]>> log = now.getOrDefault(tp, List.of());
         for (int i = added.getOrDefault(tp, 0); i < log.size(); i++) {
           addRecord(log.get(i));
