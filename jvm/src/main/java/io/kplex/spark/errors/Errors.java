@@ -143,13 +143,13 @@ public final class Errors {
         "table", table);
   }
 
-  /** {@code kplex.late_topic} of a write to or a read of {@code table} names the topic of table {@code other}. */
   /** A write into {@code table} whose late topic is a topic its query reads. */
   public static KplexException lateTopicIsSource(String table, String lateTopic) {
     return error("BAD_OPTION.LATE_TOPIC_IS_SOURCE", "option", KplexOptions.LATE_TOPIC, "late_topic", lateTopic,
         "table", table);
   }
 
+  /** {@code kplex.late_topic} of a write to or a read of {@code table} names the topic of table {@code other}. */
   public static KplexException lateTopicOfTable(String table, String lateTopic, String other) {
     return error("BAD_OPTION.LATE_TOPIC_OF_TABLE", "option", KplexOptions.LATE_TOPIC, "late_topic", lateTopic,
         "table", table, "other", other);

@@ -56,8 +56,8 @@ public final class ReadConf implements Serializable {
   /** The time the read reads (stalls, idle partitions, release timing): {@link io.kplex.spark.time.Clock#SYSTEM}. */
   public final io.kplex.spark.time.Clock clock;
   /**
-   * Offsets the broker deleted after the read planned them are skipped, counted in the log, not
-   * a failure: a stream's {@code failOnDataLoss = false} ({@link DeletedOffsets}).
+   * Offsets the broker deleted after the read planned them are skipped with a warning in the
+   * log, not a failure: a stream's {@code failOnDataLoss = false} ({@link DeletedOffsets}).
    */
   public final boolean skipDeleted;
 
