@@ -127,7 +127,7 @@ def test_sessions_creating_one_table_at_once_never_fail_on_the_topic_another_mad
     do; plain CREATE: Spark's "already exists"), never Kafka's TopicExists; the table is usable."""
     sessions = [spark.newSession() for _ in range(4)]
     clause = "IF NOT EXISTS " if if_not_exists else ""
-    for round_ in range(4):
+    for round_ in range(3):
         table = fresh_name(f"raced_{round_}")
         statement = (f"CREATE TABLE {clause}kplex.{table} TBLPROPERTIES ('kplex.virtual_partitions' = '6',"
                      " 'kplex.physical_partitions' = '3')")

@@ -251,6 +251,12 @@ def test_files_of_a_read_that_fails_are_not_left_truncated_and_a_bad_out_dir_is_
     assert sorted(p.name for p in out.iterdir()) == [f"{topic}.{vp}" for vp in range(3)]
     assert sum(len(p.read_bytes().splitlines()) for p in out.iterdir()) == 2
 
+    blocked = tmp_path / "blocked"
+    (blocked / f"{topic}.1").mkdir(parents=True)  # a virtual partition's name taken by a folder
+    done = run(f"{KPLEX} {topic} --order /_time --key /userid --max-delay-ms 1000 --virtual-partitions 3"
+               f" --late-policy drop --out-dir {blocked}", bootstrap)
+    assert done.returncode == 2 and "is a directory" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert sorted(p.name for p in blocked.iterdir()) == [f"{topic}.1"]
     a_file = tmp_path / "a_file"
     a_file.write_text("")
     done = run(f"{KPLEX} {topic} --order /_time --max-delay-ms 9000 --out-dir {a_file}", bootstrap)

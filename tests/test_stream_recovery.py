@@ -164,12 +164,12 @@ def test_records_the_broker_deletes_while_a_task_reads_them_are_data_loss_naming
     topic = fresh_name("deleted_in_read")
     datagen.ensure_topic(bootstrap, topic, 1)
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
-    for i in range(3_000):
-        producer.produce(topic, key=str(i).encode(), value=b"x" * 2_000, partition=0)
+    for i in range(6_000):
+        producer.produce(topic, key=str(i).encode(), value=b"x" * 4_000, partition=0)
     assert producer.flush(60) == 0
 
     @udf("int")
-    def slowly(value):  # ~4 ms a record: the task fetches 1 MiB (~500 records) at a time
+    def slowly(value):  # ~4 ms a record; a fetch brings at most 4 MiB (kplex's), ~1,000 records of 4 KB
         time.sleep(0.004)
         return len(value)
 
@@ -190,13 +190,13 @@ def test_records_the_broker_deletes_while_a_task_reads_them_are_data_loss_naming
     while not tracker.getActiveStageIds():
         assert time.monotonic() < deadline and reader.is_alive(), outcome
         time.sleep(0.05)
-    time.sleep(1.0)  # a few hundred records in: the next fetch is well below 2,000
+    time.sleep(1.0)  # a few hundred records in: the next fetch, at ~1,000 or ~2,000, is well below 5,000
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.delete_records([TopicPartition(topic, 0, 2_000)]).values():
+    for future in admin.delete_records([TopicPartition(topic, 0, 5_000)]).values():
         future.result(timeout=30)
     reader.join(240)
     assert outcome and isinstance(outcome[0], errors.DataLossError), outcome
     message = str(outcome[0])
     assert f"topic '{topic}' partition 0: offsets [" in message, message[:2000]
-    assert ", 2000) were not read because the broker deleted them (retention or truncation) after the read" \
+    assert ", 5000) were not read because the broker deleted them (retention or truncation) after the read" \
         " planned them" in message, message[:2000]

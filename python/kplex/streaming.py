@@ -33,7 +33,7 @@ from kplex.errors import KplexError, kplex_error
 #: ``INSERT INTO <table> <query>``: a candidate for the statement that becomes a stream.
 _INSERT = re.compile(r"^\s*INSERT\s+INTO\s+(?:TABLE\s+)?([\w.`]+)\s+(.*)$", re.IGNORECASE | re.DOTALL)
 #: A relation read as a stream: ``FROM STREAM(t)``, ``FROM STREAM t``, ``JOIN STREAM(t)``, ``, STREAM t``.
-_STREAM_RELATION = re.compile(r"(?:\bFROM|\bJOIN|,)\s+STREAM\s*(?:\(|[\w`])", re.IGNORECASE)
+_STREAM_RELATION = re.compile(r"(?:\bFROM|\bJOIN|,)\s+STREAM(?:\s*\(|\s+[\w`])", re.IGNORECASE)
 #: String literals and comments, whose words are not SQL's.
 _LITERALS = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|--[^\n]*|/\*.*?\*/", re.DOTALL)
 
@@ -63,6 +63,8 @@ def streaming_insert(statement: str) -> StreamingInsert | None:
     >>> streaming_insert("INSERT INTO kplex.t SELECT k, o, value FROM kplex.s WHERE kind = 'from stream x'") is None
     True
     >>> streaming_insert("INSERT INTO kplex.t SELECT stream, o, value FROM kplex.s") is None
+    True
+    >>> streaming_insert("INSERT INTO kplex.t SELECT k, o, value FROM stream_events") is None
     True
     """
     match = _INSERT.match(statement.strip().rstrip(";"))

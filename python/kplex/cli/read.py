@@ -61,7 +61,7 @@ def _read(args: argparse.Namespace) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
-    except (FileExistsError, NotADirectoryError, PermissionError) as error:  # --out-dir cannot take the files
+    except (FileExistsError, IsADirectoryError, NotADirectoryError, PermissionError) as error:  # --out-dir cannot take them
         print(f"kplex read: {error}", file=sys.stderr)
         return 2
     if args.stats:

@@ -68,8 +68,6 @@ def _pipeline(args: argparse.Namespace) -> int:
     from kplex.servers import ServerDidNotStart, running_server
     from kplex.session import require_spark
 
-    require_spark("Declarative Pipelines (spark-pipelines)", (4, 1))  # before a server starts for it
-
     spec = Path(args.spec)
     if spec.is_dir():
         spec = spec / "spark-pipeline.yml"
@@ -91,6 +89,7 @@ def _pipeline(args: argparse.Namespace) -> int:
                   f" {' and '.join(given)} to its `kplex server connect`", file=sys.stderr)
             return 2
         return run_pipeline(spec, args.remote, configuration)
+    require_spark("Declarative Pipelines (spark-pipelines)", (4, 1))  # before a server starts for it
     bootstrap, settings = kafka_config.from_args(args)
     try:
         with tempfile.TemporaryDirectory(prefix="kplex-pipeline-") as workdir, \

@@ -103,6 +103,9 @@ def write_partition_files(bootstrap: str, table: str | TableInfo, out_dir: str |
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {vp: partition_path(out_dir, reader.info.name, vp) for vp in sorted(reader.vps)}
+    for path in paths.values():  # a name the files cannot take fails now, not after the read
+        if path.is_dir():
+            raise IsADirectoryError(f"{path} is a directory; remove it or pick another --out-dir.")
     parts = {vp: path.with_name(path.name + ".part") for vp, path in paths.items()}
     files: dict[int, Any] = {}
     done = False

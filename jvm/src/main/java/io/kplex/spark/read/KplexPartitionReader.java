@@ -84,7 +84,7 @@ final class KplexPartitionReader implements PartitionReader<InternalRow> {
         finished = true;
         return false;
       }
-      List<ConsumerRecord<byte[], byte[]>> records = DeletedOffsets.poll(consumer, POLL, conf).records(tp);
+      List<ConsumerRecord<byte[], byte[]>> records = DeletedOffsets.poll(consumer, POLL, conf, p -> range.until).records(tp);
       progress.polled(!records.isEmpty(), () -> range + " at offset " + consumer.position(tp));
       batch = records.iterator();
     }

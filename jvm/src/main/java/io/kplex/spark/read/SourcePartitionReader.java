@@ -63,7 +63,7 @@ final class SourcePartitionReader extends ReadTimeReader {
   }
 
   private void poll() {
-    ConsumerRecords<byte[], byte[]> batch = DeletedOffsets.poll(consumer, POLL, readConf);
+    ConsumerRecords<byte[], byte[]> batch = DeletedOffsets.poll(consumer, POLL, readConf, p -> range.until);
     polled = batch.iterator();
     progress.polled(!batch.isEmpty(), () -> range.topic + "-" + range.partition + " at offset " + position);
   }

@@ -74,7 +74,7 @@ final class VirtualPartitionReader extends ReadTimeReader {
 
   private void fetch() {
     flowControl();
-    ConsumerRecords<byte[], byte[]> polled = DeletedOffsets.poll(consumer, POLL, conf);
+    ConsumerRecords<byte[], byte[]> polled = DeletedOffsets.poll(consumer, POLL, conf, p -> ranges[index.get(p)].until);
     for (TopicPartition tp : polled.partitions()) {
       int i = index.get(tp);
       for (ConsumerRecord<byte[], byte[]> r : polled.records(tp)) {
