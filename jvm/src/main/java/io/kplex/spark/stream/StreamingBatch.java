@@ -15,9 +15,15 @@ public record StreamingBatch(String queryId, long batchId) {
 
   /** The streaming query this thread runs for (its id), or null: not a stream's thread, or no Spark session. */
   public static String queryIdOfThread() {
+    SparkContext sc = sparkContext();
+    return sc == null ? null : sc.getLocalProperty(QUERY_ID);
+  }
+
+  /** The Spark context of this thread's session (null: no Spark session in this JVM). */
+  private static SparkContext sparkContext() {
     scala.Option<org.apache.spark.sql.SparkSession> session = org.apache.spark.sql.SparkSession.getActiveSession();
     if (session.isEmpty()) session = org.apache.spark.sql.SparkSession.getDefaultSession();
-    return session.isEmpty() ? null : session.get().sparkContext().getLocalProperty(QUERY_ID);
+    return session.isEmpty() ? null : session.get().sparkContext();
   }
 
   /**
@@ -25,10 +31,8 @@ public record StreamingBatch(String queryId, long batchId) {
    * (and in a JVM with no Spark session, as a JUnit test's: none is started for the asking).
    */
   public static StreamingBatch current() {
-    scala.Option<org.apache.spark.sql.SparkSession> session = org.apache.spark.sql.SparkSession.getActiveSession();
-    if (session.isEmpty()) session = org.apache.spark.sql.SparkSession.getDefaultSession();
-    if (session.isEmpty()) return null;
-    SparkContext sc = session.get().sparkContext();
+    SparkContext sc = sparkContext();
+    if (sc == null) return null;
     String query = sc.getLocalProperty(QUERY_ID);
     String batch = sc.getLocalProperty(BATCH_ID);
     if (query == null || batch == null) return null;
