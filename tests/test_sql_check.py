@@ -37,6 +37,16 @@ def test_a_misspelt_function_comes_with_the_name_it_resembles() -> None:
     assert [d.message for d in result.diagnostics] == ["unknown function kplex_ordr; did you mean kplex_order?"]
 
 
+def test_a_stream_relation_checks_with_or_without_parentheses_and_later_errors_keep_their_place() -> None:
+    insert = "INSERT INTO kplex.t SELECT kplex_key(k), kplex_order(o), value FROM STREAM{} a JOIN STREAM{} b ON a.k = b.k"
+    for first, second in (("(kplex.s)", "(`kplex`.`u`)"), (" kplex.s", " `kplex`.`u`"), ("\n  kplex.s", "\tkplex.u")):
+        result = check_text(insert.format(first, second))
+        assert result.ok and not result.diagnostics, (first, result.format())
+    # An error after a stream relation written without parentheses: where it is in the file.
+    result = check_text("SELECT kplex_ordr(o) FROM STREAM kplex.s WHERE kplex_ordr(o) > 0")
+    assert [(d.line, d.column) for d in result.diagnostics] == [(1, 8), (1, 48)], result.format()
+
+
 def test_a_file_with_errors_raises_check_failed_naming_each_finding() -> None:
     with pytest.raises(CheckFailed) as failure:
         require_clean(check_text("INSERT INTO kplex.t SELECT kplex_key(k), value FROM kplex.s;", path="job.sql"))

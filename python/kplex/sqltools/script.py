@@ -275,10 +275,46 @@ def _statement_spans(tokens: list[Token]) -> list[tuple[int, int]]:
     return spans
 
 
+_RELATION_BEFORE = {TokenType.FROM, TokenType.JOIN, TokenType.COMMA}
+_NAME_PART = {TokenType.VAR, TokenType.IDENTIFIER}
+
+
+def _stream_parens(d: Dialect, body: str) -> str:
+    """``body`` with each ``STREAM <name>`` relation (after FROM, JOIN or a comma) written
+    ``STREAM(<name>)``, the form sqlglot parses (Spark 4.1 takes both): '(' takes the place
+    of the first blank after STREAM, and ')' that of the first blank after the name, when
+    there is one, so that what follows keeps its line and column.
+
+    >>> _stream_parens(Dialect.get_or_raise("spark"), "SELECT a FROM STREAM kplex.s WHERE a > 0")
+    'SELECT a FROM STREAM(kplex.s)WHERE a > 0'
+    """
+    try:
+        tokens = d.tokenize(body)
+    except TokenError:
+        return body
+    edits: list[tuple[int, int, str]] = []  # (start, end, text): body[start:end] becomes text
+    for i in range(1, len(tokens) - 1):
+        stream, name = tokens[i], tokens[i + 1]
+        if (tokens[i - 1].token_type not in _RELATION_BEFORE or stream.text.upper() != "STREAM"
+                or name.token_type not in _NAME_PART):
+            continue
+        last = i + 1
+        while (last + 2 < len(tokens) and tokens[last + 1].token_type == TokenType.DOT
+               and tokens[last + 2].token_type in _NAME_PART):
+            last += 2
+        gap = stream.end + 1
+        edits.append((gap, gap + 1, "(") if body[gap] in " \t" else (gap, gap, "("))
+        after = tokens[last].end + 1
+        edits.append((after, after + 1, ")") if after < len(body) and body[after] in " \t" else (after, after, ")"))
+    for start, end, text in reversed(edits):
+        body = body[:start] + text + body[end:]
+    return body
+
+
 def _parse(d: Dialect, body: str) -> tuple[exp.Expression | None, tuple[int, str] | None]:
     """The statement's expression, or None and (offset in body, message)."""
     try:
-        expressions = [e for e in d.parse(body) if e is not None]
+        expressions = [e for e in d.parse(_stream_parens(d, body)) if e is not None]
     except ParseError as error:
         return None, _parse_problem(body, error)
     if len(expressions) != 1:  # cannot happen for a span without semicolons
