@@ -441,8 +441,24 @@ def test_a_table_whose_topic_was_recreated_and_written_by_others_is_told_apart_b
     assert (state["topic_id"], state["written_topic_id"]) == (now, wrote)
     assert f"  is not the topic kplex committed records to (its topic id is {now}, kplex wrote to {wrote})" in (
         status.render(state))
-    # The remedy the error names: the table starts over, on a topic of its own.
+    assert "keeps this topic and the records others wrote to it" in status.render(state)
+    # A REPLACE over it is refused before it drops anything: the table stays as it was.
+    with pytest.raises(errors.TopicInUseError, match="the topic exists and has been written"), translated():
+        spark.sql(f"CREATE OR REPLACE TABLE kplex.{table} TBLPROPERTIES ('kplex.virtual_partitions' = '3',"
+                  " 'kplex.physical_partitions' = '3')")
+    assert read_table_definition(bootstrap, table) is not None
+    # The remedy the error names: the table starts over. DROP leaves the others' records where
+    # they are (the topic is not the one kplex wrote to), a plain topic of that name; once it is
+    # deleted with Kafka's tools, the table starts on a topic of its own.
     spark.sql(f"DROP TABLE kplex.{table}")
+    assert sorted(r.key.decode() for r in verify.read_topic(bootstrap, table)) == [f"other-{i}" for i in range(4)]
+    assert read_table_definition(bootstrap, table) is None
+    assert spark.table(f"kplex.{table}").count() == 4  # read as the plain topic it is now
+    admin.delete_topics([table])[table].result()
+    deadline = time.monotonic() + 60
+    while table in admin.list_topics(timeout=10).topics:  # the broker finishes a deletion in the background
+        assert time.monotonic() < deadline, f"topic {table} was not deleted"
+        time.sleep(0.2)
     spark.sql(f"CREATE TABLE kplex.{table} TBLPROPERTIES ('kplex.virtual_partitions' = '3',"
               " 'kplex.physical_partitions' = '3')")
     insert(table, 0)

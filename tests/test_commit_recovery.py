@@ -39,25 +39,41 @@ def await_kafka_aborts(bootstrap: str, topic: str) -> None:
 
 def test_an_epoch_kafka_cut_short_is_completed_exactly_once_when_the_query_restarts(
         spark, bootstrap, fresh_name, tmp_path):
-    """The driver halts after the first of an epoch's three transaction commits; nothing
-    touches the table until Kafka has aborted the other two. `kplex recover` names what is
-    missing; the restarted query writes just that; the table takes an INSERT after."""
+    """The query's second run: the driver halts after the first of an epoch's two transaction
+    commits; nothing touches the table until Kafka has aborted the other. `kplex recover`
+    names what is missing; a new query may not resume from the table over it; the restarted
+    query, on more cores, writes just that; the table takes an INSERT after."""
     source, target = fresh_name("views_cut"), fresh_name("by_user_cut")
-    datagen.generate_pageviews(bootstrap, source, 600, partitions=3, users=15, seed=41)
+    datagen.generate_pageviews(bootstrap, source, 300, partitions=3, users=15, seed=41)
     create(spark, target, delay_ms=1_000)
     chk = tmp_path / "chk"
+    first = run_driver(bootstrap, source, target, chk, SHORT_TIMEOUT)
+    assert first is not None and "DONE" in first.stdout, first.stderr[-3000:]
+    datagen.generate_pageviews(bootstrap, source, 300, partitions=3, users=15, seed=43,
+                               start_ms=datagen.ARTICLE_START_MS + 5_000_000)
     halted = run_driver(bootstrap, source, target, chk, {**SHORT_TIMEOUT, "spark.kplex.testing.halt_after_commits": "1"})
     assert halted is not None and "DONE" not in halted.stdout
     await_kafka_aborts(bootstrap, target)
     visible = len(verify.read_topic(bootstrap, target))
-    assert 0 < visible < 300, visible  # one task's transaction of the first epoch (300 records read); the rest: aborted
+    assert 300 < visible < 600, visible  # one task's transaction of the epoch (300 records read); the rest: aborted
 
     said = recover(bootstrap, target)
     assert "was cut short" in said, said
     assert re.search(r"virtual partitions \[[\d, ]+\] are in the table, \[[\d, ]+\] are missing", said), said
     assert "restarts from its checkpoint" in said, said
 
-    done = run_driver(bootstrap, source, target, chk, SHORT_TIMEOUT)
+    # A new query resuming from the table would start before the cut-short epoch, and read its
+    # committed part again: refused, naming the query whose rerun completes it; nothing written.
+    resumed = run_driver(bootstrap, source, target, tmp_path / "chk_resumed", SHORT_TIMEOUT, starting="table")
+    assert "DONE" not in resumed.stdout
+    assert re.search(r"\[KPLEX_RESUME_FROM_TABLE\] the last stream from topic '\w+' into table \w+, query [-\w]+, has an"
+                     r" epoch Kafka cut short .* \(epoch \d+: virtual partitions \[[\d, ]+\] of it are in the table",
+                     resumed.stderr), resumed.stderr[-3000:]
+    assert len(verify.read_topic(bootstrap, target)) == visible
+
+    # Restarted with more parallelism than it had (executors added): the rerun of the cut-short
+    # epoch runs the 2 writer tasks of its first run, the epochs after it 4.
+    done = run_driver(bootstrap, source, target, chk, {**SHORT_TIMEOUT, "spark.default.parallelism": "4"})
     assert done is not None and "DONE" in done.stdout, done.stderr[-3000:]
     assert_exactly_once_in_order(bootstrap, source, target, 600)
     assert stable_offsets_reach_the_end(bootstrap, target)

@@ -285,3 +285,21 @@ def test_a_missing_acl_fails_naming_principal_operation_and_resource_and_writes_
                           NotAuthorizedError, f"principal User:{user} is not allowed to {operation} {resource.format(table=table)}")
     assert verify.read_topic(secured.bootstrap, table, isolation="read_uncommitted") == []
     assert open_transactions(spark, secured, table) == []
+
+
+def test_datagen_and_the_demo_log_in_with_the_kafka_config_file(secured, tmp_path):
+    """`kplex datagen` and `kplex demo` take --kafka-config as every command that talks to
+    Kafka does: its bootstrap.servers (the SASL_SSL listener) with its credentials."""
+    settings = properties_file(secured, "admin", tmp_path / "admin.properties")
+    topic = f"datagen_secured_{uuid.uuid4().hex[:8]}"
+    done = cli("datagen", "--kafka-config", str(settings), "--topic", topic, "--records", "500", "--partitions", "2")
+    assert done.returncode == 0, done.stderr[-3000:]
+    # Read back through the open listener: every record is there.
+    assert len(verify.read_topic(secured.bootstrap, topic)) == 500
+
+    # The demo lists the cluster's topics over the same login, and refuses to replace one of its
+    # names that exists there (it would have timed out connecting without the credentials).
+    datagen.ensure_topic(secured.bootstrap, "pageviews", 3)
+    refused = cli("demo", "--kafka-config", str(settings), "--records", "100")
+    assert refused.returncode == 2, refused.stderr[-3000:]
+    assert "topic(s) pageviews exist on" in refused.stderr and "--replace" in refused.stderr, refused.stderr

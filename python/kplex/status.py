@@ -101,12 +101,17 @@ def render(state: Mapping[str, Any]) -> str:
     counts = state.get("records_per_virtual_partition", {})
     highs = state["high_order_per_virtual_partition"]
     over = f"DROP TABLE kplex.{state['table']}, then CREATE TABLE, starts the table over"
+    if any(p["end_offset"] > 0 for p in state["partitions"]):  # others' records: DROP keeps them
+        replaced = (f"DROP TABLE kplex.{state['table']} keeps this topic and the records others wrote to it, a plain"
+                    " topic of that name then: to CREATE the table again, delete the topic with Kafka's tools first")
+    else:
+        replaced = over
     if not state["partitions"]:
         lines.append(f"  does not exist: it was deleted outside kplex, and the next write or read fails ({over})")
     elif highs and state.get("written_topic_id") and state.get("topic_id") not in (None, state["written_topic_id"]):
         lines.append(f"  is not the topic kplex committed records to (its topic id is {state['topic_id']}, kplex wrote to"
                      f" {state['written_topic_id']}): it was deleted and created again outside kplex, what kplex wrote"
-                     f" is gone, and the next write fails ({over})")
+                     f" is gone, and the next write fails ({replaced})")
     elif highs and all(p["end_offset"] == 0 for p in state["partitions"]):
         lines.append("  holds no records and never held any, yet kplex committed records to it (the highest order"
                      " values below): it was deleted and created again outside kplex, and the next write fails"

@@ -11,10 +11,6 @@ from typing import Any
 from kplex.kafka import config as kafka_config
 
 
-def _bootstrap(args: argparse.Namespace) -> str:
-    return kafka_config.from_args(args)[0]
-
-
 def _demo(args: argparse.Namespace) -> int:
     from confluent_kafka import KafkaException
 
@@ -22,8 +18,10 @@ def _demo(args: argparse.Namespace) -> int:
     from kplex.testing.demo import DemoTopicsExist, run_demo
 
     own_spark("kplex demo")
+    bootstrap, settings = kafka_config.from_args(args)
     try:
-        ok = run_demo(_bootstrap(args), records=args.records, master=args.master, replace=args.replace)
+        ok = run_demo(bootstrap, records=args.records, master=args.master, replace=args.replace,
+                      kafka_settings=settings)
     except (DemoTopicsExist, KafkaException) as error:
         print(f"kplex demo: {error}", file=sys.stderr)
         return 2
@@ -35,10 +33,12 @@ def _datagen(args: argparse.Namespace) -> int:
 
     from kplex.testing.datagen import generate_pageviews
 
+    bootstrap, settings = kafka_config.from_args(args)
     try:
-        summary = generate_pageviews(_bootstrap(args), args.topic, args.records, partitions=args.partitions,
+        summary = generate_pageviews(bootstrap, args.topic, args.records, partitions=args.partitions,
                                      users=args.users, out_of_order_ms=args.out_of_order_ms,
-                                     skew=args.skew, non_ascii=args.non_ascii, seed=args.seed)
+                                     skew=args.skew, non_ascii=args.non_ascii, seed=args.seed,
+                                     config=kafka_config.librdkafka(settings) if settings else None)
     except (ValueError, KafkaException) as error:  # a bad count, a topic of another size, no broker
         print(f"kplex datagen: {error}", file=sys.stderr)
         return 2
@@ -49,7 +49,7 @@ def _datagen(args: argparse.Namespace) -> int:
 def register(sub: Any) -> None:
     """Add ``demo`` and ``datagen`` to the ``kplex`` command's sub-commands."""
     demo = sub.add_parser("demo", help="run the seed article's example and check it")
-    demo.add_argument("--bootstrap", help="Kafka address (default $KPLEX_BOOTSTRAP)")
+    kafka_config.add_arguments(demo)
     demo.add_argument("--records", type=int, default=10_000)
     demo.add_argument("--master", default="local[2]")
     demo.add_argument("--replace", action="store_true",
@@ -57,7 +57,7 @@ def register(sub: Any) -> None:
     demo.set_defaults(handler=_demo)
 
     gen = sub.add_parser("datagen", help="generate a pageviews topic keyed by page")
-    gen.add_argument("--bootstrap")
+    kafka_config.add_arguments(gen)
     gen.add_argument("--topic", default="pageviews")
     gen.add_argument("--records", type=int, default=10_000)
     gen.add_argument("--partitions", type=int, default=3)

@@ -17,7 +17,7 @@ import time
 import zlib
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Any, Iterator, Mapping
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicCollection
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
@@ -153,6 +153,7 @@ def ensure_topic(
     *,
     create: bool = True,
     timeout: float = 30.0,
+    config: Mapping[str, Any] | None = None,
 ) -> bool:
     """Make sure ``topic`` exists with exactly ``partitions`` partitions.
 
@@ -166,7 +167,7 @@ def ensure_topic(
     """
     if partitions < 1:
         raise ValueError(f"partitions must be at least 1, got {partitions}.")
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({**(config or {}), "bootstrap.servers": bootstrap})
     existing = _partition_count(admin, topic, timeout)
     if existing is None:
         if not create:
@@ -191,7 +192,8 @@ def ensure_topic(
     return False
 
 
-def grow_topic(bootstrap: str, topic: str, partitions: int, *, timeout: float = 30.0) -> None:
+def grow_topic(bootstrap: str, topic: str, partitions: int, *, timeout: float = 30.0,
+               config: Mapping[str, Any] | None = None) -> None:
     """Give ``topic`` ``partitions`` partitions in all, and return once the broker's metadata
     shows them. The controller has the change when CreatePartitions answers; the broker's
     metadata follows a moment later, and until then a producer asked for a new partition fails
@@ -199,7 +201,7 @@ def grow_topic(bootstrap: str, topic: str, partitions: int, *, timeout: float = 
 
     >>> grow_topic("localhost:9092", "pageviews", 5)  # doctest: +SKIP
     """
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({**(config or {}), "bootstrap.servers": bootstrap})
     admin.create_partitions([NewPartitions(topic, partitions)], operation_timeout=timeout)[topic].result(timeout)
     _wait_for_partitions(admin, topic, partitions, timeout)
 
@@ -278,6 +280,7 @@ def generate_pageviews(
     start_ms: int = ARTICLE_START_MS,
     timeout: float = 120.0,
     write_partitions: int | None = None,
+    config: Mapping[str, Any] | None = None,
 ) -> PageviewsSummary:
     """Produce ``records`` pageviews to ``topic`` (created with ``partitions``).
 
@@ -288,16 +291,18 @@ def generate_pageviews(
     contents depend only on the arguments (see :func:`pageview_records`);
     Kafka timestamps are the produce time, so the default 2019 ``viewtime``
     values never trigger retention. With ``write_partitions`` = n, only partitions
-    0..n-1 get records (:func:`partition_of`): the others stay empty.
+    0..n-1 get records (:func:`partition_of`): the others stay empty. ``config``: more
+    librdkafka settings for its clients (a secured cluster's credentials).
 
     >>> s = generate_pageviews("localhost:9092", "pageviews", 100_000, skew=0.5)  # doctest: +SKIP
     >>> s.per_user["User_1"] > 50_000 * 0.9  # doctest: +SKIP
     True
     """
     rows = _pageviews(records, users, pages, seed, start_ms, out_of_order_ms, skew, non_ascii)
-    created = ensure_topic(bootstrap, topic, partitions, create=create)
+    created = ensure_topic(bootstrap, topic, partitions, create=create, config=config)
     producer = Producer(
         {
+            **(config or {}),
             "bootstrap.servers": bootstrap,
             "client.id": "kplex-datagen",
             "partitioner": "murmur2_random",

@@ -32,7 +32,7 @@ import time
 import uuid
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
@@ -503,6 +503,7 @@ def read_topic(
     topic: str,
     isolation: str = "read_committed",
     timeout: float = 60.0,
+    config: Mapping[str, Any] | None = None,
 ) -> list[Record]:
     """Read every partition of ``topic`` from the beginning to its current end.
 
@@ -511,7 +512,8 @@ def read_topic(
     or where the consumer reports end-of-partition, which for
     ``read_committed`` is the last stable offset (transaction markers and
     aborted records are skipped by the client). Records come back sorted by
-    partition, then offset.
+    partition, then offset. ``config``: more librdkafka settings (a secured cluster's
+    credentials).
 
     >>> records = read_topic("localhost:9092", "pageviews_by_user")  # doctest: +SKIP
     >>> records[0].headers["kplex.vp"]  # doctest: +SKIP
@@ -521,13 +523,15 @@ def read_topic(
         raise ValueError(
             f"isolation must be 'read_committed' or 'read_uncommitted', got {isolation!r}."
         )
-    return _read(bootstrap, topic, isolation, timeout)[0]
+    return _read(bootstrap, topic, isolation, timeout, config)[0]
 
 
-def _read(bootstrap: str, topic: str, isolation: str, timeout: float) -> tuple[list[Record], int]:
+def _read(bootstrap: str, topic: str, isolation: str, timeout: float,
+          config: Mapping[str, Any] | None = None) -> tuple[list[Record], int]:
     """The records of ``topic`` and its partition count (empty partitions included)."""
     consumer = Consumer(
         {
+            **(config or {}),
             "bootstrap.servers": bootstrap,
             "group.id": f"kplex-verify-{uuid.uuid4()}",
             "isolation.level": isolation,
@@ -661,8 +665,10 @@ def check_derived_topic(
     isolation: str = "read_committed",
     timeout: float = 120.0,
     max_examples: int = 100,
+    config: Mapping[str, Any] | None = None,
 ) -> VerifyReport:
-    """Read both topics completely and run :func:`check_records` on them.
+    """Read both topics completely and run :func:`check_records` on them (``config``: more
+    librdkafka settings, a secured cluster's credentials).
 
     >>> report = check_derived_topic(
     ...     "localhost:9092", "pageviews", "pageviews_by_user", 9, 3
@@ -670,8 +676,8 @@ def check_derived_topic(
     >>> report.ok, report.derived_count  # doctest: +SKIP
     (True, 100000)
     """
-    source = read_topic(bootstrap, source_topic, isolation, timeout)
-    derived, partition_count = _read(bootstrap, derived_topic, isolation, timeout)
+    source = read_topic(bootstrap, source_topic, isolation, timeout, config)
+    derived, partition_count = _read(bootstrap, derived_topic, isolation, timeout, config)
     return check_records(
         source,
         derived,

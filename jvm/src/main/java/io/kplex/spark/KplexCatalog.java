@@ -338,6 +338,12 @@ public class KplexCatalog implements StagingTableCatalog, FunctionCatalog {
         TableDefinition def = TableDefinition.create(table, properties);
         if (!def.topic().equals(goingAway)) {
           requireFree(store, table, def);
+        } else {
+          // The drop keeps a topic that holds others' records (deleteTableTopic): refused now,
+          // before the drop, as the CREATE after it would be.
+          Map<Integer, Long> others = store.describe(goingAway)
+              .map(d -> othersRecords(store, table, goingAway, d)).orElse(null);
+          if (others != null) throw Errors.topicWritten(table, goingAway, others);
         }
       }
     }
@@ -375,8 +381,8 @@ public class KplexCatalog implements StagingTableCatalog, FunctionCatalog {
         }
         return false;
       }
-      if (!def.get().isReadTime() && store.partitionCount(def.get().topic()).isPresent()) {
-        store.deleteTopic(def.get().topic());
+      if (!def.get().isReadTime()) {
+        deleteTableTopic(store, table, def.get().topic());
       }
       store.removeDefinition(table);
       // A table created again under this name starts with no marks of what was written
@@ -390,6 +396,47 @@ public class KplexCatalog implements StagingTableCatalog, FunctionCatalog {
       }
       return true;
     }
+  }
+
+  /**
+   * DROP's part of a derived table's topic: deleted, unless it was deleted and created again
+   * outside kplex after kplex wrote to it (its id is not the one the commit log recorded at
+   * the table's first write) and holds records: those are others', and stay, with a warning
+   * (a CREATE of the table over the topic then names them). A topic already gone is left so.
+   */
+  private static void deleteTableTopic(TableStore store, String table, String topic) {
+    Optional<org.apache.kafka.clients.admin.TopicDescription> described = store.describe(topic);
+    if (described.isEmpty()) return;
+    Map<Integer, Long> others = othersRecords(store, table, topic, described.get());
+    if (others != null) {
+      org.slf4j.LoggerFactory.getLogger(KplexCatalog.class).warn("kplex: table {} dropped; its topic '{}' stays: it was"
+          + " deleted and created again outside kplex after kplex wrote to it, and holds records kplex did not write"
+          + " (end offsets {})", table, topic, others);
+      return;
+    }
+    store.deleteTopic(topic);
+  }
+
+  /**
+   * The end offsets of {@code table}'s topic if it holds others' records: it was deleted and
+   * created again outside kplex after kplex wrote to it (its id is not the one the commit log
+   * recorded) and holds records; else null. A commit log kplex cannot read tells nothing (null),
+   * with a warning.
+   */
+  private static Map<Integer, Long> othersRecords(TableStore store, String table, String topic,
+      org.apache.kafka.clients.admin.TopicDescription described) {
+    String id = io.kplex.spark.kafka.KafkaTopics.topicId(described);
+    String wrote;
+    try {
+      wrote = new io.kplex.spark.txn.CommitLog(store).writtenTopicId(table).filter(w -> !w.isEmpty()).orElse(null);
+    } catch (RuntimeException e) {
+      org.slf4j.LoggerFactory.getLogger(KplexCatalog.class).warn("kplex: the id of the topic table {} was written to"
+          + " could not be read from {}: {}", table, io.kplex.spark.txn.CommitLog.TOPIC, e.toString());
+      return null;
+    }
+    if (id == null || wrote == null || id.equals(wrote)) return null;
+    Map<Integer, Long> ends = store.endOffsets(topic, described.partitions().size());
+    return ends.values().stream().anyMatch(end -> end > 0) ? new java.util.TreeMap<>(ends) : null;
   }
 
   @Override

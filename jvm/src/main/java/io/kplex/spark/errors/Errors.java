@@ -659,6 +659,17 @@ public final class Errors {
     return error("RESUME_FROM_TABLE.HELD_GONE", "table", table, "query", from, "held_records", held, "file", file);
   }
 
+  /**
+   * A query resuming from the table where query {@code query}'s stream stopped ({@code ends}),
+   * whose epoch {@code epoch} after that Kafka cut short: its committed part would be read again.
+   */
+  public static KplexException resumeCutShort(String table, String topic, Map<Integer, Long> ends, String query,
+      long epoch, Set<Integer> committedVps, Set<Integer> lostVps) {
+    return error("RESUME_FROM_TABLE.CUT_SHORT", "table", table, "topic", topic, "offsets", new TreeMap<>(ends),
+        "query", query, "epoch", epoch, "committed_virtual_partitions", new TreeSet<>(committedVps),
+        "lost_virtual_partitions", new TreeSet<>(lostVps));
+  }
+
   /** A second query resuming from the epoch another one already resumed from. */
   public static KplexException resumeTaken(String table, String from, String by) {
     return error("RESUME_FROM_TABLE.TAKEN", "table", table, "query", from, "taken_by", by);

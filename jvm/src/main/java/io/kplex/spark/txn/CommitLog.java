@@ -120,15 +120,27 @@ public final class CommitLog {
     public final String claim;
     /** Its offset in the log (-1: not read from the log). */
     public final long offset;
+    /**
+     * How many writer tasks the write ran (a streaming epoch's: its rerun runs as many, so
+     * that each task holds the virtual partitions it held, {@link PartialCommit#toCommit});
+     * 0: not recorded (an INSERT, or an older kplex).
+     */
+    public final int tasks;
 
     Pending(String table, String query, List<TaskTransaction> transactions, EpochMark mark, String completes,
         boolean vpsKnown, String claim, long offset) {
-      this(pendingKey(table, claim), table, query, transactions, mark, completes, vpsKnown, claim, offset);
+      this(table, query, transactions, mark, completes, vpsKnown, claim, offset, 0);
+    }
+
+    Pending(String table, String query, List<TaskTransaction> transactions, EpochMark mark, String completes,
+        boolean vpsKnown, String claim, long offset, int tasks) {
+      this(pendingKey(table, claim), table, query, transactions, mark, completes, vpsKnown, claim, offset, tasks);
     }
 
     private Pending(String key, String table, String query, List<TaskTransaction> transactions, EpochMark mark,
-        String completes, boolean vpsKnown, String claim, long offset) {
+        String completes, boolean vpsKnown, String claim, long offset, int tasks) {
       this.key = key;
+      this.tasks = tasks;
       this.claim = claim;
       this.offset = offset;
       this.table = table;
@@ -155,12 +167,18 @@ public final class CommitLog {
    */
   public long begin(String table, String queryId, List<TaskTransaction> txns, EpochMark mark, String completes,
       String claim) {
+    return begin(table, queryId, txns, mark, completes, claim, 0);
+  }
+
+  /** As above; {@code tasks}: how many writer tasks the write ran ({@link Pending#tasks}; 0: not recorded). */
+  public long begin(String table, String queryId, List<TaskTransaction> txns, EpochMark mark, String completes,
+      String claim, int tasks) {
     Map<String, byte[]> entries = mark == null ? new LinkedHashMap<>() : marking(mark);
     byte[] markJson = mark == null ? null : entries.remove(mark.key());
     begun = mark;
     begunJson = markJson;
     entries.put(pendingKey(table, claim), toJson(table, queryId, txns, markJson == null ? null
-        : EpochMark.tree(markJson), completes, claim));
+        : EpochMark.tree(markJson), completes, claim, tasks));
     return topic.putAll(entries);
   }
 
@@ -498,6 +516,29 @@ public final class CommitLog {
     return out;
   }
 
+  /**
+   * How many writer tasks epoch {@code epoch} of {@code query} ran, if a driver recorded its
+   * commit and Kafka may have cut it short: its pending record (not settled yet) or its
+   * {@link PartialCommit}; 0 if neither holds it recorded. A rerun of that epoch runs as many
+   * tasks, so that each holds the virtual partitions it held ({@link PartialCommit#toCommit}).
+   */
+  public int rerunTasks(String table, String query, long epoch) {
+    Optional<Map.Entry<Long, byte[]>> partial = topic.latest(PartialCommit.prefix(table) + query + "/" + epoch);
+    if (partial.isPresent()) return PartialCommit.fromJson(partial.get().getValue()).tasks();
+    for (Map.Entry<Long, byte[]> e : topic.latest(table, pendingPrefix(table)).values()) {
+      try {
+        JsonNode node = JSON.readTree(e.getValue());
+        JsonNode mark = node.path("epoch_mark");
+        if (query.equals(node.path("query").asText(null)) && mark.path("epoch").asLong(-1) == epoch) {
+          return node.path("tasks").asInt(0);
+        }
+      } catch (IOException bad) {
+        throw Errors.unreadableMetadata(Errors.MetadataRecord.PENDING_COMMIT, TOPIC, bad);
+      }
+    }
+    return 0;
+  }
+
   /** Writes these keys in their order in one round trip (the writer claims' bookkeeping). */
   void putAll(Map<String, byte[]> entries) {
     topic.putAll(entries);
@@ -517,17 +558,20 @@ public final class CommitLog {
   }
 
   static byte[] toJson(String table, String queryId, List<TaskTransaction> txns, EpochMark mark) {
-    return toJson(table, queryId, txns, mark == null ? null : mark.toJsonNode(), null, null);
+    return toJson(table, queryId, txns, mark == null ? null : mark.toJsonNode(), null, null, 0);
   }
 
   static byte[] toJson(String table, String queryId, List<TaskTransaction> txns, EpochMark mark, String completes,
       String claim) {
-    return toJson(table, queryId, txns, mark == null ? null : mark.toJsonNode(), completes, claim);
+    return toJson(table, queryId, txns, mark == null ? null : mark.toJsonNode(), completes, claim, 0);
   }
 
-  /** {@code mark}: the epoch mark's JSON, whole or as changes to its base ({@link #marking}). */
+  /**
+   * {@code mark}: the epoch mark's JSON, whole or as changes to its base ({@link #marking});
+   * {@code tasks}: the write's writer-task count, recorded when known (&gt; 0).
+   */
   static byte[] toJson(String table, String queryId, List<TaskTransaction> txns, JsonNode mark, String completes,
-      String claim) {
+      String claim, int tasks) {
     ObjectNode node = JSON.createObjectNode();
     node.put("table", table);
     node.put("query", queryId);
@@ -540,6 +584,7 @@ public final class CommitLog {
     if (mark != null) node.set("epoch_mark", mark);
     if (completes != null) node.put("completes", completes);
     if (claim != null) node.put("claim", claim);
+    if (tasks > 0) node.put("tasks", tasks);
     return node.toString().getBytes(StandardCharsets.UTF_8);
   }
 
@@ -582,7 +627,7 @@ public final class CommitLog {
       String table = node.path("table").asText();
       String claim = node.path("claim").asText(null);
       return new Pending(key != null ? key : pendingKey(table, claim), table, node.path("query").asText(null), txns,
-          mark, node.path("completes").asText(null), vpsKnown, claim, offset);
+          mark, node.path("completes").asText(null), vpsKnown, claim, offset, node.path("tasks").asInt(0));
     } catch (IOException e) {
       throw Errors.unreadableMetadata(Errors.MetadataRecord.PENDING_COMMIT, TOPIC, e);
     }

@@ -128,6 +128,15 @@ public final class ExactlyOnceCommitter {
    */
   public void commit(String queryId, List<TaskTransaction> txns, long[] lastOffsets, EpochMark mark,
       long startedMs, WriterLease lease, PartialCommit completing) {
+    commit(queryId, txns, lastOffsets, mark, startedMs, lease, completing, 0);
+  }
+
+  /**
+   * As above; {@code tasks}: how many writer tasks the write ran, recorded with the commit
+   * (a streaming epoch's, for its rerun should Kafka cut the commit short: {@link #rerunTasks}).
+   */
+  public void commit(String queryId, List<TaskTransaction> txns, long[] lastOffsets, EpochMark mark,
+      long startedMs, WriterLease lease, PartialCommit completing, int tasks) {
     if (!txns.isEmpty()) {
       try {
         requireTimeLeft(startedMs);
@@ -151,7 +160,7 @@ public final class ExactlyOnceCommitter {
       var open = TransactionFencer.listOpen(admin);
       CommitLog log = new CommitLog(admin);
       String claim = lease == null ? null : lease.key();
-      long recorded = log.begin(table, queryId, txns, mark, completes, claim);
+      long recorded = log.begin(table, queryId, txns, mark, completes, claim, tasks);
       long t1 = System.nanoTime();
       if (lease != null) {
         long takenAt = lease.takenAt(log.topic());
@@ -162,7 +171,7 @@ public final class ExactlyOnceCommitter {
           KplexException taken = Errors.claimTaken(table, lease.takenBy(log.topic()), recorded < takenAt);
           if (recorded >= takenAt) {
             try {
-              log.drop(new CommitLog.Pending(table, queryId, txns, mark, completes, true, claim, recorded));
+              log.drop(new CommitLog.Pending(table, queryId, txns, mark, completes, true, claim, recorded, tasks));
             } catch (RuntimeException e) {
               taken.addSuppressed(e);  // recovery removes it
             }
@@ -174,12 +183,12 @@ public final class ExactlyOnceCommitter {
       List<TaskTransaction> lost = finish(admin, txns, open);
       long t3 = System.nanoTime();
       if (!lost.isEmpty()) {
-        CommitLog.Pending pending = new CommitLog.Pending(table, queryId, txns, mark, completes, true, claim, recorded);
+        CommitLog.Pending pending = new CommitLog.Pending(table, queryId, txns, mark, completes, true, claim, recorded, tasks);
         throw settle(log, pending, lost);
       }
       // The log's end first: by its answer the commit markers are usually on the partitions,
       // so the wait below asks once (asked at once, it mostly found them not there yet).
-      log.end(new CommitLog.Pending(table, queryId, txns, mark, completes, true, claim, recorded));
+      log.end(new CommitLog.Pending(table, queryId, txns, mark, completes, true, claim, recorded, tasks));
       long t4 = System.nanoTime();
       CommitVisibility.await(admin, table, topic, lastOffsets);
       if (LOG.isDebugEnabled()) {
@@ -367,6 +376,15 @@ public final class ExactlyOnceCommitter {
     return withKafka(admin -> new CommitLog(admin).resumedBy(table, query));
   }
 
+  /**
+   * How many writer tasks epoch {@code epoch} of {@code query} ran, if its commit was recorded
+   * and not finished (Kafka may have cut it short): its rerun runs as many. 0 if none is on
+   * record (then Spark's parallelism decides).
+   */
+  public int rerunTasks(String query, long epoch) {
+    return withKafka(admin -> new CommitLog(admin).rerunTasks(table, query, epoch));
+  }
+
   /** The epochs of {@code query} that Kafka cut short, by epoch: its rerun completes them. */
   public Map<Long, PartialCommit> partialEpochs(String query) {
     return withKafka(admin -> {
@@ -476,7 +494,7 @@ public final class ExactlyOnceCommitter {
           Map<Integer, Long> committed = new java.util.HashMap<>(before.committed());
           partial.committed().forEach((vp, h) -> committed.merge(vp, h, Math::max));
           partial = new PartialCommit(partial.table(), partial.query(), partial.epoch(), false,
-              partial.lostPartitions(), partial.lostVps(), committed, partial.vpsKnown());
+              partial.lostPartitions(), partial.lostVps(), committed, partial.vpsKnown(), partial.tasks());
         }
       }
     }

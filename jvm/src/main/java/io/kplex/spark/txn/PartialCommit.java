@@ -24,16 +24,19 @@ import java.util.TreeSet;
  *   <li>{@code committed}: per virtual partition, the largest order value the committed
  *       transactions wrote (later writes stay above it);</li>
  *   <li>{@code lostPartitions} / {@code lostVps}: the Spark partitions (tasks) whose
- *       transactions Kafka aborted, and the virtual partitions they held.</li>
+ *       transactions Kafka aborted, and the virtual partitions they held;</li>
+ *   <li>{@code tasks}: how many writer tasks the epoch ran (0: not recorded, an older kplex's).</li>
  * </ul>
  * A streaming epoch is completed when its query restarts: Spark runs the epoch again from
- * its checkpoint (same offsets, same held records, same partitioning, so the same rows per
- * task), and only the rerun's transactions of the lost tasks are committed
- * ({@link #toCommit}). An INSERT has no rerun: {@code kplex recover} names the missing
- * virtual partitions and the predicate that rewrites just them ({@link #describe}).
+ * its checkpoint (same offsets, same held records), kplex with as many writer tasks as
+ * {@code tasks} whatever Spark's parallelism is now (so the same rows per task, and each task
+ * releases what it did: what a task releases depends on what else it read), and only the
+ * rerun's transactions of the lost tasks are committed ({@link #toCommit}). An INSERT has no
+ * rerun: {@code kplex recover} names the missing virtual partitions and the predicate that
+ * rewrites just them ({@link #describe}).
  */
 public record PartialCommit(String table, String query, long epoch, boolean insert,
-    Set<Integer> lostPartitions, Set<Integer> lostVps, Map<Integer, Long> committed, boolean vpsKnown) {
+    Set<Integer> lostPartitions, Set<Integer> lostVps, Map<Integer, Long> committed, boolean vpsKnown, int tasks) {
   private static final ObjectMapper JSON = new ObjectMapper();
 
   public PartialCommit {
@@ -68,14 +71,14 @@ public record PartialCommit(String table, String query, long epoch, boolean inse
     boolean insert = pending.mark == null || EpochMark.INSERTS.equals(pending.mark.query());
     long epoch = pending.mark == null || insert ? 0 : pending.mark.epoch();
     return new PartialCommit(pending.table, pending.query, epoch, insert, partitions, vps, committed,
-        pending.vpsKnown);
+        pending.vpsKnown, pending.tasks);
   }
 
   /**
    * Of a streaming epoch's rerun, the transactions to commit: those of the lost tasks. The
    * rerun must hold the same virtual partitions per task as the first run (it does when the
-   * query restarts from its checkpoint); otherwise nothing is committed and the error says
-   * what differs.
+   * query restarts from its checkpoint: it runs {@code tasks} writer tasks); otherwise nothing
+   * is committed and the error says what differs.
    */
   public List<TaskTransaction> toCommit(List<TaskTransaction> rerun) {
     List<TaskTransaction> keep = new ArrayList<>();
@@ -109,6 +112,7 @@ public record PartialCommit(String table, String query, long epoch, boolean inse
     ObjectNode node = JSON.createObjectNode();
     node.put("table", table).put("query", query).put("epoch", epoch).put("insert", insert)
         .put("vps_known", vpsKnown);
+    if (tasks > 0) node.put("tasks", tasks);
     lostPartitions.stream().sorted().forEach(node.putArray("lost_partitions")::add);
     lostVps.stream().sorted().forEach(node.putArray("lost_vps")::add);
     ObjectNode written = node.putObject("committed");
@@ -127,7 +131,8 @@ public record PartialCommit(String table, String query, long epoch, boolean inse
       node.path("committed").fields().forEachRemaining(e -> committed.put(Integer.parseInt(e.getKey()),
           e.getValue().asLong()));
       return new PartialCommit(node.path("table").asText(), node.path("query").asText(), node.path("epoch").asLong(),
-          node.path("insert").asBoolean(), partitions, vps, committed, node.path("vps_known").asBoolean(true));
+          node.path("insert").asBoolean(), partitions, vps, committed, node.path("vps_known").asBoolean(true),
+          node.path("tasks").asInt(0));
     } catch (IOException e) {
       throw Errors.unreadableMetadata(Errors.MetadataRecord.PARTIAL_COMMIT, CommitLog.TOPIC, e);
     }

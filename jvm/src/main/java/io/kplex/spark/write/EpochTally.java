@@ -36,6 +36,8 @@ final class EpochTally {
   private long held;
   private long spilled;
   private final long[] times = TaskTimes.none();
+  /** How many writer tasks the epoch ran (one message each). */
+  int tasks;
 
   private EpochTally(int physicalPartitions) {
     lastOffsets = new long[physicalPartitions];
@@ -45,6 +47,7 @@ final class EpochTally {
   static EpochTally of(int physicalPartitions, WriterCommitMessage[] messages) {
     EpochTally t = new EpochTally(physicalPartitions);
     for (WriterCommitMessage m : messages) t.add((EpochCommitMessage) m);
+    t.tasks = messages.length;
     return t;
   }
 

@@ -225,6 +225,14 @@ final class KplexStreamingWrite implements StreamingWrite {
     }
     String by = committer.resumedBy(from.query());
     if (by != null && !by.equals(queryId)) throw Errors.resumeTaken(conf.table, from.query(), by);
+    // An epoch after the one resumed from that Kafka cut short: part of what it read is in the
+    // table, and only its own query's rerun (from its checkpoint) completes it exactly once.
+    for (io.kplex.spark.txn.PartialCommit partial : committer.partialEpochs(from.query()).values()) {
+      if (partial.epoch() > from.epoch()) {
+        throw Errors.resumeCutShort(conf.table, signal.topic(), ends, partial.query(), partial.epoch(),
+            partial.committed().keySet(), partial.lostVps());
+      }
+    }
     String changed = from.heldRecords() == 0 ? null : changedColumns(from.lineage().heldSchema(), schema.schema);
     if (changed != null) throw Errors.heldColumnsChanged(conf.table, from.query(), from.heldRecords(), changed);
     String base = from.lineage().heldBase();
@@ -440,7 +448,7 @@ final class KplexStreamingWrite implements StreamingWrite {
     ExactlyOnceCommitter committing = writing == conf ? committer : new ExactlyOnceCommitter(writing.kafka, conf.table,
         conf.topic, conf.virtualPartitions, conf.faults, run.runId == null ? null : () -> run.clients(conf.kafka));
     try {
-      committing.commit(queryId, txns, tally.lastOffsets, mark, startedAtMs, lease, partial);
+      committing.commit(queryId, txns, tally.lastOffsets, mark, startedAtMs, lease, partial, tally.tasks);
     } catch (io.kplex.spark.errors.KplexException e) {
       // Nothing committed: the rerun of this micro-batch (same offsets) gets more time.
       if (!"COMMIT_EXPIRED".equals(e.code())) throw e;

@@ -6,6 +6,8 @@ import io.kplex.spark.catalog.TableStore;
 import io.kplex.spark.conf.WriteConf;
 import io.kplex.spark.errors.Errors;
 import java.util.Map;
+import io.kplex.spark.stream.StreamingBatch;
+import io.kplex.spark.txn.ExactlyOnceCommitter;
 import io.kplex.spark.txn.TransactionalIds;
 import org.apache.kafka.common.acl.AclOperation;
 import org.apache.spark.SparkContext;
@@ -13,9 +15,12 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.connector.write.LogicalWriteInfo;
 import org.apache.spark.sql.connector.write.Write;
 import org.apache.spark.sql.connector.write.WriteBuilder;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /** Validates the written schema and the settings when the query is planned. */
 public final class KplexWriteBuilder implements WriteBuilder {
+  private static final Logger LOG = LoggerFactory.getLogger(KplexWriteBuilder.class);
   private final KplexTable table;
   private final LogicalWriteInfo info;
 
@@ -38,7 +43,33 @@ public final class KplexWriteBuilder implements WriteBuilder {
       run.checked = true;
     }
     return new KplexWrite(conf, schema, info.queryId(), checkpoint(options, info.queryId()), table::reportEpoch,
-        run.runId == null ? 0 : Math.min(conf.virtualPartitions, SparkContext.getOrCreate().defaultParallelism()));
+        run.runId == null ? 0 : writerTasks(conf, run, info.queryId()));
+  }
+
+  /**
+   * A micro-batch's writer tasks: min(V, Spark's default parallelism); but the first
+   * micro-batch of a run that reruns an epoch whose commit a driver recorded and did not
+   * finish (Kafka may have cut it short) runs as many tasks as that epoch did, whatever the
+   * parallelism is now (executors added or gone): a task's transaction is committed or not as
+   * a whole, and what a task releases depends on what else it read, so the rerun's tasks must
+   * hold the virtual partitions the first run's did ({@link io.kplex.spark.txn.PartialCommit}).
+   */
+  private static int writerTasks(WriteConf conf, StreamingRuns.Run run, String queryId) {
+    int tasks = Math.min(conf.virtualPartitions, SparkContext.getOrCreate().defaultParallelism());
+    boolean firstOfRun;
+    synchronized (run) {
+      firstOfRun = !run.recovered;
+    }
+    StreamingBatch batch = StreamingBatch.current();
+    if (!firstOfRun || !conf.exactlyOnce() || batch == null || !batch.queryId().equals(queryId)) return tasks;
+    // Its own connection (once per run), not the run's shared clients: those are closed when the
+    // run's claim ends, and a run that fails before it claims the table would leave them open.
+    int before = new ExactlyOnceCommitter(conf.kafka, conf.table, conf.topic,
+        conf.virtualPartitions, conf.faults, null).rerunTasks(queryId, batch.batchId());
+    if (before <= 0 || before == tasks) return tasks;
+    LOG.info("kplex: micro-batch {} of query {} into table {} runs again with the {} writer tasks of its first run"
+        + " (its commit was recorded and not finished), not {}", batch.batchId(), queryId, conf.table, before, tasks);
+    return before;
   }
 
   /**

@@ -133,6 +133,26 @@ public class ExactlyOnceCommitterTest {
   }
 
   @Test
+  public void theWriterTaskCountOfACommitUnderWayOrCutShortIsKeptForItsRerun() {
+    // Recorded, the driver dies before its commits: the rerun finds the count in the record.
+    log().begin(TABLE, QUERY, TASKS, epoch(5), null, null, 4);
+    ExactlyOnceCommitter c = committer(task1Fails(() -> new ProducerFencedException("bumped")));
+    assertEquals(4, c.rerunTasks(QUERY, 5));
+    assertEquals("another epoch", 0, c.rerunTasks(QUERY, 6));
+    assertEquals("another query", 0, c.rerunTasks("query-2", 5));
+    log().end(TABLE, null);
+
+    // Cut short by Kafka: the partial commit keeps it, through its record.
+    try (WriterLease lease = claim()) {
+      assertThrows(KplexException.class,
+          () -> c.commit(QUERY, TASKS, NOTHING_TO_SEE, epoch(7), clock.millis(), lease, null, 4));
+    }
+    assertEquals(4, c.partialEpochs(QUERY).get(7L).tasks());
+    assertEquals(4, c.rerunTasks(QUERY, 7));
+    assertEquals("none recorded (an INSERT, an older kplex)", 0, committer(null).rerunTasks(QUERY, 8));
+  }
+
+  @Test
   public void whenKafkaAbortedEveryTransactionNothingIsVisibleAndNothingIsLeftInTheWay() {
     ExactlyOnceCommitter c = committer(t -> {
       throw new ProducerFencedException("bumped");

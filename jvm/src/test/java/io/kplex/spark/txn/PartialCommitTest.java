@@ -104,6 +104,17 @@ public class PartialCommitTest {
   }
 
   @Test
+  public void theWriterTaskCountGoesFromThePendingRecordIntoThePartialCommitAndBack() {
+    byte[] json = CommitLog.toJson("t", "q", EPOCH, epoch(3).toJsonNode(), null, "writer/t/abc", 5);
+    CommitLog.Pending p = CommitLog.fromJson(json, 42);
+    assertEquals(5, p.tasks);
+    PartialCommit partial = PartialCommit.of(p, List.of(EPOCH.get(1)));
+    assertEquals(5, partial.tasks());
+    assertEquals(partial, PartialCommit.fromJson(partial.toJson()));
+    assertEquals("not recorded", 0, CommitLog.fromJson(CommitLog.toJson("t", "q", EPOCH, epoch(3)), 1).tasks);
+  }
+
+  @Test
   public void onlyAbortedTransactionsCountAsLost() {
     assertTrue(CommitFailure.FENCED.aborted());
     assertTrue(CommitFailure.UNKNOWN_PRODUCER.aborted());
