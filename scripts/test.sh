@@ -103,7 +103,7 @@ main_suite() {
   echo "test: JVM unit tests (gradle test)" >&2
   { gradle -q --offline test 2>/dev/null || gradle -q test; } || return
   echo "test: the whole suite on pyspark $("$PYTHON" -c 'import pyspark; print(pyspark.__version__)')" >&2
-  "$PYTHON" -m pytest tests -q -p no:cacheprovider --durations=25 ${IGNORED[@]+"${IGNORED[@]}"} "$@"
+  "$PYTHON" -m pytest tests -q -p no:cacheprovider --durations=60 ${IGNORED[@]+"${IGNORED[@]}"} "$@"
 }
 
 main_status=0
