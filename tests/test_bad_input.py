@@ -782,6 +782,18 @@ def test_a_create_table_with_columns_partitioned_by_or_a_property_twice_is_refus
     assert len(verify.read_topic(bootstrap, table)) == 3  # AS SELECT's columns are the query's, not a list
 
 
+def test_a_streams_to_table_into_a_table_that_does_not_exist_says_to_make_it_first(spark, bootstrap, fresh_name, tmp_path):
+    """`toTable` of a missing table asks the catalog for one with the stream's columns: refused
+    as a column list is, saying how to make the table; nothing made, no query started."""
+    table = fresh_name("to_table")
+    rows = spark.readStream.format("rate").load().selectExpr("value AS id").selectExpr(GOOD_KEY, GOOD_ORDER, VALUE)
+    with pytest.raises(errors.UnsupportedError, match=rf"make the table first, CREATE TABLE kplex\.{table} TBLPROPERTIES"), \
+            translated():
+        rows.writeStream.option("checkpointLocation", str(tmp_path / "chk")).toTable(f"kplex.{table}")
+    assert read_table_definition(bootstrap, table) is None
+    assert table not in AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics
+
+
 def test_a_definition_this_kplex_cannot_read_fails_its_own_table_only_naming_it(spark, bootstrap, fresh_name):
     """A record in the metadata topic from a newer kplex (or damaged) takes no other table
     down: listing, creating and writing other tables work, and its own table's statements fail
