@@ -442,11 +442,20 @@ def test_a_table_whose_topic_was_recreated_and_written_by_others_is_told_apart_b
     assert f"  is not the topic kplex committed records to (its topic id is {now}, kplex wrote to {wrote})" in (
         status.render(state))
     assert "keeps this topic and the records others wrote to it" in status.render(state)
-    # A REPLACE over it is refused before it drops anything: the table stays as it was.
-    with pytest.raises(errors.TopicInUseError, match="the topic exists and has been written"), translated():
-        spark.sql(f"CREATE OR REPLACE TABLE kplex.{table} TBLPROPERTIES ('kplex.virtual_partitions' = '3',"
-                  " 'kplex.physical_partitions' = '3')")
-    assert read_table_definition(bootstrap, table) is not None
+    # A REPLACE over it is refused before it drops anything, whatever the new definition (on
+    # the same topic, another one, or a read-time table of that name): the table stays as it was.
+    for properties in ("'kplex.virtual_partitions' = '6', 'kplex.physical_partitions' = '3'",
+                       f"'kplex.virtual_partitions' = '6', 'kplex.topic' = '{fresh_name('elsewhere')}'",
+                       f"'kplex.source' = '{source}', 'kplex.virtual_partitions' = '6',"
+                       " 'kplex.key' = 'CAST(key AS STRING)', 'kplex.order' = 'offset'"):
+        with pytest.raises(errors.TopicInUseError) as refused, translated():
+            spark.sql(f"CREATE OR REPLACE TABLE kplex.{table} TBLPROPERTIES ({properties})")
+        assert str(refused.value).startswith(
+            f"[KPLEX_TOPIC_IN_USE] table {table} cannot be replaced: its topic '{table}' was deleted"
+            " and created again outside kplex after kplex wrote to it, and holds records kplex did not write"), (
+            properties, str(refused.value))
+        assert read_table_definition(bootstrap, table)["virtual_partitions"] == 3
+        assert status.status(bootstrap, table)["written_topic_id"] == wrote, "the table's marks stay"
     # The remedy the error names: the table starts over. DROP leaves the others' records where
     # they are (the topic is not the one kplex wrote to), a plain topic of that name; once it is
     # deleted with Kafka's tools, the table starts on a topic of its own.

@@ -287,6 +287,44 @@ def test_a_missing_acl_fails_naming_principal_operation_and_resource_and_writes_
     assert open_transactions(spark, secured, table) == []
 
 
+def test_a_drop_that_cannot_read_the_commit_log_deletes_no_topic_with_records(spark, secured):
+    """DROP deletes a table's topic only when the records in it are kplex's, told by the topic id
+    the commit log recorded. A principal that may delete the topic but not read the log gets
+    the table's topic refused when it holds records (nothing dropped: definition, topic and
+    records stay), and an empty one deleted; the owner's DROP then works."""
+    owner, dropper = (f"u{uuid.uuid4().hex[:8]}" for _ in range(2))
+    written, empty = (f"sec_drop_{kind}_{uuid.uuid4().hex[:6]}" for kind in ("written", "empty"))
+    for user in (owner, dropper):
+        secured.add_user(user, f"pw-{uuid.uuid4().hex}")
+    grant(secured, owner, readme_acls([written, empty], [SOURCE]))
+    grant(secured, dropper, [a for a in readme_acls([written, empty], [SOURCE])
+                             if not (a[1] == "_kplex_commits" and a[3] == AclOperation.READ)])
+    mine, theirs = use_catalog(spark, secured, f"sec_{owner}", owner), use_catalog(spark, secured, f"sec_{dropper}", dropper)
+    for table in (written, empty):
+        spark.sql(f"CREATE TABLE {mine}.{table} TBLPROPERTIES ('kplex.virtual_partitions' = '{V}',"
+                  f" 'kplex.physical_partitions' = '{P}')")
+    spark.sql(INSERT.format(catalog=mine, target=written, source=SOURCE))
+
+    with pytest.raises(Exception) as refused:
+        spark.sql(f"DROP TABLE {theirs}.{written}")
+    message = str(refused.value)
+    assert f"[KPLEX_TOPIC_IN_USE] table {written}'s topic '{written}' holds records, and whether kplex" \
+           " wrote them cannot be told: the id of the topic kplex wrote to could not be read from _kplex_commits." in message, message
+    assert f"The read failed with: KplexException: [KPLEX_NOT_AUTHORIZED] principal User:{dropper} is not allowed to" \
+           " READ topic '_kplex_commits'" in message, message
+    admin = AdminClient({"bootstrap.servers": secured.bootstrap})
+    assert written in admin.list_topics(timeout=30).topics
+    assert len(verify.read_topic(secured.bootstrap, written)) == ROWS
+    assert spark.sql(f"SELECT count(*) FROM {mine}.{written}").first()[0] == ROWS, "the definition stays"
+
+    spark.sql(f"DROP TABLE {theirs}.{empty}")  # an empty topic is anyone's to delete
+    spark.sql(f"DROP TABLE {mine}.{written}")
+    deadline = time.monotonic() + 60
+    while {written, empty} & set(admin.list_topics(timeout=30).topics):
+        assert time.monotonic() < deadline, "the topics were not deleted"
+        time.sleep(0.2)
+
+
 def test_datagen_and_the_demo_log_in_with_the_kafka_config_file(secured, tmp_path):
     """`kplex datagen` and `kplex demo` take --kafka-config as every command that talks to
     Kafka does: its bootstrap.servers (the SASL_SSL listener) with its credentials."""

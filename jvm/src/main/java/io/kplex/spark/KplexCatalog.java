@@ -331,20 +331,20 @@ public class KplexCatalog implements StagingTableCatalog, FunctionCatalog {
         throw Errors.dropPlainTopic(table);
       }
       String goingAway = old.filter(d -> !d.isReadTime()).map(TableDefinition::topic).orElse(null);
+      if (goingAway != null) {
+        // The drop would keep a topic that holds others' records (deleteTableTopic), which the
+        // new definition, whatever it is, could then not take or would stand beside: refused
+        // now, before the drop (DROP TABLE, then CREATE, is the way to leave that topic).
+        Map<Integer, Long> others = store.describe(goingAway)
+            .map(d -> othersRecords(store, table, goingAway, d)).orElse(null);
+        if (others != null) throw Errors.topicOthersRecords(table, goingAway, others);
+      }
       if (ReadTimeTables.isReadTime(properties)) {
         ReadTimeTables.definition(table, properties, store, EXPRESSIONS, goingAway, options,
             WriteConf.sessionSettings());
       } else {
         TableDefinition def = TableDefinition.create(table, properties);
-        if (!def.topic().equals(goingAway)) {
-          requireFree(store, table, def);
-        } else {
-          // The drop keeps a topic that holds others' records (deleteTableTopic): refused now,
-          // before the drop, as the CREATE after it would be.
-          Map<Integer, Long> others = store.describe(goingAway)
-              .map(d -> othersRecords(store, table, goingAway, d)).orElse(null);
-          if (others != null) throw Errors.topicWritten(table, goingAway, others);
-        }
+        if (!def.topic().equals(goingAway)) requireFree(store, table, def);
       }
     }
     dropTable(ident);
@@ -420,8 +420,9 @@ public class KplexCatalog implements StagingTableCatalog, FunctionCatalog {
   /**
    * The end offsets of {@code table}'s topic if it holds others' records: it was deleted and
    * created again outside kplex after kplex wrote to it (its id is not the one the commit log
-   * recorded) and holds records; else null. A commit log kplex cannot read tells nothing (null),
-   * with a warning.
+   * recorded) and holds records; else null. A commit log kplex cannot read tells nothing: an
+   * empty topic is anyone's to delete (null), one that holds records is refused naming the log
+   * ({@code TABLE_TOPIC_UNVERIFIED}), as whose records they are cannot be told.
    */
   private static Map<Integer, Long> othersRecords(TableStore store, String table, String topic,
       org.apache.kafka.clients.admin.TopicDescription described) {
@@ -430,9 +431,9 @@ public class KplexCatalog implements StagingTableCatalog, FunctionCatalog {
     try {
       wrote = new io.kplex.spark.txn.CommitLog(store).writtenTopicId(table).filter(w -> !w.isEmpty()).orElse(null);
     } catch (RuntimeException e) {
-      org.slf4j.LoggerFactory.getLogger(KplexCatalog.class).warn("kplex: the id of the topic table {} was written to"
-          + " could not be read from {}: {}", table, io.kplex.spark.txn.CommitLog.TOPIC, e.toString());
-      return null;
+      Map<Integer, Long> ends = store.endOffsets(topic, described.partitions().size());
+      if (ends.values().stream().allMatch(end -> end == 0)) return null;
+      throw Errors.tableTopicUnverified(table, topic, io.kplex.spark.txn.CommitLog.TOPIC, e);
     }
     if (id == null || wrote == null || id.equals(wrote)) return null;
     Map<Integer, Long> ends = store.endOffsets(topic, described.partitions().size());

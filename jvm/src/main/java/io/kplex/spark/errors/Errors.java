@@ -905,6 +905,23 @@ public final class Errors {
   }
 
   /**
+   * REPLACE of {@code table}: its topic was deleted and created again outside kplex after kplex
+   * wrote to it, and holds records ({@code endOffsets}) the drop would keep.
+   */
+  public static KplexException topicOthersRecords(String table, String topic, Map<Integer, Long> endOffsets) {
+    return error("TOPIC_IN_USE.OTHERS_RECORDS", "table", table, "topic", topic, "end_offsets", endOffsets);
+  }
+
+  /**
+   * DROP or REPLACE of {@code table}: its topic holds records, and the id of the topic kplex
+   * wrote to could not be read from {@code commitLog} (so whose they are cannot be told).
+   */
+  public static KplexException tableTopicUnverified(String table, String topic, String commitLog, Throwable cause) {
+    return error("TOPIC_IN_USE.UNVERIFIED", cause, "table", table, "topic", topic, "commit_log", commitLog,
+        "cause", said(cause));
+  }
+
+  /**
    * CREATE TABLE of {@code table}: {@code topic} was free when checked, and another client created
    * it before this CREATE could; no definition of {@code table} followed within {@code waitMs}.
    */

@@ -523,8 +523,8 @@ public final class CommitLog {
    * tasks, so that each holds the virtual partitions it held ({@link PartialCommit#toCommit}).
    */
   public int rerunTasks(String table, String query, long epoch) {
-    Optional<Map.Entry<Long, byte[]>> partial = topic.latest(PartialCommit.prefix(table) + query + "/" + epoch);
-    if (partial.isPresent()) return PartialCommit.fromJson(partial.get().getValue()).tasks();
+    // The pending record first: a recovery that settles the commit meanwhile writes its partial
+    // and removes the pending record in one write, so one of the two reads finds it.
     for (Map.Entry<Long, byte[]> e : topic.latest(table, pendingPrefix(table)).values()) {
       try {
         JsonNode node = JSON.readTree(e.getValue());
@@ -536,7 +536,8 @@ public final class CommitLog {
         throw Errors.unreadableMetadata(Errors.MetadataRecord.PENDING_COMMIT, TOPIC, bad);
       }
     }
-    return 0;
+    return topic.latest(PartialCommit.prefix(table) + query + "/" + epoch)
+        .map(partial -> PartialCommit.fromJson(partial.getValue()).tasks()).orElse(0);
   }
 
   /** Writes these keys in their order in one round trip (the writer claims' bookkeeping). */
