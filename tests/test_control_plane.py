@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from test_streaming import SELECT, create
 
@@ -47,6 +47,51 @@ def test_a_tables_records_live_in_its_own_partition_of_the_log(spark, bootstrap,
     mine = f"epoch/{table}/_inserts"
     where = [p for p, keys in log.items() if keys.get(mine) is not None]
     assert where == [control_plane_partition(table)], where
+
+
+def test_inserts_reading_on_from_a_kplex_table_keep_one_read_range_per_partition(spark, bootstrap, fresh_name):
+    """INSERTs that each read on from where the one before stopped, from a kplex table (a
+    transactional topic: a commit marker lies between one INSERT's last row and the next one's
+    first), keep the table's `_inserts` mark at one read range per source partition, however
+    many there are: a gap that holds no record is joined. A gap with records no INSERT read
+    stays, so those are not taken as read (a stream over them later writes or judges them)."""
+    source, table = fresh_name("gaps_src"), fresh_name("gaps")
+    spark.sql(f"CREATE TABLE kplex.{source} TBLPROPERTIES ('kplex.virtual_partitions' = '3',"
+              " 'kplex.physical_partitions' = '3')")
+    create(spark, table)
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"gaps-{source}"})
+
+    def grow(first: int) -> dict[int, int]:
+        """30 pageviews into the source; its end offsets before them."""
+        before = {p: consumer.get_watermark_offsets(TopicPartition(source, p), timeout=30)[1] for p in range(3)}
+        spark.sql(f"INSERT INTO kplex.{source} SELECT kplex_key(CAST(id % 7 AS STRING)), kplex_order(id),"
+                  f" to_json(named_struct('userid', CONCAT('u', id % 7), 'viewtime', id)) FROM range({first}, {first + 30})")
+        return before
+
+    def insert_from(starts: dict[int, int]) -> None:
+        where = " OR ".join(f"(partition = {p} AND offset >= {o})" for p, o in starts.items())
+        spark.sql(f"INSERT INTO kplex.{table} SELECT {', '.join(SELECT)} FROM kplex.{source} WHERE {where}")
+
+    def reads() -> dict[str, list[list[int]]]:
+        mark = json.loads(latest_by_partition(bootstrap)[control_plane_partition(table)][f"epoch/{table}/_inserts"])
+        return mark["reads"][source]
+
+    for first in range(0, 150, 30):  # five INSERTs, each reading what the source got since the one before
+        insert_from(grow(first))
+        assert all(len(ranges) == 1 for ranges in reads().values()), reads()
+    read_once = reads()
+    ends = {p: consumer.get_watermark_offsets(TopicPartition(source, p), timeout=30)[1] for p in range(3)}
+    assert {int(p): r[0][0] for p, r in read_once.items()} == {p: 0 for p in range(3) if ends[p] > 0}, read_once
+    # Rows 150..179 go unread: the next INSERT reads on after them. Their gap stays.
+    grow(150)
+    insert_from(grow(180))
+    skipped = {int(p): ranges for p, ranges in reads().items()}
+    for p, ranges in skipped.items():
+        assert len(ranges) == 2 and ranges[0] == read_once[str(p)][0], skipped
+    # What the table holds: each INSERT's rows once (150 + 30), none of the unread ones.
+    written = sorted(json.loads(r.value)["viewtime"] for r in verify.read_topic(bootstrap, table))
+    assert written == [*range(150), *range(180, 210)]
+    consumer.close()
 
 
 def spread(bootstrap: str, *args: str) -> subprocess.CompletedProcess:

@@ -45,7 +45,7 @@ import io.kplex.spark.compat.Scala;
 public final class SourcePositions extends Rule<LogicalPlan> {
   /** A plan that outputs what its original did, then the source's partition, offset and timestamp. */
   private record Positioned(LogicalPlan plan, Attribute partition, Attribute offset, Attribute timestamp,
-      Attribute ordered, String topic) {}
+      Attribute ordered, String topic, String bootstrap) {}
 
   @Override
   public LogicalPlan apply(LogicalPlan plan) {
@@ -87,7 +87,9 @@ public final class SourcePositions extends Rule<LogicalPlan> {
     if (found == null) return append;
     List<NamedExpression> columns = new ArrayList<>(Scala.asJava(append.query().output()));
     columns.add(alias(found.partition, 0, null));
-    columns.add(alias(found.offset, 1, new MetadataBuilder().putString(WriteSchema.SOURCE_TOPIC, found.topic).build()));
+    MetadataBuilder offsetMeta = new MetadataBuilder().putString(WriteSchema.SOURCE_TOPIC, found.topic);
+    if (found.bootstrap != null) offsetMeta.putString(WriteSchema.SOURCE_BOOTSTRAP, found.bootstrap);
+    columns.add(alias(found.offset, 1, offsetMeta.build()));
     return append.withNewChildren(seq(List.of(new Project(seq(columns), found.plan))));
   }
 
@@ -150,10 +152,10 @@ public final class SourcePositions extends Rule<LogicalPlan> {
 
   private static Positioned positioned(LogicalPlan p) {
     if (p instanceof StreamingRelationV2 r) {
-      return r.table() instanceof KplexTable t && !readTime(t) ? leaf(r, t.topic()) : null;
+      return r.table() instanceof KplexTable t && !readTime(t) ? leaf(r, t) : null;
     }
     if (p instanceof DataSourceV2Relation r) {
-      return r.table() instanceof KplexTable t && !readTime(t) ? leaf(r, t.topic()) : null;
+      return r.table() instanceof KplexTable t && !readTime(t) ? leaf(r, t) : null;
     }
     if (p instanceof Project project) {
       Positioned child = positioned(project.child());
@@ -164,13 +166,13 @@ public final class SourcePositions extends Rule<LogicalPlan> {
       list.add(child.timestamp);
       if (child.ordered != child.partition) list.add(child.ordered);
       return new Positioned(new Project(seq(list), child.plan), child.partition, child.offset, child.timestamp,
-          child.ordered, child.topic);
+          child.ordered, child.topic, child.bootstrap);
     }
     if (p instanceof Filter || p instanceof SubqueryAlias) {
       Positioned child = positioned(p.children().head());
       if (child == null) return null;
       return new Positioned(p.withNewChildren(seq(List.of(child.plan))), child.partition, child.offset,
-          child.timestamp, child.ordered, child.topic);
+          child.timestamp, child.ordered, child.topic, child.bootstrap);
     }
     return null;
   }
@@ -181,7 +183,7 @@ public final class SourcePositions extends Rule<LogicalPlan> {
   }
 
   /** A source relation of kplex's, with its position columns (null if it lacks one). */
-  private static Positioned leaf(LogicalPlan relation, String topic) {
+  private static Positioned leaf(LogicalPlan relation, KplexTable table) {
     Attribute partition = null, offset = null, timestamp = null, vpartition = null;
     for (Attribute a : Scala.asJava(relation.output())) {
       switch (a.name()) {
@@ -194,7 +196,17 @@ public final class SourcePositions extends Rule<LogicalPlan> {
     }
     // A kplex table is in order per virtual partition (its physical ones interleave them).
     return partition == null || offset == null || timestamp == null ? null
-        : new Positioned(relation, partition, offset, timestamp, vpartition != null ? vpartition : partition, topic);
+        : new Positioned(relation, partition, offset, timestamp, vpartition != null ? vpartition : partition,
+            table.topic(), bootstrap(table));
+  }
+
+  /** The bootstrap servers {@code table} is read through; null if its catalog's settings give none. */
+  private static String bootstrap(KplexTable table) {
+    try {
+      return io.kplex.spark.kafka.KafkaConf.from(table.catalogOptions()).bootstrap();
+    } catch (RuntimeException e) {
+      return null;
+    }
   }
 
   private static <T> Seq<T> seq(List<T> list) {

@@ -91,13 +91,48 @@ public final class OffsetRanges implements Serializable {
     });
   }
 
+  /** From {@link #writeTo}'s JSON: each partition's ranges sorted and joined once. */
   static OffsetRanges from(JsonNode node) {
-    OffsetRanges out = NONE;
+    TreeMap<Integer, long[]> out = new TreeMap<>();
     var fields = node.fields();
     while (fields.hasNext()) {
       var e = fields.next();
-      for (JsonNode r : e.getValue()) out = out.with(Integer.parseInt(e.getKey()), r.get(0).asLong(), r.get(1).asLong());
+      long[] read = new long[2 * e.getValue().size()];
+      int n = 0;
+      for (JsonNode r : e.getValue()) {
+        if (r.get(0).asLong() >= r.get(1).asLong()) continue;
+        read[n++] = r.get(0).asLong();
+        read[n++] = r.get(1).asLong();
+      }
+      if (n > 0) out.put(Integer.parseInt(e.getKey()), join(Arrays.copyOf(read, n), new long[0]));
     }
+    return new OffsetRanges(out);
+  }
+
+  /** A gap between two ranges of a partition: offsets {@code [from, until)} in neither. */
+  public record Gap(int partition, long from, long until) {}
+
+  /**
+   * The gaps of these ranges next to a range that holds one of {@code fresh}'s (what was just
+   * added to them), of at most {@code maxGap} offsets: those a new read may have left between
+   * itself and the reads before it.
+   */
+  public List<Gap> gapsBeside(OffsetRanges fresh, long maxGap) {
+    List<Gap> out = new ArrayList<>();
+    fresh.ranges.forEach((p, added) -> {
+      long[] r = ranges.get(p);
+      if (r == null) return;
+      java.util.Set<Long> seen = new java.util.HashSet<>();
+      for (int a = 0; a < added.length; a += 2) {
+        for (int i = 0; i < r.length; i += 2) {
+          if (added[a] < r[i] || added[a] >= r[i + 1]) continue;  // the range that holds it
+          if (i > 0 && r[i] - r[i - 1] <= maxGap && seen.add(r[i - 1])) out.add(new Gap(p, r[i - 1], r[i]));
+          if (i + 2 < r.length && r[i + 2] - r[i + 1] <= maxGap && seen.add(r[i + 1])) {
+            out.add(new Gap(p, r[i + 1], r[i + 2]));
+          }
+        }
+      }
+    });
     return out;
   }
 

@@ -133,6 +133,11 @@ final class KplexBatchWrite implements BatchWrite {
       }
       read = read.union(k.reads);
     }
+    if (schema.sourceTopic != null && !read.isEmpty() && schema.sourceBootstrap != null
+        && schema.sourceBootstrap.equals(conf.kafka.bootstrap())) {
+      read = EmptyGaps.join(conf.kafka, KafkaClients.REAL, schema.sourceTopic,
+          before.reads(schema.sourceTopic).union(read), read);
+    }
     return new EpochMark(conf.table, EpochMark.INSERTS, 0, EventTime.Marks.of(written), List.of(), 0, null,
         before.reads()).withReads(schema.sourceTopic, read);
   }

@@ -44,6 +44,11 @@ public final class WriteSchema implements Serializable {
    * column), or null.
    */
   final String sourceTopic;
+  /**
+   * The bootstrap servers of the catalog the source topic was read through (the metadata
+   * {@link #SOURCE_BOOTSTRAP} of the offset column), or null.
+   */
+  final String sourceBootstrap;
   /** The partition the event-time rule judges the row on: the source partition, or a kplex table's virtual partition. */
   final int orderedPartition;
   final int highBefore;
@@ -56,6 +61,8 @@ public final class WriteSchema implements Serializable {
 
   /** The metadata key of the offset column that names its source topic. */
   public static final String SOURCE_TOPIC = "kplex.source_topic";
+  /** The metadata key of the offset column that names the bootstrap servers its source topic was read from. */
+  public static final String SOURCE_BOOTSTRAP = "kplex.source_bootstrap";
 
   private WriteSchema(StructType schema, int key, int order, int value, int headers) {
     this.schema = schema;
@@ -71,6 +78,7 @@ public final class WriteSchema implements Serializable {
     this.highBefore = names.indexOf(POSITION_COLUMNS.get(4));
     org.apache.spark.sql.types.Metadata offsetMeta = sourceOffset < 0 ? null : schema.fields()[sourceOffset].metadata();
     this.sourceTopic = offsetMeta != null && offsetMeta.contains(SOURCE_TOPIC) ? offsetMeta.getString(SOURCE_TOPIC) : null;
+    this.sourceBootstrap = offsetMeta != null && offsetMeta.contains(SOURCE_BOOTSTRAP) ? offsetMeta.getString(SOURCE_BOOTSTRAP) : null;
   }
 
   /**

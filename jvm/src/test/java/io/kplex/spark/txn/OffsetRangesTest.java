@@ -45,4 +45,24 @@ public class OffsetRangesTest {
     assertEquals("{\"0\":[[100,200],[300,400]],\"7\":[[0,1]]}", node.toString());
     assertEquals(r, OffsetRanges.from(new ObjectMapper().readTree(node.toString())));
   }
+
+  @Test
+  public void rangesOutOfOrderOrOverlappingInJsonReadBackJoined() throws Exception {
+    String json = "{\"0\":[[300,400],[100,200],[150,310],[500,500]],\"1\":[[9,9]]}";
+    assertEquals("0:[100,400)", OffsetRanges.from(new ObjectMapper().readTree(json)).toString());
+  }
+
+  @Test
+  public void theGapsBesideWhatWasJustReadAreTheOnesNextToItsRange() {
+    OffsetRanges before = OffsetRanges.NONE.with(0, 0, 99).with(0, 500, 600).with(1, 0, 40);
+    OffsetRanges fresh = OffsetRanges.NONE.with(0, 100, 199).with(1, 40, 80).with(2, 0, 5);
+    OffsetRanges all = before.union(fresh);
+    assertEquals("0:[0,99) [100,199) [500,600) 1:[0,80) 2:[0,5)", all.toString());
+    assertEquals(java.util.List.of(new OffsetRanges.Gap(0, 99, 100), new OffsetRanges.Gap(0, 199, 500)),
+        all.gapsBeside(fresh, 1_000));
+    assertEquals("a wider gap is not one to check", java.util.List.of(new OffsetRanges.Gap(0, 99, 100)),
+        all.gapsBeside(fresh, 300));
+    assertEquals("no gap beside a range read before only", java.util.List.of(),
+        all.gapsBeside(OffsetRanges.NONE.with(1, 0, 10), 1_000));
+  }
 }
