@@ -43,12 +43,12 @@ echo "test: core tests on pyspark $VERSION" >&2
 # commands and DESCRIBE, Avro sources, the CLI, secured Kafka, the servers and the wheel; a line
 # sharing the default line's jar (4.0, 4.2, 4.3, where only Spark's own classes differ) gets a
 # reduced set of the same, one or two tests per feature, and DESCRIBE (whose planner strategy
-# meets Spark's own DESCRIBE node). 4.3, the newest, adds the wheel, installed with its pyspark
-# into a fresh virtual environment; 4.0 and 4.2, whose jar the main line (4.1) and 4.3 test,
-# leave out the tests that start JVMs or environments of their own (a driver killed, a user's
-# own collector, the CLI's status) and, but for one test each, those of kplex's own logic that
-# meets no Spark API of its own there (kplex_json's answers, read-time tables, the operating
-# state but DESCRIBE: the main line, 3.5 and 4.3 run them all), to keep CI within its time. Declarative Pipelines (Spark 4.1+, with PyYAML) are tested
+# meets Spark's own DESCRIBE node), leaving out, but for one test each, those of kplex's own
+# logic that meets no Spark API of its own there (kplex_json's answers, read-time tables, the
+# operating state but DESCRIBE: the main line and 3.5 run them all), to keep CI within its
+# time. 4.3, the newest, adds the wheel, installed with its pyspark into a fresh virtual
+# environment, and the tests that start JVMs of their own (a driver killed, a user's own
+# collector), which 4.0 and 4.2, whose jar the main line (4.1) and 4.3 test, leave out. Declarative Pipelines (Spark 4.1+, with PyYAML) are tested
 # on the main line only.
 SLOW="speculative or executor_jvm or broker_stopped or separate_executor_jvms or running_query_repartitions or killed_mid_stream or cli_runs_the_streaming_job or declarative_pipeline or pipeline_run_flags or twenty_inserts"
 REDUCED="cli_prints_the_state or article_job or same_input_written_twice or several_source_topics or starts_without_warnings or damaged or at_least_once_mode or recover_command or deleted_from_the_source or outlives"
@@ -74,9 +74,12 @@ if [ -n "$DEFAULT" ]; then
         tests/test_status.py::test_plain_describe_shows_only_the_columns \
         -k "not ($SLOW or $REDUCED or $OWN_JVMS)" "${OPTIONS[@]}" ;;
     *)
-      set -- tests/test_repartition.py tests/test_read_virtual.py tests/test_errors.py tests/test_kplex_json.py \
-        tests/test_exactly_once.py tests/test_spark_version.py tests/test_streaming.py tests/test_kafka_connector.py \
-        tests/test_status.py tests/test_wheel.py -k "not ($SLOW or $REDUCED)" "${OPTIONS[@]}" ;;
+      set -- tests/test_repartition.py tests/test_errors.py tests/test_exactly_once.py tests/test_spark_version.py \
+        tests/test_streaming.py tests/test_kafka_connector.py tests/test_wheel.py \
+        tests/test_read_virtual.py::test_virtual_partitions_read_on_the_fly_match_a_materialized_insert \
+        tests/test_status.py::test_describe_extended_shows_the_state_a_plain_consumer_and_producer_see \
+        tests/test_status.py::test_plain_describe_shows_only_the_columns \
+        -k "not ($SLOW or $REDUCED)" "${OPTIONS[@]}" ;;
   esac
 fi
 # Without the JVM class archive the main suite's sessions map (tests/conftest.py), unless the
