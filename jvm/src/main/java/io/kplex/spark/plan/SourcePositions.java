@@ -152,10 +152,10 @@ public final class SourcePositions extends Rule<LogicalPlan> {
 
   private static Positioned positioned(LogicalPlan p) {
     if (p instanceof StreamingRelationV2 r) {
-      return r.table() instanceof KplexTable t && !readTime(t) ? leaf(r, t) : null;
+      return r.table() instanceof KplexTable t && !readTime(t) ? leaf(r, t, null) : null;
     }
     if (p instanceof DataSourceV2Relation r) {
-      return r.table() instanceof KplexTable t && !readTime(t) ? leaf(r, t) : null;
+      return r.table() instanceof KplexTable t && !readTime(t) ? leaf(r, t, r.options()) : null;
     }
     if (p instanceof Project project) {
       Positioned child = positioned(project.child());
@@ -183,7 +183,7 @@ public final class SourcePositions extends Rule<LogicalPlan> {
   }
 
   /** A source relation of kplex's, with its position columns (null if it lacks one). */
-  private static Positioned leaf(LogicalPlan relation, KplexTable table) {
+  private static Positioned leaf(LogicalPlan relation, KplexTable table, java.util.Map<String, String> readOptions) {
     Attribute partition = null, offset = null, timestamp = null, vpartition = null;
     for (Attribute a : Scala.asJava(relation.output())) {
       switch (a.name()) {
@@ -197,13 +197,18 @@ public final class SourcePositions extends Rule<LogicalPlan> {
     // A kplex table is in order per virtual partition (its physical ones interleave them).
     return partition == null || offset == null || timestamp == null ? null
         : new Positioned(relation, partition, offset, timestamp, vpartition != null ? vpartition : partition,
-            table.topic(), bootstrap(table));
+            table.topic(), readOptions == null ? null : committedBootstrap(table, readOptions));
   }
 
-  /** The bootstrap servers {@code table} is read through; null if its catalog's settings give none. */
-  private static String bootstrap(KplexTable table) {
+  /**
+   * The bootstrap servers {@code table} is read through with these read options, where the read
+   * sees committed records only (the write joins its reads across gaps a read_committed
+   * consumer finds empty: write/EmptyGaps); else, or if its settings give none, null.
+   */
+  private static String committedBootstrap(KplexTable table, java.util.Map<String, String> readOptions) {
     try {
-      return io.kplex.spark.kafka.KafkaConf.from(table.catalogOptions()).bootstrap();
+      io.kplex.spark.kafka.KafkaConf kafka = io.kplex.spark.kafka.KafkaConf.from(table.catalogOptions(), readOptions);
+      return kafka.isolation() == org.apache.kafka.common.IsolationLevel.READ_COMMITTED ? kafka.bootstrap() : null;
     } catch (RuntimeException e) {
       return null;
     }

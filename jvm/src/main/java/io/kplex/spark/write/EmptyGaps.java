@@ -23,8 +23,11 @@ import org.apache.kafka.common.TopicPartition;
  * every such INSERT would add a range per partition to the mark the table's INSERTs share
  * ({@link io.kplex.spark.txn.EpochMark#INSERTS}), which every later INSERT reads and writes
  * again: months of hourly INSERTs would make it too large for the commit log. A gap is joined
- * only where a read_committed consumer finds no record in it (markers, aborted records), so
- * nothing is counted as read that a reader could get; one it cannot check in time stays apart.
+ * only where a read_committed consumer finds no record in it (markers, aborted records), and
+ * only for a source read read_committed from the target's own cluster (the analyzer rule
+ * plan/SourcePositions names its bootstrap servers then), so nothing is counted
+ * as read that such a reader could get; a gap it cannot check in time, or at all (records
+ * deleted by retention, no READ on the source for the target's principal), stays apart.
  */
 final class EmptyGaps {
   private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(EmptyGaps.class);
