@@ -456,7 +456,10 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     latestSeen = now;
     Map<Integer, Long> from = new TreeMap<>(start.next);
     List<Integer> added = new ArrayList<>();
-    for (Integer p : end.next.keySet()) if (!from.containsKey(p)) added.add(p);
+    // (A partition whose loss was reported and that exists again is a new one: read from its beginning.)
+    for (Integer p : end.next.keySet()) {
+      if ((!from.containsKey(p) || start.gone.contains(p)) && now.next.containsKey(p)) added.add(p);
+    }
     if (!added.isEmpty()) {
       List<TopicPartition> tps = new ArrayList<>();
       for (Integer p : added) tps.add(new TopicPartition(conf.topic, p));
@@ -465,7 +468,9 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     }
     Map<Integer, Long> until = new TreeMap<>();
     for (Map.Entry<Integer, Long> e : end.next.entrySet()) {
-      long at = from.get(e.getKey());
+      Long fromOffset = from.get(e.getKey());
+      if (fromOffset == null) continue;  // in Trigger.AvailableNow's end, gone since, its loss reported
+      long at = fromOffset;
       long current = now.next.getOrDefault(e.getKey(), e.getValue());
       // A partition whose end now lies below where the query stands (a topic deleted and
       // recreated, a truncated partition) keeps that end: planning reports it as data loss.
@@ -482,8 +487,18 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     } else if (!(limit instanceof ReadAllAvailable) && maxOffsetsPerTrigger > 0) {
       until = shared(from, until, maxOffsetsPerTrigger, stand);
     }
-    // Partitions that vanished stay in the offset so that planning reports the loss.
-    for (Map.Entry<Integer, Long> e : start.next.entrySet()) until.putIfAbsent(e.getKey(), e.getValue());
+    // A partition the topic no longer has stays in the offset of one micro-batch, whose planning
+    // reports the loss (with failOnDataLoss, the query fails there), and is left out after it.
+    java.util.Set<Integer> gone = new java.util.TreeSet<>();
+    for (Map.Entry<Integer, Long> e : start.next.entrySet()) {
+      if (now.next.containsKey(e.getKey())) continue;
+      if (start.gone.contains(e.getKey())) {
+        until.remove(e.getKey());
+      } else {
+        until.putIfAbsent(e.getKey(), e.getValue());
+        gone.add(e.getKey());
+      }
+    }
     Idleness idleness = idle(until, now, start);
     long at = conf.clock.millis();
     // A graceful stop asked for (QuerySinks.askRelease): this micro-batch reads what there is
@@ -494,13 +509,13 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
       QuerySinks.DRIVER.released(batch.queryId(), QuerySinks.Release.PLANNED);
       dataSinceFlush = false;
       return new SourceOffset(conf.topic, until, start.flushes + 1, idleness.idle, idleness.drained, at)
-          .withTopicId(now.topicId);
+          .withTopicId(now.topicId).withGone(gone);
     }
     if (!until.equals(start.next)) {
       lastDataAt = conf.clock.millis();
       dataSinceFlush = true;
       return new SourceOffset(conf.topic, until, start.flushes, idleness.idle, idleness.drained, at)
-          .withTopicId(now.topicId);
+          .withTopicId(now.topicId).withGone(gone);
     }
     // (A topic's drained partitions alone make no micro-batch: they travel with the next one
     // that has records, which is what the sink can release past a partition it never saw.)
@@ -508,7 +523,7 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     if (!idleness.idle.equals(start.idle) || drainedMatters) {
       // No new record, but a partition went idle (or came back): a micro-batch without
       // records moves the watermark on.
-      return start.withIdle(idleness.idle, idleness.drained, at).withTopicId(now.topicId);
+      return start.withIdle(idleness.idle, idleness.drained, at).withTopicId(now.topicId).withGone(gone);
     }
     // No new record: once the input is idle (AvailableNow at its end, or nothing for
     // idleReleaseMs), one more micro-batch tells a kplex sink to release what it holds.
@@ -959,13 +974,15 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     List<OffsetRange> ranges = new ArrayList<>();
     for (Map.Entry<Integer, Long> e : end.next.entrySet()) {
       int p = e.getKey();
-      long from = start.next.containsKey(p) ? start.next.get(p) : begin.getOrDefault(p, 0L);
+      // (A partition whose loss the micro-batch before reported is new if it exists again.)
+      boolean continued = start.next.containsKey(p) && !start.gone.contains(p);
+      long from = continued ? start.next.get(p) : begin.getOrDefault(p, 0L);
       long until = e.getValue();
       if (!begin.containsKey(p)) {
-        lost(Errors.DataLoss.PARTITION_GONE, p, from, until);
+        if (!start.gone.contains(p)) lost(Errors.DataLoss.PARTITION_GONE, p, from, until);
         continue;
       }
-      if (recreated && start.next.containsKey(p)) {
+      if (recreated && continued) {
         lost(Errors.DataLoss.TOPIC_RECREATED, p, from, until);
         from = begin.get(p);  // failOnDataLoss = false: read what the new topic holds
       } else if (until < from) {

@@ -55,16 +55,24 @@ public final class SourceOffset extends Offset {
    */
   final String topicId;
   private static final String TOPIC_ID = "kplex.topic_id";
+  /**
+   * The partitions in {@link #next} that the topic no longer has: kept in this one offset, so
+   * that planning the micro-batch that ends here reports their loss (once), and left out of the
+   * next offset (a partition of that number created again is then read from its beginning).
+   */
+  final SortedSet<Integer> gone;
+  private static final String GONE = "kplex.gone";
 
   SourceOffset(String topic, Map<Integer, Long> next, long flushes, Set<Integer> idle, Set<Integer> drained,
       long at) {
-    this(topic, next, flushes, idle, drained, at, null);
+    this(topic, next, flushes, idle, drained, at, null, Set.of());
   }
 
   private SourceOffset(String topic, Map<Integer, Long> next, long flushes, Set<Integer> idle, Set<Integer> drained,
-      long at, String topicId) {
+      long at, String topicId, Set<Integer> gone) {
     this.topic = topic;
     this.topicId = topicId;
+    this.gone = Collections.unmodifiableSortedSet(new TreeSet<>(gone));
     this.next = Collections.unmodifiableMap(new TreeMap<>(next));
     this.flushes = flushes;
     this.idle = Collections.unmodifiableSortedSet(new TreeSet<>(idle));
@@ -85,17 +93,22 @@ public final class SourceOffset extends Offset {
   }
 
   SourceOffset flushed() {
-    return new SourceOffset(topic, next, flushes + 1, idle, drained, at, topicId);
+    return new SourceOffset(topic, next, flushes + 1, idle, drained, at, topicId, gone);
   }
 
   /** The same offsets, with other idle and drained partitions, planned at {@code atMs}. */
   SourceOffset withIdle(Set<Integer> partitions, Set<Integer> drainedVps, long atMs) {
-    return new SourceOffset(topic, next, flushes, partitions, drainedVps, atMs, topicId);
+    return new SourceOffset(topic, next, flushes, partitions, drainedVps, atMs, topicId, gone);
   }
 
   /** The same offsets, of the topic of id {@code id} (null: not known). */
   SourceOffset withTopicId(String id) {
-    return new SourceOffset(topic, next, flushes, idle, drained, at, id);
+    return new SourceOffset(topic, next, flushes, idle, drained, at, id, gone);
+  }
+
+  /** The same offsets, {@code partitions} among them the topic no longer has ({@link #gone}). */
+  SourceOffset withGone(Set<Integer> partitions) {
+    return new SourceOffset(topic, next, flushes, idle, drained, at, topicId, partitions);
   }
 
   /** Whether {@code later}'s offsets are of another topic of this name than these (both ids known). */
@@ -113,6 +126,7 @@ public final class SourceOffset extends Offset {
     if (!drained.isEmpty()) drained.forEach(root.putArray(DRAINED)::add);
     if (at > 0) root.put(AT, at);
     if (topicId != null) root.put(TOPIC_ID, topicId);
+    if (!gone.isEmpty()) gone.forEach(root.putArray(GONE)::add);
     return root.toString();
   }
 
@@ -133,8 +147,10 @@ public final class SourceOffset extends Offset {
       root.path(IDLE).forEach(p -> idle.add(p.asInt()));
       Set<Integer> drained = new TreeSet<>();
       root.path(DRAINED).forEach(p -> drained.add(p.asInt()));
+      Set<Integer> gone = new TreeSet<>();
+      root.path(GONE).forEach(p -> gone.add(p.asInt()));
       return new SourceOffset(topic, next, root.path(FLUSHES).asLong(0), idle, drained, root.path(AT).asLong(0),
-          root.path(TOPIC_ID).asText(null));
+          root.path(TOPIC_ID).asText(null), gone);
     } catch (IOException | NumberFormatException e) {
       throw Errors.checkpointUnreadable(json, e);
     }

@@ -202,7 +202,20 @@ public class StreamPlanningTest {
     KplexMicroBatchStream strict = stream("failOnDataLoss", "false", "idleTimeoutMs", "-1", "minPartitions", "2");
     assertEquals("idle under strict waiting too", Set.of(2),
         ((SourceOffset) strict.latestOffset(at(5, 5, 5), ReadLimit.allAvailable())).idle);
+    assertEquals("planning of this micro-batch reports its loss", Set.of(2), end.gone);
     s.planInputPartitions(at(5, 5, 5), end);
+    assertEquals("1", s.metrics(Optional.empty()).get("dataLossEvents"));
+    // Reported once: the next offset leaves it out (as read back from a checkpoint, too), and
+    // planning the micro-batch up to it reports nothing more.
+    SourceOffset checkpointed = SourceOffset.parse(TOPIC, end.json());
+    assertEquals(Set.of(2), checkpointed.gone);
+    produce(0, 1);
+    SourceOffset next = (SourceOffset) s.latestOffset(checkpointed, ReadLimit.allAvailable());
+    assertEquals(Set.of(0, 1), next.next.keySet());
+    assertEquals(Set.of(), next.gone);
+    s.planInputPartitions(checkpointed, next);
+    SourceOffset after = (SourceOffset) s.latestOffset(next, ReadLimit.allAvailable());
+    assertEquals(Set.of(0, 1), after.next.keySet());
     assertEquals("1", s.metrics(Optional.empty()).get("dataLossEvents"));
   }
 
