@@ -422,7 +422,7 @@ public class KplexCatalog implements StagingTableCatalog, FunctionCatalog {
    * created again outside kplex after kplex wrote to it (its id is not the one the commit log
    * recorded) and holds records; else null. A commit log kplex cannot read tells nothing: an
    * empty topic is anyone's to delete (null), one that holds records is refused naming the log
-   * ({@code TABLE_TOPIC_UNVERIFIED}), as whose records they are cannot be told.
+   * ({@code TOPIC_IN_USE.UNVERIFIED}), as whose records they are cannot be told.
    */
   private static Map<Integer, Long> othersRecords(TableStore store, String table, String topic,
       org.apache.kafka.clients.admin.TopicDescription described) {
