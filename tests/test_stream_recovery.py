@@ -155,6 +155,48 @@ def test_a_source_recreated_with_fewer_partitions_does_not_hold_the_watermark_on
     assert all(r.value in values for r in verify.read_topic(bootstrap, source) if r.partition == 2)
 
 
+def test_the_rerun_of_a_micro_batch_that_found_a_partition_gone_reads_the_one_made_again_once(
+        spark, bootstrap, fresh_name, tmp_path):
+    """The micro-batch that finds a source partition gone fails (failOnDataLoss) after Spark wrote
+    its offset; the partition is made again with records before the query restarts with
+    failOnDataLoss = false. The rerun plans what the failed run planned (nothing of the partition:
+    the offset says it was gone), and the next micro-batch reads the new partition from its
+    beginning: each of its records is written once, none twice and none judged late."""
+    source, target = fresh_name("views_regrown"), fresh_name("by_user_regrown")
+    datagen.generate_pageviews(bootstrap, source, 300, partitions=3, users=15, seed=40)
+    create(spark, target, delay_ms=1_000)
+    chk = tmp_path / "chk"
+    run_available_now(spark, source, target, chk)
+    assert len(verify.read_topic(bootstrap, target)) == 300
+    delete_topic(bootstrap, source)
+    datagen.generate_pageviews(bootstrap, source, 200, partitions=2, users=15, seed=41,
+                               start_ms=datagen.ARTICLE_START_MS + 10_000_000)
+    with pytest.raises(Exception) as failure:
+        run_available_now(spark, source, target, chk)
+    assert "KPLEX_DATA_LOSS" in str(failure.value), str(failure.value)[:2000]
+    planned = max((f for f in (chk / "offsets").iterdir() if f.name.isdigit()), key=lambda f: int(f.name))
+    assert json.loads(planned.read_text().splitlines()[-1]).get("kplex.gone") == [2], planned.read_text()
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_partitions([NewPartitions(source, 3)])[source].result(30)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    start = datagen.ARTICLE_START_MS + 20_000_000
+    for i in range(150):
+        producer.produce(source, partition=2, key=f"User_{i % 15}".encode(), value=json.dumps(
+            {"viewtime": start + i * 1_000, "userid": f"User_{i % 15}", "pageid": f"Page_{i}"}).encode())
+    assert producer.flush(30) == 0
+    query = run_available_now(spark, source, target, chk, failOnDataLoss="false")
+    assert query.exception() is None, query.exception()
+    progress = recent_progress(query)
+    late = sum(int((p.sink.metrics or {}).get(k, "0")) for p in progress
+               for k in ("lateBehindPartition", "lateBelowWritten", "lateAfterIdle"))
+    assert late == 0, [p.sink.metrics for p in progress]
+    written = [r.value for r in verify.read_topic(bootstrap, target)]
+    assert len(written) == len(set(written)), "a record written twice"
+    regrown = [r.value for r in verify.read_topic(bootstrap, source) if r.partition == 2]
+    assert len(regrown) == 150 and set(regrown) <= set(written)
+    assert len(written) == 300 + 200 + 150
+
+
 def test_a_moved_checkpoint_with_held_records_restarts_exactly_once_in_order(
         spark, bootstrap, fresh_name, tmp_path):
     source, target = fresh_name("views_moved"), fresh_name("by_user_moved")

@@ -392,6 +392,9 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
         () -> consumer().beginningOffsets(tps));
     Map<Integer, Long> next = new TreeMap<>();
     for (TopicPartition tp : tps) next.put(tp.partition(), last.lineage().ends().getOrDefault(tp.partition(), begin.get(tp)));
+    // A partition the last stream read that the topic no longer has starts where that stream
+    // stopped: the first micro-batch finds it gone and reports the loss, once.
+    last.lineage().ends().forEach(next::putIfAbsent);
     LOG.info("kplex: the stream from topic '{}' resumes table {} where query {} stopped (epoch {}): offsets {}",
         conf.topic, from, last.query(), last.epoch(), next);
     return new SourceOffset(conf.topic, next).withTopicId(knownTopicId);
@@ -472,6 +475,12 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
       if (fromOffset == null) continue;  // in Trigger.AvailableNow's end, gone since, its loss reported
       long at = fromOffset;
       long current = now.next.getOrDefault(e.getKey(), e.getValue());
+      if (start.gone.contains(e.getKey())) {
+        // Gone and made again since Trigger.AvailableNow's end was taken: that end is the old
+        // partition's, so the new one is read up to where it stands now.
+        until.put(e.getKey(), Math.max(at, current));
+        continue;
+      }
       // A partition whose end now lies below where the query stands (a topic deleted and
       // recreated, a truncated partition) keeps that end: planning reports it as data loss.
       until.put(e.getKey(), current < at ? current : Math.max(at, e.getValue()));
@@ -511,7 +520,8 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
       return new SourceOffset(conf.topic, until, start.flushes + 1, idleness.idle, idleness.drained, at)
           .withTopicId(now.topicId).withGone(gone);
     }
-    if (!until.equals(start.next)) {
+    // (A partition found gone makes a micro-batch even on a quiet topic: its planning reports the loss.)
+    if (!until.equals(start.next) || !gone.isEmpty()) {
       lastDataAt = conf.clock.millis();
       dataSinceFlush = true;
       return new SourceOffset(conf.topic, until, start.flushes, idleness.idle, idleness.drained, at)
@@ -951,8 +961,15 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
       planned = plan(start, end);
       lastPlanned = planned;
     }
+    // (The ends of the partitions it reads: one found gone has none, in the table's lineage or
+    // the monitoring group.)
+    Map<Integer, Long> ends = end.next;
+    if (!end.gone.isEmpty()) {
+      ends = new TreeMap<>(end.next);
+      ends.keySet().removeAll(end.gone);
+    }
     HeldRelease.signal(new HeldRelease.Signal(conf.topic, orderedPartitions(end), ints(end.idle),
-        end.flushes > start.flushes, planned.starts, end.next, monitorGroup, ints(end.drained), end.at,
+        end.flushes > start.flushes, planned.starts, ends, monitorGroup, ints(end.drained), end.at,
         idleTimeoutMs, resumeTable(), conf.kind == ReadConf.Kind.DERIVED ? conf.table : null));
     return planned.partitions.clone();
   }
@@ -978,7 +995,10 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
       boolean continued = start.next.containsKey(p) && !start.gone.contains(p);
       long from = continued ? start.next.get(p) : begin.getOrDefault(p, 0L);
       long until = e.getValue();
-      if (!begin.containsKey(p)) {
+      // The offset that found a partition gone decides, not what the topic holds now: a rerun
+      // of this micro-batch after the partition was made again plans what the first run did
+      // (nothing of it; the next micro-batch reads the new partition from its beginning).
+      if (end.gone.contains(p) || !begin.containsKey(p)) {
         if (!start.gone.contains(p)) lost(Errors.DataLoss.PARTITION_GONE, p, from, until);
         continue;
       }

@@ -102,7 +102,9 @@ final class EpochTally {
    */
   Map<Integer, Long> monitored(Map<Integer, Long> ends) {
     Map<Integer, Long> out = new java.util.TreeMap<>(ends);
-    heldFrom.forEach((p, o) -> out.merge(p, o, Math::min));
+    heldFrom.forEach((p, o) -> {
+      if (out.containsKey(p)) out.merge(p, o, Math::min);  // (not a partition the source no longer has)
+    });
     return out;
   }
 

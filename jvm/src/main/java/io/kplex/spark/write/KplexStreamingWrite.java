@@ -221,6 +221,8 @@ final class KplexStreamingWrite implements StreamingWrite {
     if (from == null || from.query().equals(queryId)) return null;
     Map<Integer, Long> ends = from.lineage().ends();
     for (Map.Entry<Integer, Long> e : ends.entrySet()) {
+      // (A partition the source no longer has is not read on: its loss is the source's to report.)
+      if (!signal.ends().containsKey(e.getKey())) continue;
       if (!e.getValue().equals(signal.starts().get(e.getKey()))) return null;
     }
     String by = committer.resumedBy(from.query());

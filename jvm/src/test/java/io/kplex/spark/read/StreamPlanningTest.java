@@ -220,6 +220,65 @@ public class StreamPlanningTest {
   }
 
   @Test
+  public void aRerunOfTheMicroBatchThatFoundAPartitionGonePlansNothingOfItEvenOnceItIsMadeAgain() {
+    produce(0, 10);
+    produce(1, 10);  // and partition 2 empty: idle from the start
+    KplexMicroBatchStream strict = stream("idleTimeoutMs", "30000", "minPartitions", "2");
+    SourceOffset read = (SourceOffset) strict.latestOffset(at(0, 0, 0), ReadLimit.allAvailable());
+    strict.planInputPartitions(at(0, 0, 0), read);
+    // (The in-memory Kafka keeps a deleted topic's records: partitions 0 and 1 stand where they were.)
+    topics.deleteTopic(TOPIC);
+    topics.createTopic(TOPIC, 2, (short) 1, Map.of());
+    clock.advance(2_000);  // past the stream's reuse of its topic's description
+    // A quiet topic: nothing moved, no partition went idle, but partition 2 went, which alone
+    // makes a micro-batch.
+    assertEquals(Set.of(2), read.idle);
+    SourceOffset gone = (SourceOffset) strict.latestOffset(read, ReadLimit.allAvailable());
+    assertEquals("a micro-batch to report the loss", Set.of(2), gone.gone);
+    assertThrows(KplexException.class, () -> strict.planInputPartitions(read, gone));
+    // Spark wrote that offset, then planning failed (failOnDataLoss); meanwhile the topic is
+    // made again with partition 2. The rerun plans what the first run did: no range of it.
+    topics.deleteTopic(TOPIC);
+    topics.createTopic(TOPIC, 3, (short) 1, Map.of());
+    produce(2, 8);
+    KplexMicroBatchStream rerun = stream("failOnDataLoss", "false", "idleTimeoutMs", "30000", "minPartitions", "2");
+    SourceOffset checkpointed = SourceOffset.parse(TOPIC, gone.json());
+    List<String> planned = chains(rerun.planInputPartitions(read, checkpointed));
+    assertTrue("nothing of partition 2 in the rerun: " + planned, planned.stream().noneMatch(c -> c.contains("views-2")));
+    assertEquals("its loss reported", "1", rerun.metrics(Optional.empty()).get("dataLossEvents"));
+    // The next micro-batch reads the new partition 2 from its beginning, once.
+    SourceOffset next = (SourceOffset) rerun.latestOffset(checkpointed, ReadLimit.allAvailable());
+    assertEquals(Set.of(0, 1, 2), next.next.keySet());
+    List<String> after = chains(rerun.planInputPartitions(checkpointed, next));
+    assertTrue(after.toString(), after.stream().anyMatch(c -> c.contains("views-2[0, ")));
+    assertEquals("1", rerun.metrics(Optional.empty()).get("dataLossEvents"));
+  }
+
+  @Test
+  public void anAvailableNowRunReadsAPartitionMadeAgainUpToWhereItStandsNotToTheOldOnesEnd() {
+    produce(0, 10);
+    produce(1, 10);
+    produce(2, 10);
+    KplexMicroBatchStream s = stream("failOnDataLoss", "false", "idleTimeoutMs", "30000", "minPartitions", "2");
+    s.prepareForTriggerAvailableNow();
+    topics.deleteTopic(TOPIC);
+    topics.createTopic(TOPIC, 2, (short) 1, Map.of());
+    produce(0, 12);
+    produce(1, 12);
+    clock.advance(2_000);  // past the stream's reuse of its topic's description
+    SourceOffset gone = (SourceOffset) s.latestOffset(at(0, 0, 10), ReadLimit.allAvailable());
+    assertEquals(Set.of(2), gone.gone);
+    s.planInputPartitions(at(0, 0, 10), gone);
+    topics.deleteTopic(TOPIC);
+    topics.createTopic(TOPIC, 3, (short) 1, Map.of());
+    produce(2, 4);
+    clock.advance(2_000);
+    long newEnd = kafka.topics().endOffsets(TOPIC).get(2);
+    SourceOffset next = (SourceOffset) s.latestOffset(gone, ReadLimit.allAvailable());
+    assertEquals("the new partition 2 up to its own end, not the old one's (10)", Long.valueOf(newEnd), next.next.get(2));
+  }
+
+  @Test
   public void anEmptyPartitionIsIdleAtOnceAQuietOneAfterTheIdleTimeoutAndNeitherUnderStrictWaiting() {
     produce(0, 10);
     produce(1, 10);
