@@ -127,6 +127,79 @@ def test_the_python_surface_works_over_spark_connect_without_py4j(connect_url, b
     assert out["null_key_error"] is not None and out["null_key_error"].startswith("[KPLEX_NULL_KEY]")
 
 
+RESTRICTED_CLIENT = textwrap.dedent('''
+    import json, sys
+    from pyspark.sql import SparkSession
+    from kplex import configure_spark_with_kplex
+
+    url, bootstrap, source, target = sys.argv[1:]
+    spark = configure_spark_with_kplex(SparkSession.builder.remote(url), bootstrap).getOrCreate()
+    out = {}
+
+    def refused(action):
+        try:
+            action()
+            return None
+        except Exception as e:  # noqa: BLE001 - the server's refusal, as the client raises it
+            return str(e).splitlines()[0]
+
+    def read(**options):
+        reader = spark.read.format("kplex").option("table", source)
+        for k, v in options.items():
+            reader = reader.option(k, v)
+        return reader.load().count()
+
+    def write(**options):
+        writer = spark.read.format("kplex").option("table", source).load().selectExpr(
+            "kplex_key(kplex_json(value, '/userid')) AS key",
+            "kplex_order(CAST(kplex_json(value, '/viewtime') AS BIGINT)) AS order_value", "value").write.format(
+            "kplex").option("table", target).mode("append")
+        for k, v in options.items():
+            writer = writer.option(k, v)
+        writer.save()
+
+    spark.sql(f"CREATE TABLE kplex.{target} TBLPROPERTIES ('kplex.virtual_partitions' = '3', 'kplex.physical_partitions' = '3')")
+    out["tuned_read"] = read(**{"kafka.fetch.max.bytes": "1048576", "kafka.isolation.level": "read_committed"})
+    out["read_elsewhere"] = refused(lambda: read(**{"kafka.bootstrap.servers": "127.0.0.1:1"}))
+    out["write_credentials"] = refused(lambda: write(**{"kafka.sasl.jaas.config": "x required;",
+                                                         "kafka.security.protocol": "SASL_PLAINTEXT"}))
+    out["write_provider"] = refused(lambda: write(**{"kafka.linger.ms": "${file:/etc/passwd:x}"}))
+    write(**{"kafka.linger.ms": "5"})
+    spark.conf.set("spark.kplex.server.restricted", "false")  # a session's value: not read
+    out["after_set"] = refused(lambda: read(**{"kafka.bootstrap.servers": "127.0.0.1:1"}))
+    spark.conf.set("spark.sql.catalog.mine", "io.kplex.spark.KplexCatalog")
+    spark.conf.set("spark.sql.catalog.mine.kafka.bootstrap.servers", bootstrap)
+    out["own_catalog"] = refused(lambda: spark.sql("SHOW TABLES IN mine").collect())
+    print("RESULT " + json.dumps(out))
+''')
+
+
+def test_a_shared_server_takes_no_kafka_address_credentials_or_catalog_from_a_statement(
+        connect_url, bootstrap, fresh_name, tmp_path):
+    """`kplex server` is restricted: a read or write through it may set only the Kafka client
+    settings that reach no further than the statement (fetch sizes, linger, isolation), not the
+    address, credentials, files or classes of the server's clients, and may register no kplex
+    catalog of its own; each refusal names the option or catalog and writes nothing."""
+    source, target = fresh_name("restricted_src"), fresh_name("restricted_dst")
+    datagen.generate_pageviews(bootstrap, source, 300, partitions=3, users=10, seed=12)
+    script = tmp_path / "client.py"
+    script.write_text(RESTRICTED_CLIENT)
+    done = subprocess.run([sys.executable, str(script), connect_url, bootstrap, source, target],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
+    out = json.loads(done.stdout.split("RESULT ", 1)[1])
+    assert out["tuned_read"] == 300
+    for key, option in (("read_elsewhere", "kafka.bootstrap.servers"), ("write_credentials", "kafka.sasl.jaas.config"),
+                        ("after_set", "kafka.bootstrap.servers")):
+        assert out[key] and "KPLEX_SERVER_RESTRICTED" in out[key] and f"'{option}'" in out[key], (key, out[key])
+        assert "kafka.fetch.max.bytes" in out[key] and "x required" not in out[key], out[key]
+    assert out["write_provider"] and "'kafka.linger.ms'" in out["write_provider"], out["write_provider"]
+    assert "config provider" in out["write_provider"], out["write_provider"]
+    assert out["own_catalog"] and "catalog 'mine'" in out["own_catalog"], out["own_catalog"]
+    # Only the allowed write reached the table: each record once, read with a plain consumer.
+    assert check_derived_topic(bootstrap, source, target, 3, 3).ok
+
+
 REMOTE_FILE = """\
 -- kplex.bootstrap = {bootstrap}
 CREATE TABLE kplex.{target} TBLPROPERTIES ('kplex.virtual_partitions' = '6', 'kplex.physical_partitions' = '3');

@@ -341,3 +341,34 @@ def test_datagen_and_the_demo_log_in_with_the_kafka_config_file(secured, tmp_pat
     refused = cli("demo", "--kafka-config", str(settings), "--records", "100")
     assert refused.returncode == 2, refused.stderr[-3000:]
     assert "topic(s) pageviews exist on" in refused.stderr and "--replace" in refused.stderr, refused.stderr
+
+
+def test_an_operators_kafka_system_properties_bind_kplexs_own_clients(bootstrap, fresh_name, tmp_path):
+    """kplex's Kafka clients are relocated inside its jar, and so are the names of the system
+    properties they read. An operator's `-Dorg.apache.kafka.disallowed.login.modules` (Kafka's
+    limit on the login modules a client setting may load) must bind them all the same: a read
+    whose JAAS line names a disallowed module is refused by Kafka's client, naming it."""
+    topic = fresh_name("disallowed_login")
+    datagen.generate_pageviews(bootstrap, topic, 20, partitions=1, users=2, seed=4)
+    script = tmp_path / "disallowed.py"
+    script.write_text(f"""
+from kplex.session import kplex_session
+spark = kplex_session({bootstrap!r}, master="local[1]", conf={{"spark.driver.extraJavaOptions":
+    "-Dorg.apache.kafka.disallowed.login.modules=org.apache.kafka.common.security.plain.PlainLoginModule"}})
+print("PLAIN READ", spark.read.format("kplex").option("table", {topic!r}).load().count())
+try:
+    (spark.read.format("kplex").option("table", {topic!r}).option("kafka.security.protocol", "SASL_PLAINTEXT")
+     .option("kafka.sasl.mechanism", "PLAIN")
+     .option("kafka.sasl.jaas.config",
+             'org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="p";')
+     .load().count())
+    print("SASL READ RAN")
+except Exception as e:
+    print("REFUSED", str(e).replace(chr(10), " ")[:3000])
+spark.stop()
+""")
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "PLAIN READ 20" in run.stdout, run.stdout[-2000:] + run.stderr[-2000:]
+    refused = next((line for line in run.stdout.splitlines() if line.startswith("REFUSED")), run.stdout[-2000:])
+    assert "PlainLoginModule" in refused and "not allowed" in refused, refused

@@ -114,3 +114,19 @@ def test_kplex_server_on_a_port_something_listens_on_says_so_and_starts_nothing(
     assert str(stopped.value) == (f"kplex server: something listens on 127.0.0.1:{port} already: stop it,"
                                   " or give another --port")
     assert properties_dirs() == []
+
+
+def test_kplex_server_is_restricted_unless_started_unrestricted_and_a_pipelines_own_server_is_not(
+        tmp_path, monkeypatch):
+    """A server is shared by default (`spark.kplex.server.restricted=true` on its command line,
+    which the plugin reads from its SparkConf: tests/test_connect.py and test_thrift.py check
+    what it refuses); `--unrestricted` and the server `kplex pipeline run` starts for its own run
+    leave the switch out; a --conf of the user's wins."""
+    fake_spark(tmp_path / "spark", monkeypatch, exits=False)
+    execs: list[list[str]] = []
+    monkeypatch.setattr(servers.os, "execv", lambda path, argv: execs.append(argv))
+    for flags in ([], ["--unrestricted"], ["--conf", "spark.kplex.server.restricted=false"]):
+        assert main(["server", "thrift", "--bootstrap", "broker:9093", "--port", str(servers.free_port()), *flags]) in (0, None)
+    restricted = [[a for a in argv if a.startswith(servers.RESTRICTED_KEY)] for argv in execs]
+    assert restricted == [[f"{servers.RESTRICTED_KEY}=true"], [], [f"{servers.RESTRICTED_KEY}=false"]], restricted
+    assert f"{servers.RESTRICTED_KEY}=true" not in servers.command("connect", "broker:9093", restricted=False)

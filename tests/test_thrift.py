@@ -101,3 +101,23 @@ def test_a_sql_user_setting_a_test_hook_on_a_shared_server_changes_nothing(jdbc_
     assert written.returncode == 0, written.stdout[-2000:] + written.stderr[-2000:]
     report = check_derived_topic(bootstrap, source, target, 9, 3)
     assert report.ok and report.derived_count == 300, report.summary()
+
+
+def test_a_shared_jdbc_server_keeps_the_catalogs_it_started_with_as_it_started_them(jdbc_url, bootstrap, tmp_path):
+    """`kplex server thrift` is restricted: a SQL user cannot register a kplex catalog of their
+    own (it would take the server's credentials to any cluster) nor point the server's catalog
+    elsewhere in their session; each refusal names the catalog or the setting, and the next
+    session finds the server's catalog as it started."""
+    mine = beeline(jdbc_url, "SET spark.sql.catalog.mine = io.kplex.spark.KplexCatalog;"
+                             f" SET spark.sql.catalog.mine.kafka.bootstrap.servers = {bootstrap}; SHOW TABLES IN mine;",
+                   tmp_path)
+    said = mine.stdout + mine.stderr
+    assert mine.returncode != 0 and "KPLEX_SERVER_RESTRICTED" in said and "catalog 'mine'" in said, said[-3000:]
+    moved = beeline(jdbc_url, "SET spark.kplex.server.restricted = false;"
+                              " SET spark.sql.catalog.kplex.kafka.bootstrap.servers = 127.0.0.1:1; SHOW TABLES IN kplex;",
+                    tmp_path)
+    said = moved.stdout + moved.stderr
+    assert moved.returncode != 0, said[-3000:]
+    assert "KPLEX_SERVER_RESTRICTED" in said and "'spark.sql.catalog.kplex.kafka.bootstrap.servers'" in said, said[-3000:]
+    shown = beeline(jdbc_url, "SHOW TABLES IN kplex;", tmp_path)
+    assert shown.returncode == 0, shown.stdout[-2000:] + shown.stderr[-2000:]

@@ -36,6 +36,9 @@ from kplex.session import (
 
 __all__ = ["KINDS", "ServerDidNotStart", "command", "free_port", "running_server", "spark_home"]
 
+#: The switch of a shared server's limits on what a statement sets (conf/ServerPolicy in the plugin).
+RESTRICTED_KEY = "spark.kplex.server.restricted"
+
 #: Server kind -> (main class, default port).
 KINDS: dict[str, tuple[str, int]] = {
     "connect": ("org.apache.spark.sql.connect.service.SparkConnectServer", 15002),
@@ -59,7 +62,8 @@ def spark_home() -> Path:
 
 def command(kind: str, bootstrap: str, port: int | None = None, host: str = "127.0.0.1",
             master: str = "local[*]", conf: Mapping[str, str] | None = None,
-            catalog: str = "kplex", kafka_options: Mapping[str, str] | None = None) -> list[str]:
+            catalog: str = "kplex", kafka_options: Mapping[str, str] | None = None,
+            restricted: bool = True) -> list[str]:
     """The ``spark-submit`` command line of a ``kind`` server ("connect" or "thrift")
     listening on ``host:port``, with kplex's jars, extension and catalog (on ``bootstrap``),
     and ``conf`` (more ``--conf`` settings); on a local master, the parallel collector and
@@ -69,7 +73,9 @@ def command(kind: str, bootstrap: str, port: int | None = None, host: str = "127
     settings, credentials among them) go into a properties file only this user can read,
     never onto the command line, where ``ps`` would show them; spark-submit reads it as it
     starts, and whoever starts the server removes it (:func:`_private_dir`) once the server
-    listens."""
+    listens. A server is ``restricted`` (``spark.kplex.server.restricted``, unless ``conf``
+    says otherwise): it is shared, so a statement may set only the Kafka client settings that
+    reach no further than itself, and no kplex catalog of its own (docs/secured-kafka.md)."""
     main_class, default_port = KINDS[kind]
     port = port or default_port
     settings = {
@@ -79,6 +85,8 @@ def command(kind: str, bootstrap: str, port: int | None = None, host: str = "127
         "spark.ui.enabled": "false",
         "spark.redaction.regex": REDACTION_REGEX,
     }
+    if restricted:
+        settings[RESTRICTED_KEY] = "true"
     if kind == "connect":
         settings["spark.connect.grpc.binding.port"] = str(port)
         settings["spark.connect.grpc.binding.address"] = host
@@ -183,7 +191,7 @@ def _listening(port: int, host: str = "127.0.0.1") -> bool:
 @contextmanager
 def running_server(kind: str, bootstrap: str, workdir: Path, conf: Sequence[str] = (), master: str = "local[2]",
                    kafka_options: Mapping[str, str] | None = None,
-                   start_timeout: float = 180.0) -> Iterator[int]:
+                   start_timeout: float = 180.0, restricted: bool = True) -> Iterator[int]:
     """Runs ``kplex server <kind>`` on a free port of 127.0.0.1 (its log in ``workdir``),
     yields the port once it listens, and stops it (SIGTERM) afterwards.
 
@@ -192,7 +200,8 @@ def running_server(kind: str, bootstrap: str, workdir: Path, conf: Sequence[str]
     """
     port = free_port()
     log = workdir / f"{kind}-server.log"
-    argv = command(kind, bootstrap, port=port, master=master, conf=_settings(conf), kafka_options=kafka_options)
+    argv = command(kind, bootstrap, port=port, master=master, conf=_settings(conf), kafka_options=kafka_options,
+                   restricted=restricted)
     private = _private_dir(argv)
     env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", SPARK_HOME=str(spark_home()))
     server = None
@@ -232,10 +241,11 @@ def _stop(server: subprocess.Popen) -> None:
 
 
 def exec_server(kind: str, bootstrap: str, port: int | None, host: str, master: str,
-                conf: Sequence[str], kafka_options: Mapping[str, str] | None = None) -> None:
+                conf: Sequence[str], kafka_options: Mapping[str, str] | None = None,
+                restricted: bool = True) -> None:
     """Replaces this process with the server (it runs until stopped, e.g. by SIGTERM)."""
     argv = command(kind, bootstrap, port=port, host=host, master=master, conf=_settings(conf),
-                   kafka_options=kafka_options)
+                   kafka_options=kafka_options, restricted=restricted)
     os.environ.setdefault("SPARK_HOME", str(spark_home()))
     private = _private_dir(argv)
     port = port or KINDS[kind][1]

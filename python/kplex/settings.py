@@ -84,7 +84,7 @@ def topic_name_problem(topic: str) -> str | None:
 class PropertySpec:
     """What one setting accepts, as ``options.json`` declares it: an integer from ``minimum``
     up to ``maximum`` (``also`` allowed besides), one of ``choices``, or free text (neither);
-    its ``default`` and where it may be set (``set_as``: table, write, read, catalog, session)."""
+    its ``default`` and where it may be set (``set_as``: table, write, read, catalog, session, server)."""
 
     name: str
     minimum: int | None = None
@@ -288,6 +288,9 @@ def session_setting_problem(key: str, value: str | None = None) -> str | None:
     lower = key.lower()
     if lower.startswith("spark.kplex."):
         spec = OPTIONS.get(lower.removeprefix("spark."))
+        if spec is not None and "server" in spec.set_as:
+            return (f"'{key}' is read from a server's start-up configuration only (--conf {key}=...);"
+                    " a SET changes nothing")
         if spec is None or "session" not in spec.set_as:
             return _unknown("session", key, SESSION_SETTINGS)
     elif lower.startswith("kplex.stream."):

@@ -94,7 +94,7 @@ def _pipeline(args: argparse.Namespace) -> int:
     try:
         with tempfile.TemporaryDirectory(prefix="kplex-pipeline-") as workdir, \
                 running_server("connect", bootstrap, Path(workdir), args.conf, master=args.master,
-                               kafka_options=settings) as port:
+                               kafka_options=settings, restricted=False) as port:  # this run's own
             return run_pipeline(spec, f"sc://127.0.0.1:{port}", configuration)
     except ServerDidNotStart as error:
         print(f"kplex pipeline run: {error}", file=sys.stderr)
@@ -105,7 +105,8 @@ def _server(args: argparse.Namespace) -> int:
     from kplex.servers import exec_server
 
     bootstrap, settings = kafka_config.from_args(args)
-    exec_server(args.kind, bootstrap, args.port, args.host, args.master, args.conf, kafka_options=settings)
+    exec_server(args.kind, bootstrap, args.port, args.host, args.master, args.conf, kafka_options=settings,
+                restricted=not args.unrestricted)
     return 0  # not reached: the server replaced this process
 
 
@@ -180,4 +181,8 @@ def register(sub: Any) -> None:
     server.add_argument("--master", default="local[*]")
     server.add_argument("--conf", action="append", default=[], type=_setting, metavar="KEY=VALUE",
                         help="another Spark setting, e.g. spark.sql.catalog.kplex.kafka.security.protocol=SASL_SSL")
+    server.add_argument("--unrestricted", action="store_true",
+                        help="a server for one user: let a statement set any kafka.* option and register kplex"
+                             " catalogs (a shared server refuses both, so that its Kafka credentials, addresses"
+                             " and files stay its own; spark.kplex.server.restricted)")
     server.set_defaults(handler=_server)

@@ -16,6 +16,7 @@ SCOPES = {
     "read": "read option",
     "catalog": "`spark.sql.catalog.kplex.<name>`",
     "session": "session (`SET spark.<name>`)",
+    "server": "server start-up (`--conf spark.<name>`)",
 }
 
 

@@ -69,6 +69,8 @@ public class KplexCatalog implements StagingTableCatalog, FunctionCatalog {
 
   @Override
   public void initialize(String name, CaseInsensitiveStringMap options) {
+    // On a restricted server, only the catalogs it started with, as it started them.
+    io.kplex.spark.conf.ServerPolicy.current().checkCatalog(name, options.asCaseSensitiveMap(), getClass().getName());
     this.name = name;
     this.options = Map.copyOf(options.asCaseSensitiveMap());
     this.metadataTopic = KplexOptions.metadataTopic(options);

@@ -52,6 +52,7 @@ public final class WriteConf implements Serializable {
   public WriteConf(TableDefinition def, Map<String, String> catalogOptions, Map<String, String> writeOptions,
       Map<String, String> session) {
     checkOptions(writeOptions, def.name());
+    ServerPolicy.current().checkStatement(writeOptions);
     checkSession(session);
     ConfParser settings = ConfParser.builder().options(writeOptions).table(def.properties())
         .catalog(catalogOptions).session(session).build();
@@ -104,6 +105,9 @@ public final class WriteConf implements Serializable {
   private static void checkSession(Map<String, String> session) {
     for (String key : session.keySet()) {
       OptionSpec spec = OptionSpecs.find(key);
+      // (A server's start-up switch is in every session's settings, copied from the SparkConf,
+      // where alone ServerPolicy reads it.)
+      if (spec != null && spec.settableAs(OptionSpec.Scope.SERVER)) continue;
       if (spec == null || !spec.settableAs(OptionSpec.Scope.SESSION)) {
         String suggestion = TableProperties.closest(key.toLowerCase(java.util.Locale.ROOT), KplexOptions.SESSION_SETTINGS);
         throw Errors.unknownSessionSetting("spark." + key, suggestion == null ? null : "spark." + suggestion,

@@ -49,7 +49,18 @@ public final class Errors {
 
   /** What a cause said: its class and message (the {@code cause} parameter). */
   private static String said(Throwable cause) {
-    return cause.getClass().getSimpleName() + ": " + cause.getMessage();
+    // With what it was caused by: Kafka's "Failed to create new KafkaAdminClient" names no
+    // setting, its cause does (a login module not allowed, a file not found).
+    StringBuilder out = new StringBuilder(cause.getClass().getSimpleName() + ": " + cause.getMessage());
+    java.util.Set<Throwable> seen = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+    seen.add(cause);
+    for (Throwable c = cause.getCause(); c != null && seen.add(c) && seen.size() <= 6; c = c.getCause()) {
+      String message = c.getMessage();
+      if (message != null && !out.toString().contains(message)) {
+        out.append(" (caused by ").append(c.getClass().getSimpleName()).append(": ").append(message).append(')');
+      }
+    }
+    return out.toString();
   }
 
   public static KplexException nullKey(String column, long orderValue) {
@@ -546,6 +557,29 @@ public final class Errors {
   }
 
   /** A test hook asked for in a JVM the test harness did not arm. */
+  /** A restricted server's refusal of a statement's Kafka client setting beyond its list. */
+  public static KplexException serverKafkaOption(String option, String allowed) {
+    return error("SERVER_RESTRICTED.KAFKA_OPTION", "option", option, "allowed", allowed,
+        "switch", "spark.kplex.server.restricted", "list", "spark.kplex.server.kafka_options");
+  }
+
+  /** A restricted server's refusal of a statement's Kafka setting that names a config provider's variable. */
+  public static KplexException serverKafkaVariable(String option) {
+    return error("SERVER_RESTRICTED.KAFKA_VARIABLE", "option", option, "switch", "spark.kplex.server.restricted");
+  }
+
+  /** A restricted server's refusal of a kplex catalog it did not start with. */
+  public static KplexException serverCatalog(String catalog, String started) {
+    return error("SERVER_RESTRICTED.CATALOG", "catalog", catalog, "catalogs", started,
+        "switch", "spark.kplex.server.restricted");
+  }
+
+  /** A restricted server's refusal of a kplex catalog whose options a session changed. */
+  public static KplexException serverCatalogSetting(String catalog, String setting) {
+    return error("SERVER_RESTRICTED.CATALOG_SETTING", "catalog", catalog, "setting", setting,
+        "switch", "spark.kplex.server.restricted");
+  }
+
   public static KplexException testHookNotArmed(String key, String env, String property) {
     return error("TEST_HOOK", "option", key, "environment_variable", env, "system_property", property);
   }

@@ -80,6 +80,29 @@ public final class KafkaConf implements Serializable {
     return name.substring(0, name.length() - "clients.producer.ProducerConfig".length());
   }
 
+  /**
+   * The JVM's system properties that Kafka's clients read ({@code org.apache.kafka.disallowed.login.modules},
+   * {@code org.apache.kafka.automatic.config.providers}, {@code org.apache.kafka.sasl.oauthbearer.allowed.urls}:
+   * an operator's limits on what a client setting may load or reach) under the names the
+   * relocated clients read them by ({@code kafkaPackage}...), unless set under those already:
+   * the build relocates the names in Kafka's classes too, so without this an operator's
+   * {@code -Dorg.apache.kafka.*} would bind every Kafka client in the JVM but kplex's.
+   */
+  static void mirror(java.util.Properties system, String kafkaPackage) {
+    if (kafkaPackage.equals(UNRELOCATED)) return;
+    for (String name : system.stringPropertyNames()) {
+      if (!name.startsWith(UNRELOCATED)) continue;
+      String relocatedName = kafkaPackage + name.substring(UNRELOCATED.length());
+      if (system.getProperty(relocatedName) != null) continue;
+      String value = system.getProperty(name);
+      // A list of classes (login modules, config providers) names Kafka's own as users write them.
+      if (name.endsWith(".modules") || name.endsWith(".providers")) {
+        value = KAFKA_CLASS.matcher(value).replaceAll(Matcher.quoteReplacement(kafkaPackage));
+      }
+      system.setProperty(relocatedName, value);
+    }
+  }
+
   /** Settings whose value is a class name or a list of them, beyond {@code *.class(es)}. */
   private static final Set<String> CLASS_SETTINGS = Set.of(SaslConfigs.SASL_JAAS_CONFIG,
       CommonClientConfigs.METRIC_REPORTER_CLASSES_CONFIG, ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG,
@@ -88,6 +111,10 @@ public final class KafkaConf implements Serializable {
 
   /** {@code org.apache.kafka.} not already inside a longer name (the relocated one). */
   private static final Pattern KAFKA_CLASS = Pattern.compile("(?<![\\w.$])" + Pattern.quote(UNRELOCATED));
+
+  static {
+    mirror(System.getProperties(), KAFKA_PACKAGE);
+  }
 
   /**
    * The settings with every Kafka class named in a class-valued setting (and the JAAS

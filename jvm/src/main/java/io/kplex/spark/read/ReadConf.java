@@ -126,6 +126,7 @@ public final class ReadConf implements Serializable {
   }
 
   public static ReadConf resolve(KplexTable t, Map<String, String> readOptions) {
+    io.kplex.spark.conf.ServerPolicy.current().checkStatement(readOptions);
     boolean virtual = t.definition().map(TableDefinition::isReadTime).orElse(false);
     Map<String, String> overrides = new HashMap<>();
     for (Map.Entry<String, String> e : readOptions.entrySet()) {

@@ -38,7 +38,12 @@ public record OptionSpec(String name, Type type, Long min, Long max, Long also, 
     /** {@code spark.sql.catalog.kplex.<k>}. */
     CATALOG,
     /** {@code spark.kplex.<k>} for {@code kplex.<k>}. */
-    SESSION;
+    SESSION,
+    /**
+     * {@code spark.kplex.<k>} in a server's start-up configuration only (its SparkConf; a
+     * session's value is not read): conf/ServerPolicy.
+     */
+    SERVER;
 
     /** The wire name, as options.json spells it. */
     public String wire() {

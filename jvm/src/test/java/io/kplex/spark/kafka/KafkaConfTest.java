@@ -89,4 +89,24 @@ public class KafkaConfTest {
     org.junit.Assert.assertTrue(e.getMessage(), e.getMessage().contains("kafka.isolation.level")
         && e.getMessage().contains("sometimes") && e.getMessage().contains("read_committed"));
   }
+
+  @Test
+  public void anOperatorsKafkaSystemPropertiesReachTheRelocatedClientsUnlessSetForThemAlready() {
+    java.util.Properties system = new java.util.Properties();
+    system.setProperty("org.apache.kafka.disallowed.login.modules",
+        "com.sun.security.auth.module.JndiLoginModule,org.apache.kafka.common.security.plain.PlainLoginModule");
+    system.setProperty("org.apache.kafka.automatic.config.providers", "none");
+    system.setProperty(SHADED + "automatic.config.providers", "file");
+    system.setProperty("java.io.tmpdir", "/tmp");
+    KafkaConf.mirror(system, SHADED);
+    assertEquals("Kafka's own classes as the relocated clients name them",
+        "com.sun.security.auth.module.JndiLoginModule," + SHADED + "common.security.plain.PlainLoginModule",
+        system.getProperty(SHADED + "disallowed.login.modules"));
+    assertEquals("set for them already: kept", "file", system.getProperty(SHADED + "automatic.config.providers"));
+    assertEquals(5, system.size());
+    java.util.Properties unrelocated = new java.util.Properties();
+    unrelocated.setProperty("org.apache.kafka.disallowed.login.modules", "x");
+    KafkaConf.mirror(unrelocated, KafkaConf.UNRELOCATED);
+    assertEquals(1, unrelocated.size());
+  }
 }
