@@ -369,6 +369,38 @@ def test_resuming_from_a_table_no_stream_wrote_from_that_source_is_an_error_nami
     assert "batch read" in str(raised.value)
 
 
+@pytest.mark.parametrize("partitions", [3, 2], ids=["as many partitions", "fewer partitions"])
+def test_resuming_from_the_table_over_a_source_created_again_is_data_loss_or_reads_it_from_its_start(
+        spark, bootstrap, fresh_name, tmp_path, partitions):
+    """The source topic deleted and created again (holding more records than the table's stream
+    had read) between the table's stream and a query that resumes from the table: the old
+    stream's offsets are not the new topic's, told by the topic's id the table's marks keep. The
+    resuming query fails with [KPLEX_DATA_LOSS] naming the recreated topic and writes nothing;
+    with failOnDataLoss = false it reads the new topic from its start: each record once."""
+    from test_stream_recovery import delete_topic
+
+    source, target = fresh_name("views_resume_recreated"), fresh_name("by_user_resume_recreated")
+    datagen.generate_pageviews(bootstrap, source, 300, partitions=3, users=15, seed=42)
+    create(spark, target, delay_ms=1_000)
+    first = run_available_now(spark, source, target, tmp_path / "a")
+    assert first.exception() is None, first.exception()
+    assert written(bootstrap, target) == 300
+    delete_topic(bootstrap, source)
+    datagen.generate_pageviews(bootstrap, source, 450, partitions=partitions, users=15, seed=43,
+                               start_ms=datagen.ARTICLE_START_MS + 10_000_000)
+    with pytest.raises(Exception) as failure:
+        resume(spark, source, target, tmp_path / "b")
+    message = str(failure.value)
+    assert "KPLEX_DATA_LOSS" in message and "the topic was deleted and created again" in message, message[:2000]
+    assert written(bootstrap, target) == 300  # nothing written
+    query = resume(spark, source, target, tmp_path / "c", failOnDataLoss="false")
+    assert query.exception() is None, query.exception()
+    assert late(query) == 0
+    new = [r.value for r in verify.read_topic(bootstrap, source)]
+    values = [r.value for r in verify.read_topic(bootstrap, target)]
+    assert len(values) == 300 + 450 and len(set(values)) == len(values) and set(new) <= set(values)
+
+
 def test_kplex_stream_resume_takes_over_from_the_cli_stream_of_another_checkpoint(bootstrap, fresh_name, tmp_path):
     """In SQL (no read options): `kplex stream FILE --checkpoint NEW --resume`."""
     source, target = fresh_name("resume_cli_src"), fresh_name("resume_cli_by_user")

@@ -397,7 +397,11 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     last.lineage().ends().forEach(next::putIfAbsent);
     LOG.info("kplex: the stream from topic '{}' resumes table {} where query {} stopped (epoch {}): offsets {}",
         conf.topic, from, last.query(), last.epoch(), next);
-    return new SourceOffset(conf.topic, next).withTopicId(knownTopicId);
+    // Offsets of a topic deleted and created again since: the first micro-batch's planning sees
+    // the topic's id change and reports it (with failOnDataLoss = false, reads the new topic from
+    // its start), as a query restarting from its checkpoint would.
+    String readFrom = last.lineage().topicId();
+    return new SourceOffset(conf.topic, next).withTopicId(readFrom != null ? readFrom : knownTopicId);
   }
 
   private SourceOffset resolveInitialOffset() {
@@ -970,7 +974,7 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     }
     HeldRelease.signal(new HeldRelease.Signal(conf.topic, orderedPartitions(end), ints(end.idle),
         end.flushes > start.flushes, planned.starts, ends, monitorGroup, ints(end.drained), end.at,
-        idleTimeoutMs, resumeTable(), conf.kind == ReadConf.Kind.DERIVED ? conf.table : null));
+        idleTimeoutMs, resumeTable(), conf.kind == ReadConf.Kind.DERIVED ? conf.table : null, end.topicId));
     return planned.partitions.clone();
   }
 

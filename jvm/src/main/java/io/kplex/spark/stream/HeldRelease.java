@@ -34,10 +34,18 @@ public final class HeldRelease {
    */
   public record Signal(String topic, int[] partitions, int[] idle, boolean releaseAll,
       java.util.Map<Integer, Long> starts, java.util.Map<Integer, Long> ends, String monitorGroup,
-      int[] drained, long atMs, long idleTimeoutMs, String resumeFrom, String sourceTable) {
+      int[] drained, long atMs, long idleTimeoutMs, String resumeFrom, String sourceTable, String topicId) {
     public Signal(String topic, int[] partitions, boolean releaseAll) {
       this(topic, partitions, new int[0], releaseAll, java.util.Map.of(), java.util.Map.of(), null, new int[0], 0,
-          -1, null, null);
+          -1, null, null, null);
+    }
+
+    /** Without the source topic's id. */
+    public Signal(String topic, int[] partitions, int[] idle, boolean releaseAll, java.util.Map<Integer, Long> starts,
+        java.util.Map<Integer, Long> ends, String monitorGroup, int[] drained, long atMs, long idleTimeoutMs,
+        String resumeFrom, String sourceTable) {
+      this(topic, partitions, idle, releaseAll, starts, ends, monitorGroup, drained, atMs, idleTimeoutMs, resumeFrom,
+          sourceTable, null);
     }
 
     /**

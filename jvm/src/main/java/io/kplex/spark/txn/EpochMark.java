@@ -52,9 +52,15 @@ public record EpochMark(String table, String query, long epoch, EventTime.Marks 
    * ({@link Floor}), oldest first, the last {@link #FLOORS_KEPT}.
    */
   public record Lineage(String topic, Map<Integer, Long> ends, String heldBase, String resumedFrom, long atMs,
-      String heldSchema, List<Floor> floors) implements Serializable {
+      String heldSchema, List<Floor> floors, String topicId) implements Serializable {
     public Lineage {
       floors = List.copyOf(floors);
+    }
+
+    /** Without the source topic's id (null: an older kplex's mark, or not known). */
+    public Lineage(String topic, Map<Integer, Long> ends, String heldBase, String resumedFrom, long atMs,
+        String heldSchema, List<Floor> floors) {
+      this(topic, ends, heldBase, resumedFrom, atMs, heldSchema, floors, null);
     }
 
     public Lineage(String topic, Map<Integer, Long> ends, String heldBase, String resumedFrom, long atMs,
@@ -157,6 +163,7 @@ public record EpochMark(String table, String query, long epoch, EventTime.Marks 
     if (lineage != null) {
       ObjectNode source = node.putObject("source");
       source.put("topic", lineage.topic());
+      if (lineage.topicId() != null) source.put("topic_id", lineage.topicId());
       ObjectNode ends = source.putObject("ends");
       new java.util.TreeMap<>(lineage.ends()).forEach((p, o) -> ends.put(Integer.toString(p), o));
       if (lineage.heldBase() != null) node.put("held_base", lineage.heldBase());
@@ -330,7 +337,8 @@ public record EpochMark(String table, String query, long epoch, EventTime.Marks 
       lineage = new Lineage(node.path("source").path("topic").asText(), ends,
           node.has("held_base") ? node.path("held_base").asText() : null,
           node.has("resumed_from") ? node.path("resumed_from").asText() : null, node.path("at_ms").asLong(),
-          node.has("held_schema") ? node.path("held_schema").asText() : null, floors);
+          node.has("held_schema") ? node.path("held_schema").asText() : null, floors,
+          node.path("source").has("topic_id") ? node.path("source").path("topic_id").asText() : null);
     }
     Map<String, OffsetRanges> reads = new HashMap<>();
     node.path("reads").fields().forEachRemaining(e -> reads.put(e.getKey(), OffsetRanges.from(e.getValue())));

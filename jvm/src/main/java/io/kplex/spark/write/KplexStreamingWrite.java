@@ -220,7 +220,11 @@ final class KplexStreamingWrite implements StreamingWrite {
     EpochMark from = committer.lastOnSource(signal.topic()).orElse(null);
     if (from == null || from.query().equals(queryId)) return null;
     Map<Integer, Long> ends = from.lineage().ends();
-    for (Map.Entry<Integer, Long> e : ends.entrySet()) {
+    // The source topic deleted and created again since that stream stopped: its offsets are the
+    // old topic's, and the source reported the loss (or failed) as it planned from the new one's start.
+    boolean recreated = signal.topicId() != null && from.lineage().topicId() != null
+        && !signal.topicId().equals(from.lineage().topicId());
+    for (Map.Entry<Integer, Long> e : recreated ? Map.<Integer, Long>of().entrySet() : ends.entrySet()) {
       // (A partition the source no longer has is not read on: its loss is the source's to report.)
       if (!signal.ends().containsKey(e.getKey())) continue;
       if (!e.getValue().equals(signal.starts().get(e.getKey()))) return null;
@@ -349,7 +353,7 @@ final class KplexStreamingWrite implements StreamingWrite {
           mark.heldRecords(), mark.lineage(), mark.reads());
     }
     return mark.withLineage(new EpochMark.Lineage(s.topic(), new java.util.TreeMap<>(s.ends()), heldBase,
-        resumedFrom, committer.clock().millis(), schema.schema.toDDL(), floors));
+        resumedFrom, committer.clock().millis(), schema.schema.toDDL(), floors, s.topicId()));
   }
 
   /** The held files' folder, qualified once per write (a FileSystem call), for the lineage. */
