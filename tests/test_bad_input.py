@@ -66,6 +66,29 @@ def test_a_bad_write_fails_naming_the_culprit_and_leaves_nothing_visible(
     assert verify.read_topic(bootstrap, table) == []
 
 
+def test_an_insert_of_records_below_what_the_table_holds_fails_naming_one_and_where_it_came_from(
+        spark, bootstrap, fresh_name):
+    """A batch INSERT writes only past what each virtual partition holds: a record below it fails
+    the INSERT under late_policy fail, naming the record's source topic, partition and offset,
+    without the advice to raise max_delay_ms (a batch write does not use it), and nothing of the
+    INSERT is visible."""
+    later, earlier, table = fresh_name("late_insert_later"), fresh_name("late_insert_earlier"), fresh_name("late_insert")
+    datagen.generate_pageviews(bootstrap, later, 200, partitions=1, users=5, seed=21,
+                               start_ms=datagen.ARTICLE_START_MS + 10_000_000)
+    datagen.generate_pageviews(bootstrap, earlier, 200, partitions=1, users=5, seed=22)
+    create(spark, table)
+    select = ("kplex_key(kplex_json(value, '/userid'))", "kplex_order(CAST(kplex_json(value, '/viewtime') AS BIGINT))",
+              "value")
+    spark.sql(f"INSERT INTO kplex.{table} SELECT {', '.join(select)} FROM kplex.{later}")
+    with pytest.raises(errors.LateRecordError) as late, translated():
+        spark.sql(f"INSERT INTO kplex.{table} SELECT {', '.join(select)} FROM kplex.{earlier}")
+    said = str(late.value)
+    assert re.search(rf"\({re.escape(earlier)}-0 offset \d+\)", said), said
+    assert "an INSERT writes only past what each virtual partition holds" in said, said
+    assert "Raise 'kplex.max_delay_ms'" not in said, said
+    assert len(verify.read_topic(bootstrap, table)) == 200
+
+
 @pytest.mark.parametrize("column,select", [
     ("key", "kplex_key(IF(id = 40000, NULL, CAST(id AS STRING))), kplex_order(id)"),
     ("order", "kplex_key(CAST(id AS STRING)), kplex_order(IF(id = 40000, NULL, id))"),

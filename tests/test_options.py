@@ -30,7 +30,7 @@ def test_each_setting_reads_as_the_file_declares_it(entry: dict[str, Any]) -> No
         entry["type"], entry.get("min"), entry.get("max"), entry.get("also"), tuple(entry.get("choices", ())),
         entry.get("default"), entry.get("required", False))
     assert spec.bits == (64 if entry["type"] == "long" else 32)
-    assert set(spec.set_as) <= {"table", "write", "read", "catalog", "session"}
+    assert set(spec.set_as) <= {"table", "write", "read", "catalog", "session", "server"}
 
 
 def test_the_session_keys_and_read_time_defaults_read_as_declared() -> None:

@@ -275,6 +275,48 @@ def test_a_stream_from_earliest_over_what_an_insert_wrote_writes_no_record_twice
     assert_exactly_once_in_order(bootstrap, source, target, 3_500)
 
 
+def test_a_record_another_writer_read_through_other_filters_is_late_not_taken_as_written(
+        spark, bootstrap, fresh_name, tmp_path):
+    """A writer skips what another read only where that writer kept what it keeps: through no
+    filter, or the same filters. An INSERT of Page_1's views run again writes nothing twice (the
+    same WHERE); an INSERT of Page_2's views over the same offsets finds its rows below what their
+    virtual partitions hold: late (dropped and counted here), not counted as already written,
+    which the first INSERT never wrote; a stream from `earliest` with Page_1's WHERE skips what
+    the INSERT wrote."""
+    source, target = fresh_name("filtered_src"), fresh_name("filtered")
+    datagen.generate_pageviews(bootstrap, source, 1_500, partitions=3, users=15, pages=5, seed=61)
+    create(spark, target)
+    page = "kplex_json(value, '/pageid') = '{}'"
+    pages = [json.loads(r.value)["pageid"] for r in verify.read_topic(bootstrap, source)]
+    ones, twos = pages.count("Page_1"), pages.count("Page_2")
+    assert ones > 100 and twos > 100, (ones, twos)
+
+    def insert_where(condition: str) -> dict:
+        spark.sql(f"INSERT INTO kplex.{target} SELECT {', '.join(SELECT)} FROM kplex.{source} WHERE {condition}")
+        return json.loads(spark.conf.get("kplex.last_write"))
+
+    first = insert_where(page.format("Page_1"))
+    assert first["rows"] == ones and first["already_written"] == 0, first
+    again = insert_where(page.format("Page_1"))
+    assert again["rows"] == 0 and again["already_written"] == ones, again
+    spark.conf.set("spark.kplex.late_policy", "drop")
+    try:
+        other = insert_where(page.format("Page_2"))
+    finally:
+        spark.conf.unset("spark.kplex.late_policy")
+    assert other["already_written"] == 0 and other["late"] > 0, other
+    assert other["rows"] + other["late"] == twos, other
+    stream_b = (spark.readStream.format("kplex").option("table", source).option("startingOffsets", "earliest").load()
+                .where(page.format("Page_1")).selectExpr(*SELECT)
+                .writeStream.format("kplex").option("table", target)
+                .option("checkpointLocation", str(tmp_path / "b")).trigger(availableNow=True).start())
+    stream_b.awaitTermination(300)
+    assert stream_b.exception() is None, stream_b.exception()
+    assert late(stream_b) == 0 and already_written(stream_b) == ones
+    values = [r.value for r in verify.read_topic(bootstrap, target)]
+    assert len(values) == len(set(values)) == ones + other["rows"]
+
+
 def test_an_insert_over_what_a_stopped_query_read_writes_what_it_held_and_the_query_restarted_nothing_twice(
         spark, bootstrap, fresh_name, tmp_path):
     """A reads everything and stops holding records. An INSERT of the same source skips what A

@@ -530,6 +530,18 @@ public final class Errors {
         "max_delay_ms", maxDelayMs, "topic", topic, "partition", partition, "offset", offset);
   }
 
+  /**
+   * A batch write's record below what its virtual partition holds, under late_policy fail: no
+   * max_delay_ms helps (a batch write judges by what the table holds only); where it came from
+   * when its row carries its source position ({@code topic} null: unknown).
+   */
+  public static KplexException lateInsertRecord(String table, String key, long order, int vp, long bound,
+      String topic, int partition, long offset) {
+    String position = topic == null ? "source position unknown" : topic + "-" + partition + " offset " + offset;
+    return error("LATE_RECORD.BELOW_WRITTEN_INSERT", "table", table, "key", key, "order_value", order,
+        "position", position, "virtual_partition", vp, "order_bound", bound);
+  }
+
   public static KplexException streamingPlacement(int vp, int task, int tasks) {
     return error("STREAM_PLACEMENT", "virtual_partition", vp, "task", task, "task_count", tasks);
   }

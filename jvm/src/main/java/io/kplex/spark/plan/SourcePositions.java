@@ -45,7 +45,86 @@ import io.kplex.spark.compat.Scala;
 public final class SourcePositions extends Rule<LogicalPlan> {
   /** A plan that outputs what its original did, then the source's partition, offset and timestamp. */
   private record Positioned(LogicalPlan plan, Attribute partition, Attribute offset, Attribute timestamp,
-      Attribute ordered, String topic, String bootstrap) {}
+      Attribute ordered, String topic, String bootstrap, Rows rows) {}
+
+  /**
+   * What the plan above the source keeps of its rows: the conditions of its filters, each with the
+   * columns its projections below define spelled out as what defines them ({@code aliases}).
+   */
+  private record Rows(java.util.Map<org.apache.spark.sql.catalyst.expressions.ExprId, Expression> aliases,
+      List<String> conditions) {
+    static final Rows ALL = new Rows(java.util.Map.of(), List.of());
+
+    Rows projected(Project project) {
+      java.util.Map<org.apache.spark.sql.catalyst.expressions.ExprId, Expression> out = new java.util.HashMap<>(aliases);
+      for (NamedExpression e : Scala.asJava(project.projectList())) {
+        if (e instanceof Alias a) out.put(a.exprId(), spelled(a.child()));
+      }
+      return new Rows(out, conditions);
+    }
+
+    /**
+     * These rows through a filter of {@code condition}; one on the source's partition and offset
+     * alone ({@code WHERE partition = 0 AND offset >= 500}, how INSERTs read on from each other)
+     * picks what is read, not which of the read rows are kept: no row filter.
+     */
+    Rows filtered(Expression condition, Attribute partition, Attribute offset) {
+      Expression spelled = spelled(condition);
+      boolean positionOnly = true;
+      for (Attribute a : Scala.asJava(spelled.references().toSeq())) {
+        if (!a.exprId().equals(partition.exprId()) && !a.exprId().equals(offset.exprId())) positionOnly = false;
+      }
+      if (positionOnly) return this;
+      List<String> out = new ArrayList<>(conditions);
+      out.add(sql(spelled));
+      return new Rows(aliases, out);
+    }
+
+    /**
+     * {@code e} with each column a projection defined spelled out, no column qualified and no
+     * name given inside it: as SQL's {@code FROM kplex.t ... WHERE} and a DataFrame's
+     * {@code where} give the same condition.
+     */
+    private Expression spelled(Expression e) {
+      return e.transformUp(new scala.runtime.AbstractPartialFunction<Expression, Expression>() {
+        @Override
+        public boolean isDefinedAt(Expression x) {
+          return x instanceof Attribute || x instanceof Alias;
+        }
+
+        @Override
+        public Expression apply(Expression x) {
+          if (x instanceof Alias named) return named.child();  // (SQL names a function's result inside a condition)
+          Attribute a = (Attribute) x;
+          Expression defined = aliases.get(a.exprId());
+          return defined != null ? defined : a.withQualifier(Scala.list(List.<String>of()));
+        }
+      });
+    }
+
+    private static String sql(Expression e) {
+      try {
+        return e.sql();
+      } catch (RuntimeException notSql) {
+        return e.canonicalized().toString();
+      }
+    }
+
+    /**
+     * A digest of the filters' conditions (null: no filter, every row of what was read reaches
+     * the write): writers that read the same records through the same filters write the same rows.
+     */
+    String digest() {
+      if (conditions.isEmpty()) return null;
+      try {
+        byte[] d = java.security.MessageDigest.getInstance("SHA-256")
+            .digest(String.join("\n", conditions).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        return java.util.HexFormat.of().formatHex(d, 0, 8);
+      } catch (java.security.NoSuchAlgorithmException e) {
+        throw new IllegalStateException(e);
+      }
+    }
+  }
 
   @Override
   public LogicalPlan apply(LogicalPlan plan) {
@@ -64,7 +143,7 @@ public final class SourcePositions extends Rule<LogicalPlan> {
     Attribute orderColumn = output.get(order);
     List<NamedExpression> columns = new ArrayList<>(output);
     columns.add(alias(found.partition, 0));
-    columns.add(alias(found.offset, 1));
+    columns.add(alias(found.offset, 1, rowsMeta(new MetadataBuilder(), found).build()));
     columns.add(alias(found.timestamp, 2));
     columns.add(alias(found.ordered, 3));
     Expression high = new ApplyFunctionExpression(new HighBefore(orderColumn.dataType()),
@@ -89,7 +168,7 @@ public final class SourcePositions extends Rule<LogicalPlan> {
     columns.add(alias(found.partition, 0, null));
     MetadataBuilder offsetMeta = new MetadataBuilder().putString(WriteSchema.SOURCE_TOPIC, found.topic);
     if (found.bootstrap != null) offsetMeta.putString(WriteSchema.SOURCE_BOOTSTRAP, found.bootstrap);
-    columns.add(alias(found.offset, 1, offsetMeta.build()));
+    columns.add(alias(found.offset, 1, rowsMeta(offsetMeta, found).build()));
     return append.withNewChildren(seq(List.of(new Project(seq(columns), found.plan))));
   }
 
@@ -139,6 +218,12 @@ public final class SourcePositions extends Rule<LogicalPlan> {
     return positioned(query);
   }
 
+  /** The digest of the filters the source's rows went through, on the offset column (none without a filter). */
+  private static MetadataBuilder rowsMeta(MetadataBuilder meta, Positioned found) {
+    String digest = found.rows.digest();
+    return digest == null ? meta : meta.putString(WriteSchema.SOURCE_ROWS, digest);
+  }
+
   private static NamedExpression alias(Expression e, int column) {
     return alias(e, column, null);
   }
@@ -166,13 +251,15 @@ public final class SourcePositions extends Rule<LogicalPlan> {
       list.add(child.timestamp);
       if (child.ordered != child.partition) list.add(child.ordered);
       return new Positioned(new Project(seq(list), child.plan), child.partition, child.offset, child.timestamp,
-          child.ordered, child.topic, child.bootstrap);
+          child.ordered, child.topic, child.bootstrap, child.rows.projected(project));
     }
     if (p instanceof Filter || p instanceof SubqueryAlias) {
       Positioned child = positioned(p.children().head());
       if (child == null) return null;
+      Rows rows = p instanceof Filter filter ? child.rows.filtered(filter.condition(), child.partition, child.offset)
+          : child.rows;
       return new Positioned(p.withNewChildren(seq(List.of(child.plan))), child.partition, child.offset,
-          child.timestamp, child.ordered, child.topic, child.bootstrap);
+          child.timestamp, child.ordered, child.topic, child.bootstrap, rows);
     }
     return null;
   }
@@ -197,7 +284,7 @@ public final class SourcePositions extends Rule<LogicalPlan> {
     // A kplex table is in order per virtual partition (its physical ones interleave them).
     return partition == null || offset == null || timestamp == null ? null
         : new Positioned(relation, partition, offset, timestamp, vpartition != null ? vpartition : partition,
-            table.topic(), readOptions == null ? null : committedBootstrap(table, readOptions));
+            table.topic(), readOptions == null ? null : committedBootstrap(table, readOptions), Rows.ALL);
   }
 
   /**

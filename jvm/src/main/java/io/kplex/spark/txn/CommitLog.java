@@ -299,7 +299,7 @@ public final class CommitLog {
    * one read of the log: its written marks raised to what every writer wrote (the committed
    * part of a cut-short commit included), and what the INSERTs before it read ({@code reads}).
    */
-  public InsertStart insertsStart(String table, String source, String query) {
+  public InsertStart insertsStart(String table, String source, String rows, String query) {
     Map<String, byte[]> log = topic.readPrefixes(EpochMark.key(table, ""), PartialCommit.prefix(table));
     EpochMark inserts = EpochMark.all(log).get(EpochMark.key(table, EpochMark.INSERTS));
     Map<String, OffsetRanges> reads = inserts == null ? Map.of() : inserts.reads();
@@ -307,7 +307,7 @@ public final class CommitLog {
         writtenHighs(log, table, null)), List.of(), 0, null, reads);
     Map<String, byte[]> marks = new java.util.HashMap<>(log);
     marks.keySet().removeIf(k -> !k.startsWith(EpochMark.key(table, "")));
-    return new InsertStart(mark, source == null ? OffsetRanges.NONE : readByOthers(marks, source, query, null));
+    return new InsertStart(mark, source == null ? OffsetRanges.NONE : readByOthers(marks, source, rows, query, null));
   }
 
   /**
@@ -356,11 +356,22 @@ public final class CommitLog {
    * ({@code resumedFrom}, the query it resumes from, and whom that one resumed from): the
    * records they held back were read but not written, and are this query's to write now.
    */
-  public OffsetRanges readByOthers(String table, String source, String query, String resumedFrom) {
-    return readByOthers(topic.readPrefixes(EpochMark.key(table, "")), source, query, resumedFrom);
+  public OffsetRanges readByOthers(String table, String source, String rows, String query, String resumedFrom) {
+    return readByOthers(topic.readPrefixes(EpochMark.key(table, "")), source, rows, query, resumedFrom);
   }
 
   static OffsetRanges readByOthers(Map<String, byte[]> marks, String source, String query, String resumedFrom) {
+    return readByOthers(marks, source, null, query, resumedFrom);
+  }
+
+  /**
+   * {@code rows}: the digest of the filters the reader's rows go through (null: none). A record
+   * another writer read counts as read only where that writer kept what this one keeps: it read
+   * it through no filter (it wrote it, or judged it late), or through the same filters. One it
+   * read through other filters may not have been written: it is judged by the order rule instead.
+   */
+  static OffsetRanges readByOthers(Map<String, byte[]> marks, String source, String rows, String query,
+      String resumedFrom) {
     Map<String, EpochMark> byQuery = new java.util.HashMap<>();
     for (EpochMark m : EpochMark.all(marks).values()) byQuery.put(m.query(), m);
     java.util.Set<String> own = new java.util.HashSet<>();
@@ -374,7 +385,9 @@ public final class CommitLog {
       if (own.contains(m.query())) continue;
       if (EpochMark.INSERTS.equals(m.query())) {
         out = out.union(m.reads(source));
-      } else if (m.lineage() != null && source.equals(m.lineage().topic())) {
+        if (rows != null) out = out.union(m.reads(EpochMark.readsKey(source, rows)));
+      } else if (m.lineage() != null && source.equals(m.lineage().topic())
+          && (m.lineage().rows() == null || m.lineage().rows().equals(rows))) {
         out = out.union(OffsetRanges.below(m.lineage().ends()));
       }
     }

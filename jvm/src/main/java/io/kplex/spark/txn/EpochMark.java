@@ -52,15 +52,18 @@ public record EpochMark(String table, String query, long epoch, EventTime.Marks 
    * ({@link Floor}), oldest first, the last {@link #FLOORS_KEPT}.
    */
   public record Lineage(String topic, Map<Integer, Long> ends, String heldBase, String resumedFrom, long atMs,
-      String heldSchema, List<Floor> floors, String topicId) implements Serializable {
+      String heldSchema, List<Floor> floors, String topicId, String rows) implements Serializable {
     public Lineage {
       floors = List.copyOf(floors);
     }
 
-    /** Without the source topic's id (null: an older kplex's mark, or not known). */
+    /**
+     * Without the source topic's id (null: an older kplex's mark, or not known) nor the digest of
+     * the filters its rows went through ({@code rows}; null: none, every row read was written).
+     */
     public Lineage(String topic, Map<Integer, Long> ends, String heldBase, String resumedFrom, long atMs,
         String heldSchema, List<Floor> floors) {
-      this(topic, ends, heldBase, resumedFrom, atMs, heldSchema, floors, null);
+      this(topic, ends, heldBase, resumedFrom, atMs, heldSchema, floors, null, null);
     }
 
     public Lineage(String topic, Map<Integer, Long> ends, String heldBase, String resumedFrom, long atMs,
@@ -124,6 +127,15 @@ public record EpochMark(String table, String query, long epoch, EventTime.Marks 
   public OffsetRanges reads(String topic) {
     return reads.getOrDefault(topic, OffsetRanges.NONE);
   }
+
+  /**
+   * The key of {@link #reads} for what was read of {@code topic} through filters of digest
+   * {@code rows}: the topic's name alone without a filter (as a kplex before filters counted had
+   * it), else the name and the digest (a space is in no topic's name).
+   */
+  public static String readsKey(String topic, String rows) {
+    return rows == null ? topic : topic + " where " + rows;
+  }
   private static final ObjectMapper JSON = new ObjectMapper();
   /** The "query" of a table's batch INSERTs: their mark holds only what they wrote per virtual partition. */
   public static final String INSERTS = "_inserts";
@@ -164,6 +176,7 @@ public record EpochMark(String table, String query, long epoch, EventTime.Marks 
       ObjectNode source = node.putObject("source");
       source.put("topic", lineage.topic());
       if (lineage.topicId() != null) source.put("topic_id", lineage.topicId());
+      if (lineage.rows() != null) source.put("rows", lineage.rows());
       ObjectNode ends = source.putObject("ends");
       new java.util.TreeMap<>(lineage.ends()).forEach((p, o) -> ends.put(Integer.toString(p), o));
       if (lineage.heldBase() != null) node.put("held_base", lineage.heldBase());
@@ -338,7 +351,8 @@ public record EpochMark(String table, String query, long epoch, EventTime.Marks 
           node.has("held_base") ? node.path("held_base").asText() : null,
           node.has("resumed_from") ? node.path("resumed_from").asText() : null, node.path("at_ms").asLong(),
           node.has("held_schema") ? node.path("held_schema").asText() : null, floors,
-          node.path("source").has("topic_id") ? node.path("source").path("topic_id").asText() : null);
+          node.path("source").has("topic_id") ? node.path("source").path("topic_id").asText() : null,
+          node.path("source").has("rows") ? node.path("source").path("rows").asText() : null);
     }
     Map<String, OffsetRanges> reads = new HashMap<>();
     node.path("reads").fields().forEachRemaining(e -> reads.put(e.getKey(), OffsetRanges.from(e.getValue())));

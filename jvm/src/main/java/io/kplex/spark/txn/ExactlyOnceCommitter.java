@@ -270,8 +270,8 @@ public final class ExactlyOnceCommitter {
   }
 
   /** What other writers of this table read of {@code topic} ({@link CommitLog#readByOthers}). */
-  public OffsetRanges readByOthers(String topic, String query, String resumedFrom) {
-    return withKafka(admin -> new CommitLog(admin).readByOthers(table, topic, query, resumedFrom));
+  public OffsetRanges readByOthers(String topic, String rows, String query, String resumedFrom) {
+    return withKafka(admin -> new CommitLog(admin).readByOthers(table, topic, rows, query, resumedFrom));
   }
 
   /**
@@ -362,8 +362,8 @@ public final class ExactlyOnceCommitter {
   }
 
   /** Where INSERT {@code query} from {@code source} (null: unknown) starts ({@link CommitLog#insertsStart}). */
-  public CommitLog.InsertStart insertsStart(String source, String query) {
-    return withKafka(admin -> new CommitLog(admin).insertsStart(table, source, query));
+  public CommitLog.InsertStart insertsStart(String source, String rows, String query) {
+    return withKafka(admin -> new CommitLog(admin).insertsStart(table, source, rows, query));
   }
 
   /** Another query's stream that read this query's source past {@code mine} after it ({@link CommitLog#overtaken}). */

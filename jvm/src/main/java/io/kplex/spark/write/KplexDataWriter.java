@@ -275,8 +275,9 @@ abstract sealed class KplexDataWriter implements DataWriter<InternalRow>
         late++;
         return;
       default:
-        throw Errors.lateStreamRecord(conf.table, KeyBytes.printable(keyBytes), orderValue, vp, false, floor[vp],
-            conf.maxDelayMs, null, -1, -1);
+        int partition = codec.sourcePartition(row);
+        throw Errors.lateInsertRecord(conf.table, KeyBytes.printable(keyBytes), orderValue, vp, floor[vp],
+            partition < 0 ? null : codec.sourceTopic, partition, codec.sourceOffset(row));
     }
   }
 

@@ -311,7 +311,7 @@ final class KplexStreamingWrite implements StreamingWrite {
   private OffsetRanges readBefore(HeldRelease.Signal source, String resumedFrom) {
     if (source.topic() == null || source.starts().isEmpty()) return OffsetRanges.NONE;
     return run.readByOthers(source.topic(), resumedFrom,
-        () -> committer.readByOthers(source.topic(), queryId, resumedFrom));
+        () -> committer.readByOthers(source.topic(), schema.sourceRows, queryId, resumedFrom));
   }
 
   /**
@@ -353,7 +353,7 @@ final class KplexStreamingWrite implements StreamingWrite {
           mark.heldRecords(), mark.lineage(), mark.reads());
     }
     return mark.withLineage(new EpochMark.Lineage(s.topic(), new java.util.TreeMap<>(s.ends()), heldBase,
-        resumedFrom, committer.clock().millis(), schema.schema.toDDL(), floors, s.topicId()));
+        resumedFrom, committer.clock().millis(), schema.schema.toDDL(), floors, s.topicId(), schema.sourceRows));
   }
 
   /** The held files' folder, qualified once per write (a FileSystem call), for the lineage. */

@@ -65,6 +65,16 @@ final class RowCodec implements Serializable {
     return ranges.contains(row.getInt(sourcePartitionColumn), row.getLong(sourceOffsetColumn));
   }
 
+  /** The row's source partition, or -1 when this write's rows carry no position. */
+  int sourcePartition(InternalRow row) {
+    return sourcePartitionColumn < 0 || row.isNullAt(sourcePartitionColumn) ? -1 : row.getInt(sourcePartitionColumn);
+  }
+
+  /** The row's source offset, or -1 when this write's rows carry no position. */
+  long sourceOffset(InternalRow row) {
+    return sourceOffsetColumn < 0 || row.isNullAt(sourceOffsetColumn) ? -1 : row.getLong(sourceOffsetColumn);
+  }
+
   /** Adds the row's source position to {@code reads} (nothing when this write's rows carry none). */
   void read(InternalRow row, SourceReads reads) {
     if (sourceOffsetColumn < 0 || row.isNullAt(sourcePartitionColumn) || row.isNullAt(sourceOffsetColumn)) return;

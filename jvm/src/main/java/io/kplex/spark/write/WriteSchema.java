@@ -49,6 +49,11 @@ public final class WriteSchema implements Serializable {
    * {@link #SOURCE_BOOTSTRAP} of the offset column), or null.
    */
   final String sourceBootstrap;
+  /**
+   * A digest of the filters the source's rows went through before the write (the metadata
+   * {@link #SOURCE_ROWS} of the offset column), or null: every row read reached the write.
+   */
+  final String sourceRows;
   /** The partition the event-time rule judges the row on: the source partition, or a kplex table's virtual partition. */
   final int orderedPartition;
   final int highBefore;
@@ -63,6 +68,8 @@ public final class WriteSchema implements Serializable {
   public static final String SOURCE_TOPIC = "kplex.source_topic";
   /** The metadata key of the offset column that names the bootstrap servers its source topic was read from. */
   public static final String SOURCE_BOOTSTRAP = "kplex.source_bootstrap";
+  /** The metadata key of the offset column that holds the digest of the filters its rows went through. */
+  public static final String SOURCE_ROWS = "kplex.source_rows";
 
   private WriteSchema(StructType schema, int key, int order, int value, int headers) {
     this.schema = schema;
@@ -79,6 +86,7 @@ public final class WriteSchema implements Serializable {
     org.apache.spark.sql.types.Metadata offsetMeta = sourceOffset < 0 ? null : schema.fields()[sourceOffset].metadata();
     this.sourceTopic = offsetMeta != null && offsetMeta.contains(SOURCE_TOPIC) ? offsetMeta.getString(SOURCE_TOPIC) : null;
     this.sourceBootstrap = offsetMeta != null && offsetMeta.contains(SOURCE_BOOTSTRAP) ? offsetMeta.getString(SOURCE_BOOTSTRAP) : null;
+    this.sourceRows = offsetMeta != null && offsetMeta.contains(SOURCE_ROWS) ? offsetMeta.getString(SOURCE_ROWS) : null;
   }
 
   /**

@@ -120,4 +120,26 @@ public class EpochMarkTest {
     assertEquals(txns, pending.transactions);
     assertNull("a batch write's has none", CommitLog.fromJson(CommitLog.toJson("t", "q", txns)).mark);
   }
+
+  @Test
+  public void aRecordReadThroughFiltersCountsAsReadOnlyForAWriterThroughTheSameFilters() {
+    EpochMark filteredStream = new EpochMark("by_user", "query-1", 3, MARK.marks(), List.of(), 0,
+        new EpochMark.Lineage("views", Map.of(0, 100L), null, null, 1_000L, null, List.of(), "id-1", "page1"));
+    EpochMark plainStream = new EpochMark("by_user", "query-2", 3, MARK.marks(), List.of(), 0,
+        new EpochMark.Lineage("views", Map.of(1, 50L), null, null, 2_000L, null, List.of(), "id-1", null));
+    EpochMark inserts = new EpochMark("by_user", EpochMark.INSERTS, 0, MARK.marks(), List.of())
+        .withReads(EpochMark.readsKey("views", "page1"), OffsetRanges.NONE.with(2, 0, 10))
+        .withReads(EpochMark.readsKey("views", "page2"), OffsetRanges.NONE.with(2, 10, 20))
+        .withReads(EpochMark.readsKey("views", null), OffsetRanges.NONE.with(3, 0, 5));
+    assertEquals("views", EpochMark.readsKey("views", null));
+    for (EpochMark m : List.of(filteredStream, plainStream, inserts)) assertEquals(m, EpochMark.fromJson(m.toJson()));
+    Map<String, byte[]> log = new java.util.LinkedHashMap<>();
+    for (EpochMark m : List.of(filteredStream, plainStream, inserts)) log.put(m.key(), m.toJson());
+    assertEquals("through the same filters: the filtered ones' reads and the unfiltered ones'",
+        "0:[0,100) 1:[0,50) 2:[0,10) 3:[0,5)", CommitLog.readByOthers(log, "views", "page1", "query-9", null).toString());
+    assertEquals("through other filters: only what was read through none",
+        "1:[0,50) 2:[10,20) 3:[0,5)", CommitLog.readByOthers(log, "views", "page2", "query-9", null).toString());
+    assertEquals("through no filter: only what was read through none",
+        "1:[0,50) 3:[0,5)", CommitLog.readByOthers(log, "views", null, "query-9", null).toString());
+  }
 }
