@@ -537,9 +537,12 @@ public final class Errors {
    */
   public static KplexException lateInsertRecord(String table, String key, long order, int vp, long bound,
       String topic, int partition, long offset) {
-    String position = topic == null ? "source position unknown" : topic + "-" + partition + " offset " + offset;
+    if (topic == null) {
+      return error("LATE_RECORD.BELOW_WRITTEN_INSERT_UNPOSITIONED", "table", table, "key", key, "order_value", order,
+          "virtual_partition", vp, "order_bound", bound);
+    }
     return error("LATE_RECORD.BELOW_WRITTEN_INSERT", "table", table, "key", key, "order_value", order,
-        "position", position, "virtual_partition", vp, "order_bound", bound);
+        "topic", topic, "partition", partition, "offset", offset, "virtual_partition", vp, "order_bound", bound);
   }
 
   public static KplexException streamingPlacement(int vp, int task, int tasks) {
