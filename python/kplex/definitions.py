@@ -267,7 +267,7 @@ def read_stored_values(bootstrap: str, *, topic: str = TABLES_TOPIC, timeout: fl
     >>> sorted(read_stored_values("localhost:9092"))  # doctest: +SKIP
     ['pageviews_by_user', 'pageviews_by_user_live']
     """
-    client = consumer(bootstrap, {"allow.auto.create.topics": False, **(config or {})})
+    client = consumer(bootstrap, config)  # which never makes the topic it asks about
     try:
         try:
             metadata = client.list_topics(timeout=timeout)  # all topics: never auto-creates

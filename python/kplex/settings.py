@@ -121,7 +121,7 @@ class PropertySpec:
 
     def problem(self, value: str) -> str | None:
         """Why ``value`` is wrong for this property, or None when it is right
-        (choices compare case-insensitively, as the catalog does)."""
+        (choices, and true or false, compare case-insensitively, as the catalog does)."""
         if self.minimum is not None:
             number = parse_int(value, self.bits)
             too_big = number is not None and self.maximum is not None and number > self.maximum
@@ -132,6 +132,8 @@ class PropertySpec:
         elif self.choices and value.strip().lower() not in self.choices:
             options = ", ".join(f"'{c}'" for c in self.choices)
             return f"'{self.name}' must be one of {options}, got '{value}'"
+        elif self.kind == "boolean" and value.strip().lower() not in ("true", "false"):
+            return f"'{self.name}' must be true or false, got '{value}'"
         elif self.kind == "topic" and topic_name_problem(value):
             return f"'{self.name}' = '{value}' cannot name a Kafka topic: {topic_name_problem(value)}"
         return None
@@ -282,6 +284,8 @@ def session_setting_problem(key: str, value: str | None = None) -> str | None:
     "unknown kplex stream setting 'kplex.stream.releaseatend'; did you mean 'kplex.stream.releaseAtEnd'?"
     >>> session_setting_problem("spark.kplex.null_key", "'drop'")
     "'kplex.null_key' must be one of 'fail', 'drop', got ''drop'' (SET keeps quotes: write it without them)"
+    >>> session_setting_problem("kplex.stream.releaseAtEnd", "'true'")
+    "'releaseAtEnd' must be true or false, got ''true'' (SET keeps quotes: write it without them)"
     >>> session_setting_problem("spark.KPLEX.Null_Key", "drop"), session_setting_problem("spark.sql.x", "1")
     (None, None)
     """

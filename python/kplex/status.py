@@ -49,6 +49,10 @@ def status(bootstrap: str, table: str, *, count: bool = False, metadata_topic: s
     for counting."""
     from kplex.admin import catalog_options, run_admin
 
+    if count and config:  # librdkafka's refusal of its settings, before the JVM starts
+        from kplex.kafka.clients import check_settings
+
+        check_settings(config)
     state = json.loads(run_admin(["status", table], catalog_options(bootstrap, metadata_topic, kafka_options)))
     if count and state.get("kind") == "kplex-written":
         counts = count_per_virtual_partition(bootstrap, state["topic"], config)

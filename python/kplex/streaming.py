@@ -103,6 +103,7 @@ def start_stream(spark: Any, insert: StreamingInsert, checkpoint: str, *, trigge
     (``startingOffsets = 'table'``; docs/streaming.md, "Changing a query")."""
     from kplex.session import require_spark
 
+    _require_available_now(available_now, release_at_end)
     require_spark("STREAM(...) in SQL (a streaming INSERT)", (4, 1), spark.version)
     # Only what this start asks for is set; a user's own SET (releaseAtEnd, startingOffsets,
     # a resume written as SET ... = 'table') stays, and what an earlier start set goes.
@@ -119,6 +120,20 @@ def start_stream(spark: Any, insert: StreamingInsert, checkpoint: str, *, trigge
     elif trigger:
         writer = writer.trigger(processingTime=trigger)
     return writer.toTable(insert.table)
+
+
+def _require_available_now(available_now: bool, release_at_end: bool) -> None:
+    """Refuse ``release_at_end`` without ``available_now``: a stream that does not stop has no end
+    of input to release every held record at (the JVM would ignore it without a word).
+
+    >>> _require_available_now(False, True)
+    Traceback (most recent call last):
+    kplex.errors.OptionError: [KPLEX_BAD_OPTION] option 'releaseAtEnd' = 'true' is invalid: ...
+    """
+    if release_at_end and not available_now:
+        raise kplex_error("BAD_OPTION.VALUE", option=settings.RELEASE_AT_END, value="true",
+                          expected="it applies with Trigger.AvailableNow only (available_now=True): a stream that"
+                                   " does not stop has no end of input to release every held record at")
 
 
 def recent_progress(query: Any) -> list[Any]:
@@ -214,7 +229,17 @@ STOP_FILE = "kplex/stop-requested"
 
 
 def request_stop(checkpoint: str | Path) -> Path:
-    """Ask the ``kplex stream`` running on ``checkpoint`` to stop gracefully (see :func:`stop_gracefully`)."""
+    """Ask the ``kplex stream`` running on ``checkpoint`` to stop gracefully (see :func:`stop_gracefully`).
+    A directory that holds no Spark checkpoint (no ``metadata`` file, no ``offsets`` folder: a
+    mistyped path, say) is refused with :class:`FileNotFoundError` naming it, nothing written there.
+
+    >>> request_stop("/chk/typo")
+    Traceback (most recent call last):
+    FileNotFoundError: /chk/typo holds no Spark checkpoint (no 'metadata' file, no 'offsets' folder): ...
+    """
+    if not ((Path(checkpoint) / "metadata").is_file() or (Path(checkpoint) / "offsets").is_dir()):
+        raise FileNotFoundError(f"{checkpoint} holds no Spark checkpoint (no 'metadata' file, no 'offsets' folder):"
+                                " name the --checkpoint of the `kplex stream` to stop")
     path = Path(checkpoint) / STOP_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()) + "\n")
@@ -239,6 +264,7 @@ def run_stream_file(path: str | Path, spark: Any, checkpoint: str, *, trigger: s
     from kplex.sqltools.run import _reason, spark_statements
     from kplex.sqltools.script import read_script
 
+    _require_available_now(available_now, release_at_end)
     out = out or sys.stderr
     script = read_script(path, variables)
     require_clean(check_script(script))

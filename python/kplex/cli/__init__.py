@@ -20,7 +20,7 @@ import argparse
 import importlib
 import sys
 from types import ModuleType
-from typing import Sequence
+from typing import Callable, Sequence
 
 from kplex.errors import BrokerUnreachableError, KplexError
 
@@ -36,6 +36,30 @@ def _command_module(name: str) -> ModuleType:
     except ImportError as error:
         raise SystemExit(f"kplex: cannot load the commands of module {name}: "
                          f"{type(error).__name__}: {error}") from error
+
+
+def at_least(minimum: int, setting: str | None = None) -> Callable[[str], int]:
+    """An argparse ``type``: a whole number >= ``minimum``, else argparse's usage error (exit 2)
+    naming the minimum, and the ``setting`` it is the minimum of.
+
+    >>> at_least(1)("3")
+    3
+    >>> at_least(2000, "kplex.writer_claim_timeout_ms")("500")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: must be a whole number >= 2000 (kplex.writer_claim_timeout_ms's minimum), got '500'
+    """
+
+    def number(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < minimum:
+            of = f" ({setting}'s minimum)" if setting else ""
+            raise argparse.ArgumentTypeError(f"must be a whole number >= {minimum}{of}, got {text!r}")
+        return value
+
+    return number
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from kplex.advise import Advice, Candidate, advise
+from kplex.cli import at_least
 from kplex.kafka import config as kafka_config
 
 __all__ = ["register", "render", "draw_chart"]
@@ -110,10 +111,18 @@ def _progress(enabled: bool) -> Callable[[int], Callable[[int], None]] | None:
 
 
 def _candidates(text: str) -> tuple[int, ...]:
+    """A ``--candidates`` value: V >= 1 separated by commas, else argparse's usage error naming it.
+
+    >>> _candidates("6,9,12")
+    (6, 9, 12)
+    """
     try:
-        return tuple(int(v) for v in text.split(",") if v.strip())
+        candidates = tuple(int(v) for v in text.split(",") if v.strip())
     except ValueError as error:
         raise argparse.ArgumentTypeError(f"--candidates takes numbers separated by commas, got {text!r}") from error
+    if any(v < 1 for v in candidates):
+        raise argparse.ArgumentTypeError(f"every V of --candidates must be >= 1, got {text!r}")
+    return candidates
 
 
 def _advise(args: argparse.Namespace) -> int:
@@ -123,7 +132,8 @@ def _advise(args: argparse.Namespace) -> int:
     advice = advise(bootstrap, args.topic, key=args.key, order=args.order, sample=args.sample,
                     candidates=args.candidates or (), consumers=args.consumers, start_timestamp=args.since,
                     end_timestamp=args.until, top=args.top,
-                    config=kafka_config.librdkafka(settings) if settings else None,
+                    config=kafka_config.librdkafka(settings, kafka_config.settings_file(args.kafka_config))
+                    if settings else None,
                     progress=_progress(not args.no_progress))
     if args.chart:
         draw_chart(advice, args.chart)
@@ -152,12 +162,12 @@ def register(subparsers: Any) -> None:
                                                   " (default: the record's key)")
     cmd.add_argument("--order", default="timestamp", help="order expression or JSON pointer, e.g. /viewtime"
                                                           " (default: the record's timestamp)")
-    cmd.add_argument("--sample", type=int, default=100_000,
+    cmd.add_argument("--sample", type=at_least(0), default=100_000,
                      help="read the last N records, shared over the partitions (0: all; default 100000)")
     cmd.add_argument("--since", type=int, metavar="MS", help="read from this timestamp (epoch ms) instead")
     cmd.add_argument("--until", type=int, metavar="MS", help="read up to this timestamp (epoch ms)")
     cmd.add_argument("--candidates", type=_candidates, help="V to try, e.g. 6,9,12 (default: 3 to 128)")
-    cmd.add_argument("--consumers", type=int, help="how many consumers the derived topic should keep busy")
+    cmd.add_argument("--consumers", type=at_least(1), help="how many consumers the derived topic should keep busy")
     cmd.add_argument("--top", type=int, default=10, help="how many hot keys to list")
     cmd.add_argument("--chart", type=Path, help="draw load per partition, now and advised (.png or .svg)")
     cmd.add_argument("--json", action="store_true", help="print the advice as JSON")

@@ -5,7 +5,13 @@ import argparse
 import json
 from typing import Any
 
+from kplex import settings as options
+from kplex.cli import at_least
 from kplex.kafka import config as kafka_config
+
+_CLAIM_SETTING = "kplex.writer_claim_timeout_ms"
+#: ``--claim-timeout-ms``: milliseconds, no fewer than the setting it stands for takes (options.json).
+_CLAIM_TIMEOUT_MS = at_least(options.OPTIONS[_CLAIM_SETTING].minimum, _CLAIM_SETTING)
 
 
 def _recover(args: argparse.Namespace) -> int:
@@ -30,7 +36,8 @@ def _status(args: argparse.Namespace) -> int:
     bootstrap, settings = kafka_config.from_args(args)
     # The JVM takes the settings as they are; the Python clients only count (--count).
     state = status(bootstrap, args.table, count=args.count, kafka_options=settings,
-                   config=kafka_config.librdkafka(settings) if settings and args.count else None)
+                   config=kafka_config.librdkafka(settings, kafka_config.settings_file(args.kafka_config))
+                   if settings and args.count else None)
     print(json.dumps(state, indent=2) if args.json else render(state))
     return 0
 
@@ -40,7 +47,7 @@ def register(sub: Any) -> None:
     rec = sub.add_parser("recover", help="finish or settle what a crashed write left, and say what it found")
     kafka_config.add_arguments(rec)
     rec.add_argument("--table", required=True)
-    rec.add_argument("--claim-timeout-ms", type=int, default=None,
+    rec.add_argument("--claim-timeout-ms", type=_CLAIM_TIMEOUT_MS, default=None,
                      help="take over a writer's claim left unrenewed this long (default 6000)")
     rec.set_defaults(handler=_recover)
 
@@ -49,7 +56,7 @@ def register(sub: Any) -> None:
     spread = plane_sub.add_parser("spread", help="spread a commit log written before it was scoped by table over"
                                                  " its partitions (with no writer at work)")
     kafka_config.add_arguments(spread)
-    spread.add_argument("--claim-timeout-ms", type=int, default=None,
+    spread.add_argument("--claim-timeout-ms", type=_CLAIM_TIMEOUT_MS, default=None,
                         help="a writer's claim unrenewed this long counts as dead (default 6000)")
     spread.set_defaults(handler=_spread)
 

@@ -38,7 +38,7 @@ def _read(args: argparse.Namespace) -> int:
     bootstrap, settings = kafka_config.from_args(args)
     options = _options(args)
     if settings:
-        options["config"] = kafka_config.librdkafka(settings)
+        options["config"] = kafka_config.librdkafka(settings, kafka_config.settings_file(args.kafka_config))
     vps = args.vp or None
     try:
         if args.out_dir is None:

@@ -1,8 +1,9 @@
 """``kplex stream``, ``kplex pipeline run`` and ``kplex server``: running Spark with kplex.
 
 A usage error is exit 2, named, before anything starts (as argparse's own): a ``--conf``
-without ``=``, or ``pipeline run --remote`` with ``--bootstrap`` or ``--kafka-config``. A
-server that cannot start (its port taken, its JVM exiting) is exit 1, with its reason.
+without ``=``, ``stream --release-at-end`` without ``--available-now``, or ``pipeline run
+--remote`` with ``--bootstrap`` or ``--kafka-config``. A server that cannot start (its port
+taken, its JVM exiting) is exit 1, with its reason.
 """
 from __future__ import annotations
 
@@ -27,13 +28,21 @@ def own_spark(command: str) -> None:
 
 
 def _stream(args: argparse.Namespace) -> int:
+    if args.file != "stop" and args.release_at_end and not args.available_now:
+        args.usage_error("--release-at-end needs --available-now: only a run that reads what the source holds"
+                         " and stops has an end of input to release every held record at")
+
     from kplex.session import kplex_session
     from kplex.streaming import request_stop, run_stream_file
 
     if args.file == "stop":
         # `kplex stream stop --checkpoint DIR`: the `kplex stream` running there releases what
         # it holds at its next micro-batch, then stops (kplex.streaming.stop_gracefully).
-        path = request_stop(args.checkpoint)
+        try:
+            path = request_stop(args.checkpoint)
+        except FileNotFoundError as error:
+            print(f"kplex stream stop: {error}", file=sys.stderr)
+            return 2
         print(f"kplex: asked the stream on checkpoint {args.checkpoint} to stop gracefully ({path})")
         return 0
 
@@ -148,7 +157,7 @@ def register(sub: Any) -> None:
     stream.add_argument("--master", default="local[*]")
     stream.add_argument("--conf", action="append", default=[], type=_setting, metavar="KEY=VALUE",
                         help="another Spark setting")
-    stream.set_defaults(handler=_stream)
+    stream.set_defaults(handler=_stream, usage_error=stream.error)
 
     pipeline = sub.add_parser("pipeline", help="run a Spark Declarative Pipeline whose sinks are kplex tables")
     pipeline_commands = pipeline.add_subparsers(dest="pipeline_command", required=True)

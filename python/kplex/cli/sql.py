@@ -70,6 +70,22 @@ def _log_level(text: str) -> str:
     return text.upper()
 
 
+def _seconds(text: str) -> float:
+    """A ``--timeout`` value: seconds > 0, else argparse's usage error (exit 2) naming it (librdkafka
+    takes a negative timeout for none: an unreachable broker would be waited for forever).
+
+    >>> _seconds("2.5")
+    2.5
+    """
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = None
+    if seconds is None or not 0 < seconds < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text!r}")
+    return seconds
+
+
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", help="the SQL file")
     parser.add_argument("--var", action="append", metavar="NAME=VALUE",
@@ -120,7 +136,7 @@ def register(subparsers: Any) -> None:
                                   "of each kplex statement.")
     _common(explain)
     _kafka(explain, "read stored table definitions from this Kafka cluster")
-    explain.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for the broker (default 5)")
+    explain.add_argument("--timeout", type=_seconds, default=5.0, help="seconds to wait for the broker (default 5)")
     explain.set_defaults(handler=explain_command)
 
     translate = subparsers.add_parser("translate", help="turn an original kplex job file into kplex SQL",
@@ -167,7 +183,8 @@ def explain_command(args: argparse.Namespace) -> int:
     bootstrap = args.bootstrap or kafka_config.bootstrap_of(settings)
     settings.pop("bootstrap.servers", None)
     variables = _pairs(args.var, "--var")
-    print(explain_file(args.file, variables, args.dialect, bootstrap, args.timeout, settings))
+    print(explain_file(args.file, variables, args.dialect, bootstrap, args.timeout, settings,
+                       kafka_config.settings_file(args.kafka_config)))
     # The file's own errors (syntax, undefined variables) are in the text; `kplex sql check` has the rest.
     return 1 if has_errors(read_script(args.file, variables, args.dialect).diagnostics) else 0
 

@@ -14,6 +14,7 @@ read so far.
 from __future__ import annotations
 
 import logging
+import re
 import time
 import uuid
 from typing import Any, Mapping
@@ -21,9 +22,10 @@ from typing import Any, Mapping
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message
 
 from kplex.errors import KplexError, kplex_error
+from kplex.kafka.config import ENV_VAR, ClientSettings
 from kplex.settings import topic_name_problem
 
-__all__ = ["QUIET", "consumer", "consume", "partitions", "access_error"]
+__all__ = ["QUIET", "consumer", "consume", "partitions", "access_error", "settings_error", "check_settings"]
 
 QUIET = logging.getLogger("kplex.librdkafka")
 QUIET.addHandler(logging.NullHandler())
@@ -69,15 +71,69 @@ def consumer(bootstrap: str, config: Mapping[str, Any] | None = None) -> Consume
         "enable.partition.eof": True,
         "isolation.level": "read_committed",
         "auto.offset.reset": "earliest",
+        "allow.auto.create.topics": False,  # a read never makes the topic it asks about
         "logger": QUIET,
     }
     settings.update(config or {})
     settings["error_cb"] = on_error
-    client = _Consumer(settings)
+    try:
+        client = _Consumer(settings)
+    except KafkaException as e:
+        raise settings_error(e.args[0], config or {}) from None
     client.bootstrap, client.login_failures = bootstrap, failures
     user = settings.get("sasl.username")
     client.principal = f"User:{user}" if user else "User:ANONYMOUS"
     return client
+
+
+def check_settings(config: Mapping[str, Any]) -> None:
+    """Raise :func:`settings_error` if librdkafka refuses ``config`` (librdkafka settings): a
+    consumer of no broker is made of them (it connects nowhere) and closed, before anything
+    slow starts."""
+    try:
+        Consumer({"group.id": "kplex-check", **config, "logger": QUIET}).close()
+    except KafkaException as e:
+        raise settings_error(e.args[0], config) from None
+
+
+#: A setting's name in librdkafka's words: in quotes ("socket.timeout.ms", `x.y=z`) or bare.
+_NAME = re.compile(r"(?<![\w./-])[a-z][a-z0-9_]*(?:\.[a-z0-9_]+)+(?![\w/-])")
+#: Settings librdkafka names, bare, when they are missing.
+_CREDENTIALS = ("sasl.username", "sasl.password")
+
+
+def settings_error(error: KafkaError, config: Mapping[str, Any]) -> KplexError:
+    """The kplex error for librdkafka settings ``config`` that librdkafka refused to make a
+    client of (``error``): its words, each setting they name as the user gave it, and the file
+    the settings came from, when ``config`` knows them (:class:`~kplex.kafka.config.ClientSettings`
+    of a ``--kafka-config`` file). A setting it says is missing is one the user must add.
+
+    >>> refused = KafkaError(KafkaError._INVALID_ARG, 'No such configuration property: "bogus.prop"')
+    >>> print(settings_error(refused, {"bogus.prop": "1"}))
+    [KPLEX_KAFKA] the Python clients (librdkafka) refuse 'bogus.prop': No such configuration property: "bogus.prop"
+    >>> from kplex.kafka.config import librdkafka
+    >>> print(settings_error(refused, librdkafka({"librdkafka.bogus.prop": "1"}, "client.properties")))
+    [KPLEX_BAD_OPTION] cannot read the Kafka client settings file client.properties (--kafka-config or $KPLEX_KAFKA_CONFIG): the Python clients (librdkafka) refuse 'librdkafka.bogus.prop': No such configuration property: "librdkafka.bogus.prop"
+    >>> missing = KafkaError(KafkaError._INVALID_ARG, "Failed to create consumer: sasl.username and sasl.password must be set")
+    >>> print(settings_error(missing, librdkafka({"sasl.mechanism": "SCRAM-SHA-256"})))
+    [KPLEX_KAFKA] the Python clients (librdkafka) need 'sasl.jaas.config': sasl.username and sasl.password must be set
+    """
+    from_file = isinstance(config, ClientSettings)
+    written = config.written if from_file else (lambda name: name)
+    given = config.given if from_file else set(config)
+    said = error.str().removeprefix("Failed to create consumer: ")
+    named = [m[0] for m in _NAME.finditer(said)
+             if m[0] in config or m[0] in _CREDENTIALS or said[m.start() - 1:m.start()] in ('"', "`")]
+    # librdkafka's name of a setting given as librdkafka.<name>: the name given, in its words too
+    said = _NAME.sub(lambda m: written(m[0]) if m[0] in named and written(m[0]).endswith(m[0]) else m[0], said)
+    names = list(dict.fromkeys(written(name) for name in named))
+    missing = [name for name in names if name not in given]
+    quoted = ", ".join(f"'{name}'" for name in missing or names)
+    what = f"need {quoted}" if missing else f"refuse {quoted}" if names else "refuse the settings"
+    cause = f"the Python clients (librdkafka) {what}: {said}"
+    if from_file and config.source:
+        return kplex_error("BAD_OPTION.SETTINGS_FILE", file=config.source, environment_variable=ENV_VAR, cause=cause)
+    return kplex_error("KAFKA.UNCLASSIFIED", cause=cause)
 
 
 def access_error(client: Consumer, error: KafkaError | None = None, operation: str = "READ",

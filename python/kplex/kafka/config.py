@@ -24,11 +24,12 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from kplex.errors import kplex_error
 
-__all__ = ["ENV_VAR", "load", "parse_properties", "librdkafka", "principal", "bootstrap_of"]
+__all__ = ["ENV_VAR", "load", "settings_file", "parse_properties", "librdkafka", "ClientSettings", "principal",
+           "bootstrap_of"]
 
 ENV_VAR = "KPLEX_KAFKA_CONFIG"
 
@@ -38,6 +39,12 @@ _PEM = re.compile(r"-----BEGIN CERTIFICATE-----.+?-----END CERTIFICATE-----", re
 #: Java client settings that librdkafka knows by the same name and meaning.
 _SAME = ("client.id", "ssl.key.password", "ssl.cipher.suites", "sasl.kerberos.service.name",
          "socket.connection.setup.timeout.ms", "reconnect.backoff.ms", "reconnect.backoff.max.ms")
+#: librdkafka settings :func:`librdkafka` makes of a Java setting of the same name.
+_TRANSLATED = ("security.protocol", "sasl.mechanism", "ssl.endpoint.identification.algorithm",
+               "ssl.keystore.location", "ssl.keystore.password")
+#: ... and of a Java setting of another name.
+_TRANSLATED_FROM = {"sasl.username": "sasl.jaas.config", "sasl.password": "sasl.jaas.config",
+                    "ssl.ca.location": "ssl.truststore.location"}
 
 
 #: The blanks of Java properties: one ends a key (as ``=`` and ``:`` do), and those that start a
@@ -146,7 +153,7 @@ def load(path: str | os.PathLike[str] | None = None, environ: Mapping[str, str] 
     """The settings of ``path``, else of the file ``$KPLEX_KAFKA_CONFIG`` names, else none.
     The file is read as UTF-8, else as ISO-8859-1, Java's properties encoding (as Java's
     ``PropertyResourceBundle`` does)."""
-    path = path or environ.get(ENV_VAR)
+    path = settings_file(path, environ)
     if not path:
         return {}
     try:
@@ -159,6 +166,16 @@ def load(path: str | os.PathLike[str] | None = None, environ: Mapping[str, str] 
     except UnicodeDecodeError:
         text = data.decode("iso-8859-1")
     return parse_properties(text, str(path))
+
+
+def settings_file(path: str | os.PathLike[str] | None = None, environ: Mapping[str, str] = os.environ) -> str | None:
+    """The file of Kafka client settings :func:`load` reads: ``path`` (``--kafka-config``), else
+    the one ``$KPLEX_KAFKA_CONFIG`` names, else None.
+
+    >>> settings_file(None, {ENV_VAR: "client.properties"}), settings_file(None, {})
+    ('client.properties', None)
+    """
+    return str(path) if path else environ.get(ENV_VAR) or None
 
 
 def bootstrap_of(settings: Mapping[str, str]) -> str | None:
@@ -177,11 +194,42 @@ def principal(settings: Mapping[str, str]) -> str:
     return "User:ANONYMOUS"
 
 
-def librdkafka(settings: Mapping[str, str]) -> dict[str, Any]:
-    """The librdkafka (confluent-kafka) form of Java client settings; ``bootstrap.servers``
-    is left to the caller. Raises :class:`~kplex.errors.OptionError` naming a setting it
-    cannot translate. An OAuth JAAS line (``OAuthBearerLoginModule``) is the Java clients'
-    only: librdkafka logs in with the ``librdkafka.sasl.oauthbearer.*`` entries.
+class ClientSettings(dict):
+    """librdkafka settings :func:`librdkafka` made of Java client settings: a dict that also
+    keeps the names those gave (``given``) and the file they came from (``source``, None when
+    not known), so that an error about a setting librdkafka refuses names it as the user wrote
+    it (:meth:`written`) and where (:func:`kplex.kafka.clients.settings_error`).
+
+    >>> s = librdkafka({"librdkafka.bogus.prop": "1", "sasl.mechanism": "PLAIN"}, "client.properties")
+    >>> s, s.source
+    ({'bogus.prop': '1', 'sasl.mechanism': 'PLAIN'}, 'client.properties')
+    >>> s.written("bogus.prop"), s.written("sasl.username"), s.written("sasl.mechanism")
+    ('librdkafka.bogus.prop', 'sasl.jaas.config', 'sasl.mechanism')
+    """
+
+    def __init__(self, settings: Mapping[str, Any], given: Iterable[str] = (), source: str | None = None) -> None:
+        super().__init__(settings)
+        self.given = frozenset(given)
+        self.source = source
+
+    def written(self, name: str) -> str:
+        """The name the Java settings give (or would give) librdkafka's setting ``name`` by."""
+        if f"librdkafka.{name}" in self.given:
+            return f"librdkafka.{name}"
+        if name == "ssl.ca.pem":  # the trust store's certificates
+            certificates = "ssl.truststore.certificates"
+            return certificates if certificates in self.given else "ssl.truststore.location"
+        if name in _TRANSLATED_FROM:
+            return _TRANSLATED_FROM[name]
+        return name if name in _SAME or name in _TRANSLATED else f"librdkafka.{name}"
+
+
+def librdkafka(settings: Mapping[str, str], source: str | None = None) -> ClientSettings:
+    """The librdkafka (confluent-kafka) form of Java client settings (of the file ``source``,
+    if known: :class:`ClientSettings`); ``bootstrap.servers`` is left to the caller. Raises
+    :class:`~kplex.errors.OptionError` naming a setting it cannot translate. An OAuth JAAS line
+    (``OAuthBearerLoginModule``) is the Java clients' only: librdkafka logs in with the
+    ``librdkafka.sasl.oauthbearer.*`` entries.
 
     >>> sorted(librdkafka({"sasl.mechanism": "OAUTHBEARER", "sasl.jaas.config": "...OAuthBearerLoginModule required;",
     ...                    "librdkafka.sasl.oauthbearer.method": "oidc"}).items())
@@ -218,7 +266,7 @@ def librdkafka(settings: Mapping[str, str]) -> dict[str, Any]:
         out["ssl.keystore.location"] = keystore
         if "ssl.keystore.password" in settings:
             out["ssl.keystore.password"] = settings["ssl.keystore.password"]
-    return out
+    return ClientSettings(out, settings, source)
 
 
 def _trust(settings: Mapping[str, str]) -> dict[str, str]:

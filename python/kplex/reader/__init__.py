@@ -147,6 +147,10 @@ def open_table(bootstrap: str, table: str, *, key: str | None = None, order: str
     if info.late_policy not in LATE_POLICIES:
         raise kplex_error("BAD_OPTION.ONE_OF", option="late_policy", value=info.late_policy,
                           expected=list(LATE_POLICIES))
+    if late_topic is not None and info.late_policy != "side_topic":  # the policy given, else the table's
+        raise kplex_error("BAD_OPTION.VALUE", option="late_topic", value=late_topic,
+                          expected=f"late records go to a late topic only under late_policy 'side_topic', and this"
+                                   f" read's late_policy is '{info.late_policy}'")
     if info.late_policy == "side_topic" and not info.late_topic:
         raise kplex_error("MISSING_OPTION.LATE_TOPIC", option="late_topic")
     if info.late_policy == "side_topic":

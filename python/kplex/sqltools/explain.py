@@ -89,12 +89,14 @@ def explain_file(
     bootstrap: str | None = None,
     timeout: float = 5.0,
     kafka_settings: Mapping[str, str] | None = None,
+    kafka_settings_file: str | None = None,
 ) -> str:
     """Explain the SQL file at ``path``, reading stored definitions from the
     broker when one is given and reachable; ``kafka_settings`` are Java client settings
-    (credentials), as ``--kafka-config`` gives them."""
+    (credentials), as ``--kafka-config`` gives them (``kafka_settings_file``, the file, to name
+    in an error about them)."""
     script = read_script(path, variables, dialect)
-    return explain_script(script, _ask_broker(script, bootstrap, timeout, kafka_settings))
+    return explain_script(script, _ask_broker(script, bootstrap, timeout, kafka_settings, kafka_settings_file))
 
 
 def explain_text(text: str, path: str = "<sql>", variables: Mapping[str, str] | None = None,
@@ -114,12 +116,13 @@ _NO_BROKER = ("none given (--bootstrap, KPLEX_BOOTSTRAP or a '-- kplex.bootstrap
 
 
 def _ask_broker(script: Script, bootstrap: str | None, timeout: float,
-                kafka_settings: Mapping[str, str] | None = None) -> _Broker:
+                kafka_settings: Mapping[str, str] | None = None, kafka_settings_file: str | None = None) -> _Broker:
     address, origin = resolve_bootstrap(bootstrap, script.text)
     if address is None:
         return _Broker(None, None, _NO_BROKER)
     try:
-        tables = read_table_definitions(address, timeout, config=librdkafka(kafka_settings or {}))
+        tables = read_table_definitions(address, timeout,
+                                        config=librdkafka(kafka_settings or {}, kafka_settings_file))
     except BrokerUnavailable as error:
         return _Broker(address, None, f"{address} (from {origin}) not reachable: V and P come from the file ({error})")
     return _Broker(address, tables, f"{address} (from {origin}; {len(tables)} stored table definition(s))")
