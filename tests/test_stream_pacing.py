@@ -280,7 +280,7 @@ def test_an_insert_into_a_table_holding_later_records_never_takes_a_virtual_part
         spark.sql(insert)
         raise AssertionError("the INSERT below what the table holds was accepted")
     except Exception as e:  # noqa: BLE001 - the error class is kplex's LateRecordError
-        assert "KPLEX_LATE_RECORD" in str(e) and "already holds records up to order value" in str(e), str(e)[:2000]
+        assert "KPLEX_LATE_RECORD" in str(e) and "an INSERT writes only past what each virtual partition holds" in str(e), str(e)[:2000]
     before = verify.read_topic(bootstrap, target)
     assert len(before) == 600  # the failed INSERT wrote nothing
     # Under 'drop', only the records at each virtual partition's highest order value go in.

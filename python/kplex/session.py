@@ -343,7 +343,10 @@ def configure_spark_with_kplex(
 
     On a Spark Connect builder (``SparkSession.builder.remote("sc://...")``) the jars and
     the extension are the server's (``kplex server connect`` starts one with them), so
-    only the catalog's settings, which a session may change, are set.
+    only the catalog's settings are set, and of them only those given here (not
+    ``$KPLEX_BOOTSTRAP``, which names this machine's broker): a session of an unrestricted
+    server may change them, a restricted (shared) server refuses a change
+    (``spark.kplex.server.restricted``), so give none for one.
 
     A builder's ``getOrCreate()`` that starts the JVM puts every setting on ``spark-submit``'s
     command line (pyspark's way), ``kafka_options`` too: :func:`kplex_session` keeps those that
@@ -351,8 +354,9 @@ def configure_spark_with_kplex(
 
     >>> builder = configure_spark_with_kplex(SparkSession.builder, "127.0.0.1:9092")
     """
-    bootstrap = bootstrap or os.environ.get("KPLEX_BOOTSTRAP")
-    if not is_remote(builder):
+    remote = is_remote(builder)
+    bootstrap = bootstrap or (None if remote else os.environ.get("KPLEX_BOOTSTRAP"))
+    if not remote:
         check_spark_version()
         existing = builder._options.get("spark.jars", "")  # noqa: SLF001 - Builder has no getter
         jar_list = ",".join(j for j in [existing, *jars()] if j)

@@ -157,7 +157,8 @@ def render(state: Mapping[str, Any]) -> str:
             f", from topic {source['topic']} at offsets {source['ends']}"
             + (f", resumed from {q['resumed_from']}" if q.get("resumed_from") else ""))
         if q.get("reads"):  # the INSERTs': what they read of each source topic
-            lineage = ", read " + "; ".join(f"{topic} {ranges}" for topic, ranges in sorted(q["reads"].items()))
+            lineage = ", read " + "; ".join(f"{topic.replace(' where ', ' through filter ')} {ranges}"
+                                            for topic, ranges in sorted(q["reads"].items()))
         lines.append(f"{q['kind']} {q['query']}: last epoch {q['last_epoch']}, {held}{idle}{lineage}{lag}")
     plane = state.get("control_plane")
     if plane and "end_offset" in plane:

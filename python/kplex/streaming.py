@@ -228,6 +228,21 @@ def stop_gracefully(spark: Any, query: Any, timeout: float = 300.0) -> None:
 STOP_FILE = "kplex/stop-requested"
 
 
+def _local_path(checkpoint: str | Path) -> Path | None:
+    """The local folder ``checkpoint`` names (a path, or a ``file:`` URI), or None for another
+    file system's (``hdfs://...``), which is not looked into here.
+
+    >>> _local_path("file:///chk/a"), _local_path("/chk/a"), _local_path("hdfs://nn/chk/a")
+    (PosixPath('/chk/a'), PosixPath('/chk/a'), None)
+    """
+    text = str(checkpoint)
+    if text.startswith("file:"):
+        from urllib.parse import unquote, urlsplit
+
+        return Path(unquote(urlsplit(text).path))
+    return None if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", text) else Path(text)
+
+
 def request_stop(checkpoint: str | Path) -> Path:
     """Ask the ``kplex stream`` running on ``checkpoint`` to stop gracefully (see :func:`stop_gracefully`).
     A directory that holds no Spark checkpoint (no ``metadata`` file, no ``offsets`` folder: a
@@ -237,7 +252,8 @@ def request_stop(checkpoint: str | Path) -> Path:
     Traceback (most recent call last):
     FileNotFoundError: /chk/typo holds no Spark checkpoint (no 'metadata' file, no 'offsets' folder): ...
     """
-    if not ((Path(checkpoint) / "metadata").is_file() or (Path(checkpoint) / "offsets").is_dir()):
+    local = _local_path(checkpoint)
+    if local is not None and not ((local / "metadata").is_file() or (local / "offsets").is_dir()):
         raise FileNotFoundError(f"{checkpoint} holds no Spark checkpoint (no 'metadata' file, no 'offsets' folder):"
                                 " name the --checkpoint of the `kplex stream` to stop")
     path = Path(checkpoint) / STOP_FILE

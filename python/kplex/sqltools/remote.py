@@ -38,6 +38,9 @@ __all__ = ["ENV_VAR", "DEFAULT_PORT", "SERVER_GONE_S", "connect_address", "end_s
 
 #: Where pyspark itself looks for a Spark Connect address; ``--remote`` overrides it.
 ENV_VAR = "SPARK_REMOTE"
+
+#: A shared server's switch (kplex.servers): its catalog is its own.
+RESTRICTED_KEY = "spark.kplex.server.restricted"
 #: Spark Connect's port when the address names none.
 DEFAULT_PORT = 15002
 #: How long to wait for the server's port to accept a connection before saying it cannot be reached
@@ -86,7 +89,9 @@ def connect_address(url: str) -> tuple[str, int]:
 def remote_session(url: str, conf: Mapping[str, str], bootstrap: str | None,
                    kafka_settings: Mapping[str, str]) -> Any:
     """A Spark Connect session on ``url`` with kplex's catalog set for it, each of ``conf``
-    set in it, and the server's kplex functions checked."""
+    set in it, and the server's kplex functions checked. A restricted server's catalog is its
+    own (``spark.kplex.server.restricted``: a session may not change it), so none of the
+    catalog's settings is sent to one: neither ``bootstrap`` nor ``kafka_settings``."""
     host, port = connect_address(url)
     try:
         import grpc  # noqa: F401 - what pyspark's Connect client needs, checked before it is asked for
@@ -100,10 +105,16 @@ def remote_session(url: str, conf: Mapping[str, str], bootstrap: str | None,
     except OSError as error:
         raise kplex_error("REMOTE_SESSION.UNREACHABLE", url=url, cause=error) from error
     _check_answers(url)
-    builder = configure_spark_with_kplex(SparkSession.builder.remote(url), bootstrap,
-                                         kafka_options=dict(kafka_settings))
-    spark = builder.getOrCreate()
+    spark = SparkSession.builder.remote(url).getOrCreate()
     _bound_retries(spark)
+    if (spark.conf.get(RESTRICTED_KEY, "false") or "").strip().lower() != "true":
+        # The catalog's settings, set before any statement reaches the catalog in this session.
+        catalog = configure_spark_with_kplex(SparkSession.builder.remote(url),
+                                             bootstrap or os.environ.get("KPLEX_BOOTSTRAP"),
+                                             kafka_options=dict(kafka_settings))._options  # noqa: SLF001
+        for key, value in catalog.items():
+            if key.startswith("spark.sql.catalog."):
+                spark.conf.set(key, value)
     for key, value in conf.items():
         try:
             spark.conf.set(key, value)

@@ -159,7 +159,9 @@ public final class StateRows {
     JsonNode source = q.path("source");
     if (q.path("reads").isObject()) {  // the INSERTs': what they read of each source topic
       List<String> reads = new java.util.ArrayList<>();
-      q.path("reads").fields().forEachRemaining(e -> reads.add(e.getKey() + " " + e.getValue().asText()));
+      // (what was read through a WHERE is kept under the topic and its conditions' digest)
+      q.path("reads").fields().forEachRemaining(e -> reads.add(e.getKey().replace(" where ", " through filter ")
+          + " " + e.getValue().asText()));
       return ", read " + String.join("; ", reads);
     }
     if (!source.isObject()) return "";

@@ -60,8 +60,12 @@ public final class Errors {
         out.append(" (caused by ").append(c.getClass().getSimpleName()).append(": ").append(message).append(')');
       }
     }
-    return out.toString();
+    return SECRET.matcher(out.toString()).replaceAll("$1***");
   }
+
+  /** A secret a client's error may echo from its settings (a JAAS line's password), hidden. */
+  private static final java.util.regex.Pattern SECRET =
+      java.util.regex.Pattern.compile("(?i)((?:password|secret|token)\\s*[=:]\\s*)(\"[^\"]*\"|[^\\s;,)]+)");
 
   public static KplexException nullKey(String column, long orderValue) {
     return error("NULL_KEY.WRITE", "column", column, "order_value", orderValue);

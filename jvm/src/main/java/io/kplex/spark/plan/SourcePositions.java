@@ -64,20 +64,72 @@ public final class SourcePositions extends Rule<LogicalPlan> {
     }
 
     /**
-     * These rows through a filter of {@code condition}; one on the source's partition and offset
-     * alone ({@code WHERE partition = 0 AND offset >= 500}, how INSERTs read on from each other)
-     * picks what is read, not which of the read rows are kept: no row filter.
+     * These rows through a filter of {@code condition}, taken conjunct by conjunct (so that
+     * {@code WHERE a AND b} and {@code .where(a).where(b)} keep alike). A conjunct that bounds
+     * the source's partition or offset by constants ({@code partition = 0 AND offset >= 500}, how
+     * INSERTs read on from each other) picks which range is read, not which of its rows are
+     * kept: it is left out. One whose rows cannot be told again from its text (a subquery, a
+     * non-deterministic function, an expression without SQL text) keeps rows no other writer
+     * is known to keep: it makes the digest one of its own.
      */
     Rows filtered(Expression condition, Attribute partition, Attribute offset) {
-      Expression spelled = spelled(condition);
-      boolean positionOnly = true;
-      for (Attribute a : Scala.asJava(spelled.references().toSeq())) {
-        if (!a.exprId().equals(partition.exprId()) && !a.exprId().equals(offset.exprId())) positionOnly = false;
-      }
-      if (positionOnly) return this;
       List<String> out = new ArrayList<>(conditions);
-      out.add(sql(spelled));
+      for (Expression conjunct : conjuncts(spelled(condition))) {
+        if (bounds(conjunct, partition, offset)) continue;
+        String text = sql(conjunct);
+        if (text == null || !conjunct.deterministic() || conjunct.exists(
+            new scala.runtime.AbstractFunction1<Expression, Object>() {
+              @Override
+              public Object apply(Expression e) {
+                return e instanceof org.apache.spark.sql.catalyst.expressions.SubqueryExpression;
+              }
+            })) {
+          text = "unrepeatable " + java.util.UUID.randomUUID();
+        }
+        out.add(text);
+      }
+      java.util.Collections.sort(out);
       return new Rows(aliases, out);
+    }
+
+    private static List<Expression> conjuncts(Expression e) {
+      if (e instanceof org.apache.spark.sql.catalyst.expressions.And and) {
+        List<Expression> out = new ArrayList<>(conjuncts(and.left()));
+        out.addAll(conjuncts(and.right()));
+        return out;
+      }
+      return List.of(e);
+    }
+
+    /**
+     * Whether {@code e} bounds only the source's partition or offset by constants: comparisons
+     * of either column with a constant, and {@code partition IN (...)}, joined by AND or OR
+     * (what of a range such a condition picks is contiguous, but for an OR over one partition).
+     */
+    private static boolean bounds(Expression e, Attribute partition, Attribute offset) {
+      if (e instanceof org.apache.spark.sql.catalyst.expressions.And
+          || e instanceof org.apache.spark.sql.catalyst.expressions.Or) {
+        for (Expression c : Scala.asJava(e.children())) if (!bounds(c, partition, offset)) return false;
+        return true;
+      }
+      if (e instanceof org.apache.spark.sql.catalyst.expressions.In in) {
+        if (!isColumn(in.value(), partition)) return false;
+        for (Expression c : Scala.asJava(in.list())) if (!c.foldable()) return false;
+        return true;
+      }
+      if (e instanceof org.apache.spark.sql.catalyst.expressions.BinaryComparison cmp
+          && !(e instanceof org.apache.spark.sql.catalyst.expressions.EqualNullSafe)) {
+        Expression l = cmp.left(), r = cmp.right();
+        boolean column = isColumn(l, partition) || isColumn(l, offset) || isColumn(r, partition) || isColumn(r, offset);
+        return column && (l.foldable() || r.foldable());
+      }
+      return false;
+    }
+
+    /** {@code e} is the column {@code c} itself (or a cast of it, as a comparison with a literal of another type makes). */
+    private static boolean isColumn(Expression e, Attribute c) {
+      while (e instanceof org.apache.spark.sql.catalyst.expressions.Cast cast) e = cast.child();
+      return e instanceof Attribute a && a.exprId().equals(c.exprId());
     }
 
     /**
@@ -102,11 +154,12 @@ public final class SourcePositions extends Rule<LogicalPlan> {
       });
     }
 
+    /** Its SQL text, or null where it has none. */
     private static String sql(Expression e) {
       try {
         return e.sql();
       } catch (RuntimeException notSql) {
-        return e.canonicalized().toString();
+        return null;
       }
     }
 
@@ -118,7 +171,7 @@ public final class SourcePositions extends Rule<LogicalPlan> {
       if (conditions.isEmpty()) return null;
       try {
         byte[] d = java.security.MessageDigest.getInstance("SHA-256")
-            .digest(String.join("\n", conditions).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            .digest(String.join("\n", conditions).getBytes(java.nio.charset.StandardCharsets.UTF_8));  // sorted
         return java.util.HexFormat.of().formatHex(d, 0, 8);
       } catch (java.security.NoSuchAlgorithmException e) {
         throw new IllegalStateException(e);

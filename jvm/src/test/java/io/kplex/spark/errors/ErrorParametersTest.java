@@ -213,4 +213,14 @@ public class ErrorParametersTest {
     for (int i = 0; i < namesAndValues.length; i += 2) expected.add(Map.entry(namesAndValues[i], namesAndValues[i + 1]));
     assertEquals(e.getMessage(), expected, new ArrayList<>(e.getMessageParameters().entrySet()));
   }
+
+  @Test
+  public void aKafkaErrorSaysWhatCausedItWithoutASecretItsCauseEchoes() {
+    Exception cause = new IllegalArgumentException("Login module not allowed: org.example.Module",
+        new SecurityException("bad JAAS line: username=\"u\" password=\"hunter2\"; token: abc123"));
+    String said = Errors.kafka(new RuntimeException("Failed to create new KafkaAdminClient", cause)).getMessage();
+    org.junit.Assert.assertTrue(said, said.contains("Failed to create new KafkaAdminClient")
+        && said.contains("Login module not allowed: org.example.Module") && said.contains("username=\"u\""));
+    org.junit.Assert.assertFalse(said, said.contains("hunter2") || said.contains("abc123"));
+  }
 }
