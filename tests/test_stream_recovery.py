@@ -75,6 +75,19 @@ def delete_topic(bootstrap: str, topic: str) -> None:
         time.sleep(0.5)
 
 
+def regrow_partition_2(bootstrap: str, source: str) -> None:
+    """A partition 2 made again in ``source`` (left with 2), holding 150 pageviews later in
+    event time than anything the tests here wrote before."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_partitions([NewPartitions(source, 3)])[source].result(30)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    start = datagen.ARTICLE_START_MS + 20_000_000
+    for i in range(150):
+        producer.produce(source, partition=2, key=f"User_{i % 15}".encode(), value=json.dumps(
+            {"viewtime": start + i * 1_000, "userid": f"User_{i % 15}", "pageid": f"Page_{i}"}).encode())
+    assert producer.flush(30) == 0
+
+
 @pytest.mark.parametrize("records", [60, 450], ids=["fewer records", "more records than were read"])
 def test_a_source_recreated_is_data_loss_or_read_from_its_start(spark, bootstrap, fresh_name, tmp_path, records):
     """Deleted and created again, with fewer records than the query read (its end went back) or
@@ -140,14 +153,7 @@ def test_a_source_recreated_with_fewer_partitions_does_not_hold_the_watermark_on
 
     # A partition 2 created again is a new partition: read from its beginning, not from where the
     # old one stood (about offset 100), and no loss is reported again after a restart.
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_partitions([NewPartitions(source, 3)])[source].result(30)
-    producer = Producer({"bootstrap.servers": bootstrap})
-    start = datagen.ARTICLE_START_MS + 20_000_000
-    for i in range(150):
-        producer.produce(source, partition=2, key=f"User_{i % 15}".encode(), value=json.dumps(
-            {"viewtime": start + i * 1_000, "userid": f"User_{i % 15}", "pageid": f"Page_{i}"}).encode())
-    assert producer.flush(30) == 0
+    regrow_partition_2(bootstrap, source)
     again = run_available_now(spark, source, target, chk, failOnDataLoss="false")
     assert again.exception() is None, again.exception()
     assert all(int((p.sources[0].metrics or {}).get("dataLossEvents", "0")) == 0 for p in recent_progress(again))
@@ -176,14 +182,7 @@ def test_the_rerun_of_a_micro_batch_that_found_a_partition_gone_reads_the_one_ma
     assert "KPLEX_DATA_LOSS" in str(failure.value), str(failure.value)[:2000]
     planned = max((f for f in (chk / "offsets").iterdir() if f.name.isdigit()), key=lambda f: int(f.name))
     assert json.loads(planned.read_text().splitlines()[-1]).get("kplex.gone") == [2], planned.read_text()
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_partitions([NewPartitions(source, 3)])[source].result(30)
-    producer = Producer({"bootstrap.servers": bootstrap})
-    start = datagen.ARTICLE_START_MS + 20_000_000
-    for i in range(150):
-        producer.produce(source, partition=2, key=f"User_{i % 15}".encode(), value=json.dumps(
-            {"viewtime": start + i * 1_000, "userid": f"User_{i % 15}", "pageid": f"Page_{i}"}).encode())
-    assert producer.flush(30) == 0
+    regrow_partition_2(bootstrap, source)
     query = run_available_now(spark, source, target, chk, failOnDataLoss="false")
     assert query.exception() is None, query.exception()
     progress = recent_progress(query)
