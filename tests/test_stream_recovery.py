@@ -75,6 +75,21 @@ def delete_topic(bootstrap: str, topic: str) -> None:
         time.sleep(0.5)
 
 
+def streamed_then_shrunk(spark, bootstrap: str, source: str, target: str, tmp_path, seeds: tuple[int, int]):
+    """300 pageviews of a 3-partition ``source`` streamed into a table ``target`` (one
+    AvailableNow run), then ``source`` deleted and made again with 2 partitions and 200 later
+    pageviews; returns the query's checkpoint."""
+    datagen.generate_pageviews(bootstrap, source, 300, partitions=3, users=15, seed=seeds[0])
+    create(spark, target, delay_ms=1_000)
+    chk = tmp_path / "chk"
+    run_available_now(spark, source, target, chk)
+    assert len(verify.read_topic(bootstrap, target)) == 300
+    delete_topic(bootstrap, source)
+    datagen.generate_pageviews(bootstrap, source, 200, partitions=2, users=15, seed=seeds[1],
+                               start_ms=datagen.ARTICLE_START_MS + 10_000_000)
+    return chk
+
+
 def regrow_partition_2(bootstrap: str, source: str) -> None:
     """A partition 2 made again in ``source`` (left with 2), holding 150 pageviews later in
     event time than anything the tests here wrote before."""
@@ -124,14 +139,7 @@ def test_a_source_recreated_with_fewer_partitions_does_not_hold_the_watermark_on
     lost and then idle: the new partitions' records are released by their own watermark (here
     without releaseAtEnd), not held for good below the old partition's last order value."""
     source, target = fresh_name("views_fewer"), fresh_name("by_user_fewer")
-    datagen.generate_pageviews(bootstrap, source, 300, partitions=3, users=15, seed=38)
-    create(spark, target, delay_ms=1_000)
-    chk = tmp_path / "chk"
-    run_available_now(spark, source, target, chk)
-    assert len(verify.read_topic(bootstrap, target)) == 300
-    delete_topic(bootstrap, source)
-    datagen.generate_pageviews(bootstrap, source, 200, partitions=2, users=15, seed=39,
-                               start_ms=datagen.ARTICLE_START_MS + 10_000_000)
+    chk = streamed_then_shrunk(spark, bootstrap, source, target, tmp_path, seeds=(38, 39))
     # The losses are reported by the first micro-batch only (the next leaves partition 2 out).
     query = run_available_now(spark, source, target, chk, failOnDataLoss="false", releaseAtEnd="false")
     assert query.exception() is None, query.exception()
@@ -169,14 +177,7 @@ def test_the_rerun_of_a_micro_batch_that_found_a_partition_gone_reads_the_one_ma
     the offset says it was gone), and the next micro-batch reads the new partition from its
     beginning: each of its records is written once, none twice and none judged late."""
     source, target = fresh_name("views_regrown"), fresh_name("by_user_regrown")
-    datagen.generate_pageviews(bootstrap, source, 300, partitions=3, users=15, seed=40)
-    create(spark, target, delay_ms=1_000)
-    chk = tmp_path / "chk"
-    run_available_now(spark, source, target, chk)
-    assert len(verify.read_topic(bootstrap, target)) == 300
-    delete_topic(bootstrap, source)
-    datagen.generate_pageviews(bootstrap, source, 200, partitions=2, users=15, seed=41,
-                               start_ms=datagen.ARTICLE_START_MS + 10_000_000)
+    chk = streamed_then_shrunk(spark, bootstrap, source, target, tmp_path, seeds=(40, 41))
     with pytest.raises(Exception) as failure:
         run_available_now(spark, source, target, chk)
     assert "KPLEX_DATA_LOSS" in str(failure.value), str(failure.value)[:2000]
