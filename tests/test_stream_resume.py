@@ -352,6 +352,50 @@ def test_what_counts_as_the_same_filter_bounds_of_position_aside(spark, bootstra
         spark.conf.unset("spark.kplex.late_policy")
 
 
+def test_bounds_of_offset_that_pick_ranges_apart_are_a_row_filter(spark, bootstrap, fresh_name):
+    """Bounds of partition and offset are left out of a filter's digest only where they pick one
+    range of offsets per partition. An INSERT of `offset < 10 OR offset >= 100` (two ranges in each
+    partition), or of a cast to text (`'10' < '5'`), read through a filter: the records between,
+    inserted later, are judged by the order rule (late here, dropped and counted), never taken as
+    already written, which nobody wrote. An OR whose sides each pin a partition of their own still
+    reads on: one read record, no filter, and the INSERT of everything after it skips all of it."""
+    source = fresh_name("bounds_src")
+    datagen.generate_pageviews(bootstrap, source, 600, partitions=2, users=15, pages=5, seed=63)
+    per_partition = {p: sum(1 for r in verify.read_topic(bootstrap, source) if r.partition == p) for p in (0, 1)}
+    assert min(per_partition.values()) > 100 and max(per_partition.values()) <= 500, per_partition
+    spark.conf.set("spark.kplex.late_policy", "drop")
+    try:
+        def insert_where(target: str, condition: str) -> dict:
+            spark.sql(f"INSERT INTO kplex.{target} SELECT {', '.join(SELECT)} FROM kplex.{source} WHERE {condition}")
+            return json.loads(spark.conf.get("kplex.last_write"))
+
+        holes, text, pinned = fresh_name("bounds_holes"), fresh_name("bounds_text"), fresh_name("bounds_pinned")
+        for target in (holes, text, pinned):
+            create(spark, target)
+        apart = insert_where(holes, "offset < 10 OR offset >= 100")
+        assert apart["rows"] + apart["late"] == 600 - 2 * 90, apart
+        between = insert_where(holes, "offset >= 10 AND offset < 100")
+        assert between["already_written"] == 0 and between["rows"] + between["late"] == 2 * 90, between
+        assert between["late"] > 0, between
+        as_text = insert_where(text, "CAST(offset AS STRING) < '5'")  # offsets 0-4, 10-49, 100-...
+        assert as_text["rows"] + as_text["late"] == sum(n - 5 - 50 for n in per_partition.values()), as_text
+        skipped = insert_where(text, "offset BETWEEN 5 AND 9")
+        assert skipped["already_written"] == 0 and skipped["rows"] + skipped["late"] == 2 * 5, skipped
+
+        first = insert_where(pinned, "(partition = 0 AND offset < 50) OR (partition = 1.0 AND offset < 70)")
+        on = insert_where(pinned, "(partition = 0 AND offset >= 50) OR (partition IN (1) AND offset >= 70)")
+        assert first["late"] == 0 and on["already_written"] == 0, (first, on)
+        assert set(inserts_reads(bootstrap, pinned)) == {source}, inserts_reads(bootstrap, pinned)
+        again = insert_where(pinned, "true")
+        assert again["rows"] == 0 and again["late"] == 0 and again["already_written"] == 600, again  # late ones were read too
+    finally:
+        spark.conf.unset("spark.kplex.late_policy")
+    for target, count in ((holes, apart["rows"] + between["rows"]), (text, as_text["rows"] + skipped["rows"]),
+                          (pinned, 600 - on["late"])):
+        values = [r.value for r in verify.read_topic(bootstrap, target)]
+        assert len(values) == len(set(values)) == count, (target, len(values), count)
+
+
 def inserts_reads(bootstrap: str, table: str) -> dict:
     """What the table's INSERTs read, per source key, as its `_inserts` mark in `_kplex_commits` holds it."""
     from test_control_plane import latest_by_partition

@@ -102,14 +102,27 @@ public final class SourcePositions extends Rule<LogicalPlan> {
     }
 
     /**
-     * Whether {@code e} bounds only the source's partition or offset by constants: comparisons
-     * of either column with a constant, and {@code partition IN (...)}, joined by AND or OR
-     * (what of a range such a condition picks is contiguous, but for an OR over one partition).
+     * Whether {@code e} bounds only the source's partition or offset by constants, picking one
+     * range of offsets in each partition: comparisons of either column with a constant, and
+     * {@code partition IN (...)}, joined by AND, or by OR where the offsets each partition gets
+     * stay one range (no two sides bounding the offset admit the same partition: each pins its
+     * own by {@code partition = c} or {@code IN}). {@code offset < 10 OR offset >= 100} picks two
+     * ranges apart: the records between are not read, so it is a row filter, not a bound.
      */
     private static boolean bounds(Expression e, Attribute partition, Attribute offset) {
-      if (e instanceof org.apache.spark.sql.catalyst.expressions.And
-          || e instanceof org.apache.spark.sql.catalyst.expressions.Or) {
+      if (e instanceof org.apache.spark.sql.catalyst.expressions.And) {
         for (Expression c : Scala.asJava(e.children())) if (!bounds(c, partition, offset)) return false;
+        return true;
+      }
+      if (e instanceof org.apache.spark.sql.catalyst.expressions.Or) {
+        java.util.Set<String> pinned = new java.util.HashSet<>();
+        for (Expression side : disjuncts(e)) {
+          if (!bounds(side, partition, offset)) return false;
+          if (!mentions(side, offset)) continue;  // all of a partition's offsets, or none
+          java.util.Set<String> own = pinnedPartitions(side, partition);
+          if (own == null) return false;
+          for (String p : own) if (!pinned.add(p)) return false;
+        }
         return true;
       }
       if (e instanceof org.apache.spark.sql.catalyst.expressions.In in) {
@@ -126,10 +139,78 @@ public final class SourcePositions extends Rule<LogicalPlan> {
       return false;
     }
 
-    /** {@code e} is the column {@code c} itself (or a cast of it, as a comparison with a literal of another type makes). */
+    private static List<Expression> disjuncts(Expression e) {
+      if (e instanceof org.apache.spark.sql.catalyst.expressions.Or or) {
+        List<Expression> out = new ArrayList<>(disjuncts(or.left()));
+        out.addAll(disjuncts(or.right()));
+        return out;
+      }
+      return List.of(e);
+    }
+
+    private static boolean mentions(Expression e, Attribute c) {
+      return e.exists(new scala.runtime.AbstractFunction1<Expression, Object>() {
+        @Override
+        public Object apply(Expression x) {
+          return x instanceof Attribute a && a.exprId().equals(c.exprId());
+        }
+      });
+    }
+
+    /**
+     * The partitions a conjunction admits, where one of its conjuncts names them
+     * ({@code partition = c}, {@code partition IN (...)}; as plain numbers), else null.
+     */
+    private static java.util.Set<String> pinnedPartitions(Expression e, Attribute partition) {
+      java.util.Set<String> out = null;
+      for (Expression c : conjuncts(e)) {
+        java.util.Set<String> named = null;
+        if (c instanceof org.apache.spark.sql.catalyst.expressions.In in && isColumn(in.value(), partition)) {
+          named = new java.util.HashSet<>();
+          for (Expression v : Scala.asJava(in.list())) named.add(number(v));
+        } else if (c instanceof org.apache.spark.sql.catalyst.expressions.EqualTo eq) {
+          Expression value = isColumn(eq.left(), partition) ? eq.right() : isColumn(eq.right(), partition) ? eq.left() : null;
+          if (value != null && value.foldable()) {
+            named = new java.util.HashSet<>();
+            named.add(number(value));
+          }
+        }
+        if (named == null) continue;
+        if (named.contains(null)) return null;
+        if (out == null) out = new java.util.HashSet<>(named);
+        else out.retainAll(named);
+      }
+      return out;
+    }
+
+    /** A constant's value as a plain number ({@code 1}, {@code 1.0} and {@code '1'} alike), or null. */
+    private static String number(Expression constant) {
+      try {
+        Object v = constant.eval(null);
+        return v == null ? null : new java.math.BigDecimal(v.toString()).stripTrailingZeros().toPlainString();
+      } catch (RuntimeException e) {
+        return null;
+      }
+    }
+
+    /**
+     * {@code e} is the column {@code c} itself, or a cast of it that keeps its order (a comparison
+     * with a literal of another type makes one): a cast to text does not ({@code '10' < '5'}).
+     */
     private static boolean isColumn(Expression e, Attribute c) {
-      while (e instanceof org.apache.spark.sql.catalyst.expressions.Cast cast) e = cast.child();
+      while (e instanceof org.apache.spark.sql.catalyst.expressions.Cast cast && keepsOrder(cast)) e = cast.child();
       return e instanceof Attribute a && a.exprId().equals(c.exprId());
+    }
+
+    /** A cast of a number to a number type that holds it whole or rounds it (never wraps around, never text). */
+    private static boolean keepsOrder(org.apache.spark.sql.catalyst.expressions.Cast cast) {
+      org.apache.spark.sql.types.DataType to = cast.dataType(), from = cast.child().dataType();
+      int digits = from instanceof org.apache.spark.sql.types.LongType ? 19 : from instanceof org.apache.spark.sql.types.IntegerType ? 10
+          : from instanceof org.apache.spark.sql.types.DecimalType d ? d.precision() - d.scale() : 0;
+      if (digits == 0) return false;
+      return to instanceof org.apache.spark.sql.types.LongType && digits <= 19
+          || to instanceof org.apache.spark.sql.types.DoubleType || to instanceof org.apache.spark.sql.types.FloatType
+          || to instanceof org.apache.spark.sql.types.DecimalType d && d.precision() - d.scale() >= digits;
     }
 
     /**
