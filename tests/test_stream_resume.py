@@ -532,6 +532,42 @@ def test_resuming_from_the_table_over_a_source_created_again_is_data_loss_or_rea
     assert len(values) == 300 + 450 and len(set(values)) == len(values) and set(new) <= set(values)
 
 
+def test_what_was_read_of_a_source_since_created_again_is_not_taken_as_written(
+        spark, bootstrap, fresh_name, tmp_path):
+    """An INSERT into one table and a stream into another read the source; the source is then
+    deleted and created again with other records over the same offsets and times. A new INSERT,
+    and a new query from `earliest` (no resume), judge those records by the order rule (late:
+    dropped and counted here), never as already written by the writers that read the old topic,
+    which wrote none of them. The INSERTs' mark keeps only what was read of the new topic."""
+    from test_stream_recovery import delete_topic
+
+    source, inserted, streamed = fresh_name("recreated_src"), fresh_name("recreated_ins"), fresh_name("recreated_st")
+    datagen.generate_pageviews(bootstrap, source, 300, partitions=3, users=15, seed=44)
+    create(spark, inserted, delay_ms=1_000)
+    create(spark, streamed, delay_ms=1_000)
+    insert = f"INSERT INTO kplex.{inserted} SELECT {', '.join(SELECT)} FROM kplex.{source}"
+    spark.sql(insert)
+    assert json.loads(spark.conf.get("kplex.last_write"))["rows"] == 300
+    first = run_available_now(spark, source, streamed, tmp_path / "a")
+    assert first.exception() is None, first.exception()
+    assert written(bootstrap, streamed) == 300
+    delete_topic(bootstrap, source)
+    datagen.generate_pageviews(bootstrap, source, 300, partitions=3, users=15, seed=45)  # the same span of time
+    spark.conf.set("spark.kplex.late_policy", "drop")
+    try:
+        spark.sql(insert)
+    finally:
+        spark.conf.unset("spark.kplex.late_policy")
+    again = json.loads(spark.conf.get("kplex.last_write"))
+    assert again["already_written"] == 0 and again["late"] > 0 and again["rows"] + again["late"] == 300, again
+    assert all(len(ranges) == 1 for ranges in inserts_reads(bootstrap, inserted)[source].values())
+    second = run_dropping_late(spark, source, streamed, tmp_path / "b")
+    assert already_written(second) == 0 and late(second) > 0, (already_written(second), late(second))
+    assert written(bootstrap, streamed) == 300 + 300 - late(second)
+    values = [r.value for r in verify.read_topic(bootstrap, inserted)]
+    assert len(values) == 300 + again["rows"] and len(set(values)) == len(values)
+
+
 def test_kplex_stream_resume_takes_over_from_the_cli_stream_of_another_checkpoint(bootstrap, fresh_name, tmp_path):
     """In SQL (no read options): `kplex stream FILE --checkpoint NEW --resume`."""
     source, target = fresh_name("resume_cli_src"), fresh_name("resume_cli_by_user")

@@ -297,17 +297,19 @@ public final class CommitLog {
   /**
    * The mark of the table's INSERTs ({@link EpochMark#INSERTS}) a new INSERT starts from, from
    * one read of the log: its written marks raised to what every writer wrote (the committed
-   * part of a cut-short commit included), and what the INSERTs before it read ({@code reads}).
+   * part of a cut-short commit included), and what the INSERTs before it read ({@code reads}),
+   * but for what they read of {@code source} under another id than {@code sourceId} (the topic
+   * deleted and created again since; null: not known).
    */
-  public InsertStart insertsStart(String table, String source, String rows, String query) {
+  public InsertStart insertsStart(String table, String source, String sourceId, String rows, String query) {
     Map<String, byte[]> log = topic.readPrefixes(EpochMark.key(table, ""), PartialCommit.prefix(table));
     EpochMark inserts = EpochMark.all(log).get(EpochMark.key(table, EpochMark.INSERTS));
-    Map<String, OffsetRanges> reads = inserts == null ? Map.of() : inserts.reads();
+    if (inserts == null) inserts = EpochMark.start(table, EpochMark.INSERTS);
     EpochMark mark = new EpochMark(table, EpochMark.INSERTS, 0, io.kplex.spark.time.EventTime.Marks.of(
-        writtenHighs(log, table, null)), List.of(), 0, null, reads);
+        writtenHighs(log, table, null)), List.of(), 0, null, inserts.reads(), inserts.readIds()).readingId(source, sourceId);
     Map<String, byte[]> marks = new java.util.HashMap<>(log);
     marks.keySet().removeIf(k -> !k.startsWith(EpochMark.key(table, "")));
-    return new InsertStart(mark, source == null ? OffsetRanges.NONE : readByOthers(marks, source, rows, query, null));
+    return new InsertStart(mark, source == null ? OffsetRanges.NONE : readByOthers(marks, source, sourceId, rows, query, null));
   }
 
   /**
@@ -356,12 +358,13 @@ public final class CommitLog {
    * ({@code resumedFrom}, the query it resumes from, and whom that one resumed from): the
    * records they held back were read but not written, and are this query's to write now.
    */
-  public OffsetRanges readByOthers(String table, String source, String rows, String query, String resumedFrom) {
-    return readByOthers(topic.readPrefixes(EpochMark.key(table, "")), source, rows, query, resumedFrom);
+  public OffsetRanges readByOthers(String table, String source, String sourceId, String rows, String query,
+      String resumedFrom) {
+    return readByOthers(topic.readPrefixes(EpochMark.key(table, "")), source, sourceId, rows, query, resumedFrom);
   }
 
   static OffsetRanges readByOthers(Map<String, byte[]> marks, String source, String query, String resumedFrom) {
-    return readByOthers(marks, source, null, query, resumedFrom);
+    return readByOthers(marks, source, null, null, query, resumedFrom);
   }
 
   /**
@@ -369,9 +372,11 @@ public final class CommitLog {
    * another writer read counts as read only where that writer kept what this one keeps: it read
    * it through no filter (it wrote it, or judged it late), or through the same filters. One it
    * read through other filters may not have been written: it is judged by the order rule instead.
+   * {@code sourceId}: the source topic's id (null: not known); what was read of a topic of that
+   * name under another id (deleted and created again since) is not counted.
    */
-  static OffsetRanges readByOthers(Map<String, byte[]> marks, String source, String rows, String query,
-      String resumedFrom) {
+  static OffsetRanges readByOthers(Map<String, byte[]> marks, String source, String sourceId, String rows,
+      String query, String resumedFrom) {
     Map<String, EpochMark> byQuery = new java.util.HashMap<>();
     for (EpochMark m : EpochMark.all(marks).values()) byQuery.put(m.query(), m);
     java.util.Set<String> own = new java.util.HashSet<>();
@@ -384,9 +389,11 @@ public final class CommitLog {
     for (EpochMark m : byQuery.values()) {
       if (own.contains(m.query())) continue;
       if (EpochMark.INSERTS.equals(m.query())) {
+        if (!m.readOf(source, sourceId)) continue;
         out = out.union(m.reads(source));
         if (rows != null) out = out.union(m.reads(EpochMark.readsKey(source, rows)));
       } else if (m.lineage() != null && source.equals(m.lineage().topic())
+          && (sourceId == null || m.lineage().topicId() == null || sourceId.equals(m.lineage().topicId()))
           && (m.lineage().rows() == null || m.lineage().rows().equals(rows))) {
         out = out.union(OffsetRanges.below(m.lineage().ends()));
       }

@@ -27,13 +27,23 @@ import io.kplex.spark.time.EventTime;
  *       new query can resume from the table ({@link Lineage});</li>
  *   <li>{@code reads} (the {@link #INSERTS} mark's; empty in others and in an older kplex's):
  *       per source topic, the offsets the table's batch INSERTs read from it, so that a stream
- *       over the same records knows them as written ({@link OffsetRanges}).</li>
+ *       over the same records knows them as written ({@link OffsetRanges});</li>
+ *   <li>{@code readIds} (the {@link #INSERTS} mark's; empty in an older kplex's): per source
+ *       topic, its id when the INSERTs last read it, so that what they read of a topic since
+ *       deleted and created again counts for no one.</li>
  * </ul>
  */
 public record EpochMark(String table, String query, long epoch, EventTime.Marks marks, List<String> held,
-    long heldRecords, Lineage lineage, Map<String, OffsetRanges> reads) implements Serializable {
+    long heldRecords, Lineage lineage, Map<String, OffsetRanges> reads, Map<String, String> readIds)
+    implements Serializable {
   public EpochMark {
     reads = Map.copyOf(reads);
+    readIds = Map.copyOf(readIds);
+  }
+
+  public EpochMark(String table, String query, long epoch, EventTime.Marks marks, List<String> held,
+      long heldRecords, Lineage lineage, Map<String, OffsetRanges> reads) {
+    this(table, query, epoch, marks, held, heldRecords, lineage, reads, Map.of());
   }
 
   public EpochMark(String table, String query, long epoch, EventTime.Marks marks, List<String> held,
@@ -112,7 +122,7 @@ public record EpochMark(String table, String query, long epoch, EventTime.Marks 
   }
 
   public EpochMark withLineage(Lineage with) {
-    return new EpochMark(table, query, epoch, marks, held, heldRecords, with, reads);
+    return new EpochMark(table, query, epoch, marks, held, heldRecords, with, reads, readIds);
   }
 
   /** This mark with {@code more} of {@code topic} read too (an INSERT's, joined to the INSERTs' before it). */
@@ -120,7 +130,27 @@ public record EpochMark(String table, String query, long epoch, EventTime.Marks 
     if (topic == null || more.isEmpty()) return this;
     Map<String, OffsetRanges> out = new HashMap<>(reads);
     out.merge(topic, more, OffsetRanges::union);
-    return new EpochMark(table, query, epoch, marks, held, heldRecords, lineage, out);
+    return new EpochMark(table, query, epoch, marks, held, heldRecords, lineage, out, readIds);
+  }
+
+  /**
+   * This mark with what was read of {@code topic} before it was deleted and created again left
+   * out: its reads (through any filter) if the id they were read under is not {@code id}, which
+   * is kept as the topic's from now on. A null {@code id} (not known) changes nothing.
+   */
+  public EpochMark readingId(String topic, String id) {
+    if (topic == null || id == null || id.equals(readIds.get(topic))) return this;
+    Map<String, OffsetRanges> kept = new HashMap<>(reads);
+    if (readIds.containsKey(topic)) kept.keySet().removeIf(k -> k.equals(topic) || k.startsWith(readsKey(topic, "")));
+    Map<String, String> ids = new HashMap<>(readIds);
+    ids.put(topic, id);
+    return new EpochMark(table, query, epoch, marks, held, heldRecords, lineage, kept, ids);
+  }
+
+  /** Whether what this mark's INSERTs read of {@code topic} was read of the topic {@code id} names (null: not known, yes). */
+  public boolean readOf(String topic, String id) {
+    String was = readIds.get(topic);
+    return id == null || was == null || was.equals(id);
   }
 
   /** What the table's INSERTs read of {@code topic} ({@link OffsetRanges#NONE}: nothing recorded). */
@@ -195,6 +225,10 @@ public record EpochMark(String table, String query, long epoch, EventTime.Marks 
     if (!reads.isEmpty()) {
       ObjectNode byTopic = node.putObject("reads");
       new java.util.TreeMap<>(reads).forEach((t, r) -> r.writeTo(byTopic.putObject(t)));
+    }
+    if (!readIds.isEmpty()) {
+      ObjectNode ids = node.putObject("read_topic_ids");
+      new java.util.TreeMap<>(readIds).forEach(ids::put);
     }
     return node;
   }
@@ -291,7 +325,7 @@ public record EpochMark(String table, String query, long epoch, EventTime.Marks 
     written.putAll(read.marks.written());
     return new EpochMark(read.table, read.query, read.epoch,
         new EventTime.Marks(highs, written, read.marks.idle(), read.marks.moved()), read.held, read.heldRecords,
-        read.lineage, read.reads);
+        read.lineage, read.reads, read.readIds);
   }
 
   /** A mark from its JSON and the base it may be written against ({@link #fromJson(JsonNode, byte[])}). */
@@ -356,9 +390,12 @@ public record EpochMark(String table, String query, long epoch, EventTime.Marks 
     }
     Map<String, OffsetRanges> reads = new HashMap<>();
     node.path("reads").fields().forEachRemaining(e -> reads.put(e.getKey(), OffsetRanges.from(e.getValue())));
+    Map<String, String> readIds = new HashMap<>();
+    node.path("read_topic_ids").fields().forEachRemaining(e -> readIds.put(e.getKey(), e.getValue().asText()));
     return new EpochMark(node.path("table").asText(), node.path("query").asText(), node.path("epoch").asLong(),
         new EventTime.Marks(highs, written, idle, moved), held,
-        node.has("held_records") ? node.path("held_records").asLong() : held.isEmpty() ? 0 : -1, lineage, reads);
+        node.has("held_records") ? node.path("held_records").asLong() : held.isEmpty() ? 0 : -1, lineage, reads,
+        readIds);
   }
 
   /** A mark written whole (a mark written as changes needs its base: {@link #fromJson(byte[], byte[])}). */

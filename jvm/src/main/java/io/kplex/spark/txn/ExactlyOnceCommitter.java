@@ -269,9 +269,9 @@ public final class ExactlyOnceCommitter {
     });
   }
 
-  /** What other writers of this table read of {@code topic} ({@link CommitLog#readByOthers}). */
-  public OffsetRanges readByOthers(String topic, String rows, String query, String resumedFrom) {
-    return withKafka(admin -> new CommitLog(admin).readByOthers(table, topic, rows, query, resumedFrom));
+  /** What other writers of this table read of {@code topic}, whose id is {@code topicId} ({@link CommitLog#readByOthers}). */
+  public OffsetRanges readByOthers(String topic, String topicId, String rows, String query, String resumedFrom) {
+    return withKafka(admin -> new CommitLog(admin).readByOthers(table, topic, topicId, rows, query, resumedFrom));
   }
 
   /**
@@ -361,9 +361,15 @@ public final class ExactlyOnceCommitter {
     return highest;
   }
 
-  /** Where INSERT {@code query} from {@code source} (null: unknown) starts ({@link CommitLog#insertsStart}). */
-  public CommitLog.InsertStart insertsStart(String source, String rows, String query) {
-    return withKafka(admin -> new CommitLog(admin).insertsStart(table, source, rows, query));
+  /**
+   * Where INSERT {@code query} from {@code source} (null: unknown) starts ({@link CommitLog#insertsStart}),
+   * the source's id asked for where it is a topic of this cluster ({@code sameCluster}).
+   */
+  public CommitLog.InsertStart insertsStart(String source, boolean sameCluster, String rows, String query) {
+    return withKafka(admin -> {
+      String id = source != null && sameCluster ? admin.describe(source).map(KafkaTopics::topicId).orElse(null) : null;
+      return new CommitLog(admin).insertsStart(table, source, id, rows, query);
+    });
   }
 
   /** Another query's stream that read this query's source past {@code mine} after it ({@link CommitLog#overtaken}). */
@@ -505,7 +511,7 @@ public final class ExactlyOnceCommitter {
       partial.committed().forEach((vp, h) -> written.merge(vp, h, Math::max));
       // What this INSERT read is not recorded: part of it is not in the table (run it again).
       inserts = new EpochMark(table, EpochMark.INSERTS, 0, io.kplex.spark.time.EventTime.Marks.of(written), List.of(),
-          0, null, before.reads());
+          0, null, before.reads(), before.readIds());
     }
     log.settle(pending, partial, inserts);
     KplexException cutShort = partial.cutShort(virtualPartitions);

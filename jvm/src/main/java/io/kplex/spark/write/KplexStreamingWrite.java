@@ -310,8 +310,8 @@ final class KplexStreamingWrite implements StreamingWrite {
    */
   private OffsetRanges readBefore(HeldRelease.Signal source, String resumedFrom) {
     if (source.topic() == null || source.starts().isEmpty()) return OffsetRanges.NONE;
-    return run.readByOthers(source.topic(), resumedFrom,
-        () -> committer.readByOthers(source.topic(), schema.sourceRows, queryId, resumedFrom));
+    return run.readByOthers(source.topic(), source.topicId(), resumedFrom,
+        () -> committer.readByOthers(source.topic(), source.topicId(), schema.sourceRows, queryId, resumedFrom));
   }
 
   /**

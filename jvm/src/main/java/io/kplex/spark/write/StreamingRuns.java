@@ -71,15 +71,15 @@ final class StreamingRuns {
     /**
      * What other writers of the table read of the run's source, looked up once per run (no
      * other writer writes while the run holds its claim), and what it was looked up for
-     * (source topic and the query it resumed from).
+     * (source topic, its id and the query it resumed from).
      */
     private OffsetRanges readByOthers;
     private java.util.List<String> readByOthersOf;
 
-    /** What other writers read of {@code topic} (not counting {@code resumedFrom}), looked up once per run. */
-    synchronized OffsetRanges readByOthers(String topic, String resumedFrom,
+    /** What other writers read of {@code topic}, of id {@code topicId} (not counting {@code resumedFrom}), looked up once per run. */
+    synchronized OffsetRanges readByOthers(String topic, String topicId, String resumedFrom,
         java.util.function.Supplier<OffsetRanges> lookUp) {
-      java.util.List<String> of = java.util.Arrays.asList(topic, resumedFrom);
+      java.util.List<String> of = java.util.Arrays.asList(topic, topicId, resumedFrom);
       if (readByOthers == null || !of.equals(readByOthersOf)) {
         readByOthers = lookUp.get();
         readByOthersOf = of;

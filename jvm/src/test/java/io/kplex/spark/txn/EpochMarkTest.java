@@ -136,10 +136,35 @@ public class EpochMarkTest {
     Map<String, byte[]> log = new java.util.LinkedHashMap<>();
     for (EpochMark m : List.of(filteredStream, plainStream, inserts)) log.put(m.key(), m.toJson());
     assertEquals("through the same filters: the filtered ones' reads and the unfiltered ones'",
-        "0:[0,100) 1:[0,50) 2:[0,10) 3:[0,5)", CommitLog.readByOthers(log, "views", "page1", "query-9", null).toString());
+        "0:[0,100) 1:[0,50) 2:[0,10) 3:[0,5)", CommitLog.readByOthers(log, "views", null, "page1", "query-9", null).toString());
     assertEquals("through other filters: only what was read through none",
-        "1:[0,50) 2:[10,20) 3:[0,5)", CommitLog.readByOthers(log, "views", "page2", "query-9", null).toString());
+        "1:[0,50) 2:[10,20) 3:[0,5)", CommitLog.readByOthers(log, "views", null, "page2", "query-9", null).toString());
     assertEquals("through no filter: only what was read through none",
-        "1:[0,50) 3:[0,5)", CommitLog.readByOthers(log, "views", null, "query-9", null).toString());
+        "1:[0,50) 3:[0,5)", CommitLog.readByOthers(log, "views", null, null, "query-9", null).toString());
+  }
+
+  @Test
+  public void whatWasReadOfASourceSinceCreatedAgainCountsForNoOne() {
+    EpochMark stream = new EpochMark("by_user", "query-1", 3, MARK.marks(), List.of(), 0,
+        new EpochMark.Lineage("views", Map.of(0, 100L), null, null, 1_000L, null, List.of(), "id-old", null));
+    EpochMark inserts = new EpochMark("by_user", EpochMark.INSERTS, 0, MARK.marks(), List.of())
+        .readingId("views", "id-old")
+        .withReads(EpochMark.readsKey("views", null), OffsetRanges.NONE.with(1, 0, 40))
+        .withReads(EpochMark.readsKey("views", "page1"), OffsetRanges.NONE.with(2, 0, 10))
+        .withReads(EpochMark.readsKey("orders", null), OffsetRanges.NONE.with(0, 0, 5));
+    assertEquals(inserts, EpochMark.fromJson(inserts.toJson()));
+    Map<String, byte[]> log = new java.util.LinkedHashMap<>();
+    for (EpochMark m : List.of(stream, inserts)) log.put(m.key(), m.toJson());
+    assertEquals("the same topic", "0:[0,100) 1:[0,40)", CommitLog.readByOthers(log, "views", "id-old", null, "query-9", null).toString());
+    assertEquals("not known: as before", "0:[0,100) 1:[0,40)", CommitLog.readByOthers(log, "views", null, null, "query-9", null).toString());
+    assertEquals("created again", "none", CommitLog.readByOthers(log, "views", "id-new", null, "query-9", null).toString());
+    EpochMark now = inserts.readingId("views", "id-new");
+    assertEquals("the old topic's reads, filtered or not, go; another source's stay", java.util.Set.of("orders"), now.reads().keySet());
+    assertEquals("id-new", now.readIds().get("views"));
+    assertEquals(now, now.readingId("views", "id-new"));
+    assertEquals(now, now.readingId("views", null));
+    EpochMark older = new EpochMark("by_user", EpochMark.INSERTS, 0, MARK.marks(), List.of())
+        .withReads("views", OffsetRanges.NONE.with(1, 0, 40));
+    assertEquals("reads recorded without an id are kept", older.reads(), older.readingId("views", "id-new").reads());
   }
 }
