@@ -224,6 +224,9 @@ final class KplexStreamingWrite implements StreamingWrite {
     // old topic's, and the source reported the loss (or failed) as it planned from the new one's start.
     boolean recreated = signal.topicId() != null && from.lineage().topicId() != null
         && !signal.topicId().equals(from.lineage().topicId());
+    // A query that did not ask to resume is a new stream over the new topic: the old stream's
+    // marks (its partitions' event times) and held records are not its own.
+    if (recreated && signal.resumeFrom() == null) return null;
     for (Map.Entry<Integer, Long> e : recreated ? Map.<Integer, Long>of().entrySet() : ends.entrySet()) {
       // (A partition the source no longer has is not read on: its loss is the source's to report.)
       if (!signal.ends().containsKey(e.getKey())) continue;
