@@ -534,43 +534,94 @@ def test_resuming_from_the_table_over_a_source_created_again_is_data_loss_or_rea
 
 def test_what_was_read_of_a_source_since_created_again_is_not_taken_as_written(
         spark, bootstrap, fresh_name, tmp_path):
-    """An INSERT into one table and a stream into another read the source; the source is then
-    deleted and created again with other records over the same offsets and times. A new INSERT,
-    and a new query from `earliest` (no resume), judge those records by the order rule (late:
-    dropped and counted here), never as already written by the writers that read the old topic,
-    which wrote none of them; the new query does not take over the old stream's state (its
-    partitions' event times are the old topic's). The INSERTs' mark keeps only what was read of
-    the new topic."""
+    """Three tables read the source: A and C by INSERT, B by a stream. The source is then deleted
+    and created again with other, fewer records over the same offsets and times. A stream into A,
+    an INSERT into B and a read_uncommitted INSERT into C judge those records by the order rule
+    (late: dropped and counted here), never as already written by the writers that read the old
+    topic, which wrote none of them; the new stream takes none of the old one's state over (its
+    partitions' event times are the old topic's). C's mark keeps only what was read of the new
+    topic."""
     from test_stream_recovery import delete_topic
 
-    source, inserted, streamed = fresh_name("recreated_src"), fresh_name("recreated_ins"), fresh_name("recreated_st")
+    source = fresh_name("recreated_src")
+    a, b, c = fresh_name("recreated_a"), fresh_name("recreated_b"), fresh_name("recreated_c")
     datagen.generate_pageviews(bootstrap, source, 300, partitions=3, users=15, seed=44)
-    create(spark, inserted, delay_ms=1_000)
-    create(spark, streamed, delay_ms=1_000)
-    insert = f"INSERT INTO kplex.{inserted} SELECT {', '.join(SELECT)} FROM kplex.{source}"
-    spark.sql(insert)
-    assert json.loads(spark.conf.get("kplex.last_write"))["rows"] == 300
-    first = run_available_now(spark, source, streamed, tmp_path / "a")
+    for table in (a, b, c):
+        create(spark, table, delay_ms=1_000)
+
+    def insert(table: str, **read_options: str) -> dict:
+        reader = spark.read.format("kplex").option("table", source)
+        for k, v in read_options.items():
+            reader = reader.option(k, v)
+        reader.load().selectExpr(*SELECT).writeTo(f"kplex.{table}").append()
+        return json.loads(spark.conf.get("kplex.last_write"))
+
+    assert insert(a)["rows"] == 300 and insert(c)["rows"] == 300
+    first = run_available_now(spark, source, b, tmp_path / "b1")
     assert first.exception() is None, first.exception()
-    assert written(bootstrap, streamed) == 300
+    assert written(bootstrap, b) == 300
     delete_topic(bootstrap, source)
-    datagen.generate_pageviews(bootstrap, source, 300, partitions=3, users=15, seed=45)  # the same span of time
+    datagen.generate_pageviews(bootstrap, source, 150, partitions=3, users=15, seed=45)  # the same span of time
+    new_ends = {}
+    for r in verify.read_topic(bootstrap, source):
+        new_ends[str(r.partition)] = max(new_ends.get(str(r.partition), 0), r.offset + 1)
+
+    streamed = run_dropping_late(spark, source, a, tmp_path / "a2")
+    assert already_written(streamed) == 0 and late(streamed) > 0, (already_written(streamed), late(streamed))
+    # Judged against what the table holds, not the old topic's partitions (a new stream takes nothing over).
+    behind = sum(int((p.sink.metrics or {}).get("lateBehindPartition", "0")) for p in recent_progress(streamed))
+    assert behind == 0, behind
+    assert written(bootstrap, a) == 300 + 150 - late(streamed)
     spark.conf.set("spark.kplex.late_policy", "drop")
     try:
-        spark.sql(insert)
+        inserted = insert(b)
+        uncommitted = insert(c, **{"kafka.isolation.level": "read_uncommitted"})
     finally:
         spark.conf.unset("spark.kplex.late_policy")
-    again = json.loads(spark.conf.get("kplex.last_write"))
-    assert again["already_written"] == 0 and again["late"] > 0 and again["rows"] + again["late"] == 300, again
-    assert all(len(ranges) == 1 for ranges in inserts_reads(bootstrap, inserted)[source].values())
-    second = run_dropping_late(spark, source, streamed, tmp_path / "b")
-    assert already_written(second) == 0 and late(second) > 0, (already_written(second), late(second))
-    # Judged against what the table holds, not the old topic's partitions (a new stream takes nothing over).
-    behind = sum(int((p.sink.metrics or {}).get("lateBehindPartition", "0")) for p in recent_progress(second))
-    assert behind == 0, behind
-    assert written(bootstrap, streamed) == 300 + 300 - late(second)
-    values = [r.value for r in verify.read_topic(bootstrap, inserted)]
-    assert len(values) == 300 + again["rows"] and len(set(values)) == len(values)
+    for done in (inserted, uncommitted):
+        assert done["already_written"] == 0 and done["late"] > 0 and done["rows"] + done["late"] == 150, done
+    assert inserts_reads(bootstrap, c)[source] == {p: [[0, end]] for p, end in new_ends.items()}
+    for table, count in ((b, 300 + inserted["rows"]), (c, 300 + uncommitted["rows"])):
+        values = [r.value for r in verify.read_topic(bootstrap, table)]
+        assert len(values) == count and len(set(values)) == len(values), table
+
+
+def test_a_stream_through_a_bound_of_partition_counts_as_read_only_for_the_same_bound(
+        spark, bootstrap, fresh_name, tmp_path):
+    """A stream records what it read as everything below where it stopped, in every partition:
+    one through `WHERE partition = 0` read nothing of partition 1. An INSERT of partition 1's
+    records into the same table judges them by the order rule (late: dropped and counted here),
+    not as already written by the stream, which wrote none of them; the same stream's WHERE
+    again (a new query from `earliest`) skips what it wrote."""
+    source, target = fresh_name("bound_stream_src"), fresh_name("bound_stream")
+    datagen.generate_pageviews(bootstrap, source, 400, partitions=2, users=15, pages=20, seed=64)
+    ones = sum(1 for r in verify.read_topic(bootstrap, source) if r.partition == 1)
+    assert 50 < ones < 350, ones
+    create(spark, target, delay_ms=1_000)
+
+    def stream(checkpoint: str):
+        query = (spark.readStream.format("kplex").option("table", source).option("startingOffsets", "earliest")
+                 .option("releaseAtEnd", "true").load().where("partition = 0").selectExpr(*SELECT)
+                 .writeStream.format("kplex").option("table", target)
+                 .option("checkpointLocation", str(tmp_path / checkpoint)).trigger(availableNow=True).start())
+        query.awaitTermination(300)
+        assert query.exception() is None, query.exception()
+        return query
+
+    stream("a")
+    zeros = written(bootstrap, target)
+    assert zeros == 400 - ones
+    spark.conf.set("spark.kplex.late_policy", "drop")
+    try:
+        spark.sql(f"INSERT INTO kplex.{target} SELECT {', '.join(SELECT)} FROM kplex.{source} WHERE partition = 1")
+        other = json.loads(spark.conf.get("kplex.last_write"))
+        assert other["already_written"] == 0 and other["rows"] + other["late"] == ones, other
+        again = stream("b")
+    finally:
+        spark.conf.unset("spark.kplex.late_policy")
+    assert already_written(again) == zeros and late(again) == 0, (already_written(again), late(again))
+    values = [r.value for r in verify.read_topic(bootstrap, target)]
+    assert len(values) == len(set(values)) == zeros + other["rows"]
 
 
 def test_kplex_stream_resume_takes_over_from_the_cli_stream_of_another_checkpoint(bootstrap, fresh_name, tmp_path):

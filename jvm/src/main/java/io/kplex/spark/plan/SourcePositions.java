@@ -45,22 +45,25 @@ import io.kplex.spark.compat.Scala;
 public final class SourcePositions extends Rule<LogicalPlan> {
   /** A plan that outputs what its original did, then the source's partition, offset and timestamp. */
   private record Positioned(LogicalPlan plan, Attribute partition, Attribute offset, Attribute timestamp,
-      Attribute ordered, String topic, String bootstrap, Rows rows) {}
+      Attribute ordered, String topic, String bootstrap, String cluster, Rows rows) {}
 
   /**
    * What the plan above the source keeps of its rows: the conditions of its filters, each with the
    * columns its projections below define spelled out as what defines them ({@code aliases}).
+   * {@code streamed}: a stream's, whose read is recorded as everything below where it stopped in
+   * every partition ({@code source.ends}), so a bound of partition or offset is a filter too.
    */
   private record Rows(java.util.Map<org.apache.spark.sql.catalyst.expressions.ExprId, Expression> aliases,
-      List<String> conditions) {
-    static final Rows ALL = new Rows(java.util.Map.of(), List.of());
+      List<String> conditions, boolean streamed) {
+    static final Rows ALL = new Rows(java.util.Map.of(), List.of(), false);
+    static final Rows STREAMED = new Rows(java.util.Map.of(), List.of(), true);
 
     Rows projected(Project project) {
       java.util.Map<org.apache.spark.sql.catalyst.expressions.ExprId, Expression> out = new java.util.HashMap<>(aliases);
       for (NamedExpression e : Scala.asJava(project.projectList())) {
         if (e instanceof Alias a) out.put(a.exprId(), spelled(a.child()));
       }
-      return new Rows(out, conditions);
+      return new Rows(out, conditions, streamed);
     }
 
     /**
@@ -70,12 +73,12 @@ public final class SourcePositions extends Rule<LogicalPlan> {
      * INSERTs read on from each other) picks which range is read, not which of its rows are
      * kept: it is left out. One whose rows cannot be told again from its text (a subquery, a
      * non-deterministic function, an expression without SQL text) keeps rows no other writer
-     * is known to keep: it makes the digest one of its own.
+     * is known to keep: it makes the digest one of its own. A stream's bounds are kept ({@code streamed}).
      */
     Rows filtered(Expression condition, Attribute partition, Attribute offset) {
       List<String> out = new ArrayList<>(conditions);
       for (Expression conjunct : conjuncts(spelled(condition))) {
-        if (bounds(conjunct, partition, offset)) continue;
+        if (!streamed && bounds(conjunct, partition, offset)) continue;
         String text = sql(conjunct);
         if (text == null || !conjunct.deterministic() || conjunct.exists(
             new scala.runtime.AbstractFunction1<Expression, Object>() {
@@ -89,7 +92,7 @@ public final class SourcePositions extends Rule<LogicalPlan> {
         out.add(text);
       }
       java.util.Collections.sort(out);
-      return new Rows(aliases, out);
+      return new Rows(aliases, out, streamed);
     }
 
     private static List<Expression> conjuncts(Expression e) {
@@ -302,6 +305,7 @@ public final class SourcePositions extends Rule<LogicalPlan> {
     columns.add(alias(found.partition, 0, null));
     MetadataBuilder offsetMeta = new MetadataBuilder().putString(WriteSchema.SOURCE_TOPIC, found.topic);
     if (found.bootstrap != null) offsetMeta.putString(WriteSchema.SOURCE_BOOTSTRAP, found.bootstrap);
+    if (found.cluster != null) offsetMeta.putString(WriteSchema.SOURCE_CLUSTER, found.cluster);
     columns.add(alias(found.offset, 1, rowsMeta(offsetMeta, found).build()));
     return append.withNewChildren(seq(List.of(new Project(seq(columns), found.plan))));
   }
@@ -385,7 +389,7 @@ public final class SourcePositions extends Rule<LogicalPlan> {
       list.add(child.timestamp);
       if (child.ordered != child.partition) list.add(child.ordered);
       return new Positioned(new Project(seq(list), child.plan), child.partition, child.offset, child.timestamp,
-          child.ordered, child.topic, child.bootstrap, child.rows.projected(project));
+          child.ordered, child.topic, child.bootstrap, child.cluster, child.rows.projected(project));
     }
     if (p instanceof Filter || p instanceof SubqueryAlias) {
       Positioned child = positioned(p.children().head());
@@ -393,7 +397,7 @@ public final class SourcePositions extends Rule<LogicalPlan> {
       Rows rows = p instanceof Filter filter ? child.rows.filtered(filter.condition(), child.partition, child.offset)
           : child.rows;
       return new Positioned(p.withNewChildren(seq(List.of(child.plan))), child.partition, child.offset,
-          child.timestamp, child.ordered, child.topic, child.bootstrap, rows);
+          child.timestamp, child.ordered, child.topic, child.bootstrap, child.cluster, rows);
     }
     return null;
   }
@@ -418,7 +422,17 @@ public final class SourcePositions extends Rule<LogicalPlan> {
     // A kplex table is in order per virtual partition (its physical ones interleave them).
     return partition == null || offset == null || timestamp == null ? null
         : new Positioned(relation, partition, offset, timestamp, vpartition != null ? vpartition : partition,
-            table.topic(), readOptions == null ? null : committedBootstrap(table, readOptions), Rows.ALL);
+            table.topic(), readOptions == null ? null : committedBootstrap(table, readOptions),
+            readOptions == null ? null : bootstrap(table, readOptions), readOptions == null ? Rows.STREAMED : Rows.ALL);
+  }
+
+  /** The bootstrap servers {@code table} is read through with these read options, or null (none given, or bad). */
+  private static String bootstrap(KplexTable table, java.util.Map<String, String> readOptions) {
+    try {
+      return io.kplex.spark.kafka.KafkaConf.from(table.catalogOptions(), readOptions).bootstrap();
+    } catch (RuntimeException e) {
+      return null;
+    }
   }
 
   /**

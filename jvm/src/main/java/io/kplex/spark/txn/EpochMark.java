@@ -136,10 +136,16 @@ public record EpochMark(String table, String query, long epoch, EventTime.Marks 
   /**
    * This mark with what was read of {@code topic} before it was deleted and created again left
    * out: its reads (through any filter) if the id they were read under is not {@code id}, which
-   * is kept as the topic's from now on. A null {@code id} (not known) changes nothing.
+   * is kept as the topic's from now on. A null {@code id} (not known) forgets the one kept: what
+   * is read now may be of another topic than it names.
    */
   public EpochMark readingId(String topic, String id) {
-    if (topic == null || id == null || id.equals(readIds.get(topic))) return this;
+    if (topic == null || java.util.Objects.equals(id, readIds.get(topic))) return this;
+    if (id == null) {
+      Map<String, String> ids = new HashMap<>(readIds);
+      ids.remove(topic);
+      return new EpochMark(table, query, epoch, marks, held, heldRecords, lineage, reads, ids);
+    }
     Map<String, OffsetRanges> kept = new HashMap<>(reads);
     if (readIds.containsKey(topic)) kept.keySet().removeIf(k -> k.equals(topic) || k.startsWith(readsKey(topic, "")));
     Map<String, String> ids = new HashMap<>(readIds);

@@ -367,7 +367,13 @@ public final class ExactlyOnceCommitter {
    */
   public CommitLog.InsertStart insertsStart(String source, boolean sameCluster, String rows, String query) {
     return withKafka(admin -> {
-      String id = source != null && sameCluster ? admin.describe(source).map(KafkaTopics::topicId).orElse(null) : null;
+      String id = null;
+      try {
+        if (source != null && sameCluster) id = admin.describe(source).map(KafkaTopics::topicId).orElse(null);
+      } catch (RuntimeException e) {
+        // (Not allowed to describe it with the table's settings: its id is not known, as for another cluster's.)
+        LOG.debug("kplex: the id of source topic {} of table {} is not known", source, table, e);
+      }
       return new CommitLog(admin).insertsStart(table, source, id, rows, query);
     });
   }

@@ -54,7 +54,8 @@ final class KplexBatchWrite implements BatchWrite {
       startedMs = committer.clock().millis();  // the clock requireTimeLeft measures the write's age on
       committer.recover(lease);
       // Under the claim: what the table holds per virtual partition (every writer's marks).
-      CommitLog.InsertStart start = committer.insertsStart(schema.sourceTopic, sameCluster(), schema.sourceRows, queryId);
+      CommitLog.InsertStart start = committer.insertsStart(schema.sourceTopic,
+          schema.sourceCluster != null && schema.sourceCluster.equals(conf.kafka.bootstrap()), schema.sourceRows, queryId);
       before = start.mark();
       floor = before.marks().written();
       committer.requireTopicHoldsWritten(floor);
@@ -135,17 +136,13 @@ final class KplexBatchWrite implements BatchWrite {
     }
     // (Read through filters, recorded apart: it counts as read for a writer through the same filters only.)
     String readsKey = schema.sourceTopic == null ? null : EpochMark.readsKey(schema.sourceTopic, schema.sourceRows);
-    if (schema.sourceTopic != null && !read.isEmpty() && sameCluster()) {
+    if (schema.sourceTopic != null && !read.isEmpty() && schema.sourceBootstrap != null
+        && schema.sourceBootstrap.equals(conf.kafka.bootstrap())) {
       read = EmptyGaps.join(conf.kafka, KafkaClients.REAL, schema.sourceTopic,
           before.reads(readsKey).union(read), read);
     }
     return new EpochMark(conf.table, EpochMark.INSERTS, 0, EventTime.Marks.of(written), List.of(), 0, null,
         before.reads(), before.readIds()).withReads(readsKey, read);
-  }
-
-  /** Whether the rows' source is a topic of the table's own cluster (its id and gaps can be asked for). */
-  private boolean sameCluster() {
-    return schema.sourceBootstrap != null && schema.sourceBootstrap.equals(conf.kafka.bootstrap());
   }
 
   @Override

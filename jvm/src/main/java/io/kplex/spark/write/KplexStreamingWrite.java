@@ -226,7 +226,15 @@ final class KplexStreamingWrite implements StreamingWrite {
         && !signal.topicId().equals(from.lineage().topicId());
     // A query that did not ask to resume is a new stream over the new topic: the old stream's
     // marks (its partitions' event times) and held records are not its own.
-    if (recreated && signal.resumeFrom() == null) return null;
+    if (recreated && signal.resumeFrom() == null) {
+      if (from.heldRecords() != 0) {
+        LOG.warn("kplex: query {} of table {} starts on topic '{}', deleted and created again since query {} stopped"
+            + " on it holding {} records: this query does not take them over (a query with startingOffsets = 'table'"
+            + " and failOnDataLoss = false would)", queryId, conf.table, signal.topic(), from.query(),
+            from.heldRecords() < 0 ? "some" : from.heldRecords());
+      }
+      return null;
+    }
     for (Map.Entry<Integer, Long> e : recreated ? Map.<Integer, Long>of().entrySet() : ends.entrySet()) {
       // (A partition the source no longer has is not read on: its loss is the source's to report.)
       if (!signal.ends().containsKey(e.getKey())) continue;

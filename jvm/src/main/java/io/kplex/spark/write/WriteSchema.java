@@ -50,6 +50,11 @@ public final class WriteSchema implements Serializable {
    */
   final String sourceBootstrap;
   /**
+   * The bootstrap servers the source topic was read through, whatever the read's isolation (the
+   * metadata {@link #SOURCE_CLUSTER} of the offset column), or null: where its id can be asked.
+   */
+  final String sourceCluster;
+  /**
    * A digest of the filters the source's rows went through before the write (the metadata
    * {@link #SOURCE_ROWS} of the offset column), or null: every row read reached the write.
    */
@@ -70,6 +75,8 @@ public final class WriteSchema implements Serializable {
   public static final String SOURCE_BOOTSTRAP = "kplex.source_bootstrap";
   /** The metadata key of the offset column that holds the digest of the filters its rows went through. */
   public static final String SOURCE_ROWS = "kplex.source_rows";
+  /** The metadata key of the offset column that names the bootstrap servers of its source, read committed or not. */
+  public static final String SOURCE_CLUSTER = "kplex.source_cluster";
 
   private WriteSchema(StructType schema, int key, int order, int value, int headers) {
     this.schema = schema;
@@ -87,6 +94,7 @@ public final class WriteSchema implements Serializable {
     this.sourceTopic = offsetMeta != null && offsetMeta.contains(SOURCE_TOPIC) ? offsetMeta.getString(SOURCE_TOPIC) : null;
     this.sourceBootstrap = offsetMeta != null && offsetMeta.contains(SOURCE_BOOTSTRAP) ? offsetMeta.getString(SOURCE_BOOTSTRAP) : null;
     this.sourceRows = offsetMeta != null && offsetMeta.contains(SOURCE_ROWS) ? offsetMeta.getString(SOURCE_ROWS) : null;
+    this.sourceCluster = offsetMeta != null && offsetMeta.contains(SOURCE_CLUSTER) ? offsetMeta.getString(SOURCE_CLUSTER) : null;
   }
 
   /**

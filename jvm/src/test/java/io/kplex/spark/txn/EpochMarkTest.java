@@ -162,7 +162,9 @@ public class EpochMarkTest {
     assertEquals("the old topic's reads, filtered or not, go; another source's stay", java.util.Set.of("orders"), now.reads().keySet());
     assertEquals("id-new", now.readIds().get("views"));
     assertEquals(now, now.readingId("views", "id-new"));
-    assertEquals(now, now.readingId("views", null));
+    EpochMark unknown = now.readingId("views", null);
+    assertEquals("an id not known forgets the one kept, reads stay", now.reads(), unknown.reads());
+    assertNull(unknown.readIds().get("views"));
     EpochMark older = new EpochMark("by_user", EpochMark.INSERTS, 0, MARK.marks(), List.of())
         .withReads("views", OffsetRanges.NONE.with(1, 0, 40));
     assertEquals("reads recorded without an id are kept", older.reads(), older.readingId("views", "id-new").reads());
