@@ -195,6 +195,33 @@ def test_resuming_with_columns_of_another_type_than_the_held_rows_is_refused_nam
     assert_exactly_once_in_order(bootstrap, source, target, 1_000)
 
 
+def test_a_query_that_resumed_a_table_restarts_from_its_checkpoint_after_another_table_is_streamed_from_the_source(
+        spark, bootstrap, fresh_name, tmp_path):
+    """B resumed table T (`startingOffsets = 'table'`, no `startingTable`: T was the one table
+    streamed from the topic). Another stream then writes table U from the same topic. B,
+    restarted from its own checkpoint with the same options, goes on where it stopped: which
+    table to resume is asked once, at its start, not again (it used to fail as ambiguous)."""
+    source, target, other = fresh_name("restart_resumed_src"), fresh_name("restart_resumed"), fresh_name("other_table")
+    datagen.generate_pageviews(bootstrap, source, 600, partitions=3, users=15, seed=65)
+    create(spark, target, delay_ms=1_000)
+    create(spark, other, delay_ms=1_000)
+    a = run_available_now(spark, source, target, tmp_path / "a", releaseAtEnd="false")
+    assert a.exception() is None, a.exception()
+    later = datagen.ARTICLE_START_MS + 600 * 500 + 60_000
+    datagen.generate_pageviews(bootstrap, source, 300, partitions=3, users=15, seed=66, create=False, start_ms=later)
+    b = resume(spark, source, target, tmp_path / "b", select=SELECT, releaseAtEnd="false")
+    assert b.exception() is None, b.exception()
+    u = run_available_now(spark, source, other, tmp_path / "u")
+    assert u.exception() is None, u.exception()
+    datagen.generate_pageviews(bootstrap, source, 300, partitions=3, users=15, seed=67, create=False,
+                               start_ms=later + 300 * 500 + 60_000)
+    again = resume(spark, source, target, tmp_path / "b", select=SELECT)
+    assert again.exception() is None, again.exception()
+    assert recent_progress(again)[0].numInputRows == 300
+    assert late(again) == 0
+    assert_exactly_once_in_order(bootstrap, source, target, 1_200)
+
+
 def already_written(query) -> int:
     return sum(int((p.sink.metrics or {}).get("alreadyWritten", "0")) for p in recent_progress(query))
 

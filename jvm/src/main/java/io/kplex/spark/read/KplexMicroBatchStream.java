@@ -974,8 +974,21 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     }
     HeldRelease.signal(new HeldRelease.Signal(conf.topic, orderedPartitions(end), ints(end.idle),
         end.flushes > start.flushes, planned.starts, ends, monitorGroup, ints(end.drained), end.at,
-        idleTimeoutMs, resumeTable(), conf.kind == ReadConf.Kind.DERIVED ? conf.table : null, end.topicId));
+        idleTimeoutMs, firstOfQuery(start) ? resumeTable() : null, conf.kind == ReadConf.Kind.DERIVED ? conf.table : null,
+        end.topicId));
     return planned.partitions.clone();
+  }
+
+  /**
+   * Whether a micro-batch from {@code start} is the query's first (where it started: only then
+   * does the sink take a resumed stream over; not known, as for a checkpoint of a kplex before
+   * it kept its start, counts as first). A query that resumed a table and restarts from its
+   * checkpoint later does not resolve that table again: another table streamed from the same
+   * topic since must not make its restart fail as ambiguous.
+   */
+  private boolean firstOfQuery(SourceOffset start) {
+    SourceOffset first = started();
+    return first == null || first.next.equals(start.next);
   }
 
   private static int[] ints(java.util.Set<Integer> set) {
