@@ -703,6 +703,29 @@ def end_offsets(bootstrap: str, topic: str, partitions: int = 3) -> list[int]:
         consumer.close()
 
 
+def test_starting_offsets_below_what_the_broker_still_holds_are_a_data_loss_named_or_skipped(
+        spark, bootstrap, fresh_name, tmp_path):
+    """A new query whose startingOffsets name offsets the broker has deleted (retention) fails
+    with [KPLEX_DATA_LOSS] naming them, as Spark's Kafka source does, rather than start later
+    unsaid; with failOnDataLoss = false it reads what the partition holds."""
+    source, target = fresh_name("views_start_deleted"), fresh_name("by_user_start_deleted")
+    datagen.generate_pageviews(bootstrap, source, 300, partitions=3, users=15, seed=25)
+    create(spark, target, delay_ms=1_000)
+    ends = end_offsets(bootstrap, source)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.delete_records([TopicPartition(source, 1, 40)]).values():
+        future.result()
+    starting = json.dumps({source: {"0": 0, "1": 10, "2": -2}})
+    with pytest.raises(Exception) as failure:
+        run_available_now(spark, source, target, tmp_path / "a", startingOffsets=starting).awaitTermination(10)
+    message = str(failure.value)
+    assert "KPLEX_DATA_LOSS" in message and "partition 1" in message and "[10, 40)" in message, message[:2000]
+    assert verify.read_topic(bootstrap, target) == []
+    query = run_available_now(spark, source, target, tmp_path / "b", startingOffsets=starting, failOnDataLoss="false")
+    assert query.exception() is None, query.exception()
+    assert len(verify.read_topic(bootstrap, target)) == sum(ends) - 40
+
+
 def test_records_deleted_from_the_source_before_the_query_read_them_fail_it_naming_them_or_are_skipped(
         spark, bootstrap, fresh_name, tmp_path):
     source, target = fresh_name("views_truncated"), fresh_name("by_user_truncated")

@@ -409,7 +409,7 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     if (resumes()) return resumedOffset(tps);
     // The read's options over the session's kplex.stream.* settings (SET kplex.stream.startingOffsets = latest).
     Map<TopicPartition, long[]> bounds = ReadBounds.resolve(store, List.of(conf.topic), tps,
-        new CaseInsensitiveStringMap(settings(options).merged()));
+        new CaseInsensitiveStringMap(settings(options).merged()), true);
     Map<Integer, Long> next = new TreeMap<>();
     bounds.forEach((tp, b) -> next.put(tp.partition(), b[0]));
     return new SourceOffset(conf.topic, next).withTopicId(knownTopicId);

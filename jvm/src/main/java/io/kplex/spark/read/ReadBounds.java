@@ -56,6 +56,16 @@ final class ReadBounds {
    */
   static Map<TopicPartition, long[]> resolve(KafkaTopics kafka, List<String> topics, List<TopicPartition> tps,
       CaseInsensitiveStringMap options) {
+    return resolve(kafka, topics, tps, options, false);
+  }
+
+  /**
+   * As {@link #resolve(KafkaTopics, List, List, CaseInsensitiveStringMap)}; {@code keepDeleted}:
+   * a start given below what the partition holds stays (a stream's first micro-batch reports the
+   * offsets the broker deleted, as a data loss, rather than skip them unsaid).
+   */
+  static Map<TopicPartition, long[]> resolve(KafkaTopics kafka, List<String> topics, List<TopicPartition> tps,
+      CaseInsensitiveStringMap options, boolean keepDeleted) {
     Errors.Resource on = Errors.Resource.topics(topics);
     IsolationLevel isolation = kafka.conf().isolation();
     Map<TopicPartition, OffsetSpec> earliest = new HashMap<>();
@@ -65,7 +75,7 @@ final class ReadBounds {
       latest.put(tp, OffsetSpec.latest());
     }
     List<Map<TopicPartition, Long>> both = kafka.offsets("READ", on, isolation, List.of(earliest, latest));
-    return ranges(topics, tps, options, both.get(0), both.get(1), query -> {
+    return ranges(topics, tps, options, both.get(0), both.get(1), keepDeleted, query -> {
       Map<TopicPartition, OffsetSpec> at = new HashMap<>();
       query.forEach((tp, ts) -> at.put(tp, OffsetSpec.forTimestamp(ts)));
       Map<TopicPartition, Long> found = new HashMap<>();
@@ -84,6 +94,12 @@ final class ReadBounds {
   static Map<TopicPartition, long[]> ranges(List<String> topics, List<TopicPartition> tps,
       CaseInsensitiveStringMap options, Map<TopicPartition, Long> begin, Map<TopicPartition, Long> end,
       Function<Map<TopicPartition, Long>, Map<TopicPartition, Long>> byTime) {
+    return ranges(topics, tps, options, begin, end, false, byTime);
+  }
+
+  static Map<TopicPartition, long[]> ranges(List<String> topics, List<TopicPartition> tps,
+      CaseInsensitiveStringMap options, Map<TopicPartition, Long> begin, Map<TopicPartition, Long> end,
+      boolean keepDeleted, Function<Map<TopicPartition, Long>, Map<TopicPartition, Long>> byTime) {
     ConfParser settings = ConfParser.of(options);
     Map<TopicPartition, Long> from = bound(byTime, topics, tps, settings,
         KplexOptions.STARTING_OFFSETS, KplexOptions.STARTING_TIMESTAMP, begin, end, begin);
@@ -93,7 +109,8 @@ final class ReadBounds {
     for (TopicPartition tp : tps) {
       long lo = begin.get(tp);
       long hi = end.get(tp);
-      long f = Math.max(lo, Math.min(hi, from.get(tp)));
+      long f = Math.min(hi, from.get(tp));
+      if (!keepDeleted) f = Math.max(lo, f);
       long u = Math.max(f, Math.min(hi, until.get(tp)));
       ranges.put(tp, new long[] {f, u});
     }

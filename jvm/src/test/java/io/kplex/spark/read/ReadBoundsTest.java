@@ -68,6 +68,10 @@ public class ReadBoundsTest {
         "endingOffsets", "{\"views\":{\"0\":500,\"1\":20}}");
     assertRange(10, 100, r.get(P0));
     assertRange(50, 50, r.get(P1));
+    Map<TopicPartition, long[]> kept = ReadBounds.ranges(List.of("views"), List.of(P0, P1), new CaseInsensitiveStringMap(
+        Map.of("startingOffsets", "{\"views\":{\"0\":5,\"1\":-2}}")), BEGIN, END, true, query -> Map.of());
+    assertRange(5, 100, kept.get(P0));  // a stream's start below what the partition holds stays: its loss is reported
+    assertRange(BEGIN.get(P1), 50, kept.get(P1));
   }
 
   @Test
