@@ -222,6 +222,37 @@ def test_a_query_that_resumed_a_table_restarts_from_its_checkpoint_after_another
     assert_exactly_once_in_order(bootstrap, source, target, 1_200)
 
 
+def test_resuming_from_the_table_over_offsets_the_broker_deleted_since_is_data_loss_or_skips_them(
+        spark, bootstrap, fresh_name, tmp_path):
+    """The table's stream stops holding records; more arrive, and retention deletes some of
+    partition 1's before a query resumes from the table. The resuming query fails with
+    [KPLEX_DATA_LOSS] naming them; with failOnDataLoss = false it skips them (counted) and still
+    resumes the table's stream, taking over what it held (it used to fail as stale, with no way on)."""
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import AdminClient
+    from test_streaming import end_offsets
+
+    source, target = fresh_name("resume_deleted_src"), fresh_name("resume_deleted")
+    held_back = stopped_holding(spark, bootstrap, source, target, tmp_path / "a", seed=68)
+    before = end_offsets(bootstrap, source)
+    later = datagen.ARTICLE_START_MS + 3_000 * 500 + 60_000
+    datagen.generate_pageviews(bootstrap, source, 600, partitions=3, users=15, seed=69, create=False, start_ms=later)
+    after = end_offsets(bootstrap, source)
+    cut = before[1] + (after[1] - before[1]) // 2
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.delete_records([TopicPartition(source, 1, cut)]).values():
+        future.result()
+    with pytest.raises(Exception) as failure:
+        resume(spark, source, target, tmp_path / "b").awaitTermination(10)
+    message = str(failure.value)
+    assert "KPLEX_DATA_LOSS" in message and f"[{before[1]}, {cut})" in message, message[:2000]
+    query = resume(spark, source, target, tmp_path / "c", failOnDataLoss="false")
+    assert query.exception() is None, query.exception()
+    assert late(query) == 0
+    assert written(bootstrap, target) == 3_000 + 600 - (cut - before[1])
+    assert held_back > 0
+
+
 def already_written(query) -> int:
     return sum(int((p.sink.metrics or {}).get("alreadyWritten", "0")) for p in recent_progress(query))
 

@@ -972,10 +972,11 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
       ends = new TreeMap<>(end.next);
       ends.keySet().removeAll(end.gone);
     }
+    String resumeFrom = firstOfQuery(start) ? resumeTable() : null;
     HeldRelease.signal(new HeldRelease.Signal(conf.topic, orderedPartitions(end), ints(end.idle),
         end.flushes > start.flushes, planned.starts, ends, monitorGroup, ints(end.drained), end.at,
-        idleTimeoutMs, firstOfQuery(start) ? resumeTable() : null, conf.kind == ReadConf.Kind.DERIVED ? conf.table : null,
-        end.topicId));
+        idleTimeoutMs, resumeFrom, conf.kind == ReadConf.Kind.DERIVED ? conf.table : null,
+        end.topicId, resumeFrom == null ? null : start.next));
     return planned.partitions.clone();
   }
 

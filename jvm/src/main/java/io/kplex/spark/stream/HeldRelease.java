@@ -31,10 +31,26 @@ public final class HeldRelease {
    * query was started to resume from ({@code startingOffsets = 'table'}), or null.
    * {@code sourceTable}: the kplex table read as the source (its strict streams' published
    * watermarks carry over: {@link io.kplex.spark.txn.EpochMark.Floor}), or null (a topic).
+   * {@code resumedAt}: where the query resumed the table's stream (its first micro-batch's start
+   * offsets, before a loss the source reported moved them on: failOnDataLoss = false), or null
+   * (as {@code starts}).
    */
   public record Signal(String topic, int[] partitions, int[] idle, boolean releaseAll,
       java.util.Map<Integer, Long> starts, java.util.Map<Integer, Long> ends, String monitorGroup,
-      int[] drained, long atMs, long idleTimeoutMs, String resumeFrom, String sourceTable, String topicId) {
+      int[] drained, long atMs, long idleTimeoutMs, String resumeFrom, String sourceTable, String topicId,
+      java.util.Map<Integer, Long> resumedAt) {
+    public Signal(String topic, int[] partitions, int[] idle, boolean releaseAll, java.util.Map<Integer, Long> starts,
+        java.util.Map<Integer, Long> ends, String monitorGroup, int[] drained, long atMs, long idleTimeoutMs,
+        String resumeFrom, String sourceTable, String topicId) {
+      this(topic, partitions, idle, releaseAll, starts, ends, monitorGroup, drained, atMs, idleTimeoutMs, resumeFrom,
+          sourceTable, topicId, null);
+    }
+
+    /** Where the query resumed the table's stream: {@code resumedAt}, else {@code starts}. */
+    public java.util.Map<Integer, Long> resumedStarts() {
+      return resumedAt != null ? resumedAt : starts;
+    }
+
     public Signal(String topic, int[] partitions, boolean releaseAll) {
       this(topic, partitions, new int[0], releaseAll, java.util.Map.of(), java.util.Map.of(), null, new int[0], 0,
           -1, null, null, null);

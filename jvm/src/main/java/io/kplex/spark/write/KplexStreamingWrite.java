@@ -238,7 +238,9 @@ final class KplexStreamingWrite implements StreamingWrite {
     for (Map.Entry<Integer, Long> e : recreated ? Map.<Integer, Long>of().entrySet() : ends.entrySet()) {
       // (A partition the source no longer has is not read on: its loss is the source's to report.)
       if (!signal.ends().containsKey(e.getKey())) continue;
-      if (!e.getValue().equals(signal.starts().get(e.getKey()))) return null;
+      // (Where it resumed, not where the batch reads from: with failOnDataLoss = false, offsets the
+      // broker deleted since that stream stopped moved the batch's start on, the loss reported.)
+      if (!e.getValue().equals(signal.resumedStarts().get(e.getKey()))) return null;
     }
     String by = committer.resumedBy(from.query());
     if (by != null && !by.equals(queryId)) throw Errors.resumeTaken(conf.table, from.query(), by);
