@@ -618,6 +618,15 @@ public final class Errors {
   }
 
   /**
+   * An at-least-once write whose claim on {@code table} was taken over by {@code by} before it
+   * recorded what it wrote: its rows were sent, its mark is not recorded.
+   */
+  public static KplexException claimTakenAtLeastOnce(String table, String by) {
+    return error("CLAIM_TAKEN.AT_LEAST_ONCE", "table", table, "taken_by", by, "claim_timeout",
+        KplexOptions.WRITER_CLAIM_TIMEOUT_MS);
+  }
+
+  /**
    * A commit of which Kafka aborted all {@code transactions} transactions, settled: nothing of
    * it is visible ({@code insert}: a batch INSERT, else epoch {@code epoch} of a stream).
    */

@@ -410,8 +410,21 @@ public final class ExactlyOnceCommitter {
 
   /** Records an at-least-once epoch: its rows are flushed, there is no transaction to commit. */
   public void mark(EpochMark mark) {
+    mark(mark, null);
+  }
+
+  /**
+   * As {@link #mark(EpochMark)}, for a write under {@code lease} (null: none): not if its claim
+   * was taken over meanwhile (the writer stood still past its timeout). Its mark, made from
+   * what the table held when it started, would put back what the taker recorded since.
+   */
+  public void mark(EpochMark mark, WriterLease lease) {
     withKafka(admin -> {
-      new CommitLog(admin).mark(mark);
+      CommitLog log = new CommitLog(admin);
+      if (lease != null && lease.takenAt(log.topic()) >= 0) {
+        throw Errors.claimTakenAtLeastOnce(table, lease.takenBy(log.topic()));
+      }
+      log.mark(mark);
       return null;
     });
   }

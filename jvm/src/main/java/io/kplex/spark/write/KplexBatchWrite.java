@@ -112,7 +112,7 @@ final class KplexBatchWrite implements BatchWrite {
       ExactlyOnceCommitter.withPrepared(conf.kafka, conf.table, conf.topic, conf.virtualPartitions, conf.faults,
           prepared).commit(queryId, txns, last, writtenMark(messages), startedMs, lease, null);
     } else {
-      committer().mark(writtenMark(messages));
+      committer().mark(writtenMark(messages), lease);
     }
     WriteSummary.record(conf, messages);
   }

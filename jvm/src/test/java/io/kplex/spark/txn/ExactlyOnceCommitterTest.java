@@ -273,6 +273,23 @@ public class ExactlyOnceCommitterTest {
     assertEquals(5, c.lastEpoch(QUERY).epoch());
   }
 
+  @Test
+  public void anAtLeastOnceWriteWhoseClaimWasTakenOverRecordsNoMark() {
+    ExactlyOnceCommitter c = committer(task1Fails(() -> null));
+    EpochMark stale = new EpochMark(TABLE, EpochMark.INSERTS, 0, EventTime.Marks.of(Map.of(0, 10L)), List.of());
+    try (WriterLease lease = claim()) {
+      takeOver(lease);
+      KplexException e = assertThrows(KplexException.class, () -> c.mark(stale, lease));
+      assertEquals("CLAIM_TAKEN", e.code());
+      assertTrue(e.getMessage(), e.getMessage().contains("taken over by query-2") && e.getMessage().contains("at_least_once"));
+    }
+    assertEquals("the taker's record stands", -1, c.lastEpoch(EpochMark.INSERTS).epoch());
+    try (WriterLease live = taker()) {
+      c.mark(stale, live);
+    }
+    assertEquals(0, c.lastEpoch(EpochMark.INSERTS).epoch());
+  }
+
   /**
    * A writer stands still; another takes its claim over, records its commit and dies before
    * committing any of its transactions; the first wakes up and records its own commit. The
