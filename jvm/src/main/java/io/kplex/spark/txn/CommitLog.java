@@ -309,14 +309,14 @@ public final class CommitLog {
         writtenHighs(log, table, null)), List.of(), 0, null, inserts.reads(), inserts.readIds()).readingId(source, sourceId);
     Map<String, byte[]> marks = new java.util.HashMap<>(log);
     marks.keySet().removeIf(k -> !k.startsWith(EpochMark.key(table, "")));
-    return new InsertStart(mark, source == null ? OffsetRanges.NONE : readByOthers(marks, source, sourceId, rows, query, null));
+    return new InsertStart(mark, source == null ? ReadByOthers.NONE : readByOthers(marks, source, sourceId, rows, query, null));
   }
 
   /**
    * Where an INSERT ({@code query}) starts: the INSERTs' mark ({@link #insertsStart}), and what
    * the table's other writers (streams, the INSERTs before) read of its source.
    */
-  public record InsertStart(EpochMark mark, OffsetRanges readBefore) {}
+  public record InsertStart(EpochMark mark, ReadByOthers readBefore) {}
 
   /** As {@link #writtenHighs(String, String)}, from a snapshot of the log. */
   static Map<Integer, Long> writtenHighs(Map<String, byte[]> log, String table, String rerunning) {
@@ -353,17 +353,20 @@ public final class CommitLog {
 
   /**
    * What other writers of {@code table} read of {@code source}: every other query's stream, up
-   * to where its last epoch stopped ({@code source.ends}), and the table's batch INSERTs (their
-   * mark's {@code reads}). Not counted: {@code query} itself and the queries it took over from
+   * to where its last epoch stopped ({@code source.ends}), of which, if it stopped holding
+   * records, it wrote those not above what its last mark says it wrote to their virtual
+   * partitions (the rest it held back: {@link ReadByOthers}), and the table's batch INSERTs
+   * (their mark's {@code reads}). Not
+   * counted: {@code query} itself and the queries it took over from
    * ({@code resumedFrom}, the query it resumes from, and whom that one resumed from): the
    * records they held back were read but not written, and are this query's to write now.
    */
-  public OffsetRanges readByOthers(String table, String source, String sourceId, String rows, String query,
+  public ReadByOthers readByOthers(String table, String source, String sourceId, String rows, String query,
       String resumedFrom) {
     return readByOthers(topic.readPrefixes(EpochMark.key(table, "")), source, sourceId, rows, query, resumedFrom);
   }
 
-  static OffsetRanges readByOthers(Map<String, byte[]> marks, String source, String query, String resumedFrom) {
+  static ReadByOthers readByOthers(Map<String, byte[]> marks, String source, String query, String resumedFrom) {
     return readByOthers(marks, source, null, null, query, resumedFrom);
   }
 
@@ -375,7 +378,7 @@ public final class CommitLog {
    * {@code sourceId}: the source topic's id (null: not known); what was read of a topic of that
    * name under another id (deleted and created again since) is not counted.
    */
-  static OffsetRanges readByOthers(Map<String, byte[]> marks, String source, String sourceId, String rows,
+  static ReadByOthers readByOthers(Map<String, byte[]> marks, String source, String sourceId, String rows,
       String query, String resumedFrom) {
     Map<String, EpochMark> byQuery = new java.util.HashMap<>();
     for (EpochMark m : EpochMark.all(marks).values()) byQuery.put(m.query(), m);
@@ -385,17 +388,19 @@ public final class CommitLog {
       String from = m == null || m.lineage() == null ? null : m.lineage().resumedQuery();
       q = from != null ? from : q.equals(query) && resumedFrom != null ? resumedFrom : null;
     }
-    OffsetRanges out = OffsetRanges.NONE;
+    ReadByOthers out = ReadByOthers.NONE;
     for (EpochMark m : byQuery.values()) {
       if (own.contains(m.query())) continue;
       if (EpochMark.INSERTS.equals(m.query())) {
         if (!m.readOf(source, sourceId)) continue;
-        out = out.union(m.reads(source));
-        if (rows != null) out = out.union(m.reads(EpochMark.readsKey(source, rows)));
+        out = out.withInserts(m.reads(source));
+        if (rows != null) out = out.withInserts(m.reads(EpochMark.readsKey(source, rows)));
       } else if (m.lineage() != null && source.equals(m.lineage().topic())
           && (sourceId == null || m.lineage().topicId() == null || sourceId.equals(m.lineage().topicId()))
           && (m.lineage().rows() == null || m.lineage().rows().equals(rows))) {
-        out = out.union(OffsetRanges.below(m.lineage().ends()));
+        // (A stream that holds nothing wrote, or judged late, all it read.)
+        boolean holds = m.heldRecords() > 0 || m.heldRecords() < 0 && !m.held().isEmpty();
+        out = out.withStream(OffsetRanges.below(m.lineage().ends()), holds ? m.marks() : null);
       }
     }
     return out;

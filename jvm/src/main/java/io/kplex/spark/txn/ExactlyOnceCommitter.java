@@ -270,7 +270,7 @@ public final class ExactlyOnceCommitter {
   }
 
   /** What other writers of this table read of {@code topic}, whose id is {@code topicId} ({@link CommitLog#readByOthers}). */
-  public OffsetRanges readByOthers(String topic, String topicId, String rows, String query, String resumedFrom) {
+  public ReadByOthers readByOthers(String topic, String topicId, String rows, String query, String resumedFrom) {
     return withKafka(admin -> new CommitLog(admin).readByOthers(table, topic, topicId, rows, query, resumedFrom));
   }
 

@@ -1,7 +1,7 @@
 package io.kplex.spark.write;
 
 import io.kplex.spark.time.EventTime;
-import io.kplex.spark.txn.OffsetRanges;
+import io.kplex.spark.txn.ReadByOthers;
 import java.io.Serializable;
 import java.util.List;
 import java.util.Map;
@@ -20,7 +20,7 @@ import java.util.TreeMap;
  */
 record EpochStart(long lastEpoch, EventTime.Marks marks, int[] partitions, String sourceTopic, boolean releaseAll,
     List<String> held, Map<Integer, Long> starts, Map<Integer, Long> ends, int[] idle,
-    OffsetRanges readBefore) implements Serializable {
+    ReadByOthers readBefore) implements Serializable {
   EpochStart {
     starts = new TreeMap<>(starts);
     ends = new TreeMap<>(ends);
@@ -28,7 +28,7 @@ record EpochStart(long lastEpoch, EventTime.Marks marks, int[] partitions, Strin
 
   EpochStart(long lastEpoch, EventTime.Marks marks, int[] partitions, String sourceTopic, boolean releaseAll,
       List<String> held, Map<Integer, Long> starts, Map<Integer, Long> ends, int[] idle) {
-    this(lastEpoch, marks, partitions, sourceTopic, releaseAll, held, starts, ends, idle, OffsetRanges.NONE);
+    this(lastEpoch, marks, partitions, sourceTopic, releaseAll, held, starts, ends, idle, ReadByOthers.NONE);
   }
 
   /** An epoch whose source gave no ranges: its rows are not checked. */
@@ -51,13 +51,14 @@ record EpochStart(long lastEpoch, EventTime.Marks marks, int[] partitions, Strin
 
   /**
    * Whether another writer of the table (another query's stream, or an INSERT) read the record
-   * at {@code offset} of source partition {@code partition} (of the same topic): then, if its
-   * order value is not above what its virtual partition holds, it was written already (or was
-   * late then), and is skipped, not written twice nor counted late (docs/contract.md, G3 across
-   * writers).
+   * at {@code offset} of source partition {@code partition} (of the same topic), of order value
+   * {@code order} for virtual partition {@code vp}, and it was that writer's to write (not one a
+   * stream held back: {@link ReadByOthers}): then, if its order value is not above what its
+   * virtual partition holds, it was written already (or was late then), and is skipped, not
+   * written twice nor counted late (docs/contract.md, G3 across writers).
    */
-  boolean readBefore(int partition, long offset) {
-    return readBefore.contains(partition, offset);
+  boolean readBefore(int partition, long offset, int vp, long order) {
+    return readBefore.wrote(partition, offset, vp, order);
   }
 
   /** The range epoch reads of {@code partition}, for an error: "[from, until)", or "none". */

@@ -7,7 +7,7 @@ import io.kplex.spark.kafka.AccessErrors;
 import io.kplex.spark.kafka.KafkaClients;
 import io.kplex.spark.testing.FaultInjection;
 import io.kplex.spark.time.EventTime;
-import io.kplex.spark.txn.OffsetRanges;
+import io.kplex.spark.txn.ReadByOthers;
 import io.kplex.spark.txn.TaskTransaction;
 import io.kplex.spark.wire.KeyBytes;
 import io.kplex.spark.wire.KplexHeaders;
@@ -55,6 +55,8 @@ abstract sealed class KplexDataWriter implements DataWriter<InternalRow>
   private final RowCodec codec;
   private final Header[] vpHeaders;
   private final long[] rowsPerVp;
+  /** The virtual partitions of which a row went to the late topic, in this task's transaction. */
+  private final boolean[] lateIn;
   /**
    * The offset of the last record acknowledged per physical partition (-1: none). Written
    * by the producer's I/O thread in callbacks, read after {@code flush()}, which waits for
@@ -84,7 +86,7 @@ abstract sealed class KplexDataWriter implements DataWriter<InternalRow>
    * What other writers of the table (streams, earlier INSERTs) read of a batch write's source:
    * a row from there at or below its virtual partition's floor was written then ({@link #skipping}).
    */
-  private OffsetRanges readBefore = OffsetRanges.NONE;
+  private ReadByOthers readBefore = ReadByOthers.NONE;
   private long alreadyWritten;
 
   KplexDataWriter(WriteConf conf, RowCodec codec, int partitionId, int stageAttempt, int attempt,
@@ -96,6 +98,7 @@ abstract sealed class KplexDataWriter implements DataWriter<InternalRow>
     this.faults = conf.faults.any() ? conf.faults : null;
     this.vpHeaders = new Header[conf.virtualPartitions];
     this.rowsPerVp = new long[conf.virtualPartitions];
+    this.lateIn = new boolean[conf.virtualPartitions];
     this.highs = new long[conf.virtualPartitions];
     Arrays.fill(highs, Long.MIN_VALUE);
     if (floor == null || floor.isEmpty()) {
@@ -146,7 +149,7 @@ abstract sealed class KplexDataWriter implements DataWriter<InternalRow>
    * then (or were late then): they are skipped and counted, not written twice nor late (an
    * INSERT run again over the same records writes nothing).
    */
-  final KplexDataWriter skipping(OffsetRanges readBefore) {
+  final KplexDataWriter skipping(ReadByOthers readBefore) {
     this.readBefore = readBefore;
     return this;
   }
@@ -215,7 +218,9 @@ abstract sealed class KplexDataWriter implements DataWriter<InternalRow>
   final Map<Integer, Long> written() {
     Map<Integer, Long> written = new HashMap<>();
     for (int vp = 0; vp < highs.length; vp++) {
-      if (highs[vp] != Long.MIN_VALUE) written.put(vp, highs[vp]);
+      // (A virtual partition whose only rows are of order -2^63, or went to the late topic, is
+      // in the transaction too: a commit Kafka cuts short names it among those to write again.)
+      if (highs[vp] != Long.MIN_VALUE || rowsPerVp[vp] > 0 || lateIn[vp]) written.put(vp, highs[vp]);
     }
     return written;
   }
@@ -232,7 +237,7 @@ abstract sealed class KplexDataWriter implements DataWriter<InternalRow>
       return;
     }
     int vp = Placement.virtualPartition(keyBytes, conf.virtualPartitions);
-    if (floor != null && orderValue <= floor[vp] && !readBefore.isEmpty() && codec.readIn(row, readBefore)) {
+    if (floor != null && orderValue <= floor[vp] && !readBefore.isEmpty() && codec.readIn(row, readBefore, vp, orderValue)) {
       alreadyWritten++;
       return;
     }
@@ -272,6 +277,7 @@ abstract sealed class KplexDataWriter implements DataWriter<InternalRow>
         return;
       case SIDE_TOPIC:
         sendLate(row, keyBytes, vp, orderValue, conf.lateTopic, null, -1, -1, null);
+        lateIn[vp] = true;
         late++;
         return;
       default:

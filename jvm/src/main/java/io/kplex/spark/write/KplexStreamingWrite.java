@@ -7,7 +7,7 @@ import io.kplex.spark.errors.Errors;
 import io.kplex.spark.stream.HeldRelease;
 import io.kplex.spark.txn.EpochMark;
 import io.kplex.spark.txn.ExactlyOnceCommitter;
-import io.kplex.spark.txn.OffsetRanges;
+import io.kplex.spark.txn.ReadByOthers;
 import io.kplex.spark.txn.PartialCommit;
 import io.kplex.spark.txn.TaskTransaction;
 import io.kplex.spark.time.EventTime;
@@ -321,8 +321,8 @@ final class KplexStreamingWrite implements StreamingWrite {
    * not counting the queries this one took over from ({@code resumedFrom}): looked up once per
    * run of the query (once per epoch for a write outside a run).
    */
-  private OffsetRanges readBefore(HeldRelease.Signal source, String resumedFrom) {
-    if (source.topic() == null || source.starts().isEmpty()) return OffsetRanges.NONE;
+  private ReadByOthers readBefore(HeldRelease.Signal source, String resumedFrom) {
+    if (source.topic() == null || source.starts().isEmpty()) return ReadByOthers.NONE;
     return run.readByOthers(source.topic(), source.topicId(), resumedFrom,
         () -> committer.readByOthers(source.topic(), source.topicId(), schema.sourceRows, queryId, resumedFrom));
   }

@@ -2,7 +2,7 @@ package io.kplex.spark.write;
 
 import io.kplex.spark.conf.WriteConf;
 import io.kplex.spark.kafka.KafkaClients;
-import io.kplex.spark.txn.OffsetRanges;
+import io.kplex.spark.txn.ReadByOthers;
 import java.util.Map;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.connector.write.DataWriter;
@@ -20,18 +20,18 @@ final class KplexWriterFactory implements DataWriterFactory {
   private final Map<Integer, Long> floor;
   private final KafkaClients clients;
   /** What other writers of the table read of the write's source ({@link KplexDataWriter#skipping}). */
-  private final OffsetRanges readBefore;
+  private final ReadByOthers readBefore;
 
-  KplexWriterFactory(WriteConf conf, WriteSchema schema, Map<Integer, Long> floor, OffsetRanges readBefore) {
+  KplexWriterFactory(WriteConf conf, WriteSchema schema, Map<Integer, Long> floor, ReadByOthers readBefore) {
     this(conf, schema, floor, KafkaClients.REAL, readBefore);
   }
 
   KplexWriterFactory(WriteConf conf, WriteSchema schema, Map<Integer, Long> floor, KafkaClients clients) {
-    this(conf, schema, floor, clients, OffsetRanges.NONE);
+    this(conf, schema, floor, clients, ReadByOthers.NONE);
   }
 
   private KplexWriterFactory(WriteConf conf, WriteSchema schema, Map<Integer, Long> floor, KafkaClients clients,
-      OffsetRanges readBefore) {
+      ReadByOthers readBefore) {
     this.readBefore = readBefore;
     this.conf = conf;
     this.schema = schema;

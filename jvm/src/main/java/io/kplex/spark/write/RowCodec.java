@@ -59,10 +59,14 @@ final class RowCodec implements Serializable {
     this.sourceTopic = reads ? schema.sourceTopic : null;
   }
 
-  /** Whether the row's source record lies in {@code ranges} (false when this write's rows carry no position). */
-  boolean readIn(InternalRow row, io.kplex.spark.txn.OffsetRanges ranges) {
+  /**
+   * Whether another writer read the row's source record and it was theirs to write, the row
+   * being of order value {@code order} for virtual partition {@code vp} (false when this write's
+   * rows carry no position).
+   */
+  boolean readIn(InternalRow row, io.kplex.spark.txn.ReadByOthers read, int vp, long order) {
     if (sourceOffsetColumn < 0 || row.isNullAt(sourcePartitionColumn) || row.isNullAt(sourceOffsetColumn)) return false;
-    return ranges.contains(row.getInt(sourcePartitionColumn), row.getLong(sourceOffsetColumn));
+    return read.wrote(row.getInt(sourcePartitionColumn), row.getLong(sourceOffsetColumn), vp, order);
   }
 
   /** The row's source partition, or -1 when this write's rows carry no position. */

@@ -103,7 +103,7 @@ final class StreamingDataWriter implements DataWriter<InternalRow> {
       this.pending = new Spilling(conf.faults.pendingMemoryBytes > 0 ? conf.faults.pendingMemoryBytes
           : PENDING_MEMORY_BYTES);
       this.gate = new EventTimeGate<>(start.marks(), start.partitions(), start.idle(), conf.maxDelayMs, start.releaseAll(),
-          merged(runs), inPlace, pending, new Out()).judgingHeld(this::readBefore);
+          merged(runs), inPlace, pending, new Out()).judgingHeld(row -> readBefore(row, item(row)));
     } catch (RuntimeException | Error e) {
       // A held file that cannot be read (gone, of other columns): Spark gets no writer to
       // abort, so what this one opened, the held files' readers and the task's producer, is
@@ -387,19 +387,22 @@ final class StreamingDataWriter implements DataWriter<InternalRow> {
     if (schema.positioned()) {
       requireRead(unsafe);
       gate.add(e, unsafe.isNullAt(schema.orderedPartition) ? 0 : unsafe.getInt(schema.orderedPartition),
-          unsafe.isNullAt(schema.highBefore) ? Long.MIN_VALUE : unsafe.getLong(schema.highBefore), readBefore(unsafe));
+          unsafe.isNullAt(schema.highBefore) ? Long.MIN_VALUE : unsafe.getLong(schema.highBefore), readBefore(unsafe, e));
     } else {
       gate.add(e, 0, Long.MIN_VALUE);
     }
   }
 
-  /** Whether another query's stream into the table read this row's source record ({@link EpochStart#readBefore}). */
-  private boolean readBefore(UnsafeRow row) {
+  /**
+   * Whether another writer of the table read this row's source record, and it was theirs to
+   * write ({@link EpochStart#readBefore}); {@code item}: the row's virtual partition and order value.
+   */
+  private boolean readBefore(UnsafeRow row, EventTimeGate.Item<UnsafeRow> item) {
     if (start.readBefore().isEmpty() || schema.sourceOffset < 0 || row.isNullAt(schema.sourcePartition)
         || row.isNullAt(schema.sourceOffset)) {
       return false;
     }
-    return start.readBefore(row.getInt(schema.sourcePartition), row.getLong(schema.sourceOffset));
+    return start.readBefore(row.getInt(schema.sourcePartition), row.getLong(schema.sourceOffset), item.vp(), item.order());
   }
 
   /**

@@ -4,7 +4,7 @@ import io.kplex.spark.kafka.KafkaConf;
 import io.kplex.spark.kafka.KafkaTopics;
 import io.kplex.spark.stream.StreamingBatch;
 import io.kplex.spark.txn.EpochMark;
-import io.kplex.spark.txn.OffsetRanges;
+import io.kplex.spark.txn.ReadByOthers;
 import io.kplex.spark.txn.PartialCommit;
 import io.kplex.spark.txn.WriterLease;
 import java.util.HashMap;
@@ -73,12 +73,12 @@ final class StreamingRuns {
      * other writer writes while the run holds its claim), and what it was looked up for
      * (source topic, its id and the query it resumed from).
      */
-    private OffsetRanges readByOthers;
+    private ReadByOthers readByOthers;
     private java.util.List<String> readByOthersOf;
 
     /** What other writers read of {@code topic}, of id {@code topicId} (not counting {@code resumedFrom}), looked up once per run. */
-    synchronized OffsetRanges readByOthers(String topic, String topicId, String resumedFrom,
-        java.util.function.Supplier<OffsetRanges> lookUp) {
+    synchronized ReadByOthers readByOthers(String topic, String topicId, String resumedFrom,
+        java.util.function.Supplier<ReadByOthers> lookUp) {
       java.util.List<String> of = java.util.Arrays.asList(topic, topicId, resumedFrom);
       if (readByOthers == null || !of.equals(readByOthersOf)) {
         readByOthers = lookUp.get();

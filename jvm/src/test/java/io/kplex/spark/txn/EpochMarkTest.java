@@ -1,7 +1,9 @@
 package io.kplex.spark.txn;
 
 import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertFalse;
 import static org.junit.Assert.assertNull;
+import static org.junit.Assert.assertTrue;
 
 import io.kplex.spark.time.EventTime;
 import java.util.List;
@@ -50,20 +52,20 @@ public class EpochMarkTest {
     assertEquals("query-3", CommitLog.lastOnSource(log, "clicks").orElseThrow().query());
     assertEquals(java.util.Optional.empty(), CommitLog.lastOnSource(log, "orders"));
     assertEquals("how far the other queries' streams read a source, per partition",
-        OffsetRanges.below(Map.of(0, 150L, 1, 90L)), CommitLog.readByOthers(log, "views", "query-9", null));
+        OffsetRanges.below(Map.of(0, 150L, 1, 90L)), CommitLog.readByOthers(log, "views", "query-9", null).ranges());
     assertEquals("a query's own marks do not count", OffsetRanges.below(Map.of(0, 150L, 1, 90L)),
-        CommitLog.readByOthers(log, "views", "query-1", null));
+        CommitLog.readByOthers(log, "views", "query-1", null).ranges());
     assertEquals("nor those of the query it resumed from (its held records are the resuming query's now)",
-        OffsetRanges.NONE, CommitLog.readByOthers(log, "views", "query-2", null));
+        OffsetRanges.NONE, CommitLog.readByOthers(log, "views", "query-2", null).ranges());
     assertEquals("named before the resuming query's first mark too", OffsetRanges.below(Map.of(0, 150L, 1, 90L)),
-        CommitLog.readByOthers(log, "views", "query-9", "query-1"));
-    assertEquals(OffsetRanges.NONE, CommitLog.readByOthers(log, "orders", "query-9", null));
+        CommitLog.readByOthers(log, "views", "query-9", "query-1").ranges());
+    assertEquals(OffsetRanges.NONE, CommitLog.readByOthers(log, "orders", "query-9", null).ranges());
     EpochMark inserts = new EpochMark("by_user", EpochMark.INSERTS, 0, MARK.marks(), List.of())
         .withReads("views", OffsetRanges.NONE.with(0, 300, 400).with(2, 0, 10))
         .withReads("orders", OffsetRanges.NONE.with(0, 0, 5));
     assertEquals(inserts, EpochMark.fromJson(inserts.toJson()));
     log.put(inserts.key(), inserts.toJson());
-    OffsetRanges views = CommitLog.readByOthers(log, "views", "query-2", null);
+    ReadByOthers views = CommitLog.readByOthers(log, "views", "query-2", null);
     assertEquals("and the INSERTs' ranges of that source", "0:[300,400) 2:[0,10)", views.toString());
     assertEquals("0:[0,5)", CommitLog.readByOthers(log, "orders", "query-2", null).toString());
     assertEquals("query-2 streamed from views into the table after query-1's last commit", "query-2",
@@ -168,5 +170,31 @@ public class EpochMarkTest {
     EpochMark older = new EpochMark("by_user", EpochMark.INSERTS, 0, MARK.marks(), List.of())
         .withReads("views", OffsetRanges.NONE.with(1, 0, 40));
     assertEquals("reads recorded without an id are kept", older.reads(), older.readingId("views", "id-new").reads());
+  }
+
+  @Test
+  public void aRecordAStreamReadIsItsToHaveWrittenOnlyIfNotAboveWhatItWroteToItsVirtualPartition() {
+    EventTime.Marks wrote = EventTime.Marks.of(Map.of(3, 90L, 4, 200L));
+    EpochMark stream = new EpochMark("by_user", "query-1", 3, wrote, List.of(), 1,
+        new EpochMark.Lineage("views", Map.of(0, 100L), null, null, 1_000L, null, List.of(), "id-1", null));
+    EpochMark inserts = new EpochMark("by_user", EpochMark.INSERTS, 0, MARK.marks(), List.of())
+        .withReads("views", OffsetRanges.NONE.with(1, 0, 10));
+    Map<String, byte[]> log = new java.util.LinkedHashMap<>();
+    for (EpochMark m : List.of(stream, inserts)) log.put(m.key(), m.toJson());
+    ReadByOthers read = CommitLog.readByOthers(log, "views", "query-9", null);
+    assertTrue("written by the stream", read.wrote(0, 50, 3, 90));
+    assertFalse("held back by it: above what it wrote to virtual partition 3", read.wrote(0, 50, 3, 100));
+    assertTrue(read.wrote(0, 50, 4, 100));
+    assertFalse("not read by it", read.wrote(0, 100, 4, 100));
+    assertFalse("a virtual partition it wrote nothing to", read.wrote(0, 50, 5, Long.MIN_VALUE + 1));
+    assertTrue("an INSERT wrote (or judged late) all it read", read.wrote(1, 5, 5, Long.MAX_VALUE));
+    ReadByOthers strict = ReadByOthers.NONE.withStream(OffsetRanges.below(Map.of(0, 100L)),
+        EventTime.Marks.of(Map.of(EventTime.Marks.EVERY_VP, 70L)));
+    assertTrue("a floor for every virtual partition", strict.wrote(0, 1, 8, 70) && !strict.wrote(0, 1, 8, 71));
+    assertTrue(ReadByOthers.NONE.isEmpty() && !strict.isEmpty());
+    EpochMark holdingNothing = new EpochMark("by_user", "query-1", 3, wrote, List.of(), 0, stream.lineage());
+    log.put(holdingNothing.key(), holdingNothing.toJson());
+    assertTrue("a stream that held nothing back wrote all it read", CommitLog.readByOthers(log, "views", "query-9", null)
+        .wrote(0, 50, 3, 100));
   }
 }

@@ -44,7 +44,7 @@ public class BatchReadsTest {
     int vp = Placement.virtualPartition("alice".getBytes(StandardCharsets.UTF_8), 4);
     WriterFixture.Clients clients = new WriterFixture.Clients();
     KplexDataWriter w = KplexDataWriter.open(conf, RowCodec.of(schema, conf), 0, 0, 0, Map.of(vp, 5L), clients)
-        .skipping(OffsetRanges.NONE.with(0, 10, 20));
+        .skipping(io.kplex.spark.txn.ReadByOthers.NONE.withInserts(OffsetRanges.NONE.with(0, 10, 20)));
     w.write(row(4, 0, 15));   // read before, below the floor: skipped (it was late then, or written)
     w.write(row(5, 0, 12));   // read before, at the floor: written then, skipped
     w.write(row(5, 0, 30));   // not read before, at the floor: a tie, written

@@ -61,6 +61,17 @@ public class ExactlyOnceDataWriterTest {
   }
 
   @Test
+  public void aVirtualPartitionOfOnlyTheLowestOrderIsInTheTransaction() throws Exception {
+    KplexDataWriter w = writer("kplex.null_order", "first");
+    w.write(row("a", null, "v"));
+    TaskTransaction txn = ((KplexCommitMessage) w.commit()).txn;
+    int vp = Placement.virtualPartition("a".getBytes(StandardCharsets.UTF_8), 4);
+    assertEquals("a commit cut short names it among the virtual partitions to write again",
+        Map.of(vp, Long.MIN_VALUE), txn.highs());
+    w.close();
+  }
+
+  @Test
   public void aTaskThatSentNothingHandsTheDriverNoTransaction() throws Exception {
     KplexDataWriter w = writer("kplex.null_key", "drop");
     w.write(row(null, 1L, "dropped"));

@@ -41,7 +41,7 @@ public class WriterFactoriesTest {
   @Test
   public void bothFactoriesTravelToTheExecutors() throws Exception {
     KplexWriterFactory batch = new KplexWriterFactory(conf(), WriterFixture.COLUMNS, Map.of(0, 5L),
-        io.kplex.spark.txn.OffsetRanges.NONE);
+        io.kplex.spark.txn.ReadByOthers.NONE);
     assertEquals(batch.toString(), roundTrip(batch).toString());
     HeldRows held = new HeldRows(new Configuration(false), "/tmp/kplex-unused");
     StreamingWriterFactory stream = new StreamingWriterFactory(conf(), WriterFixture.COLUMNS, start(), held, 2);
