@@ -199,8 +199,9 @@ def test_a_query_that_resumed_a_table_restarts_from_its_checkpoint_after_another
         spark, bootstrap, fresh_name, tmp_path):
     """B resumed table T (`startingOffsets = 'table'`, no `startingTable`: T was the one table
     streamed from the topic). Another stream then writes table U from the same topic. B,
-    restarted from its own checkpoint with the same options, goes on where it stopped: which
-    table to resume is asked once, at its start, not again (it used to fail as ambiguous)."""
+    restarted from its own checkpoint with the same options (first with nothing new to read, a
+    micro-batch that only releases what it held, then with more), goes on where it stopped:
+    which table to resume is asked once, at its start, not again (it used to fail as ambiguous)."""
     source, target, other = fresh_name("restart_resumed_src"), fresh_name("restart_resumed"), fresh_name("other_table")
     datagen.generate_pageviews(bootstrap, source, 600, partitions=3, users=15, seed=65)
     create(spark, target, delay_ms=1_000)
@@ -213,6 +214,9 @@ def test_a_query_that_resumed_a_table_restarts_from_its_checkpoint_after_another
     assert b.exception() is None, b.exception()
     u = run_available_now(spark, source, other, tmp_path / "u")
     assert u.exception() is None, u.exception()
+    flushed = resume(spark, source, target, tmp_path / "b", select=SELECT)  # nothing new: a batch that releases only
+    assert flushed.exception() is None, flushed.exception()
+    assert written(bootstrap, target) == 900
     datagen.generate_pageviews(bootstrap, source, 300, partitions=3, users=15, seed=67, create=False,
                                start_ms=later + 300 * 500 + 60_000)
     again = resume(spark, source, target, tmp_path / "b", select=SELECT)

@@ -988,6 +988,10 @@ final class KplexMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
    * topic since must not make its restart fail as ambiguous.
    */
   private boolean firstOfQuery(SourceOffset start) {
+    // (A query's first micro-batch is Spark's batch 0: a flush or an idle batch later starts
+    // at the same offsets too.)
+    io.kplex.spark.stream.StreamingBatch batch = io.kplex.spark.stream.StreamingBatch.current();
+    if (batch != null && batch.batchId() > 0) return false;
     SourceOffset first = started();
     return first == null || first.next.equals(start.next);
   }
