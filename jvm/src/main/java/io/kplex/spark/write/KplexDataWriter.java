@@ -277,7 +277,6 @@ abstract sealed class KplexDataWriter implements DataWriter<InternalRow>
         return;
       case SIDE_TOPIC:
         sendLate(row, keyBytes, vp, orderValue, conf.lateTopic, null, -1, -1, null);
-        lateIn[vp] = true;
         late++;
         return;
       default:
@@ -299,6 +298,7 @@ abstract sealed class KplexDataWriter implements DataWriter<InternalRow>
       String sourceTopic, int sourcePartition, long sourceOffset, Long timestampMs) {
     beforeSend();
     checkFailure();
+    if (vp >= 0 && vp < lateIn.length) lateIn[vp] = true;
     List<Header> headers = codec.userHeaders(row, 5);
     if (headers == null) headers = new ArrayList<>(5);
     if (sourceTopic != null) headers.removeIf(h -> KplexHeaders.isLateRecords(h.key()));

@@ -72,6 +72,17 @@ public class ExactlyOnceDataWriterTest {
   }
 
   @Test
+  public void aVirtualPartitionWhoseOnlyRowsWentToTheLateTopicIsInTheTransaction() throws Exception {
+    WriteConf conf = conf("kplex.late_policy", "side_topic", "kplex.late_topic", "late");
+    int vp = Placement.virtualPartition("a".getBytes(StandardCharsets.UTF_8), 4);
+    KplexDataWriter w = new ExactlyOnceDataWriter(conf, WriterFixture.codec(conf), 3, 0, 1, Map.of(vp, 100L), clients, null);
+    w.write(row("a", 5L, "late"));
+    TaskTransaction txn = ((KplexCommitMessage) w.commit()).txn;
+    assertEquals(Map.of(vp, Long.MIN_VALUE), txn.highs());
+    w.close();
+  }
+
+  @Test
   public void aTaskThatSentNothingHandsTheDriverNoTransaction() throws Exception {
     KplexDataWriter w = writer("kplex.null_key", "drop");
     w.write(row(null, 1L, "dropped"));
