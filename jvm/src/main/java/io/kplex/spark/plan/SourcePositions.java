@@ -96,12 +96,19 @@ public final class SourcePositions extends Rule<LogicalPlan> {
     }
 
     private static List<Expression> conjuncts(Expression e) {
-      if (e instanceof org.apache.spark.sql.catalyst.expressions.And and) {
-        List<Expression> out = new ArrayList<>(conjuncts(and.left()));
-        out.addAll(conjuncts(and.right()));
-        return out;
-      }
-      return List.of(e);
+      return split(e, org.apache.spark.sql.catalyst.expressions.And.class);
+    }
+
+    private static List<Expression> disjuncts(Expression e) {
+      return split(e, org.apache.spark.sql.catalyst.expressions.Or.class);
+    }
+
+    /** {@code e}'s operands of nested {@code op} ({@code a AND (b AND c)}: a, b, c). */
+    private static List<Expression> split(Expression e, Class<? extends Expression> op) {
+      if (!op.isInstance(e)) return List.of(e);
+      List<Expression> out = new ArrayList<>();
+      for (Expression child : Scala.asJava(e.children())) out.addAll(split(child, op));
+      return out;
     }
 
     /**
@@ -121,7 +128,7 @@ public final class SourcePositions extends Rule<LogicalPlan> {
         java.util.Set<String> pinned = new java.util.HashSet<>();
         for (Expression side : disjuncts(e)) {
           if (!bounds(side, partition, offset)) return false;
-          if (!mentions(side, offset)) continue;  // all of a partition's offsets, or none
+          if (!side.references().contains(offset)) continue;  // all of a partition's offsets, or none
           java.util.Set<String> own = pinnedPartitions(side, partition);
           if (own == null) return false;
           for (String p : own) if (!pinned.add(p)) return false;
@@ -142,23 +149,6 @@ public final class SourcePositions extends Rule<LogicalPlan> {
       return false;
     }
 
-    private static List<Expression> disjuncts(Expression e) {
-      if (e instanceof org.apache.spark.sql.catalyst.expressions.Or or) {
-        List<Expression> out = new ArrayList<>(disjuncts(or.left()));
-        out.addAll(disjuncts(or.right()));
-        return out;
-      }
-      return List.of(e);
-    }
-
-    private static boolean mentions(Expression e, Attribute c) {
-      return e.exists(new scala.runtime.AbstractFunction1<Expression, Object>() {
-        @Override
-        public Object apply(Expression x) {
-          return x instanceof Attribute a && a.exprId().equals(c.exprId());
-        }
-      });
-    }
 
     /**
      * The partitions a conjunction admits, where one of its conjuncts names them
